@@ -1,0 +1,176 @@
+//! What a bench run records: the JSON schema of `--json` and `aspace report`.
+
+use crate::usl::Usl;
+use serde::{Deserialize, Serialize};
+
+/// The machine the figures were measured on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Machine {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// CPUs this process may run on.
+    pub cores: usize,
+    /// NUMA nodes the OS reports.
+    pub nodes: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// `git rev-parse HEAD` of the working directory, or "unknown".
+    pub commit: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub timestamp: u64,
+}
+
+/// Reverse-map calls per operation (exec+faults+exit, or fork+exec+exit).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct CallsPerOp {
+    /// `insert` calls.
+    pub insert: f64,
+    /// `insert_batch` calls.
+    pub insert_batch: f64,
+    /// `insert_after` calls.
+    pub insert_after: f64,
+    /// `remove` calls.
+    pub remove: f64,
+    /// `remove_batch` calls.
+    pub remove_batch: f64,
+    /// Reverse-map lock holds (all calls).
+    pub lock_holds: f64,
+    /// VMAs linked.
+    pub vmas_linked: f64,
+}
+
+/// One measured point: one design at one thread count.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    /// `execl` or `shell`.
+    pub workload: String,
+    /// Reverse-map design name.
+    pub design: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Operations (execs) per second, all workers together.
+    pub ops_per_sec: f64,
+    /// Reverse-map lock acquisitions that found the lock taken, in %.
+    pub contended_pct: f64,
+    /// Reverse-map lock acquisitions during the measured interval.
+    pub acquisitions: u64,
+    /// Of those, contended.
+    pub contended: u64,
+    /// Operations completed.
+    pub ops: u64,
+    /// Measured seconds.
+    pub seconds: f64,
+    /// `ops_per_sec` / linux's at the same thread count, when linux ran.
+    pub ratio_to_linux: Option<f64>,
+    /// How mm drives this design's reverse map.
+    pub call_pattern: String,
+    /// Reverse-map calls per operation, measured.
+    pub calls_per_op: CallsPerOp,
+    /// Resident processes that map the binary, libc and ld.so.
+    pub resident: usize,
+    /// VMAs in libc's reverse map while the workers ran (residents only).
+    pub resident_libc_vmas: usize,
+    /// Reverse-map walks the reclaim thread did per second.
+    pub walks_per_sec: f64,
+    /// Emulated topology or "os".
+    pub topology: String,
+    /// Bytes libc's reverse map takes with the residents in it.
+    pub libc_rmap_bytes: usize,
+}
+
+/// A USL fit of one design's curve, with projections.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Fit {
+    /// Workload.
+    pub workload: String,
+    /// Design.
+    pub design: String,
+    /// The fitted parameters and error; `None` with fewer than 3 thread counts.
+    pub usl: Option<Usl>,
+    /// (cores, projected ops/s): projections, NOT measurements.
+    pub projections: Vec<(usize, f64)>,
+}
+
+/// The bench settings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Config {
+    /// The binary each worker execs.
+    pub binary: String,
+    /// Seconds per point.
+    pub duration_s: f64,
+    /// Resident processes.
+    pub resident: usize,
+    /// Requested walk rate (walks/s).
+    pub walk_rate: f64,
+    /// Topology.
+    pub topology: String,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Designs.
+    pub designs: Vec<String>,
+    /// Workloads.
+    pub workloads: Vec<String>,
+}
+
+/// Everything `aspace bench --json` writes and `aspace report` reads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// Where it ran.
+    pub machine: Machine,
+    /// With what settings.
+    #[serde(default)]
+    pub config: Config,
+    /// Every measured point.
+    pub runs: Vec<Run>,
+    /// USL fits (recomputed by `aspace report`).
+    #[serde(default)]
+    pub fits: Vec<Fit>,
+}
+
+/// Core counts the projections are made for.
+pub const PROJECT_TO: [usize; 2] = [112, 384];
+
+impl Results {
+    /// Fills `ratio_to_linux` and recomputes `fits` from `runs`.
+    pub fn analyse(&mut self) {
+        let runs = self.runs.clone();
+        for r in &mut self.runs {
+            r.ratio_to_linux = runs
+                .iter()
+                .find(|l| l.design == "linux" && l.workload == r.workload && l.threads == r.threads)
+                .filter(|l| l.ops_per_sec > 0.0)
+                .map(|l| r.ops_per_sec / l.ops_per_sec);
+        }
+        self.fits.clear();
+        for (w, d) in self.series() {
+            let pts: Vec<(f64, f64)> = self
+                .runs
+                .iter()
+                .filter(|r| r.workload == w && r.design == d)
+                .map(|r| (r.threads as f64, r.ops_per_sec))
+                .collect();
+            let usl = crate::usl::fit(&pts);
+            let projections = usl
+                .map(|u| PROJECT_TO.iter().map(|&n| (n, u.at(n as f64))).collect())
+                .unwrap_or_default();
+            self.fits.push(Fit {
+                workload: w,
+                design: d,
+                usl,
+                projections,
+            });
+        }
+    }
+
+    /// (workload, design) pairs in first-seen order.
+    pub fn series(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for r in &self.runs {
+            let k = (r.workload.clone(), r.design.clone());
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,260 @@
+//! The workloads: UnixBench `execl` and `shell` on the address-space model.
+//!
+//! One point = one design at one thread count:
+//! 1. a fresh file registry of that design; the binary resolved once (ld.so's work);
+//! 2. `resident` processes exec the binary and stay, so libc's and ld.so's reverse
+//!    maps hold `5 x resident` identical intervals each, as on a busy machine;
+//! 3. `threads` workers loop for `duration`: exec the binary, take a few page faults
+//!    (entry point, libc text, stack, heap), exit (execl); or fork a parent, exec in
+//!    the child, fault, exit (shell);
+//! 4. optionally a reclaim thread walks libc's reverse map at `walk_rate` per second
+//!    (one page each, the stable walk);
+//! 5. lock statistics are the delta over the measured interval.
+
+use crate::results::{CallsPerOp, Run};
+use mm::{Access, Files, Mm, Program, RmapCalls};
+use rmap::{Design, Interval, Topology};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The two UnixBench-like workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// exec -> faults -> exit, in a loop (UnixBench execl).
+    Execl,
+    /// fork -> exec in the child -> faults -> child exits (UnixBench shell scripts).
+    Shell,
+}
+
+impl Workload {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Execl => "execl",
+            Workload::Shell => "shell",
+        }
+    }
+}
+
+/// One point's settings.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// Which workload.
+    pub workload: Workload,
+    /// Which design.
+    pub design: Design,
+    /// Worker threads.
+    pub threads: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Resident processes.
+    pub resident: usize,
+    /// Reclaim walks per second (0 = none).
+    pub walk_rate: f64,
+    /// Topology the designs are built for.
+    pub topology: Topology,
+    /// Its name for the JSON.
+    pub topology_name: String,
+    /// The binary.
+    pub binary: PathBuf,
+}
+
+/// Resolves `binary` once to check it before a sweep: a clear error for a missing,
+/// non-ELF or truncated file or a missing library.
+pub fn check_binary(binary: &Path) -> Result<(), String> {
+    let files = Files::new(Design::Linux, Topology::detect());
+    files
+        .program(binary)
+        .map(drop)
+        .map_err(|e| format!("cannot exec {}: {e}", binary.display()))
+}
+
+/// Addresses a freshly exec'd process faults on: (address, access).
+fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
+    let vmas = mm.vmas();
+    let mut out = Vec::new();
+    // The first executable page of each file: the entry point, ld.so, libc.
+    let mut seen: Vec<*const mm::File> = Vec::new();
+    for v in &vmas {
+        if let Some((f, _)) = v.file() {
+            if v.prot.exec && !seen.contains(&Arc::as_ptr(f)) {
+                seen.push(Arc::as_ptr(f));
+                out.push((v.start, Access::Exec));
+            }
+        }
+    }
+    out.push((mm::layout::STACK_TOP - 8, Access::Write));
+    let (start, brk) = mm.brk_range();
+    if brk > start {
+        out.push((start, Access::Write));
+    }
+    out
+}
+
+/// Runs one point; `tick` is called about every 100 ms with the fraction done.
+pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+    let files = Files::new(p.design, p.topology.clone());
+    let prog: Arc<Program> = files
+        .program(&p.binary)
+        .map_err(|e| format!("cannot exec {}: {e}", p.binary.display()))?;
+    let residents: Vec<Mm> = (0..p.resident)
+        .map(|_| {
+            let m = Mm::new(files.clone());
+            m.exec_program(&prog);
+            m
+        })
+        .collect();
+    let probe = Mm::new(files.clone());
+    probe.exec_program(&prog);
+    let faults = fault_plan(&probe);
+    drop(probe);
+    let libc = prog
+        .files()
+        .find(|f| f.path().file_name().is_some_and(|n| n == "libc.so.6"))
+        .or_else(|| prog.files().last())
+        .cloned()
+        .ok_or("the binary maps no file")?;
+    let resident_libc_vmas = libc.rmap().len();
+    let libc_rmap_bytes = libc.rmap().memory_bytes();
+    let libc_pages = libc.pages().max(1);
+
+    let stop = AtomicBool::new(false);
+    let walks = AtomicU64::new(0);
+    let before = files.lock_stats();
+    let start = Instant::now();
+    let (ops, calls, elapsed) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..p.threads)
+            .map(|_| {
+                let (files, prog, stop, faults) = (&files, &prog, &stop, &faults);
+                s.spawn(move || worker(p.workload, files, prog, stop, faults))
+            })
+            .collect();
+        if p.walk_rate > 0.0 {
+            let (stop, walks, libc) = (&stop, &walks, &libc);
+            let period = Duration::from_secs_f64(1.0 / p.walk_rate);
+            s.spawn(move || {
+                let mut next = Instant::now();
+                let mut page = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    next += period;
+                    if let Some(d) = next.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(d.min(Duration::from_millis(50)));
+                        if Instant::now() < next {
+                            continue;
+                        }
+                    }
+                    page = (page + 7919) % libc_pages;
+                    let iv = Interval::new(page, page).expect("one page");
+                    let mut n = 0u64;
+                    libc.rmap().walk(iv, &mut |_, _| n += 1);
+                    std::hint::black_box(n);
+                    walks.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        while start.elapsed() < p.duration {
+            tick(start.elapsed().as_secs_f64() / p.duration.as_secs_f64());
+            std::thread::sleep(
+                (p.duration - start.elapsed().min(p.duration)).min(Duration::from_millis(100)),
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        let mut ops = 0u64;
+        let mut calls = RmapCalls::default();
+        for w in workers {
+            let (n, c) = w.join().expect("worker thread panicked");
+            ops += n;
+            calls.add(&c);
+        }
+        (ops, calls, start.elapsed())
+    });
+    tick(1.0);
+    let after = files.lock_stats();
+    drop(residents);
+    let acquisitions = after.acquisitions.saturating_sub(before.acquisitions);
+    let contended = after.contended.saturating_sub(before.contended);
+    let secs = elapsed.as_secs_f64();
+    let per = |x: u64| if ops > 0 { x as f64 / ops as f64 } else { 0.0 };
+    Ok(Run {
+        workload: p.workload.name().into(),
+        design: p.design.name().into(),
+        threads: p.threads,
+        ops_per_sec: ops as f64 / secs,
+        contended_pct: if acquisitions > 0 {
+            100.0 * contended as f64 / acquisitions as f64
+        } else {
+            0.0
+        },
+        acquisitions,
+        contended,
+        ops,
+        seconds: secs,
+        ratio_to_linux: None,
+        call_pattern: files.call_pattern().describe(),
+        calls_per_op: CallsPerOp {
+            insert: per(calls.insert),
+            insert_batch: per(calls.insert_batch),
+            insert_after: per(calls.insert_after),
+            remove: per(calls.remove),
+            remove_batch: per(calls.remove_batch),
+            lock_holds: per(calls.lock_holds()),
+            vmas_linked: per(calls.linked),
+        },
+        resident: p.resident,
+        resident_libc_vmas,
+        walks_per_sec: walks.load(Ordering::Relaxed) as f64 / secs,
+        topology: p.topology_name.clone(),
+        libc_rmap_bytes,
+    })
+}
+
+fn worker(
+    workload: Workload,
+    files: &Arc<Files>,
+    prog: &Arc<Program>,
+    stop: &AtomicBool,
+    faults: &[(u64, Access)],
+) -> (u64, RmapCalls) {
+    let mut ops = 0u64;
+    let mut calls = RmapCalls::default();
+    let fault_all = |mm: &Mm| {
+        for &(addr, access) in faults {
+            // The layout is deterministic, so these always hit; a miss would be a
+            // model bug, counted by nothing but visible in the tests.
+            let _ = std::hint::black_box(mm.page_fault(addr, access));
+        }
+    };
+    match workload {
+        Workload::Execl => {
+            let mm = Mm::new(files.clone());
+            while !stop.load(Ordering::Relaxed) {
+                mm.exec_program(prog);
+                fault_all(&mm);
+                mm.exit();
+                ops += 1;
+            }
+            calls.add(&mm.calls());
+        }
+        Workload::Shell => {
+            let parent = Mm::new(files.clone());
+            parent.exec_program(prog);
+            let base = parent.calls();
+            while !stop.load(Ordering::Relaxed) {
+                let child = parent.fork();
+                child.exec_program(prog);
+                fault_all(&child);
+                child.exit();
+                calls.add(&child.calls());
+                ops += 1;
+            }
+            let mut p = parent.calls();
+            p.insert -= base.insert;
+            p.insert_batch -= base.insert_batch;
+            p.linked -= base.linked;
+            calls.add(&p);
+        }
+    }
+    (ops, calls)
+}

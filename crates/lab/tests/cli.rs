@@ -1,0 +1,166 @@
+//! End-to-end tests of the `aspace` binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn aspace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aspace"))
+        .args(args)
+        .output()
+        .expect("run aspace")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aspace-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn bench_writes_json_plots_and_report_then_report_rerenders() {
+    let out = tmpdir("bench");
+    let json = out.join("r.json");
+    let o = aspace(&[
+        "bench",
+        "--designs",
+        "linux,aspace",
+        "--threads",
+        "1,2,3",
+        "--duration",
+        "150ms",
+        "--resident",
+        "50",
+        "--walk-rate",
+        "100",
+        "--workload",
+        "execl",
+        "--workload",
+        "shell",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("x linux") && stdout.contains("PROJECTIONS"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("Higher ops/s is better"),
+        "explains itself: {stderr}"
+    );
+
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for k in ["cpu_model", "cores", "nodes", "kernel", "commit"] {
+        assert!(v["machine"].get(k).is_some(), "machine.{k}");
+    }
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 2 * 3, "workloads x designs x threads");
+    for r in runs {
+        for k in [
+            "workload",
+            "design",
+            "threads",
+            "ops_per_sec",
+            "contended_pct",
+            "call_pattern",
+        ] {
+            assert!(r.get(k).is_some(), "run.{k} in {r}");
+        }
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["resident_libc_vmas"].as_u64().unwrap(), 50 * 5, "{r}");
+        if r["design"] == "linux" {
+            assert!((r["ratio_to_linux"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+        }
+    }
+    let shell_aspace = runs
+        .iter()
+        .find(|r| r["workload"] == "shell" && r["design"] == "aspace")
+        .unwrap();
+    assert!(
+        shell_aspace["calls_per_op"]["insert_after"]
+            .as_f64()
+            .unwrap()
+            >= 10.0
+    );
+    assert!(
+        shell_aspace["calls_per_op"]["insert_batch"]
+            .as_f64()
+            .unwrap()
+            >= 3.0
+    );
+    let execl_linux = runs
+        .iter()
+        .find(|r| r["workload"] == "execl" && r["design"] == "linux")
+        .unwrap();
+    assert_eq!(
+        execl_linux["calls_per_op"]["insert_batch"]
+            .as_f64()
+            .unwrap(),
+        0.0
+    );
+    assert!(v["fits"].as_array().unwrap().len() == 4);
+
+    for f in [
+        "report.html",
+        "execl.svg",
+        "shell.svg",
+        "execl-projection.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("not measured") && html.contains("aspace"));
+
+    // Re-render from the JSON into a fresh directory.
+    let out2 = tmpdir("report");
+    let o = aspace(&[
+        "report",
+        json.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html2 = std::fs::read_to_string(out2.join("report.html")).unwrap();
+    assert!(
+        html == html2,
+        "report must re-render the same page from the JSON"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("x linux"));
+}
+
+#[test]
+fn bad_arguments_fail_cleanly() {
+    let cases: &[&[&str]] = &[
+        &["bench", "--threads", "0"],
+        &["bench", "--threads", "x,2"],
+        &["bench", "--designs", "nosuch"],
+        &["bench", "--duration", "-3"],
+        &["bench", "--topology", "banana"],
+        &["bench", "--walk-rate", "-1"],
+        &["bench", "--workload", "bogus"],
+        &["bench", "--binary", "/etc/passwd", "--threads", "1"],
+        &["bench", "--binary", "/no/such/file", "--threads", "1"],
+        &["report", "/no/such/results.json"],
+        &["frobnicate"],
+    ];
+    for args in cases {
+        let o = aspace(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(err.contains("error"), "{args:?}: no clear message: {err}");
+    }
+    // A JSON file that is not ours.
+    let d = tmpdir("badjson");
+    let p = d.join("x.json");
+    std::fs::write(&p, "{\"hello\": 1}").unwrap();
+    let o = aspace(&["report", p.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an aspace results file"));
+}

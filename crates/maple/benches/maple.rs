@@ -1,0 +1,587 @@
+//! The maple tree against its peers, at N = 10^3, 10^4, 10^5 and 10^6.
+//!
+//! Peers in every group: `rangemap::RangeInclusiveMap` (distinct values, so it
+//! never coalesces) and std `BTreeMap` keyed by start (a point-key baseline);
+//! for concurrent reads, `RwLock<RangeInclusiveMap>` and `scc::TreeIndex`.
+//!
+//! Entries are `[10i, 10i + 4]` with value `i`, so every entry is followed by
+//! a gap of 5. `ASPACE_BENCH_MAX_N` caps N (for a quick run), e.g.
+//! `ASPACE_BENCH_MAX_N=10000 cargo bench -p aspace-maple --bench maple`.
+//! Throughput is per element, so criterion's "thrpt" reads as operations/s.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use maple::MapleTree;
+use rangemap::RangeInclusiveMap;
+
+const SIZES: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// Operations per measured iteration for the per-operation groups.
+const BATCH: u64 = 1_000;
+
+fn sizes() -> Vec<u64> {
+    let cap = std::env::var("ASPACE_BENCH_MAX_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(u64::MAX);
+    SIZES.into_iter().filter(|&n| n <= cap).collect()
+}
+
+/// splitmix64
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn shuffled(&mut self, n: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = (0..n).collect();
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+        v
+    }
+}
+
+fn first(i: u64) -> u64 {
+    i * 10
+}
+
+fn last(i: u64) -> u64 {
+    i * 10 + 4
+}
+
+fn build_maple(n: u64) -> MapleTree<u64> {
+    let mut t = MapleTree::new();
+    {
+        let mut c = t.cursor_mut();
+        for i in 0..n {
+            c.store_range(first(i), last(i), i).unwrap();
+        }
+    }
+    t
+}
+
+fn build_rangemap(n: u64) -> RangeInclusiveMap<u64, u64> {
+    let mut m = RangeInclusiveMap::new();
+    for i in 0..n {
+        m.insert(first(i)..=last(i), i);
+    }
+    m
+}
+
+/// `first -> (last, value)`
+fn build_btree(n: u64) -> BTreeMap<u64, (u64, u64)> {
+    (0..n).map(|i| (first(i), (last(i), i))).collect()
+}
+
+fn btree_load(m: &BTreeMap<u64, (u64, u64)>, k: u64) -> Option<u64> {
+    let (_, &(l, v)) = m.range(..=k).next_back()?;
+    (l >= k).then_some(v)
+}
+
+/// Random indices inside entries.
+fn hit_keys(n: u64, count: u64, seed: u64) -> Vec<u64> {
+    let mut rng = Rng(seed);
+    (0..count).map(|_| first(rng.below(n)) + rng.below(5)).collect()
+}
+
+fn group<'a>(c: &'a mut Criterion, name: &str) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    g
+}
+
+fn bench_store(c: &mut Criterion) {
+    for (name, random) in [("store_seq", false), ("store_rand", true)] {
+        let mut g = group(c, name);
+        for n in sizes() {
+            let order: Vec<u64> = if random { Rng(n).shuffled(n) } else { (0..n).collect() };
+            g.throughput(Throughput::Elements(n));
+            g.bench_with_input(BenchmarkId::new("maple", n), &order, |b, order| {
+                b.iter_with_large_drop(|| {
+                    let t = MapleTree::new();
+                    for &i in order {
+                        t.store_range(first(i), last(i), i).unwrap();
+                    }
+                    t
+                })
+            });
+            g.bench_with_input(BenchmarkId::new("maple_cursor_mut", n), &order, |b, order| {
+                b.iter_with_large_drop(|| {
+                    let mut t = MapleTree::new();
+                    {
+                        let mut c = t.cursor_mut();
+                        for &i in order {
+                            c.store_range(first(i), last(i), i).unwrap();
+                        }
+                    }
+                    t
+                })
+            });
+            g.bench_with_input(BenchmarkId::new("rangemap", n), &order, |b, order| {
+                b.iter_with_large_drop(|| {
+                    let mut m = RangeInclusiveMap::new();
+                    for &i in order {
+                        m.insert(first(i)..=last(i), i);
+                    }
+                    m
+                })
+            });
+            g.bench_with_input(BenchmarkId::new("btreemap", n), &order, |b, order| {
+                b.iter_with_large_drop(|| {
+                    let mut m = BTreeMap::new();
+                    for &i in order {
+                        m.insert(first(i), (last(i), i));
+                    }
+                    m
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// Overwrites of existing entries at random (each store replaces one entry
+/// and trims nothing), per operation, on a tree of N.
+fn bench_overwrite(c: &mut Criterion) {
+    let mut g = group(c, "store_rand_overwrite");
+    for n in sizes() {
+        let keys: Vec<u64> = {
+            let mut r = Rng(n + 1);
+            (0..BATCH).map(|_| r.below(n)).collect()
+        };
+        g.throughput(Throughput::Elements(BATCH));
+        let t = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter(|| {
+                for &i in &keys {
+                    t.store_range(first(i), last(i), i + 1).unwrap();
+                }
+            })
+        });
+        let mut t = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple_cursor_mut", n), |b| {
+            b.iter(|| {
+                let mut c = t.cursor_mut();
+                for &i in &keys {
+                    c.store_range(first(i), last(i), i + 1).unwrap();
+                }
+            })
+        });
+        drop(t);
+        let mut m = build_rangemap(n);
+        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
+            b.iter(|| {
+                for &i in &keys {
+                    // alternate values so that the map really changes
+                    m.insert(first(i)..=last(i), i + 1);
+                }
+            })
+        });
+        drop(m);
+        let mut m = build_btree(n);
+        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
+            b.iter(|| {
+                for &i in &keys {
+                    m.insert(first(i), (last(i), i + 1));
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_load(c: &mut Criterion) {
+    let mut g = group(c, "load");
+    for n in sizes() {
+        let keys = hit_keys(n, BATCH, n + 2);
+        g.throughput(Throughput::Elements(BATCH));
+        let t = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter(|| {
+                let mut sum = 0;
+                for &k in &keys {
+                    sum += *t.load(k).unwrap();
+                }
+                sum
+            })
+        });
+        g.bench_function(BenchmarkId::new("maple_snapshot", n), |b| {
+            b.iter(|| {
+                let s = t.snapshot();
+                let mut sum = 0;
+                for &k in &keys {
+                    sum += *s.load(k).unwrap().1;
+                }
+                sum
+            })
+        });
+        drop(t);
+        let m = build_rangemap(n);
+        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
+            b.iter(|| {
+                let mut sum = 0;
+                for &k in &keys {
+                    sum += *m.get(&k).unwrap();
+                }
+                sum
+            })
+        });
+        drop(m);
+        let m = build_btree(n);
+        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
+            b.iter(|| {
+                let mut sum = 0;
+                for &k in &keys {
+                    sum += btree_load(&m, k).unwrap();
+                }
+                sum
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_erase(c: &mut Criterion) {
+    let mut g = group(c, "erase_rand");
+    for n in sizes() {
+        let count = BATCH.min(n);
+        let victims: Vec<u64> = Rng(n + 3).shuffled(n).into_iter().take(count as usize).collect();
+        g.throughput(Throughput::Elements(count));
+        let base = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter_batched(
+                || base.dup(),
+                |t| {
+                    for &i in &victims {
+                        black_box(t.erase(first(i) + 2).unwrap().first());
+                    }
+                    t
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        g.bench_function(BenchmarkId::new("maple_remove", n), |b| {
+            b.iter_batched(
+                || base.dup(),
+                |mut t| {
+                    for &i in &victims {
+                        black_box(t.remove(first(i) + 2).unwrap());
+                    }
+                    t
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        drop(base);
+        let base = build_rangemap(n);
+        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
+            b.iter_batched(
+                || base.clone(),
+                |mut m| {
+                    for &i in &victims {
+                        // find the entry containing the index, then remove it whole
+                        let r = m.get_key_value(&(first(i) + 2)).unwrap().0.clone();
+                        m.remove(r);
+                    }
+                    m
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        drop(base);
+        let base = build_btree(n);
+        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
+            b.iter_batched(
+                || base.clone(),
+                |mut m| {
+                    for &i in &victims {
+                        let k = first(i) + 2;
+                        let (&f, _) = m.range(..=k).next_back().unwrap();
+                        black_box(m.remove(&f));
+                    }
+                    m
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn bench_iter(c: &mut Criterion) {
+    let mut g = group(c, "iter_full");
+    for n in sizes() {
+        g.throughput(Throughput::Elements(n));
+        let t = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter(|| t.snapshot().iter().map(|(r, v)| r.start() ^ v).fold(0, u64::wrapping_add))
+        });
+        drop(t);
+        let m = build_rangemap(n);
+        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
+            b.iter(|| m.iter().map(|(r, v)| r.start() ^ v).fold(0, u64::wrapping_add))
+        });
+        drop(m);
+        let m = build_btree(n);
+        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
+            b.iter(|| m.iter().map(|(f, (_, v))| f ^ v).fold(0, u64::wrapping_add))
+        });
+    }
+    g.finish();
+}
+
+/// The gap: entries `[10i, 10i + 4]` leave gaps of 5; entry `3n/4` is
+/// removed, leaving the only gap of 15, which a search for 15 must find.
+fn bench_empty_area(c: &mut Criterion) {
+    let mut g = group(c, "empty_area");
+    for n in sizes() {
+        let hole = 3 * n / 4;
+        let want = last(hole - 1) + 1;
+        g.throughput(Throughput::Elements(1));
+        let t = build_maple(n);
+        t.erase(first(hole)).unwrap();
+        assert_eq!(t.empty_area(0, u64::MAX, 15), Ok(want));
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter(|| t.empty_area(black_box(0), u64::MAX, black_box(15)).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("maple_rev", n), |b| {
+            b.iter(|| t.empty_area_rev(black_box(0), last(n - 1), black_box(15)).unwrap())
+        });
+        drop(t);
+        let mut m = build_rangemap(n);
+        m.remove(first(hole)..=last(hole));
+        let scan = |m: &RangeInclusiveMap<u64, u64>| {
+            m.gaps(&(0..=u64::MAX))
+                .find(|gap| gap.end() - gap.start() >= 14)
+                .map(|gap| *gap.start())
+        };
+        assert_eq!(scan(&m), Some(want));
+        g.bench_function(BenchmarkId::new("rangemap_gaps_scan", n), |b| b.iter(|| scan(black_box(&m)).unwrap()));
+        drop(m);
+        let mut m = build_btree(n);
+        m.remove(&first(hole));
+        let scan = |m: &BTreeMap<u64, (u64, u64)>| {
+            let mut next = 0u64;
+            for (&f, &(l, _)) in m {
+                if f > next && f - next >= 15 {
+                    return Some(next);
+                }
+                next = l + 1;
+            }
+            Some(next)
+        };
+        assert_eq!(scan(&m), Some(want));
+        g.bench_function(BenchmarkId::new("btreemap_scan", n), |b| b.iter(|| scan(black_box(&m)).unwrap()));
+    }
+    g.finish();
+}
+
+fn bench_dup(c: &mut Criterion) {
+    let mut g = group(c, "dup");
+    for n in sizes() {
+        g.throughput(Throughput::Elements(n));
+        let t = build_maple(n);
+        g.bench_function(BenchmarkId::new("maple_dup", n), |b| b.iter_with_large_drop(|| t.dup()));
+        g.bench_function(BenchmarkId::new("maple_insert_one_by_one", n), |b| {
+            b.iter_with_large_drop(|| {
+                let copy = MapleTree::new();
+                for (r, v) in t.snapshot().iter() {
+                    copy.store_range(*r.start(), *r.end(), *v).unwrap();
+                }
+                copy
+            })
+        });
+        g.bench_function(BenchmarkId::new("maple_cursor_mut_one_by_one", n), |b| {
+            b.iter_with_large_drop(|| {
+                let mut copy = MapleTree::new();
+                {
+                    let mut c = copy.cursor_mut();
+                    for (r, v) in t.snapshot().iter() {
+                        c.store_range(*r.start(), *r.end(), *v).unwrap();
+                    }
+                }
+                copy
+            })
+        });
+        drop(t);
+        let m = build_rangemap(n);
+        g.bench_function(BenchmarkId::new("rangemap_clone", n), |b| b.iter_with_large_drop(|| m.clone()));
+        drop(m);
+        let m = build_btree(n);
+        g.bench_function(BenchmarkId::new("btreemap_clone", n), |b| b.iter_with_large_drop(|| m.clone()));
+    }
+    g.finish();
+}
+
+// ---------------------------------------------------------------------------
+// Concurrent reads: one reader alone, and the same reader beside one writer
+// storing continuously.
+// ---------------------------------------------------------------------------
+
+/// A structure the concurrency bench can drive.
+trait Shared: Send + Sync + 'static {
+    fn read(&self, k: u64) -> u64;
+    fn write(&self, i: u64, v: u64);
+}
+
+impl Shared for MapleTree<u64> {
+    fn read(&self, k: u64) -> u64 {
+        self.load(k).map_or(0, |e| *e)
+    }
+    fn write(&self, i: u64, v: u64) {
+        self.store_range(first(i), last(i), v).unwrap();
+    }
+}
+
+impl Shared for RwLock<RangeInclusiveMap<u64, u64>> {
+    fn read(&self, k: u64) -> u64 {
+        self.read().unwrap().get(&k).copied().unwrap_or(0)
+    }
+    fn write(&self, i: u64, v: u64) {
+        self.write().unwrap().insert(first(i)..=last(i), v);
+    }
+}
+
+/// `scc::TreeIndex` keyed by an entry's last index, holding `(first, value)`:
+/// the entry containing `k` is the first with `last >= k`.
+struct SccRanges(scc::TreeIndex<u64, (u64, u64)>);
+
+impl Shared for SccRanges {
+    fn read(&self, k: u64) -> u64 {
+        let guard = scc::ebr::Guard::new();
+        match self.0.range(k.., &guard).next() {
+            Some((_, &(f, v))) if f <= k => v,
+            _ => 0,
+        }
+    }
+    fn write(&self, i: u64, v: u64) {
+        // a store of the same range: replace the entry
+        self.0.remove(&last(i));
+        let _ = self.0.insert(last(i), (first(i), v));
+    }
+}
+
+/// Measures `iters` random-hit reads on this thread, with a writer thread
+/// running meanwhile when `writer` is set (its write count goes to `writes`).
+fn read_beside<S: Shared>(s: &Arc<S>, n: u64, writer: bool, name: &str, c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    let keys = hit_keys(n, 4096, n + 5);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let handle = writer.then(|| {
+        let (s, stop, writes) = (s.clone(), stop.clone(), writes.clone());
+        std::thread::spawn(move || {
+            let mut rng = Rng(99);
+            let mut v = n;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..64 {
+                    v += 1;
+                    s.write(rng.below(n), v);
+                }
+                writes.fetch_add(64, Ordering::Relaxed);
+            }
+        })
+    });
+    let id = BenchmarkId::new(format!("{name}/{}", if writer { "with_writer" } else { "alone" }), n);
+    let started = Instant::now();
+    c.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            let mut sum = 0u64;
+            for j in 0..iters {
+                sum = sum.wrapping_add(s.read(keys[(j % 4096) as usize]));
+            }
+            black_box(sum);
+            t.elapsed()
+        })
+    });
+    stop.store(true, Ordering::Relaxed);
+    if let Some(h) = handle {
+        h.join().unwrap();
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "  ({name} n={n}: writer stored {:.0}/s during the measurement)",
+            writes.load(Ordering::Relaxed) as f64 / secs
+        );
+    }
+}
+
+fn bench_concurrent(c: &mut Criterion) {
+    let mut g = group(c, "concurrent_read");
+    g.throughput(Throughput::Elements(1));
+    for n in sizes().into_iter().filter(|&n| n >= 10_000) {
+        let t = Arc::new(build_maple(n));
+        read_beside(&t, n, false, "maple", &mut g);
+        read_beside(&t, n, true, "maple", &mut g);
+        drop(t);
+        let m = Arc::new(RwLock::new(build_rangemap(n)));
+        read_beside(&m, n, false, "rwlock_rangemap", &mut g);
+        read_beside(&m, n, true, "rwlock_rangemap", &mut g);
+        drop(m);
+        let s = SccRanges(scc::TreeIndex::new());
+        for i in 0..n {
+            s.0.insert(last(i), (first(i), i)).unwrap();
+        }
+        let s = Arc::new(s);
+        read_beside(&s, n, false, "scc_treeindex", &mut g);
+        read_beside(&s, n, true, "scc_treeindex", &mut g);
+    }
+    g.finish();
+}
+
+/// The tree's own memory accounting for 10^6 sequential ranges.
+fn memory_report() {
+    for n in sizes() {
+        let t = build_maple(n);
+        let u = t.memory_usage();
+        let shared = MapleTree::new();
+        for i in 0..n {
+            shared.store_range(first(i), last(i), i).unwrap();
+        }
+        let s = shared.memory_usage();
+        println!(
+            "memory n={n}: cursor_mut build {} nodes, {:.2} node bytes/entry (+{} value bytes/entry); \
+             shared build {} nodes, {:.2} node bytes/entry",
+            u.nodes,
+            u.node_bytes as f64 / n as f64,
+            u.value_bytes as u64 / n,
+            s.nodes,
+            s.node_bytes as f64 / n as f64,
+        );
+    }
+}
+
+fn main() {
+    // The accounting is printed first on every run (not for `--list`).
+    if !std::env::args().any(|a| a == "--list") {
+        memory_report();
+    }
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    bench_store(&mut c);
+    bench_overwrite(&mut c);
+    bench_load(&mut c);
+    bench_erase(&mut c);
+    bench_iter(&mut c);
+    bench_empty_area(&mut c);
+    bench_dup(&mut c);
+    bench_concurrent(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,379 @@
+//! Node layouts and the raw helpers every algorithm shares.
+//!
+//! # Layout
+//!
+//! Every node is one 256-byte, 64-byte-aligned block (four cache lines), so
+//! leaves and internal nodes share one allocation size and one free list.
+//! A node covers an implicit index range `[lo, hi]` handed down by its
+//! parent; the root covers `[0, u64::MAX]`. Slot `i` covers
+//! `(pivot[i-1], pivot[i]]`, the first slot starts at `lo` and the last used
+//! slot ends at `hi`, so the last used slot's pivot is never stored. Unused
+//! pivots hold `u64::MAX`, which lets the slot search count "pivots below
+//! the index" over the whole fixed array without looking at `count`.
+//!
+//! ```text
+//! Leaf (16 slots, 15 pivots) = 8 + 15*8 + 16*8 = 256 bytes
+//! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
+//! | header | pivot[0] | pivot[1] | ... | pivot[14] | slot[0] | slot[1] | ... | slot[15] |
+//! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
+//!   slot[i]: *mut T (a boxed value), or null for a free range ("gap")
+//!
+//! Internal / allocation-range node (10 children, 9 pivots, 10 gaps) = 240 -> 256 bytes
+//! +--------+-----------+----------+-----------+-----------+-----------+-----+------------+
+//! | header | pivot[0..9] (72)     | child[0..10] (80)     | gap[0..10] (80)   | pad (16)   |
+//! +--------+-----------+----------+-----------+-----------+-----------+-----+------------+
+//!   gap[i]: the longest free run inside child i's range (for gap search)
+//!
+//! header (8 bytes): kind u8 | count u8 | flags u8 | pad u8 | dirty u16 | pad u16
+//! ```
+//!
+//! # Invariants
+//!
+//! 1. Within a leaf, no two adjacent slots are both null (free runs merge).
+//! 2. Every node except those on the rightmost path (`hi == u64::MAX`) ends on
+//!    an occupied index: its last slot, or its last child's last slot, holds a
+//!    value. So a free run never crosses a node boundary, and `gap[i]` sees
+//!    every free run whole: gap search is exact.
+//! 3. All leaves are at the same depth. Nodes off the rightmost path hold at
+//!    least [`MIN_LEAF`] slots / [`MIN_INTERNAL`] children; the root holds at
+//!    least two children or is a leaf.
+//! 4. A node reachable from the published root is never written again
+//!    (copy-on-write); only the write in progress mutates nodes it allocated
+//!    itself (flag [`FRESH`]) or, under `&mut`, any node.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr;
+
+pub(crate) const LEAF_SLOTS: usize = 16;
+pub(crate) const INT_SLOTS: usize = 10;
+pub(crate) const NODE_BYTES: usize = 256;
+/// Fewest slots a leaf off the rightmost path may hold.
+pub(crate) const MIN_LEAF: usize = 5;
+/// Fewest children an internal node off the rightmost path may hold.
+pub(crate) const MIN_INTERNAL: usize = 4;
+/// Deepest tree possible: a non-root node off the rightmost path has at
+/// least [`MIN_INTERNAL`] children, so height 32 would need 4^30 leaves.
+pub(crate) const MAX_HEIGHT: usize = 32;
+
+pub(crate) const KIND_LEAF: u8 = 0;
+pub(crate) const KIND_INTERNAL: u8 = 1;
+/// Allocated by the write in progress: not yet visible to readers.
+pub(crate) const FRESH: u8 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Header {
+    pub kind: u8,
+    pub count: u8,
+    pub flags: u8,
+    _pad: u8,
+    /// Internal nodes: children whose `gap` must be recomputed before the
+    /// write publishes. Only ever non-zero on a fresh node.
+    pub dirty: u16,
+    _pad2: u16,
+}
+
+pub(crate) type NodePtr = *mut Header;
+
+#[repr(C, align(64))]
+pub(crate) struct Leaf<T> {
+    pub hdr: Header,
+    pub pivots: [u64; LEAF_SLOTS - 1],
+    pub slots: [*mut T; LEAF_SLOTS],
+}
+
+#[repr(C, align(64))]
+pub(crate) struct Internal {
+    pub hdr: Header,
+    pub pivots: [u64; INT_SLOTS - 1],
+    /// Before `gaps`: a lookup reads pivots and children only, so they share
+    /// the first three cache lines.
+    pub children: [NodePtr; INT_SLOTS],
+    pub gaps: [u64; INT_SLOTS],
+}
+
+const _: () = assert!(std::mem::size_of::<Leaf<u8>>() == NODE_BYTES);
+const _: () = assert!(std::mem::size_of::<Internal>() == NODE_BYTES);
+const _: () = assert!(std::mem::align_of::<Internal>() == 64);
+
+pub(crate) fn node_layout() -> Layout {
+    // 256 and 64 are a valid size/alignment pair.
+    Layout::from_size_align(NODE_BYTES, 64).unwrap_or_else(|_| unreachable!())
+}
+
+/// Node blocks kept per thread for reuse. Writers allocate and free a few
+/// nodes per write (copy-on-write), and 64-byte-aligned allocation goes
+/// through glibc's slow `memalign` path: recycling blocks took the
+/// allocator from about half of a sequential store's instructions to a few
+/// percent (callgrind, see BENCHMARKS.md). Epoch-deferred frees mostly run
+/// on the writing thread when it collects, so blocks flow back to it.
+struct BlockCache(Vec<NodePtr>);
+
+/// Blocks a thread keeps at most (512 KiB). crossbeam-epoch runs deferred
+/// frees in bursts (up to 8 bags of 64 batches every 128 pins), so the
+/// cache must absorb a burst for the writer to reuse it: with 256 blocks
+/// two thirds of node allocations still missed.
+const CACHE_BLOCKS: usize = 2048;
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            // SAFETY: cached blocks are unused allocations of `node_layout`.
+            unsafe { dealloc(p.cast(), node_layout()) };
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: std::cell::RefCell<BlockCache> = const { std::cell::RefCell::new(BlockCache(Vec::new())) };
+}
+
+/// Allocates one uninitialised node block.
+pub(crate) fn alloc_block() -> NodePtr {
+    let cached = CACHE.try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop())).ok().flatten();
+    if let Some(p) = cached {
+        return p;
+    }
+    let layout = node_layout();
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { alloc(layout) };
+    if p.is_null() {
+        handle_alloc_error(layout);
+    }
+    p.cast()
+}
+
+/// Frees a node block without touching the values it points to.
+///
+/// # Safety
+/// `p` came from [`alloc_block`] and nothing will read it again.
+pub(crate) unsafe fn free_block(p: NodePtr) {
+    let kept = CACHE
+        .try_with(|c| match c.try_borrow_mut() {
+            Ok(mut c) if c.0.len() < CACHE_BLOCKS => {
+                c.0.push(p);
+                true
+            }
+            _ => false,
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: guaranteed by the caller; same layout as the allocation.
+        unsafe { dealloc(p.cast(), node_layout()) }
+    }
+}
+
+impl Header {
+    pub(crate) fn new(kind: u8) -> Self {
+        Header { kind, count: 0, flags: 0, _pad: 0, dirty: 0, _pad2: 0 }
+    }
+}
+
+/// Writes an empty leaf into a block.
+///
+/// # Safety
+/// `p` is a valid, writable node block.
+pub(crate) unsafe fn init_leaf<T>(p: NodePtr, flags: u8) {
+    let mut hdr = Header::new(KIND_LEAF);
+    hdr.flags = flags;
+    // SAFETY: p is a writable 256-byte block aligned for Leaf<T>.
+    unsafe {
+        ptr::write(
+            p.cast::<Leaf<T>>(),
+            Leaf { hdr, pivots: [u64::MAX; LEAF_SLOTS - 1], slots: [ptr::null_mut(); LEAF_SLOTS] },
+        )
+    }
+}
+
+/// Writes an empty internal node into a block.
+///
+/// # Safety
+/// `p` is a valid, writable node block.
+pub(crate) unsafe fn init_internal(p: NodePtr, flags: u8) {
+    let mut hdr = Header::new(KIND_INTERNAL);
+    hdr.flags = flags;
+    // SAFETY: p is a writable 256-byte block aligned for Internal.
+    unsafe {
+        ptr::write(
+            p.cast::<Internal>(),
+            Internal {
+                hdr,
+                pivots: [u64::MAX; INT_SLOTS - 1],
+                gaps: [0; INT_SLOTS],
+                children: [ptr::null_mut(); INT_SLOTS],
+            },
+        )
+    }
+}
+
+/// Starts fetching all four cache lines of a node whose pointer was just
+/// read, so that a descent waits about one memory latency per level rather
+/// than one per line it touches (pivots, then the child or value pointer).
+#[inline(always)]
+pub(crate) fn prefetch_node(p: NodePtr) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let b = p.cast::<i8>();
+        // SAFETY: prefetching is a hint that never faults or reads memory
+        // architecturally; wrapping_add keeps the address computation
+        // defined even for a dangling pointer.
+        unsafe {
+            _mm_prefetch(b, _MM_HINT_T0);
+            _mm_prefetch(b.wrapping_add(64), _MM_HINT_T0);
+            _mm_prefetch(b.wrapping_add(128), _MM_HINT_T0);
+            _mm_prefetch(b.wrapping_add(192), _MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Index of the slot covering `index`: the number of stored pivots below it.
+/// Pivots are sorted and unused ones are `u64::MAX`, so this is a lower
+/// bound over the whole fixed array, with no dependence on `count`. It is a
+/// branchless binary search (4 conditional moves for 15 or 9 pivots): the
+/// baseline x86-64 target has no 64-bit vector compare, and the scalar
+/// count over 15 pivots cost about 60 instructions a level (callgrind).
+#[inline]
+pub(crate) fn slot_in<const N: usize>(pivots: &[u64; N], index: u64) -> usize {
+    let mut base = 0;
+    let mut len = N;
+    while len > 1 {
+        let half = len / 2;
+        // Invariant: every pivot before `base` is below `index`, and the
+        // answer lies in `base..=base + len`.
+        if pivots[base + half - 1] < index {
+            base += half;
+        }
+        len -= half;
+    }
+    base + (len == 1 && pivots[base] < index) as usize
+}
+
+/// `[lo, hi]` of slot `i` in a node covering `[lo, hi]` with `count` slots.
+#[inline]
+pub(crate) fn slot_range(pivots: &[u64], count: usize, i: usize, lo: u64, hi: u64) -> (u64, u64) {
+    let s = if i == 0 { lo } else { pivots[i - 1] + 1 };
+    let e = if i + 1 == count { hi } else { pivots[i] };
+    (s, e)
+}
+
+/// Number of indices in `[s, e]`, saturating at `u64::MAX` for the full space.
+#[inline]
+pub(crate) fn run_len(s: u64, e: u64) -> u64 {
+    (e - s).saturating_add(1)
+}
+
+/// Longest free run in a leaf covering `[lo, hi]`.
+///
+/// # Safety
+/// `leaf` is a valid leaf.
+pub(crate) unsafe fn leaf_gap<T>(leaf: *const Leaf<T>, lo: u64, hi: u64) -> u64 {
+    // SAFETY: caller guarantees validity; nodes are immutable while readable.
+    let leaf = unsafe { &*leaf };
+    let n = leaf.hdr.count as usize;
+    let mut best = 0;
+    for i in 0..n {
+        if leaf.slots[i].is_null() {
+            let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+            best = best.max(run_len(s, e));
+        }
+    }
+    best
+}
+
+/// Longest free run under an internal node (from its children's gaps).
+pub(crate) fn internal_gap(node: &Internal) -> u64 {
+    node.gaps[..node.hdr.count as usize].iter().copied().max().unwrap_or(0)
+}
+
+/// Drops every value and frees every node of a subtree.
+///
+/// # Safety
+/// The subtree is unreachable by anyone else and every value pointer in it
+/// is owned by it.
+pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: p is a valid node owned by the caller.
+    let mut freed = 1;
+    unsafe {
+        if (*p).kind == KIND_LEAF {
+            let leaf = &*p.cast::<Leaf<T>>();
+            for &v in &leaf.slots[..leaf.hdr.count as usize] {
+                if !v.is_null() {
+                    drop(Box::from_raw(v));
+                }
+            }
+        } else {
+            let node = &*p.cast::<Internal>();
+            for &c in &node.children[..node.hdr.count as usize] {
+                freed += free_subtree::<T>(c);
+            }
+        }
+        free_block(p);
+    }
+    freed
+}
+
+/// Copies a subtree node by node, cloning each value (the fork path).
+/// Returns the new root and the number of nodes allocated.
+///
+/// # Safety
+/// `p` is a valid subtree that stays alive for the call.
+pub(crate) unsafe fn dup_subtree<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+    if p.is_null() {
+        return (ptr::null_mut(), 0);
+    }
+    let q = alloc_block();
+    // SAFETY: p is valid and q is a fresh block of the same size; the copy is
+    // made before any field of q is read.
+    unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
+        (*q).flags = 0;
+        (*q).dirty = 0;
+        let mut nodes = 1;
+        if (*q).kind == KIND_LEAF {
+            let leaf = &mut *q.cast::<Leaf<T>>();
+            for v in &mut leaf.slots[..leaf.hdr.count as usize] {
+                if !v.is_null() {
+                    *v = Box::into_raw(Box::new((**v).clone()));
+                }
+            }
+        } else {
+            let node = &mut *q.cast::<Internal>();
+            for c in &mut node.children[..node.hdr.count as usize] {
+                let (d, n) = dup_subtree::<T>(*c);
+                *c = d;
+                nodes += n;
+            }
+        }
+        (q, nodes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_in;
+
+    #[test]
+    fn slot_in_counts_pivots_below() {
+        for n in 0..=15usize {
+            let mut pivots = [u64::MAX; 15];
+            for (i, p) in pivots.iter_mut().enumerate().take(n) {
+                *p = 10 * (i as u64 + 1);
+            }
+            for index in [0, 1, 9, 10, 11, 55, 149, 150, 151, u64::MAX - 1, u64::MAX] {
+                let want = pivots.iter().filter(|&&p| p < index).count();
+                assert_eq!(slot_in(&pivots, index), want, "n {n} index {index}");
+            }
+        }
+        let mut nine = [u64::MAX; 9];
+        nine[..4].copy_from_slice(&[3, 7, 8, 20]);
+        for index in 0..30 {
+            assert_eq!(slot_in(&nine, index), nine.iter().filter(|&&p| p < index).count());
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Read-side algorithms over an immutable tree version: point lookup,
+//! ordered stepping with an explicit path stack (nodes carry no parent
+//! pointers, so a version never needs fixing up after a copy), and gap search.
+//!
+//! Every function here takes a root that the caller keeps alive (an epoch
+//! guard, the writer lock, or `&mut`), and never writes.
+
+use crate::node::{
+    prefetch_node, run_len, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF, MAX_HEIGHT,
+};
+
+/// One entry as read from a leaf: `[first, last]` and the value pointer.
+pub(crate) type RawEntry<T> = (u64, u64, *mut T);
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Level {
+    pub node: NodePtr,
+    pub idx: usize,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+const EMPTY_LEVEL: Level = Level { node: std::ptr::null_mut(), idx: 0, lo: 0, hi: 0 };
+
+/// A root-to-leaf path: `lv[0]` is the root, `lv[len - 1]` the leaf, and
+/// `idx` at each level the slot taken.
+#[derive(Clone, Copy)]
+pub(crate) struct Path {
+    pub lv: [Level; MAX_HEIGHT],
+    pub len: usize,
+}
+
+impl Path {
+    pub(crate) fn new() -> Self {
+        Path { lv: [EMPTY_LEVEL; MAX_HEIGHT], len: 0 }
+    }
+    pub(crate) fn leaf(&self) -> &Level {
+        &self.lv[self.len - 1]
+    }
+    pub(crate) fn leaf_set_idx(&mut self, idx: usize) {
+        self.lv[self.len - 1].idx = idx;
+    }
+}
+
+/// Number of used slots of a node.
+///
+/// # Safety
+/// `p` is a valid node.
+#[inline]
+pub(crate) unsafe fn count(p: NodePtr) -> usize {
+    // SAFETY: caller guarantees validity.
+    unsafe { (*p).count as usize }
+}
+
+/// # Safety
+/// `p` is a valid node.
+#[inline]
+pub(crate) unsafe fn is_leaf(p: NodePtr) -> bool {
+    // SAFETY: caller guarantees validity.
+    unsafe { (*p).kind == KIND_LEAF }
+}
+
+/// Descends from `root` to the leaf slot covering `index`, recording the path.
+///
+/// # Safety
+/// `root` is a valid, non-null tree that stays alive for the call.
+pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
+    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
+    path.len = 0;
+    // SAFETY: every pointer followed is a child of a valid node of the same
+    // live version.
+    unsafe {
+        loop {
+            let n = count(node);
+            if is_leaf(node) {
+                let leaf = &*node.cast::<Leaf<u8>>();
+                let i = slot_in(&leaf.pivots, index).min(n - 1);
+                path.lv[path.len] = Level { node, idx: i, lo, hi };
+                path.len += 1;
+                return;
+            }
+            let int = &*node.cast::<Internal>();
+            let i = slot_in(&int.pivots, index).min(n - 1);
+            path.lv[path.len] = Level { node, idx: i, lo, hi };
+            path.len += 1;
+            node = int.children[i];
+            prefetch_node(node);
+            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+            lo = s;
+            hi = e;
+        }
+    }
+}
+
+/// The leaf slot covering `index`: its range and value pointer (null for a gap).
+///
+/// # Safety
+/// As [`descend`].
+#[inline]
+pub(crate) unsafe fn lookup<T>(root: NodePtr, index: u64) -> RawEntry<T> {
+    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
+    // SAFETY: as in `descend`.
+    unsafe {
+        loop {
+            let n = count(node);
+            if is_leaf(node) {
+                let leaf = &*node.cast::<Leaf<T>>();
+                let i = slot_in(&leaf.pivots, index).min(n - 1);
+                let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+                return (s, e, leaf.slots[i]);
+            }
+            let int = &*node.cast::<Internal>();
+            let i = slot_in(&int.pivots, index).min(n - 1);
+            node = int.children[i];
+            prefetch_node(node);
+            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+            lo = s;
+            hi = e;
+        }
+    }
+}
+
+/// The slot the path's leaf level points at.
+///
+/// # Safety
+/// The path is valid for a live version.
+#[inline]
+pub(crate) unsafe fn path_entry<T>(path: &Path) -> RawEntry<T> {
+    let l = path.leaf();
+    // SAFETY: the path's leaf is valid.
+    unsafe {
+        let leaf = &*l.node.cast::<Leaf<T>>();
+        let n = leaf.hdr.count as usize;
+        let (s, e) = slot_range(&leaf.pivots, n, l.idx, l.lo, l.hi);
+        (s, e, leaf.slots[l.idx])
+    }
+}
+
+/// Moves the path to the next slot in index order; false at the end.
+///
+/// # Safety
+/// The path is valid for a live version.
+pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
+    // SAFETY: every node touched is on the path or a child of one.
+    unsafe {
+        let mut d = path.len - 1;
+        loop {
+            let l = path.lv[d];
+            if l.idx + 1 < count(l.node) {
+                path.lv[d].idx += 1;
+                break;
+            }
+            if d == 0 {
+                return false;
+            }
+            d -= 1;
+        }
+        // Descend leftmost below level d.
+        while d + 1 < path.len {
+            let l = path.lv[d];
+            let int = &*l.node.cast::<Internal>();
+            let n = int.hdr.count as usize;
+            let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
+            path.lv[d + 1] = Level { node: int.children[l.idx], idx: 0, lo: s, hi: e };
+            d += 1;
+        }
+        true
+    }
+}
+
+/// Moves the path to the previous slot in index order; false at the start.
+///
+/// # Safety
+/// The path is valid for a live version.
+pub(crate) unsafe fn step_prev(path: &mut Path) -> bool {
+    // SAFETY: every node touched is on the path or a child of one.
+    unsafe {
+        let mut d = path.len - 1;
+        loop {
+            if path.lv[d].idx > 0 {
+                path.lv[d].idx -= 1;
+                break;
+            }
+            if d == 0 {
+                return false;
+            }
+            d -= 1;
+        }
+        while d + 1 < path.len {
+            let l = path.lv[d];
+            let int = &*l.node.cast::<Internal>();
+            let n = int.hdr.count as usize;
+            let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
+            let child = int.children[l.idx];
+            path.lv[d + 1] = Level { node: child, idx: count(child) - 1, lo: s, hi: e };
+            d += 1;
+        }
+        true
+    }
+}
+
+/// Moves forward from the path's slot (inclusive) to the first occupied one.
+///
+/// # Safety
+/// The path is valid for a live version.
+pub(crate) unsafe fn seek_occupied_fwd<T>(path: &mut Path) -> Option<RawEntry<T>> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        loop {
+            let e = path_entry::<T>(path);
+            if !e.2.is_null() {
+                return Some(e);
+            }
+            if !step_next(path) {
+                return None;
+            }
+        }
+    }
+}
+
+/// Moves backward from the path's slot (inclusive) to the first occupied one.
+///
+/// # Safety
+/// The path is valid for a live version.
+pub(crate) unsafe fn seek_occupied_back<T>(path: &mut Path) -> Option<RawEntry<T>> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        loop {
+            let e = path_entry::<T>(path);
+            if !e.2.is_null() {
+                return Some(e);
+            }
+            if !step_prev(path) {
+                return None;
+            }
+        }
+    }
+}
+
+/// First entry with `last >= index`.
+///
+/// # Safety
+/// `root` is null or a valid live tree.
+pub(crate) unsafe fn find<T>(root: NodePtr, index: u64) -> Option<RawEntry<T>> {
+    if root.is_null() {
+        return None;
+    }
+    let mut path = Path::new();
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        descend(root, index, &mut path);
+        seek_occupied_fwd(&mut path)
+    }
+}
+
+/// Last entry with `first <= index`.
+///
+/// # Safety
+/// `root` is null or a valid live tree.
+pub(crate) unsafe fn find_prev<T>(root: NodePtr, index: u64) -> Option<RawEntry<T>> {
+    if root.is_null() {
+        return None;
+    }
+    let mut path = Path::new();
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        descend(root, index, &mut path);
+        seek_occupied_back(&mut path)
+    }
+}
+
+/// Lowest `s` in `[min, max_start]` with `[s, s + size - 1]` free, within a
+/// subtree covering `[lo, hi]`. Children whose longest free run is shorter
+/// than `size` are skipped; only the two children cut by the window's edges
+/// can be entered without success, so the search stays O(log n).
+///
+/// # Safety
+/// `node` is a valid live subtree.
+pub(crate) unsafe fn gap_low<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max: u64, size: u64) -> Option<u64> {
+    // SAFETY: children of a valid node are valid.
+    unsafe {
+        let n = count(node);
+        if is_leaf(node) {
+            let leaf = &*node.cast::<Leaf<T>>();
+            let first = slot_in(&leaf.pivots, min).min(n - 1);
+            for i in first..n {
+                let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+                if s > max {
+                    break;
+                }
+                if leaf.slots[i].is_null() {
+                    let s = s.max(min);
+                    let e = e.min(max);
+                    if s <= e && run_len(s, e) >= size {
+                        return Some(s);
+                    }
+                }
+            }
+            return None;
+        }
+        let int = &*node.cast::<Internal>();
+        let first = slot_in(&int.pivots, min).min(n - 1);
+        for i in first..n {
+            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+            if s > max {
+                break;
+            }
+            if int.gaps[i] >= size {
+                if let Some(found) = gap_low::<T>(int.children[i], s, e, min, max, size) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Highest `s` with `[s, s + size - 1]` free inside `[min, max]`; the mirror
+/// image of [`gap_low`].
+///
+/// # Safety
+/// `node` is a valid live subtree.
+pub(crate) unsafe fn gap_high<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max: u64, size: u64) -> Option<u64> {
+    // SAFETY: children of a valid node are valid.
+    unsafe {
+        let n = count(node);
+        if is_leaf(node) {
+            let leaf = &*node.cast::<Leaf<T>>();
+            let last = slot_in(&leaf.pivots, max).min(n - 1);
+            for i in (0..=last).rev() {
+                let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+                if e < min {
+                    break;
+                }
+                if leaf.slots[i].is_null() {
+                    let s = s.max(min);
+                    let e = e.min(max);
+                    if s <= e && run_len(s, e) >= size {
+                        return Some(e - (size - 1));
+                    }
+                }
+            }
+            return None;
+        }
+        let int = &*node.cast::<Internal>();
+        let last = slot_in(&int.pivots, max).min(n - 1);
+        for i in (0..=last).rev() {
+            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+            if e < min {
+                break;
+            }
+            if int.gaps[i] >= size {
+                if let Some(found) = gap_high::<T>(int.children[i], s, e, min, max, size) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Gap search over a whole version (`root` may be null: all free).
+///
+/// # Safety
+/// `root` is null or a valid live tree.
+pub(crate) unsafe fn empty_area<T>(root: NodePtr, min: u64, max: u64, size: u64, rev: bool) -> Option<u64> {
+    if root.is_null() {
+        return Some(if rev { max - (size - 1) } else { min });
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if rev {
+            gap_high::<T>(root, 0, u64::MAX, min, max, size)
+        } else {
+            gap_low::<T>(root, 0, u64::MAX, min, max, size)
+        }
+    }
+}

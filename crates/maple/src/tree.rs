@@ -1,0 +1,666 @@
+//! The public tree type and its read views.
+
+use std::fmt;
+use std::iter::FusedIterator;
+use std::marker::PhantomData;
+use std::ops::{Deref, RangeInclusive};
+use std::ptr;
+
+use crossbeam_epoch::{self as epoch, Guard};
+use parking_lot::Mutex;
+
+use crate::cursor::Cursor;
+use crate::error::{check_range, check_window, MapleError, WriteError};
+use crate::node::{dup_subtree, free_subtree, slot_range, Leaf, NodePtr, NODE_BYTES};
+use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntry};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::write::{Committed, Txn, WriterState};
+
+/// The part of the tree readers touch: the published root, and the counters
+/// the writer updates beside it.
+#[repr(align(64))]
+pub(crate) struct Core {
+    pub(crate) root: AtomicPtr<crate::node::Header>,
+    pub(crate) len: AtomicUsize,
+    pub(crate) nodes: AtomicUsize,
+}
+
+impl Core {
+    /// The root for a reader. Acquire pairs with the writer's release store
+    /// in [`Core::publish`], so every node reachable from it is fully
+    /// initialised before the reader looks at it.
+    #[inline]
+    pub(crate) fn load_root(&self) -> NodePtr {
+        self.root.load(Ordering::Acquire)
+    }
+
+    /// The root for the writer, who holds the writer lock or `&mut`: the lock
+    /// acquisition (or exclusivity) already orders it after the last publish.
+    #[inline]
+    pub(crate) fn writer_root(&self) -> NodePtr {
+        self.root.load(Ordering::Relaxed)
+    }
+
+    /// Publishes a new version with a single release store: the one point at
+    /// which a write becomes visible.
+    #[inline]
+    pub(crate) fn publish(&self, root: NodePtr) {
+        self.root.store(root, Ordering::Release);
+    }
+
+    pub(crate) fn apply(&self, c: &Committed) {
+        // Relaxed: the counters are statistics, exact only when no write is
+        // in flight; they are written by the single writer only.
+        let len = self.len.load(Ordering::Relaxed) as isize + c.len_delta;
+        self.len.store(len.max(0) as usize, Ordering::Relaxed);
+        let nodes = self.nodes.load(Ordering::Relaxed) as isize + c.nodes_delta;
+        self.nodes.store(nodes.max(0) as usize, Ordering::Relaxed);
+    }
+}
+
+/// A maple tree: a B-tree mapping non-overlapping ranges `[first, last]` of
+/// `u64` indices to values of type `T`, with gap search, built for many
+/// readers beside one writer.
+///
+/// # Concurrency contract
+///
+/// - **Readers** ([`load`](Self::load), [`find`](Self::find),
+///   [`prev`](Self::prev), [`snapshot`](Self::snapshot) and everything on a
+///   [`Snapshot`], the gap searches) are lock-free and never block: they pin
+///   an epoch (`crossbeam-epoch`) and walk an immutable version of the tree.
+///   A lookup returns the value from before or after any concurrent write
+///   covering that index, never a mix. A [`Snapshot`] and its iterators see
+///   one version in full: entries in increasing order, never overlapping,
+///   and exactly the entries of that version. Every read is linearizable at
+///   the moment it loads the root.
+/// - **Writers** (`store_range`, `insert_range`, `erase`, `alloc_range`,
+///   `clear`, and a [`Cursor`] from [`cursor`](Self::cursor)) serialise on an
+///   internal mutex, which they may block on. Each write copies the nodes it
+///   changes (the path from the root, plus any node it splits or merges) and
+///   publishes them with one atomic store of the root; a write is
+///   linearizable at that store. Replaced nodes and values are freed once
+///   every reader that could see them has unpinned.
+/// - **`&mut` access** ([`cursor_mut`](Self::cursor_mut),
+///   [`remove`](Self::remove)) takes no lock, copies nothing and frees at once.
+///
+/// # Memory
+///
+/// Nodes are 256 bytes: a leaf holds up to 16 slots, where a gap between
+/// entries also takes a slot; each value is boxed (one allocation of
+/// `size_of::<T>()`). Ascending inserts pack leaves to 15 of 16 slots, so
+/// contiguous ranges cost about 18 bytes of nodes per entry
+/// ([`memory_usage`](Self::memory_usage)). A reader that stays pinned (a
+/// long-lived [`Entry`] or [`Snapshot`]) delays the reclamation of every
+/// node replaced meanwhile.
+///
+/// # Value requirements
+///
+/// Writes through `&self` need `T: Send + Sync + 'static`: readers on other
+/// threads borrow values, and replaced values are dropped later, possibly
+/// on another thread. [`store_range`](Self::store_range) also needs
+/// `T: Clone`, because storing into the middle of an entry splits it in
+/// two and the right-hand part gets a clone.
+pub struct MapleTree<T> {
+    pub(crate) core: Core,
+    pub(crate) writer: Mutex<WriterState<T>>,
+    _owns: PhantomData<Box<T>>,
+}
+
+// SAFETY: the tree owns its nodes and boxed values; moving it moves T values.
+unsafe impl<T: Send> Send for MapleTree<T> {}
+// SAFETY: shared access hands out &T to many threads (T: Sync) and lets any
+// thread insert or drop values (T: Send); the node protocol is synchronised
+// by the root's release/acquire and the writer mutex.
+unsafe impl<T: Send + Sync> Sync for MapleTree<T> {}
+
+/// What the tree occupies, from its own accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Nodes in the current version.
+    pub nodes: usize,
+    /// `nodes * 256`.
+    pub node_bytes: usize,
+    /// Entries stored.
+    pub entries: usize,
+    /// `entries * size_of::<T>()`: the boxed values (allocator overhead not
+    /// included).
+    pub value_bytes: usize,
+}
+
+impl MemoryUsage {
+    /// Node bytes per entry: the structure's own overhead.
+    pub fn node_bytes_per_entry(&self) -> f64 {
+        if self.entries == 0 {
+            0.0
+        } else {
+            self.node_bytes as f64 / self.entries as f64
+        }
+    }
+}
+
+impl<T> MapleTree<T> {
+    /// An empty tree. Allocates nothing until the first store.
+    pub fn new() -> Self {
+        MapleTree {
+            core: Core {
+                root: AtomicPtr::new(ptr::null_mut()),
+                len: AtomicUsize::new(0),
+                nodes: AtomicUsize::new(0),
+            },
+            writer: Mutex::new(WriterState::new()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// Number of entries (exact when no write is in flight).
+    pub fn len(&self) -> usize {
+        // Relaxed: a statistic; see Core::apply.
+        self.core.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether the tree holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Nodes, bytes and entries of the current version.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        // Relaxed: statistics.
+        let nodes = self.core.nodes.load(Ordering::Relaxed);
+        let entries = self.len();
+        MemoryUsage { nodes, node_bytes: nodes * NODE_BYTES, entries, value_bytes: entries * std::mem::size_of::<T>() }
+    }
+
+    /// The entry containing `index`. Lock-free.
+    pub fn load(&self, index: u64) -> Option<Entry<'_, T>> {
+        let guard = epoch::pin();
+        let root = self.core.load_root();
+        if root.is_null() {
+            return None;
+        }
+        // SAFETY: the guard keeps this version alive.
+        let (s, e, v) = unsafe { read::lookup::<T>(root, index) };
+        Entry::new(guard, (s, e, v))
+    }
+
+    /// The first entry ending at or after `index`. Lock-free.
+    pub fn find(&self, index: u64) -> Option<Entry<'_, T>> {
+        let guard = epoch::pin();
+        // SAFETY: the guard keeps this version alive.
+        let e = unsafe { read::find::<T>(self.core.load_root(), index) }?;
+        Entry::new(guard, e)
+    }
+
+    /// The last entry starting at or before `index`. Lock-free.
+    pub fn prev(&self, index: u64) -> Option<Entry<'_, T>> {
+        let guard = epoch::pin();
+        // SAFETY: the guard keeps this version alive.
+        let e = unsafe { read::find_prev::<T>(self.core.load_root(), index) }?;
+        Entry::new(guard, e)
+    }
+
+    /// A consistent read-only view of the current version. Lock-free.
+    pub fn snapshot(&self) -> Snapshot<'_, T> {
+        let guard = epoch::pin();
+        let root = self.core.load_root();
+        Snapshot { guard, root, _tree: PhantomData }
+    }
+
+    /// Lowest start `s` with `[s, s + size - 1]` free and inside `[min, max]`.
+    /// O(log n), lock-free.
+    pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
+        self.snapshot().empty_area(min, max, size)
+    }
+
+    /// Highest such start (top-down placement, as `mmap` does). O(log n).
+    pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
+        self.snapshot().empty_area_rev(min, max, size)
+    }
+}
+
+impl<T: Send + Sync + 'static> MapleTree<T> {
+    /// Runs one write transaction under the writer lock and publishes it.
+    pub(crate) fn write<R>(&self, cloner: Option<fn(&T) -> T>, f: impl FnOnce(&mut Txn<'_, T>) -> R) -> R {
+        let mut st = self.writer.lock();
+        self.write_locked(&mut st, cloner, f)
+    }
+
+    pub(crate) fn write_locked<R>(
+        &self,
+        st: &mut WriterState<T>,
+        cloner: Option<fn(&T) -> T>,
+        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+    ) -> R {
+        let guard = epoch::pin();
+        let mut txn = Txn::new(st, self.core.writer_root(), false);
+        if let Some(c) = cloner {
+            txn = txn.with_cloner(c);
+        }
+        let r = f(&mut txn);
+        let c = txn.commit(|root| self.core.publish(root), Some(&guard));
+        self.core.apply(&c);
+        r
+    }
+
+    /// Inserts `value` at `[first, last]` if every index there is free.
+    /// Fails with [`MapleError::Occupied`] (handing the value back) otherwise.
+    pub fn insert_range(&self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>> {
+        let mut st = self.writer.lock();
+        if let Err(kind) = check_insert(self.core.writer_root(), first, last) {
+            return Err(WriteError { kind, value });
+        }
+        let v = Box::into_raw(Box::new(value));
+        self.write_locked(&mut st, None, |t| t.store(first, last, v));
+        Ok(())
+    }
+
+    /// [`insert_range`](Self::insert_range) of the single index `index`.
+    pub fn insert(&self, index: u64, value: T) -> Result<(), WriteError<T>> {
+        self.insert_range(index, index, value)
+    }
+
+    /// Removes the whole entry containing `index` and returns it. The value
+    /// is dropped once the returned [`Entry`] and every reader that could
+    /// see it are gone.
+    pub fn erase(&self, index: u64) -> Option<Entry<'_, T>> {
+        let guard = epoch::pin();
+        let mut st = self.writer.lock();
+        let root = self.core.writer_root();
+        if root.is_null() {
+            return None;
+        }
+        // SAFETY: the writer lock keeps the working version alive.
+        let (s, e, v) = unsafe { read::lookup::<T>(root, index) };
+        if v.is_null() {
+            return None;
+        }
+        self.write_locked(&mut st, None, |t| t.store(s, e, ptr::null_mut()));
+        // The value's drop was deferred after this guard was pinned, so it
+        // outlives the returned Entry.
+        Entry::new(guard, (s, e, v))
+    }
+
+    /// Finds the lowest free `[s, s + size - 1]` in `[min, max]`, stores
+    /// `value` there, and returns `s`.
+    pub fn alloc_range(&self, min: u64, max: u64, size: u64, value: T) -> Result<u64, WriteError<T>> {
+        self.alloc_impl(min, max, size, value, false)
+    }
+
+    /// As [`alloc_range`](Self::alloc_range), taking the highest fit.
+    pub fn alloc_range_rev(&self, min: u64, max: u64, size: u64, value: T) -> Result<u64, WriteError<T>> {
+        self.alloc_impl(min, max, size, value, true)
+    }
+
+    fn alloc_impl(&self, min: u64, max: u64, size: u64, value: T, rev: bool) -> Result<u64, WriteError<T>> {
+        let mut st = self.writer.lock();
+        let s = match gap_search::<T>(self.core.writer_root(), min, max, size, rev) {
+            Ok(s) => s,
+            Err(kind) => return Err(WriteError { kind, value }),
+        };
+        let v = Box::into_raw(Box::new(value));
+        self.write_locked(&mut st, None, |t| t.store(s, s + (size - 1), v));
+        Ok(s)
+    }
+
+    /// Removes every entry. Readers still holding the old version keep it
+    /// until they unpin; it is then freed in one deferred pass.
+    pub fn clear(&self) {
+        let st = self.writer.lock();
+        let guard = epoch::pin();
+        let old = self.core.writer_root();
+        self.core.publish(ptr::null_mut());
+        // Relaxed: statistics, written by the writer only.
+        self.core.len.store(0, Ordering::Relaxed);
+        self.core.nodes.store(0, Ordering::Relaxed);
+        drop(st);
+        if !old.is_null() {
+            let old = SendNode(old);
+            // SAFETY: old is unlinked; the deferred pass runs after every
+            // reader pinned before the publish has unpinned.
+            unsafe {
+                guard.defer_unchecked(move || {
+                    let old = old;
+                    free_subtree::<T>(old.0);
+                })
+            };
+        }
+    }
+
+    /// A write cursor. Holds the writer lock until dropped (readers keep
+    /// running; other writers wait).
+    pub fn cursor(&self) -> Cursor<'_, T> {
+        Cursor::shared(self)
+    }
+
+    /// A write cursor over exclusive access: no lock, no copy-on-write.
+    pub fn cursor_mut(&mut self) -> Cursor<'_, T> {
+        Cursor::exclusive(self)
+    }
+
+    /// Removes the entry containing `index` and returns its range and value.
+    pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
+        self.cursor_mut().remove_at(index)
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+    /// Makes every index in `[first, last]` map to `value`. Parts of older
+    /// entries outside the range survive, trimmed; an entry spanning the
+    /// whole range is split, and its right part gets a clone of its value.
+    pub fn store_range(&self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>> {
+        if let Err(kind) = check_range(first, last) {
+            return Err(WriteError { kind, value });
+        }
+        let v = Box::into_raw(Box::new(value));
+        self.write(Some(T::clone), |t| t.store(first, last, v));
+        Ok(())
+    }
+
+    /// [`store_range`](Self::store_range) of the single index `index`.
+    pub fn store(&self, index: u64, value: T) -> Result<(), WriteError<T>> {
+        self.store_range(index, index, value)
+    }
+
+    /// Copies the tree node by node (the fork path), cloning every value.
+    /// Takes the writer lock for the copy; readers keep running.
+    pub fn dup(&self) -> Self {
+        let st = self.writer.lock();
+        let root = self.core.writer_root();
+        // SAFETY: the writer lock keeps this version alive and unchanged.
+        let (copy, nodes) = unsafe { dup_subtree::<T>(root) };
+        let len = self.len();
+        drop(st);
+        let tree = MapleTree::new();
+        tree.core.publish(copy);
+        // Relaxed: the new tree is not shared yet.
+        tree.core.len.store(len, Ordering::Relaxed);
+        tree.core.nodes.store(nodes, Ordering::Relaxed);
+        tree
+    }
+}
+
+impl<T> Default for MapleTree<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Clone for MapleTree<T> {
+    fn clone(&self) -> Self {
+        self.dup()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for MapleTree<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let snap = self.snapshot();
+        f.debug_map().entries(snap.iter()).finish()
+    }
+}
+
+impl<T> Drop for MapleTree<T> {
+    fn drop(&mut self) {
+        // Relaxed: exclusive access.
+        let root = self.core.root.load(Ordering::Relaxed);
+        // SAFETY: &mut self: no reader or writer remains, and the tree owns
+        // every node and value of its current version.
+        unsafe { free_subtree::<T>(root) };
+    }
+}
+
+struct SendNode(NodePtr);
+// SAFETY: carries an unlinked subtree (values T: Send) to the deferred free.
+unsafe impl Send for SendNode {}
+
+/// Checks that `[first, last]` is a valid, entirely free range.
+pub(crate) fn check_insert(root: NodePtr, first: u64, last: u64) -> Result<(), MapleError> {
+    check_range(first, last)?;
+    // SAFETY: the caller holds the writer lock or &mut: root is live.
+    if let Some((s, _, _)) = unsafe { read::find::<u8>(root, first) } {
+        if s <= last {
+            return Err(MapleError::Occupied { first, last });
+        }
+    }
+    Ok(())
+}
+
+/// Validated gap search on a live version.
+pub(crate) fn gap_search<T>(root: NodePtr, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, MapleError> {
+    check_window(min, max, size)?;
+    // SAFETY: the caller keeps root alive (guard, lock or &mut).
+    unsafe { read::empty_area::<T>(root, min, max, size, rev) }.ok_or(MapleError::NoSpace { min, max, size })
+}
+
+/// An entry read from the tree: its range and a reference to its value.
+///
+/// It holds an epoch guard, so the value stays valid even if a writer
+/// removes or replaces the entry meanwhile; while it lives, memory retired
+/// by writers is not reclaimed. Not `Send`.
+pub struct Entry<'a, T> {
+    first: u64,
+    last: u64,
+    value: *const T,
+    _guard: Guard,
+    _tree: PhantomData<&'a T>,
+}
+
+impl<'a, T> Entry<'a, T> {
+    fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
+        if v.is_null() {
+            return None;
+        }
+        Some(Entry { first, last, value: v, _guard: guard, _tree: PhantomData })
+    }
+    /// First index of the entry.
+    pub fn first(&self) -> u64 {
+        self.first
+    }
+    /// Last index of the entry (inclusive).
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+    /// `first..=last`.
+    pub fn range(&self) -> RangeInclusive<u64> {
+        self.first..=self.last
+    }
+    /// The value.
+    pub fn value(&self) -> &T {
+        // SAFETY: the guard held by self delays the value's reclamation.
+        unsafe { &*self.value }
+    }
+}
+
+impl<T> Deref for Entry<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry").field("range", &self.range()).field("value", self.value()).finish()
+    }
+}
+
+/// A consistent, immutable view of one version of the tree.
+///
+/// Later writes are not seen. Holding a snapshot keeps its version (and
+/// everything replaced since) from being reclaimed, so keep it short-lived.
+/// Not `Send`.
+pub struct Snapshot<'a, T> {
+    guard: Guard,
+    root: NodePtr,
+    _tree: PhantomData<&'a MapleTree<T>>,
+}
+
+impl<'a, T> Snapshot<'a, T> {
+    pub(crate) fn root_ptr(&self) -> NodePtr {
+        self.root
+    }
+
+    fn item(&self, e: RawEntry<T>) -> Option<(RangeInclusive<u64>, &T)> {
+        // SAFETY: the snapshot's guard keeps the value alive for &self.
+        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { &*e.2 }))
+    }
+
+    /// The entry containing `index`.
+    pub fn load(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+        if self.root.is_null() {
+            return None;
+        }
+        // SAFETY: the guard keeps the version alive.
+        self.item(unsafe { read::lookup::<T>(self.root, index) })
+    }
+
+    /// The first entry ending at or after `index`.
+    pub fn find(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+        // SAFETY: the guard keeps the version alive.
+        self.item(unsafe { read::find::<T>(self.root, index) }?)
+    }
+
+    /// The last entry starting at or before `index`.
+    pub fn prev(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+        // SAFETY: the guard keeps the version alive.
+        self.item(unsafe { read::find_prev::<T>(self.root, index) }?)
+    }
+
+    /// All entries in increasing order (also from the back).
+    pub fn iter(&self) -> Iter<'_, T> {
+        self.range(0, u64::MAX)
+    }
+
+    /// Entries intersecting `[first, last]`, in increasing order. An empty
+    /// iterator when `first > last`.
+    pub fn range(&self, first: u64, last: u64) -> Iter<'_, T> {
+        Iter::new(self.root, first, last)
+    }
+
+    /// Entries in this version (counts them: O(n)).
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether this version holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_null()
+    }
+
+    /// See [`MapleTree::empty_area`].
+    pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
+        let _ = &self.guard;
+        gap_search::<T>(self.root, min, max, size, false)
+    }
+
+    /// See [`MapleTree::empty_area_rev`].
+    pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
+        gap_search::<T>(self.root, min, max, size, true)
+    }
+}
+
+impl<'s, T> IntoIterator for &'s Snapshot<'_, T> {
+    type Item = (RangeInclusive<u64>, &'s T);
+    type IntoIter = Iter<'s, T>;
+    fn into_iter(self) -> Iter<'s, T> {
+        self.iter()
+    }
+}
+
+/// Iterator over the entries of a [`Snapshot`] (or a cursor's version),
+/// from either end.
+pub struct Iter<'s, T> {
+    front: Path,
+    back: Path,
+    /// Lowest index the front may still yield / highest for the back.
+    lo: u64,
+    hi: u64,
+    done: bool,
+    _snap: PhantomData<&'s T>,
+}
+
+impl<'s, T> Iter<'s, T> {
+    pub(crate) fn new(root: NodePtr, first: u64, last: u64) -> Self {
+        let mut it = Iter { front: Path::new(), back: Path::new(), lo: first, hi: last, done: true, _snap: PhantomData };
+        if !root.is_null() && first <= last {
+            // SAFETY: the owner of 's keeps root alive.
+            unsafe {
+                descend(root, first, &mut it.front);
+                descend(root, last, &mut it.back);
+            }
+            it.done = false;
+        }
+        it
+    }
+}
+
+impl<'s, T> Iterator for Iter<'s, T> {
+    type Item = (RangeInclusive<u64>, &'s T);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            // Scan the current leaf directly; the path is consulted only to
+            // move to the next leaf. The leaf level's idx is the next slot
+            // to look at (it may run one past the leaf's end).
+            let l = *self.front.leaf();
+            // SAFETY: the path is valid for the version 's keeps alive.
+            let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
+            let n = leaf.hdr.count as usize;
+            let mut i = l.idx;
+            while i < n {
+                let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
+                if s > self.hi {
+                    self.done = true;
+                    return None;
+                }
+                let v = leaf.slots[i];
+                i += 1;
+                if !v.is_null() {
+                    if e >= self.hi {
+                        self.done = true;
+                    } else {
+                        self.lo = e + 1;
+                        self.front.leaf_set_idx(i);
+                    }
+                    // SAFETY: the value lives as long as the version.
+                    return Some((s..=e, unsafe { &*v }));
+                }
+            }
+            self.front.leaf_set_idx(n - 1);
+            // SAFETY: as above.
+            if !unsafe { step_next(&mut self.front) } {
+                self.done = true;
+            }
+        }
+        None
+    }
+}
+
+impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            // SAFETY: the path is valid for the version 's keeps alive.
+            let (s, e, v) = unsafe { path_entry::<T>(&self.back) };
+            if e < self.lo || s > self.hi {
+                self.done = true;
+                break;
+            }
+            // SAFETY: as above.
+            let more = unsafe { step_prev(&mut self.back) };
+            if !v.is_null() {
+                if s <= self.lo || !more {
+                    self.done = true;
+                } else {
+                    self.hi = s - 1;
+                }
+                // SAFETY: the value lives as long as the version.
+                return Some((s..=e, unsafe { &*v }));
+            }
+            if !more {
+                self.done = true;
+            }
+        }
+        None
+    }
+}
+
+impl<T> FusedIterator for Iter<'_, T> {}

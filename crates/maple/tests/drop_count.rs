@@ -1,0 +1,347 @@
+//! A counting `Drop` type proves that every value is dropped exactly once on
+//! every path: overwrite, trim, split (the clone), erase, clear, remove, dup,
+//! refused writes, and `Drop` of the tree, through both the shared `&self`
+//! path and the exclusive `&mut` path.
+//!
+//! Every value carries a serial number; creation (including `Clone`) adds it
+//! to a live set, `Drop` removes it and counts a double drop if it was not
+//! there. Shared-path drops are deferred through crossbeam-epoch, so the
+//! checks flush the epoch until the live set is what the tree should hold.
+//! Each test has its own counters, so the tests can run in parallel.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use maple::MapleTree;
+
+struct Counters {
+    next: AtomicU64,
+    created: AtomicUsize,
+    dropped: AtomicUsize,
+    double_drops: AtomicUsize,
+    live: Mutex<HashSet<u64>>,
+}
+
+impl Counters {
+    fn leak() -> &'static Counters {
+        Box::leak(Box::new(Counters {
+            next: AtomicU64::new(1),
+            created: AtomicUsize::new(0),
+            dropped: AtomicUsize::new(0),
+            double_drops: AtomicUsize::new(0),
+            live: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    fn make(&'static self, tag: u64) -> Tracked {
+        let serial = self.next.fetch_add(1, Ordering::Relaxed);
+        self.created.fetch_add(1, Ordering::Relaxed);
+        self.live.lock().unwrap().insert(serial);
+        Tracked {
+            serial,
+            tag,
+            c: self,
+        }
+    }
+
+    fn live(&self) -> HashSet<u64> {
+        self.live.lock().unwrap().clone()
+    }
+
+    fn is_live(&self, serial: u64) -> bool {
+        self.live.lock().unwrap().contains(&serial)
+    }
+}
+
+/// A value that records its identity (`serial`, unique per instance, clones
+/// included) and what it stands for (`tag`, shared by clones).
+struct Tracked {
+    serial: u64,
+    tag: u64,
+    c: &'static Counters,
+}
+
+impl Clone for Tracked {
+    fn clone(&self) -> Self {
+        self.c.make(self.tag)
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.c.dropped.fetch_add(1, Ordering::Relaxed);
+        if !self.c.live.lock().unwrap().remove(&self.serial) {
+            self.c.double_drops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Flushes deferred destruction until the live set equals `want`, or fails.
+/// Also checks that nothing was dropped twice.
+#[track_caller]
+fn settle(c: &Counters, want: &HashSet<u64>) {
+    let rounds = if cfg!(miri) { 50 } else { 400 };
+    for round in 0..rounds {
+        let live = c.live();
+        assert_eq!(c.double_drops.load(Ordering::Relaxed), 0, "a value was dropped twice");
+        assert!(
+            want.is_subset(&live),
+            "dropped too early: {:?}",
+            want.difference(&live).collect::<Vec<_>>()
+        );
+        if live == *want {
+            return;
+        }
+        crossbeam_epoch::pin().flush();
+        if round > 2 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let live = c.live();
+    panic!(
+        "never dropped after {rounds} flushes: {:?} (created {}, dropped {})",
+        live.difference(want).collect::<Vec<_>>(),
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
+}
+
+/// The serials the tree holds now, checking that each is still live.
+fn held(t: &MapleTree<Tracked>) -> HashSet<u64> {
+    let snap = t.snapshot();
+    let mut s = HashSet::new();
+    for (_, v) in snap.iter() {
+        assert!(v.c.is_live(v.serial), "the tree holds a dropped value");
+        assert!(s.insert(v.serial), "one instance stored twice");
+    }
+    s
+}
+
+#[test]
+fn shared_path_every_operation() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let none = HashSet::new();
+
+    // overwrite the same range
+    t.store_range(0, 9, c.make(1)).unwrap();
+    t.store_range(0, 9, c.make(2)).unwrap();
+    settle(c, &held(&t));
+    assert_eq!(t.len(), 1);
+
+    // trim: store over the left part, the right part, then split inside
+    t.store_range(0, 3, c.make(3)).unwrap();
+    t.store_range(8, 12, c.make(4)).unwrap();
+    t.store_range(5, 5, c.make(5)).unwrap(); // splits [4,7] into [4,4] and [6,7]
+    assert_eq!(t.len(), 5);
+    let h = held(&t);
+    assert_eq!(h.len(), 5, "the split remnant must be its own clone");
+    settle(c, &h);
+
+    // a store covering several entries drops them all
+    t.store_range(0, 100, c.make(6)).unwrap();
+    settle(c, &held(&t));
+    assert_eq!(t.len(), 1);
+
+    // refused writes give the value back; dropping it is the caller's job
+    let e = t.insert_range(5, 6, c.make(7)).unwrap_err();
+    assert_eq!(e.value.tag, 7);
+    drop(e);
+    let e = t.store_range(6, 5, c.make(8)).unwrap_err();
+    let v = e.into_value();
+    assert!(c.is_live(v.serial));
+    drop(v);
+    let e = t.alloc_range(0, 100, 1, c.make(9)).unwrap_err();
+    drop(e);
+    settle(c, &held(&t));
+
+    // erase: the Entry keeps the value alive until it is dropped
+    let serial = t.load(50).unwrap().serial;
+    let e = t.erase(50).unwrap();
+    assert_eq!(e.serial, serial);
+    assert!(c.is_live(serial));
+    drop(e);
+    settle(c, &none);
+    assert!(t.is_empty());
+
+    // alloc, insert, then clear
+    for i in 0..40 {
+        t.alloc_range(0, u64::MAX, 3, c.make(100 + i)).unwrap();
+        t.insert(1000 + i, c.make(200 + i)).unwrap();
+    }
+    assert_eq!(t.len(), 80);
+    settle(c, &held(&t));
+    t.clear();
+    settle(c, &none);
+
+    // dup copies (clones) every value; both trees drop their own
+    for i in 0..100 {
+        t.store_range(i * 10, i * 10 + 5, c.make(300 + i)).unwrap();
+    }
+    let d = t.dup();
+    let d2 = d.clone();
+    let (ht, hd, hd2) = (held(&t), held(&d), held(&d2));
+    assert!(ht.is_disjoint(&hd) && hd.is_disjoint(&hd2), "dup must clone values");
+    let all: HashSet<u64> = ht.iter().chain(&hd).chain(&hd2).copied().collect();
+    settle(c, &all);
+    drop(d);
+    settle(c, &ht.union(&hd2).copied().collect());
+    t.store_range(0, 10_000, c.make(400)).unwrap();
+    drop(t);
+    settle(c, &hd2);
+    drop(d2);
+    settle(c, &none);
+    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+}
+
+#[test]
+fn shared_cursor_path() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    {
+        let mut cur = t.cursor();
+        for i in 0..50 {
+            cur.store_range(i * 4, i * 4 + 2, c.make(i)).unwrap();
+        }
+        cur.walk(21);
+        cur.store_range(21, 21, c.make(1000)).unwrap(); // split [20,22]
+        cur.walk(40);
+        assert_eq!(cur.erase(), Some(40..=42));
+        cur.preallocate(100, 150);
+        cur.store_range(100, 150, c.make(1001)).unwrap();
+        let e = cur.insert_range(100, 100, c.make(1002)).unwrap_err();
+        drop(e);
+    }
+    assert_eq!(t.len(), 50 + 2 - 1 - 13 + 1);
+    settle(c, &held(&t));
+    drop(t);
+    settle(c, &HashSet::new());
+}
+
+#[test]
+fn exclusive_path_every_operation() {
+    let c = Counters::leak();
+    let mut t = MapleTree::new();
+    {
+        let mut cur = t.cursor_mut();
+        for i in 0..200 {
+            cur.store_range(i * 4, i * 4 + 2, c.make(i)).unwrap();
+        }
+        cur.store_range(1, 1, c.make(1000)).unwrap(); // split [0,2]
+        cur.store_range(10, 30, c.make(1001)).unwrap(); // trim + cover
+        cur.walk(400);
+        assert_eq!(cur.erase(), Some(400..=402));
+        cur.next();
+        assert_eq!(cur.erase(), Some(404..=406));
+        let e = cur.insert_range(500, 500, c.make(1002)).unwrap_err();
+        drop(e);
+        cur.insert_range(403, 403, c.make(1003)).unwrap();
+    }
+    settle(c, &held(&t));
+    // remove hands the value over: it is live until we drop it
+    let (r, v) = t.remove(600).unwrap();
+    assert_eq!(r, 600..=602);
+    assert!(c.is_live(v.serial));
+    let mut want = held(&t);
+    want.insert(v.serial);
+    settle(c, &want);
+    drop(v);
+    settle(c, &held(&t));
+    // exclusive writes after shared ones, then clear and drop
+    t.store_range(0, 100, c.make(2000)).unwrap();
+    t.cursor_mut().store_range(50, 60, c.make(2001)).unwrap();
+    settle(c, &held(&t));
+    t.clear();
+    settle(c, &HashSet::new());
+    for i in 0..300 {
+        t.cursor_mut().store_range(i, i, c.make(i)).unwrap();
+    }
+    drop(t);
+    settle(c, &HashSet::new());
+    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+}
+
+/// splitmix64
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+/// Random mixes of every writing operation, shared and exclusive, with the
+/// live set checked against the tree along the way.
+#[test]
+fn random_mix() {
+    let c = Counters::leak();
+    let mut t = MapleTree::new();
+    let mut rng = Rng(42);
+    let steps = if cfg!(miri) { 300 } else { 20_000 };
+    for step in 0..steps {
+        let f = rng.below(2_000);
+        let wide = rng.below(8) == 0;
+        let l = f + rng.below(if wide { 300 } else { 6 });
+        match rng.below(10) {
+            0..=2 => t.store_range(f, l, c.make(step)).unwrap(),
+            3 => t.cursor_mut().store_range(f, l, c.make(step)).unwrap(),
+            4 => drop(t.insert_range(f, l, c.make(step))),
+            5 => drop(t.erase(f)),
+            6 => drop(t.remove(f)),
+            7 => {
+                let mut cur = t.cursor();
+                cur.walk(f);
+                cur.erase();
+                cur.next();
+                cur.erase();
+            }
+            8 => drop(t.alloc_range_rev(0, 2_500, 1 + rng.below(4), c.make(step))),
+            _ => {
+                if rng.below(50) == 0 {
+                    let d = t.dup();
+                    t = d;
+                } else if rng.below(100) == 0 {
+                    t.clear();
+                }
+            }
+        }
+        if step % 1000 == 999 {
+            settle(c, &held(&t));
+        }
+    }
+    settle(c, &held(&t));
+    drop(t);
+    settle(c, &HashSet::new());
+    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+}
+
+/// A snapshot held across writes keeps the old values alive; once it is
+/// gone they are dropped.
+#[test]
+fn snapshot_delays_but_does_not_leak() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    for i in 0..100 {
+        t.store_range(i * 2, i * 2, c.make(i)).unwrap();
+    }
+    let before = held(&t);
+    let snap = t.snapshot();
+    t.store_range(0, 1_000, c.make(1000)).unwrap();
+    // everything the snapshot can see must still be alive
+    for i in 0..100 {
+        assert!(c.is_live(snap.load(i * 2).unwrap().1.serial));
+    }
+    let mut want = held(&t);
+    want.extend(&before);
+    assert!(want.is_subset(&c.live()));
+    drop(snap);
+    settle(c, &held(&t));
+    drop(t);
+    settle(c, &HashSet::new());
+}

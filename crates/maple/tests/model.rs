@@ -1,0 +1,800 @@
+//! Model-based property tests: random sequences of every operation run against
+//! `MapleTree` and against a simple reference (a `BTreeMap` of non-overlapping
+//! ranges), and every answer is compared.
+//!
+//! Two key spaces: a small one (`0..64`, so ranges overlap, split and trim all
+//! the time) and a large one (the full `u64` space, clustered near 0, near
+//! `u64::MAX` and in the middle, plus spread values). Both the shared `&self`
+//! write path and the exclusive `cursor_mut` / `remove` path are driven.
+//!
+//! The number of cases can be raised with `ASPACE_MODEL_CASES` (per key space).
+
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+
+use maple::{MapleError, MapleTree};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+// ---------------------------------------------------------------------------
+// The reference
+// ---------------------------------------------------------------------------
+
+/// `first -> (last, value)`; ranges never overlap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Model {
+    m: BTreeMap<u64, (u64, u64)>,
+}
+
+type Ent = (RangeInclusive<u64>, u64);
+
+impl Model {
+    fn len(&self) -> usize {
+        self.m.len()
+    }
+
+    fn entries(&self) -> Vec<Ent> {
+        self.m.iter().map(|(&f, &(l, v))| (f..=l, v)).collect()
+    }
+
+    fn containing(&self, i: u64) -> Option<Ent> {
+        let (&f, &(l, v)) = self.m.range(..=i).next_back()?;
+        (l >= i).then_some((f..=l, v))
+    }
+
+    /// First entry with `last >= i`.
+    fn find(&self, i: u64) -> Option<Ent> {
+        self.containing(i)
+            .or_else(|| self.m.range(i..).next().map(|(&f, &(l, v))| (f..=l, v)))
+    }
+
+    /// Last entry with `first <= i`.
+    fn prev(&self, i: u64) -> Option<Ent> {
+        self.m.range(..=i).next_back().map(|(&f, &(l, v))| (f..=l, v))
+    }
+
+    /// First entry with `first > i` (cursor `next`).
+    fn after(&self, i: u64) -> Option<Ent> {
+        let start = i.checked_add(1)?;
+        self.m.range(start..).next().map(|(&f, &(l, v))| (f..=l, v))
+    }
+
+    /// Last entry with `last < i` (cursor `prev`).
+    fn before(&self, i: u64) -> Option<Ent> {
+        let (&f, &(l, v)) = self.m.range(..i).next_back()?;
+        if l < i {
+            Some((f..=l, v))
+        } else {
+            // the entry that starts below i contains i; take the one before it
+            self.m.range(..f).next_back().map(|(&f, &(l, v))| (f..=l, v))
+        }
+    }
+
+    fn intersecting(&self, a: u64, b: u64) -> Vec<Ent> {
+        self.entries()
+            .into_iter()
+            .filter(|(r, _)| *r.start() <= b && *r.end() >= a)
+            .collect()
+    }
+
+    fn occupied(&self, f: u64, l: u64) -> bool {
+        self.find(f).is_some_and(|(r, _)| *r.start() <= l)
+    }
+
+    /// store_range semantics: trim the parts of older entries outside
+    /// `[f, l]`, split an entry that spans it (both halves keep the value).
+    fn store(&mut self, f: u64, l: u64, v: u64) {
+        assert!(f <= l);
+        let over: Vec<u64> = self
+            .m
+            .range(..=l)
+            .rev()
+            .take_while(|(_, &(el, _))| el >= f)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in over {
+            let (el, ev) = self.m.remove(&k).unwrap();
+            if k < f {
+                self.m.insert(k, (f - 1, ev));
+            }
+            if el > l {
+                self.m.insert(l + 1, (el, ev));
+            }
+        }
+        self.m.insert(f, (l, v));
+    }
+
+    fn insert(&mut self, f: u64, l: u64, v: u64) -> Result<(), MapleError> {
+        if f > l {
+            return Err(MapleError::InvertedRange { first: f, last: l });
+        }
+        if self.occupied(f, l) {
+            return Err(MapleError::Occupied { first: f, last: l });
+        }
+        self.m.insert(f, (l, v));
+        Ok(())
+    }
+
+    fn erase(&mut self, i: u64) -> Option<Ent> {
+        let e = self.containing(i)?;
+        self.m.remove(e.0.start());
+        Some(e)
+    }
+
+    /// All free ranges, ascending.
+    fn gaps(&self) -> Vec<(u64, u64)> {
+        let mut g = Vec::new();
+        let mut next = Some(0u64);
+        for (&f, &(l, _)) in &self.m {
+            if let Some(n) = next {
+                if f > n {
+                    g.push((n, f - 1));
+                }
+            }
+            next = l.checked_add(1);
+        }
+        if let Some(n) = next {
+            g.push((n, u64::MAX));
+        }
+        g
+    }
+
+    /// Reference gap search: scan every gap.
+    fn empty_area(&self, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, MapleError> {
+        if size == 0 {
+            return Err(MapleError::ZeroSize);
+        }
+        if min > max {
+            return Err(MapleError::InvertedBounds { min, max });
+        }
+        let fits = |(a, b): (u64, u64)| {
+            let (a, b) = (a.max(min), b.min(max));
+            (a <= b && b - a >= size - 1).then(|| if rev { b - (size - 1) } else { a })
+        };
+        let g = self.gaps();
+        let found = if rev {
+            g.into_iter().rev().find_map(fits)
+        } else {
+            g.into_iter().find_map(fits)
+        };
+        found.ok_or(MapleError::NoSpace { min, max, size })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Operations
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+enum Space {
+    Small,
+    Large,
+}
+
+#[derive(Clone, Debug)]
+enum CurOp {
+    Walk(u64),
+    /// step forwards; walk to the key first if the position is not known
+    Next(u64),
+    Prev(u64),
+    Insert(u64, u64),
+    Store(u64, u64),
+    /// preallocate then store the same range
+    PreStore(u64, u64),
+    Erase(u64),
+    EmptyArea(u64, u64, u64, bool),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Store(u64, u64),
+    Insert(u64, u64),
+    StorePoint(u64),
+    InsertPoint(u64),
+    /// store `count` ranges of `len + 1` indices every `stride` from `start`
+    Fill {
+        start: u64,
+        count: u64,
+        stride: u64,
+        len: u64,
+    },
+    Erase(u64),
+    Remove(u64),
+    Load(u64),
+    Find(u64),
+    Prev(u64),
+    /// snapshot range iteration; the u64 picks front/back steps
+    Range(u64, u64, u64),
+    EmptyArea(u64, u64, u64, bool),
+    Alloc(u64, u64, u64, bool),
+    Cursor(Vec<CurOp>, bool),
+    Clear,
+    Dup(bool),
+}
+
+fn key(space: Space) -> BoxedStrategy<u64> {
+    match space {
+        Space::Small => (0u64..64).boxed(),
+        Space::Large => prop_oneof![
+            3 => 0u64..256,
+            3 => (u64::MAX - 255)..=u64::MAX,
+            3 => ((1u64 << 63) - 2048)..((1u64 << 63) + 2048),
+            1 => Just(0u64),
+            1 => Just(u64::MAX),
+            2 => any::<u64>(),
+        ]
+        .boxed(),
+    }
+}
+
+fn span(space: Space) -> BoxedStrategy<u64> {
+    match space {
+        Space::Small => prop_oneof![4 => 0u64..4, 2 => 0u64..16, 1 => 0u64..64].boxed(),
+        Space::Large => prop_oneof![
+            4 => 0u64..4,
+            2 => 0u64..256,
+            1 => 0u64..(1 << 40),
+            1 => any::<u64>(),
+        ]
+        .boxed(),
+    }
+}
+
+/// A range `(first, last)`: usually `first <= last`, sometimes inverted.
+fn range(space: Space) -> BoxedStrategy<(u64, u64)> {
+    (key(space), span(space), prop::bool::weighted(0.05))
+        .prop_map(|(f, s, inv)| {
+            let l = f.saturating_add(s);
+            if inv && f != l {
+                (l, f)
+            } else {
+                (f, l)
+            }
+        })
+        .boxed()
+}
+
+fn size(space: Space) -> BoxedStrategy<u64> {
+    match space {
+        Space::Small => prop_oneof![1 => Just(0u64), 12 => 1u64..8, 2 => 8u64..70].boxed(),
+        Space::Large => prop_oneof![
+            1 => Just(0u64),
+            6 => 1u64..16,
+            3 => 1u64..(1 << 20),
+            1 => (1u64 << 62)..=u64::MAX,
+            1 => Just(u64::MAX),
+        ]
+        .boxed(),
+    }
+}
+
+/// A search window plus size: `(min, max, size)`; the window is sometimes inverted.
+fn window(space: Space) -> BoxedStrategy<(u64, u64, u64)> {
+    let whole = match space {
+        Space::Small => (0u64, 63u64),
+        Space::Large => (0, u64::MAX),
+    };
+    prop_oneof![
+        6 => (key(space), key(space), size(space), prop::bool::weighted(0.05)).prop_map(
+            |(a, b, s, inv)| {
+                let (lo, hi) = (a.min(b), a.max(b));
+                if inv && lo != hi {
+                    (hi, lo, s)
+                } else {
+                    (lo, hi, s)
+                }
+            }
+        ),
+        1 => size(space).prop_map(move |s| (whole.0, whole.1, s)),
+    ]
+    .boxed()
+}
+
+fn cur_op(space: Space) -> BoxedStrategy<CurOp> {
+    prop_oneof![
+        3 => key(space).prop_map(CurOp::Walk),
+        4 => key(space).prop_map(CurOp::Next),
+        4 => key(space).prop_map(CurOp::Prev),
+        2 => range(space).prop_map(|(f, l)| CurOp::Insert(f, l)),
+        2 => range(space).prop_map(|(f, l)| CurOp::Store(f, l)),
+        1 => range(space).prop_map(|(f, l)| CurOp::PreStore(f, l)),
+        2 => key(space).prop_map(CurOp::Erase),
+        1 => (window(space), any::<bool>()).prop_map(|((a, b, s), r)| CurOp::EmptyArea(a, b, s, r)),
+    ]
+    .boxed()
+}
+
+fn op(space: Space) -> BoxedStrategy<Op> {
+    let fill = match space {
+        Space::Small => (0u64..64, 1u64..40, 1u64..4, 0u64..2).boxed(),
+        Space::Large => (key(space), 1u64..200, 1u64..1000, 0u64..8).boxed(),
+    };
+    prop_oneof![
+        12 => range(space).prop_map(|(f, l)| Op::Store(f, l)),
+        8 => range(space).prop_map(|(f, l)| Op::Insert(f, l)),
+        3 => key(space).prop_map(Op::StorePoint),
+        3 => key(space).prop_map(Op::InsertPoint),
+        1 => fill.prop_map(|(start, count, stride, len)| Op::Fill { start, count, stride, len: len.min(stride - 1) }),
+        5 => key(space).prop_map(Op::Erase),
+        3 => key(space).prop_map(Op::Remove),
+        5 => key(space).prop_map(Op::Load),
+        3 => key(space).prop_map(Op::Find),
+        3 => key(space).prop_map(Op::Prev),
+        2 => (range(space), any::<u64>()).prop_map(|((a, b), s)| Op::Range(a.min(b), a.max(b), s)),
+        5 => (window(space), any::<bool>()).prop_map(|((a, b, s), r)| Op::EmptyArea(a, b, s, r)),
+        3 => (window(space), any::<bool>()).prop_map(|((a, b, s), r)| Op::Alloc(a, b, s, r)),
+        4 => (prop::collection::vec(cur_op(space), 1..12), any::<bool>()).prop_map(|(v, x)| Op::Cursor(v, x)),
+        1 => Just(Op::Clear),
+        1 => any::<bool>().prop_map(Op::Dup),
+    ]
+    .boxed()
+}
+
+// ---------------------------------------------------------------------------
+// The harness
+// ---------------------------------------------------------------------------
+
+struct Harness {
+    tree: MapleTree<u64>,
+    model: Model,
+    next_value: u64,
+    ops: u64,
+}
+
+fn owned(e: Option<(RangeInclusive<u64>, &u64)>) -> Option<Ent> {
+    e.map(|(r, v)| (r, *v))
+}
+
+fn entry(e: Option<maple::Entry<'_, u64>>) -> Option<Ent> {
+    e.map(|e| {
+        assert_eq!(e.range(), e.first()..=e.last());
+        assert_eq!(*e.value(), *e);
+        (e.range(), *e.value())
+    })
+}
+
+impl Harness {
+    fn new() -> Self {
+        Harness {
+            tree: MapleTree::new(),
+            model: Model::default(),
+            next_value: 1,
+            ops: 0,
+        }
+    }
+
+    fn value(&mut self) -> u64 {
+        self.next_value += 1;
+        self.next_value
+    }
+
+    /// Compares every observable of the tree with the model.
+    fn check_all(&self, space: Space) {
+        check_tree(&self.tree, &self.model, space);
+    }
+
+    fn apply(&mut self, op: &Op, space: Space) {
+        self.ops += 1;
+        match *op {
+            Op::Store(f, l) => {
+                let v = self.value();
+                match self.tree.store_range(f, l, v) {
+                    Ok(()) => {
+                        assert!(f <= l, "store_range({f}, {l}) accepted an inverted range");
+                        self.model.store(f, l, v);
+                    }
+                    Err(e) => {
+                        assert_eq!(e.kind, MapleError::InvertedRange { first: f, last: l });
+                        assert_eq!(e.value, v, "WriteError must give the value back");
+                    }
+                }
+            }
+            Op::StorePoint(i) => {
+                let v = self.value();
+                self.tree.store(i, v).unwrap();
+                self.model.store(i, i, v);
+            }
+            Op::Insert(f, l) => {
+                let v = self.value();
+                let want = self.model.insert(f, l, v);
+                match self.tree.insert_range(f, l, v) {
+                    Ok(()) => assert_eq!(want, Ok(()), "insert_range({f}, {l})"),
+                    Err(e) => {
+                        assert_eq!(e.value, v);
+                        check_err_kind(e.kind, want.unwrap_err(), "insert_range");
+                    }
+                }
+            }
+            Op::InsertPoint(i) => {
+                let v = self.value();
+                let want = self.model.insert(i, i, v);
+                match self.tree.insert(i, v) {
+                    Ok(()) => assert_eq!(want, Ok(()), "insert({i})"),
+                    Err(e) => {
+                        assert_eq!(e.value, v);
+                        check_err_kind(e.kind, want.unwrap_err(), "insert");
+                    }
+                }
+            }
+            Op::Fill {
+                start,
+                count,
+                stride,
+                len,
+            } => {
+                for k in 0..count {
+                    let Some(f) = start.checked_add(k * stride) else { break };
+                    let l = f.saturating_add(len);
+                    let v = self.value();
+                    self.tree.store_range(f, l, v).unwrap();
+                    self.model.store(f, l, v);
+                    self.ops += 1;
+                    assert_eq!(self.tree.len(), self.model.len());
+                }
+            }
+            Op::Erase(i) => {
+                let want = self.model.erase(i);
+                let got = entry(self.tree.erase(i));
+                assert_eq!(got, want, "erase({i})");
+            }
+            Op::Remove(i) => {
+                let want = self.model.erase(i);
+                let got = self.tree.remove(i);
+                assert_eq!(got, want, "remove({i})");
+            }
+            Op::Load(i) => {
+                let want = self.model.containing(i);
+                assert_eq!(entry(self.tree.load(i)), want, "load({i})");
+                assert_eq!(owned(self.tree.snapshot().load(i)), want, "snapshot.load({i})");
+            }
+            Op::Find(i) => {
+                let want = self.model.find(i);
+                assert_eq!(entry(self.tree.find(i)), want, "find({i})");
+                assert_eq!(owned(self.tree.snapshot().find(i)), want, "snapshot.find({i})");
+            }
+            Op::Prev(i) => {
+                let want = self.model.prev(i);
+                assert_eq!(entry(self.tree.prev(i)), want, "prev({i})");
+                assert_eq!(owned(self.tree.snapshot().prev(i)), want, "snapshot.prev({i})");
+            }
+            Op::Range(a, b, steps) => {
+                let want = self.model.intersecting(a, b);
+                let snap = self.tree.snapshot();
+                let fwd: Vec<Ent> = snap.range(a, b).map(|(r, v)| (r, *v)).collect();
+                assert_eq!(fwd, want, "range({a}, {b}) forwards");
+                let mut back: Vec<Ent> = snap.range(a, b).rev().map(|(r, v)| (r, *v)).collect();
+                back.reverse();
+                assert_eq!(back, want, "range({a}, {b}) backwards");
+                check_mixed(snap.range(a, b), &want, steps, "range");
+                check_mixed(snap.iter(), &self.model.entries(), steps, "iter");
+            }
+            Op::EmptyArea(min, max, size, rev) => {
+                let want = self.model.empty_area(min, max, size, rev);
+                let got = if rev {
+                    self.tree.empty_area_rev(min, max, size)
+                } else {
+                    self.tree.empty_area(min, max, size)
+                };
+                assert_eq!(got, want, "empty_area(min {min}, max {max}, size {size}, rev {rev})");
+                let snap = self.tree.snapshot();
+                let got = if rev {
+                    snap.empty_area_rev(min, max, size)
+                } else {
+                    snap.empty_area(min, max, size)
+                };
+                assert_eq!(got, want, "snapshot.empty_area({min}, {max}, {size}, rev {rev})");
+            }
+            Op::Alloc(min, max, size, rev) => {
+                let v = self.value();
+                let want = self.model.empty_area(min, max, size, rev);
+                let got = if rev {
+                    self.tree.alloc_range_rev(min, max, size, v)
+                } else {
+                    self.tree.alloc_range(min, max, size, v)
+                };
+                match (got, want) {
+                    (Ok(s), Ok(w)) => {
+                        assert_eq!(s, w, "alloc_range({min}, {max}, {size}, rev {rev})");
+                        self.model.insert(s, s + (size - 1), v).unwrap();
+                    }
+                    (Err(e), Err(w)) => {
+                        assert_eq!(e.kind, w, "alloc_range error");
+                        assert_eq!(e.value, v);
+                    }
+                    (g, w) => panic!(
+                        "alloc_range({min}, {max}, {size}, rev {rev}): got {:?}, want {w:?}",
+                        g.map_err(|e| e.kind)
+                    ),
+                }
+            }
+            Op::Cursor(ref ops, exclusive) => {
+                let values: Vec<u64> = ops.iter().map(|_| self.value()).collect();
+                if exclusive {
+                    let mut c = self.tree.cursor_mut();
+                    run_cursor(&mut c, &mut self.model, ops, &values);
+                } else {
+                    let mut c = self.tree.cursor();
+                    run_cursor(&mut c, &mut self.model, ops, &values);
+                }
+                self.ops += ops.len() as u64;
+            }
+            Op::Clear => {
+                self.tree.clear();
+                self.model = Model::default();
+                assert!(self.tree.is_empty());
+                assert!(self.tree.snapshot().iter().next().is_none());
+            }
+            Op::Dup(use_clone) => {
+                let copy = if use_clone {
+                    self.tree.clone()
+                } else {
+                    self.tree.dup()
+                };
+                check_tree(&copy, &self.model, space);
+                // The copy is independent: writing the original leaves it alone.
+                let saved = self.model.clone();
+                let v = self.value();
+                self.tree.store_range(0, 3, v).unwrap();
+                self.model.store(0, 3, v);
+                check_tree(&copy, &saved, space);
+                self.tree.clear();
+                drop(std::mem::replace(&mut self.tree, copy));
+                self.model = saved;
+            }
+        }
+        assert_eq!(self.tree.len(), self.model.len(), "len after {op:?}");
+        assert_eq!(self.tree.is_empty(), self.model.len() == 0);
+    }
+}
+
+fn check_err_kind(got: MapleError, want: MapleError, what: &str) {
+    match (got, want) {
+        (MapleError::Occupied { .. }, MapleError::Occupied { .. }) => {}
+        (g, w) => assert_eq!(g, w, "{what}"),
+    }
+}
+
+/// Walks an iterator taking from the front or the back as the bits of
+/// `steps` say, and checks that the two ends meet exactly.
+fn check_mixed<'s>(
+    mut it: impl DoubleEndedIterator<Item = (RangeInclusive<u64>, &'s u64)>,
+    want: &[Ent],
+    mut steps: u64,
+    what: &str,
+) {
+    let (mut lo, mut hi) = (0usize, want.len());
+    loop {
+        let front = steps & 1 == 1;
+        steps = steps.rotate_right(1);
+        let got = if front { it.next() } else { it.next_back() };
+        if lo == hi {
+            assert_eq!(owned(got), None, "{what}: mixed iteration ran past the end");
+            assert!(it.next().is_none() && it.next_back().is_none(), "{what}: not fused");
+            return;
+        }
+        let w = if front {
+            lo += 1;
+            &want[lo - 1]
+        } else {
+            hi -= 1;
+            &want[hi]
+        };
+        assert_eq!(owned(got).as_ref(), Some(w), "{what}: mixed iteration (front {front})");
+    }
+}
+
+fn check_tree(tree: &MapleTree<u64>, model: &Model, space: Space) {
+    let want = model.entries();
+    assert_eq!(tree.len(), want.len());
+    let snap = tree.snapshot();
+    assert_eq!(snap.len(), want.len());
+    let fwd: Vec<Ent> = snap.iter().map(|(r, v)| (r, *v)).collect();
+    assert_eq!(fwd, want, "full iteration");
+    let mut back: Vec<Ent> = snap.iter().rev().map(|(r, v)| (r, *v)).collect();
+    back.reverse();
+    assert_eq!(back, want, "full reverse iteration");
+    match space {
+        Space::Small => {
+            for i in 0..70u64 {
+                assert_eq!(owned(snap.load(i)), model.containing(i), "load({i})");
+            }
+        }
+        Space::Large => {
+            for (r, _) in &want {
+                for i in [r.start().wrapping_sub(1), *r.start(), *r.end(), r.end().wrapping_add(1)] {
+                    assert_eq!(owned(snap.load(i)), model.containing(i), "load({i})");
+                }
+            }
+        }
+    }
+    let usage = tree.memory_usage();
+    assert_eq!(usage.entries, want.len(), "memory_usage().entries");
+    if !want.is_empty() {
+        assert!(usage.nodes > 0);
+    }
+}
+
+fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], values: &[u64]) {
+    // `pos` is the model's idea of the position; `None` until the first walk
+    // or after a step that ran off either end.
+    let mut pos: Option<u64> = None;
+    for (op, &v) in ops.iter().zip(values) {
+        match *op {
+            CurOp::Walk(i) => {
+                assert_eq!(owned(c.walk(i)), model.containing(i), "cursor walk({i})");
+                assert_eq!(c.index(), i, "cursor index after walk({i})");
+                pos = Some(i);
+            }
+            CurOp::Next(k) | CurOp::Prev(k) => {
+                let Some(p) = pos else {
+                    assert_eq!(owned(c.walk(k)), model.containing(k), "cursor walk({k})");
+                    pos = Some(k);
+                    continue;
+                };
+                let is_next = matches!(op, CurOp::Next(_));
+                let (got, want) = if is_next {
+                    (owned(c.next()), model.after(p))
+                } else {
+                    (owned(c.prev()), model.before(p))
+                };
+                assert_eq!(got, want, "cursor {} from {p}", if is_next { "next" } else { "prev" });
+                pos = match got {
+                    Some((r, _)) => {
+                        let i = c.index();
+                        assert!(r.contains(&i), "cursor index {i} outside the entry {r:?}");
+                        Some(i)
+                    }
+                    None => None,
+                };
+            }
+            CurOp::Insert(f, l) => {
+                let want = model.insert(f, l, v);
+                match c.insert_range(f, l, v) {
+                    Ok(()) => assert_eq!(want, Ok(()), "cursor insert_range({f}, {l})"),
+                    Err(e) => {
+                        assert_eq!(e.value, v);
+                        check_err_kind(e.kind, want.unwrap_err(), "cursor insert_range");
+                    }
+                }
+                pos = None;
+            }
+            CurOp::Store(f, l) | CurOp::PreStore(f, l) => {
+                if matches!(op, CurOp::PreStore(..)) && f <= l {
+                    c.preallocate(f, l);
+                }
+                match c.store_range(f, l, v) {
+                    Ok(()) => {
+                        assert!(f <= l);
+                        model.store(f, l, v);
+                    }
+                    Err(e) => {
+                        assert_eq!(e.kind, MapleError::InvertedRange { first: f, last: l });
+                        assert_eq!(e.value, v);
+                    }
+                }
+                pos = None;
+            }
+            CurOp::Erase(k) => {
+                let p = match pos {
+                    Some(p) => p,
+                    None => {
+                        assert_eq!(owned(c.walk(k)), model.containing(k));
+                        k
+                    }
+                };
+                let want = model.erase(p).map(|(r, _)| r);
+                assert_eq!(c.erase(), want, "cursor erase at {p}");
+                // the position stays inside the erased range (or where it was)
+                let i = c.index();
+                pos = match &want {
+                    Some(r) if r.contains(&i) => Some(i),
+                    None if i == p => Some(i),
+                    _ => None,
+                };
+            }
+            CurOp::EmptyArea(min, max, size, rev) => {
+                let want = model.empty_area(min, max, size, rev);
+                let got = if rev {
+                    c.empty_area_rev(min, max, size)
+                } else {
+                    c.empty_area(min, max, size)
+                };
+                assert_eq!(got, want, "cursor empty_area({min}, {max}, {size}, rev {rev})");
+                pos = None;
+            }
+        }
+    }
+}
+
+fn cases(default: u32) -> u32 {
+    if cfg!(miri) {
+        return 2;
+    }
+    std::env::var("ASPACE_MODEL_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn run(space: Space, cases: u32, ops_per_case: usize) {
+    let config = Config {
+        cases,
+        max_shrink_iters: 2_000,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let total = std::cell::Cell::new(0u64);
+    let strategy = prop::collection::vec(op(space), 1..=ops_per_case);
+    let result = runner.run(&strategy, |ops| {
+        let mut h = Harness::new();
+        for (n, op) in ops.iter().enumerate() {
+            h.apply(op, space);
+            if n % 16 == 15 || h.model.len() < 64 {
+                h.check_all(space);
+            }
+        }
+        h.check_all(space);
+        total.set(total.get() + h.ops);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    eprintln!("{space:?}: {} operations checked against the model", total.get());
+}
+
+#[test]
+fn model_small_key_space() {
+    let ops = if cfg!(miri) { 20 } else { 300 };
+    run(Space::Small, cases(192), ops);
+}
+
+#[test]
+fn model_large_key_space() {
+    let ops = if cfg!(miri) { 20 } else { 300 };
+    run(Space::Large, cases(192), ops);
+}
+
+/// Dense sequential stores build a deep tree; then random erases, gap searches
+/// and cursor walks run over it. Catches bugs that only appear with several
+/// levels of internal nodes.
+#[test]
+fn model_deep_tree() {
+    let n: u64 = if cfg!(miri) { 100 } else { 5_000 };
+    let mut h = Harness::new();
+    for i in 0..n {
+        h.apply(&Op::Store(i * 4, i * 4 + 1), Space::Large);
+    }
+    h.check_all(Space::Large);
+    let mut rng = Rng(7);
+    for step in 0..n {
+        let k = rng.below(n * 4 + 8);
+        let op = match step % 6 {
+            0 => Op::Erase(k),
+            1 => Op::EmptyArea(k, u64::MAX, 1 + rng.below(6), step % 12 == 1),
+            2 => Op::Alloc(k / 2, k + 40, 1 + rng.below(3), step % 12 == 2),
+            3 => Op::Cursor(vec![CurOp::Walk(k), CurOp::Next(k), CurOp::Next(k), CurOp::Prev(k), CurOp::Erase(k)], step % 2 == 0),
+            4 => Op::Store(k, k + rng.below(9)),
+            _ => Op::Remove(k),
+        };
+        h.apply(&op, Space::Large);
+        if step % 500 == 0 {
+            h.check_all(Space::Large);
+        }
+    }
+    h.check_all(Space::Large);
+}
+
+/// splitmix64: a tiny deterministic generator for the non-proptest tests.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+}

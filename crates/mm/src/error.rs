@@ -1,0 +1,189 @@
+//! The errno-like error type shared by the ELF loader and the address-space model.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// `ENOENT`: no such file or directory.
+pub const ENOENT: i32 = 2;
+/// `EIO`: input/output error.
+pub const EIO: i32 = 5;
+/// `ENOEXEC`: exec format error.
+pub const ENOEXEC: i32 = 8;
+/// `ENOMEM`: out of address space, or a range that is not mapped.
+pub const ENOMEM: i32 = 12;
+/// `EACCES`: permission denied.
+pub const EACCES: i32 = 13;
+/// `EFAULT`: bad address (a page fault no VMA allows).
+pub const EFAULT: i32 = 14;
+/// `EINVAL`: invalid argument.
+pub const EINVAL: i32 = 22;
+
+/// Everything that can go wrong in `mm`: loading an ELF file, resolving its libraries,
+/// or changing an address space.
+///
+/// Every operation that returns this error has left the address space exactly as it was
+/// before the call (see [`crate::Mm`]). [`Error::errno`] gives the errno the Linux call
+/// would have returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file does not exist (`ENOENT`).
+    NotFound {
+        /// The path that was opened.
+        path: PathBuf,
+    },
+    /// The file exists but could not be read (`EACCES` or `EIO`).
+    Io {
+        /// The path that was read.
+        path: PathBuf,
+        /// What the OS said.
+        kind: std::io::ErrorKind,
+    },
+    /// The file does not start with the ELF magic bytes (`ENOEXEC`).
+    NotElf {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file ends before a header, program header or segment it declares (`ENOEXEC`).
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Which part is cut short.
+        what: &'static str,
+    },
+    /// A valid ELF file this model cannot run: not 64-bit, not x86-64, not an
+    /// executable or shared object (`ENOEXEC`).
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        what: &'static str,
+    },
+    /// An ELF file whose headers contradict each other (`ENOEXEC`).
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A `DT_NEEDED` library that no search directory holds (`ENOENT`, as ld.so's
+    /// "cannot open shared object file").
+    LibraryNotFound {
+        /// The `DT_NEEDED` name.
+        name: String,
+        /// The object that needs it.
+        needed_by: PathBuf,
+    },
+    /// An unaligned, empty or overflowing range, or a bad flag combination (`EINVAL`).
+    Invalid {
+        /// What is wrong with the request.
+        what: &'static str,
+    },
+    /// No gap of the requested size between the minimum address and the mmap base
+    /// (`ENOMEM`).
+    NoSpace {
+        /// The requested length in bytes.
+        len: u64,
+    },
+    /// The range holds no mapping at all (munmap of nothing), or, for mprotect, a
+    /// page in it is not mapped (`ENOMEM`).
+    NotMapped {
+        /// Start of the range.
+        start: u64,
+        /// Length of the range in bytes.
+        len: u64,
+    },
+    /// A page fault at an address no VMA covers, or that the VMA's protection does
+    /// not allow (`EFAULT`; SIGSEGV in a real process).
+    Fault {
+        /// The faulting address.
+        addr: u64,
+    },
+}
+
+impl Error {
+    /// The errno Linux would return for this failure.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::NotFound { .. } | Error::LibraryNotFound { .. } => ENOENT,
+            Error::Io { kind, .. } => {
+                if *kind == std::io::ErrorKind::PermissionDenied {
+                    EACCES
+                } else {
+                    EIO
+                }
+            }
+            Error::NotElf { .. }
+            | Error::Truncated { .. }
+            | Error::Unsupported { .. }
+            | Error::Malformed { .. } => ENOEXEC,
+            Error::Invalid { .. } => EINVAL,
+            Error::NoSpace { .. } | Error::NotMapped { .. } => ENOMEM,
+            Error::Fault { .. } => EFAULT,
+        }
+    }
+
+    pub(crate) fn from_io(path: &std::path::Path, e: &std::io::Error) -> Error {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::NotFound {
+                path: path.to_path_buf(),
+            }
+        } else {
+            Error::Io {
+                path: path.to_path_buf(),
+                kind: e.kind(),
+            }
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotFound { path } => write!(f, "{}: no such file (ENOENT)", path.display()),
+            Error::Io { path, kind } => write!(f, "{}: cannot read: {kind}", path.display()),
+            Error::NotElf { path } => {
+                write!(f, "{}: not an ELF file (ENOEXEC)", path.display())
+            }
+            Error::Truncated { path, what } => {
+                write!(
+                    f,
+                    "{}: truncated ELF file: {what} (ENOEXEC)",
+                    path.display()
+                )
+            }
+            Error::Unsupported { path, what } => {
+                write!(
+                    f,
+                    "{}: unsupported ELF file: {what} (ENOEXEC)",
+                    path.display()
+                )
+            }
+            Error::Malformed { path, what } => {
+                write!(
+                    f,
+                    "{}: malformed ELF file: {what} (ENOEXEC)",
+                    path.display()
+                )
+            }
+            Error::LibraryNotFound { name, needed_by } => write!(
+                f,
+                "{name}: cannot open shared object file, needed by {} (ENOENT)",
+                needed_by.display()
+            ),
+            Error::Invalid { what } => write!(f, "invalid argument: {what} (EINVAL)"),
+            Error::NoSpace { len } => {
+                write!(
+                    f,
+                    "no free gap of {len:#x} bytes in the address space (ENOMEM)"
+                )
+            }
+            Error::NotMapped { start, len } => {
+                write!(f, "[{start:#x}, +{len:#x}) is not mapped (ENOMEM)")
+            }
+            Error::Fault { addr } => write!(f, "segmentation fault at {addr:#x} (EFAULT)"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,893 @@
+//! An address-space model: processes whose VMAs live in a maple tree and whose file
+//! mappings are linked into per-file reverse maps, driven by the machine's real ELF
+//! files.
+//!
+//! - [`Mm`]: one process. `mmap` (top-down gap search, `MAP_FIXED` replaces),
+//!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
+//!   `exec` (the kernel's ELF loader plus ld.so), `fork`, `exit`, `page_fault`.
+//! - [`Files`]: the registry of files, each with its reverse map of the design chosen
+//!   for the run, shared by every process of an experiment.
+//! - [`elf`]: reading program headers and resolving libraries as ld.so does.
+//!
+//! Every failing operation returns an errno-like [`Error`] and leaves the address
+//! space exactly as it was.
+//!
+//! ```
+//! use mm::{Files, Mm};
+//! use rmap::{Design, Topology};
+//! let files = Files::new(Design::Linux, Topology::detect());
+//! let mm = Mm::new(files.clone());
+//! mm.exec(std::path::Path::new("/bin/sleep")).unwrap();
+//! let libc = files.all().into_iter().find(|f| f.path().ends_with("libc.so.6")).unwrap();
+//! assert!(libc.rmap().len() >= 4); // r--, r-x, r--, RELRO r--, rw-
+//! mm.exit();
+//! assert_eq!(libc.rmap().len(), 0);
+//! ```
+
+pub mod elf;
+pub mod error;
+pub mod files;
+pub mod vma;
+
+pub use error::Error;
+pub use files::{CallPattern, File, Files, InsertPattern, Program};
+pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
+
+use elf::ElfKind;
+use maple::MapleTree;
+use parking_lot::{Mutex, MutexGuard};
+use rmap::{Handle, Interval, VmaId};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use vma::{merge_adjacent, Link};
+
+/// The page size (x86-64).
+pub const PAGE_SIZE: u64 = 4096;
+
+/// The x86-64 user address-space layout the model uses (4-level paging, ASLR off).
+pub mod layout {
+    /// One past the highest user address (`TASK_SIZE`).
+    pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
+    /// Top of the main thread's stack.
+    pub const STACK_TOP: u64 = TASK_SIZE;
+    /// Size of the initial `[stack]` VMA (what a fresh process shows).
+    pub const STACK_SIZE: u64 = 0x21000;
+    /// The lowest address mmap may use (`vm.mmap_min_addr`).
+    pub const MMAP_MIN_ADDR: u64 = 0x10000;
+    /// One past the highest address top-down mmap placement uses (below the stack and
+    /// its gap).
+    pub const MMAP_BASE: u64 = 0x7fff_f7ff_f000;
+    /// Where a PIE executable is loaded (`ELF_ET_DYN_BASE`).
+    pub const ELF_ET_DYN_BASE: u64 = 0x5555_5555_4000;
+    /// The `[heap]` a process has after its first malloc (132 KiB).
+    pub const HEAP_INITIAL: u64 = 0x21000;
+    /// Pages of vvar data, then pages of vdso code.
+    pub const VVAR_PAGES: u64 = 6;
+    /// Pages of the vdso.
+    pub const VDSO_PAGES: u64 = 2;
+}
+use layout::*;
+
+/// `mmap` flags the model understands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapFlags {
+    /// `MAP_FIXED`: map exactly at `addr`, replacing whatever is there.
+    pub fixed: bool,
+    /// `MAP_SHARED` (else `MAP_PRIVATE`).
+    pub shared: bool,
+}
+
+/// The kind of access a page fault makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A load.
+    Read,
+    /// A store.
+    Write,
+    /// An instruction fetch.
+    Exec,
+}
+
+/// How many reverse-map calls one process made, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RmapCalls {
+    /// `insert` calls (one lock hold each).
+    pub insert: u64,
+    /// `insert_batch` calls.
+    pub insert_batch: u64,
+    /// `insert_after` calls (fork).
+    pub insert_after: u64,
+    /// `remove` calls.
+    pub remove: u64,
+    /// `remove_batch` calls.
+    pub remove_batch: u64,
+    /// VMAs linked, whatever the call.
+    pub linked: u64,
+    /// VMAs unlinked, whatever the call.
+    pub unlinked: u64,
+}
+
+impl RmapCalls {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &RmapCalls) {
+        self.insert += other.insert;
+        self.insert_batch += other.insert_batch;
+        self.insert_after += other.insert_after;
+        self.remove += other.remove;
+        self.remove_batch += other.remove_batch;
+        self.linked += other.linked;
+        self.unlinked += other.unlinked;
+    }
+
+    /// Calls that take a reverse-map lock (every kind counts once).
+    pub fn lock_holds(&self) -> u64 {
+        self.insert + self.insert_batch + self.insert_after + self.remove + self.remove_batch
+    }
+}
+
+struct State {
+    brk_start: u64,
+    brk: u64,
+    next_id: u64,
+    calls: RmapCalls,
+}
+
+static NEXT_MM: AtomicU64 = AtomicU64::new(1);
+
+/// One process's address space (`mm_struct`).
+///
+/// # Concurrency
+/// `Mm` is `Send + Sync`. Changes (`mmap`, `munmap`, `mprotect`, `brk`, `exec`,
+/// `fork`, `exit`) serialise on an internal mutex, the model's `mmap_lock`, and
+/// publish each VMA change to the maple tree; file VMAs are linked into their file's
+/// reverse map under that map's own locking. [`Mm::page_fault`] and [`Mm::vmas`] read
+/// the tree without the mutex (the lock-free path); a fault that finds nothing retries
+/// under the mutex, as Linux falls back from a per-VMA-lock fault to `mmap_lock`, so a
+/// fault racing a `MAP_FIXED` replacement never sees the transient hole.
+///
+/// # Cost
+/// One maple tree entry (an `Arc<Vma>`, ~80 bytes) per VMA, plus one reverse-map entry
+/// per file VMA. An exec of a typical dynamically linked binary makes ~25 VMAs.
+///
+/// Dropping an `Mm` unlinks every VMA (as `exit`).
+pub struct Mm {
+    id: u64,
+    files: Arc<Files>,
+    pattern: CallPattern,
+    tree: MapleTree<Arc<Vma>>,
+    state: Mutex<State>,
+}
+
+fn align_up(x: u64) -> Option<u64> {
+    Some(x.checked_add(PAGE_SIZE - 1)? & !(PAGE_SIZE - 1))
+}
+
+fn interval(v: &Vma, pgoff: u64) -> Interval {
+    Interval::new(pgoff, pgoff + v.pages() - 1).expect("a VMA covers at least one page")
+}
+
+impl Mm {
+    /// An empty address space whose file mappings go into `files`.
+    pub fn new(files: Arc<Files>) -> Mm {
+        Mm {
+            id: NEXT_MM.fetch_add(1, Ordering::Relaxed),
+            pattern: files.call_pattern(),
+            files,
+            tree: MapleTree::new(),
+            state: Mutex::new(State {
+                brk_start: 0,
+                brk: 0,
+                next_id: 0,
+                calls: RmapCalls::default(),
+            }),
+        }
+    }
+
+    /// A process-unique id; the high bits of every [`VmaId`] this process links.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The file registry.
+    pub fn files(&self) -> &Arc<Files> {
+        &self.files
+    }
+
+    /// Whether `id` (from a reverse-map walk) belongs to this process.
+    pub fn owns(&self, id: VmaId) -> bool {
+        id >> 40 == self.id
+    }
+
+    /// The reverse-map calls this process has made so far.
+    pub fn calls(&self) -> RmapCalls {
+        self.state.lock().calls
+    }
+
+    /// Number of VMAs.
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// Whether the address space is empty.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
+    /// Every VMA, in address order (a consistent snapshot; takes no lock).
+    pub fn vmas(&self) -> Vec<Vma> {
+        self.tree
+            .snapshot()
+            .iter()
+            .map(|(_, v)| (**v).clone())
+            .collect()
+    }
+
+    /// The VMA containing `addr`, if any (lock-free).
+    pub fn find(&self, addr: u64) -> Option<Vma> {
+        self.tree.load(addr).map(|e| (**e.value()).clone())
+    }
+
+    /// The program break and where the heap starts.
+    pub fn brk_range(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.brk_start, st.brk)
+    }
+
+    // ---------------------------------------------------------------- rmap plumbing
+
+    fn new_id(&self, st: &mut State) -> VmaId {
+        st.next_id += 1;
+        (self.id << 40) | (st.next_id & ((1 << 40) - 1))
+    }
+
+    /// Links every file VMA of `vmas` into its file's reverse map, with this design's
+    /// call pattern.
+    fn link(&self, st: &mut State, vmas: &mut [Vma]) {
+        match self.pattern.insert {
+            InsertPattern::PerVma => {
+                for v in vmas.iter_mut() {
+                    if let Backing::File { file, pgoff } = &v.backing {
+                        let id = self.new_id(st);
+                        let handle = file
+                            .rmap()
+                            .insert(interval(v, *pgoff), id)
+                            .expect("valid interval");
+                        st.calls.insert += 1;
+                        st.calls.linked += 1;
+                        v.link = Some(Link { handle, id });
+                    }
+                }
+            }
+            InsertPattern::BatchPerFile => {
+                for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
+                    let items: Vec<(Interval, VmaId)> = idx
+                        .iter()
+                        .map(|&i| {
+                            let (_, pgoff) = vmas[i].file().expect("grouped file VMA");
+                            (interval(&vmas[i], pgoff), self.new_id(st))
+                        })
+                        .collect();
+                    let mut handles = Vec::with_capacity(items.len());
+                    file.rmap()
+                        .insert_batch(&items, &mut handles)
+                        .expect("valid intervals");
+                    st.calls.insert_batch += 1;
+                    st.calls.linked += items.len() as u64;
+                    for ((&i, h), (_, id)) in idx.iter().zip(handles).zip(items) {
+                        vmas[i].link = Some(Link { handle: h, id });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unlinks every file VMA of `vmas`: one `remove_batch` per file.
+    fn unlink(&self, st: &mut State, vmas: &[Arc<Vma>]) {
+        for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
+            let handles: Vec<Handle> = idx
+                .iter()
+                .filter_map(|&i| vmas[i].link.map(|l| l.handle))
+                .collect();
+            file.rmap()
+                .remove_batch(&handles)
+                .expect("every file VMA in the tree is linked");
+            st.calls.remove_batch += 1;
+            st.calls.unlinked += handles.len() as u64;
+        }
+    }
+
+    // ------------------------------------------------------------------ tree plumbing
+
+    /// Replaces `[start, end)` with `new` (sorted, inside `[start, end)`): VMAs that
+    /// stick out are split, the pieces outside kept; everything removed is unlinked and
+    /// everything added is linked.
+    fn replace(&self, st: &mut State, start: u64, end: u64, new: Vec<Vma>) {
+        let old: Vec<Arc<Vma>> = self
+            .tree
+            .snapshot()
+            .range(start, end - 1)
+            .map(|(_, v)| v.clone())
+            .collect();
+        let mut add = Vec::with_capacity(new.len() + 2);
+        if let Some(first) = old.first().filter(|v| v.start < start) {
+            add.push(first.slice(first.start, start));
+        }
+        add.extend(new);
+        if let Some(last) = old.last().filter(|v| v.end > end) {
+            add.push(last.slice(end, last.end));
+        }
+        for v in &old {
+            self.tree.erase(v.start);
+        }
+        self.unlink(st, &old);
+        self.link(st, &mut add);
+        for v in add {
+            let (s, e) = (v.start, v.end);
+            self.tree
+                .insert_range(s, e - 1, Arc::new(v))
+                .expect("range was cleared");
+        }
+    }
+
+    /// Places `list` (sorted, contiguous or not), merging its ends with compatible
+    /// neighbours, as `vma_merge` does.
+    fn place(&self, st: &mut State, mut list: Vec<Vma>) {
+        let (mut lo, mut hi) = (list[0].start, list[list.len() - 1].end);
+        if lo > 0 {
+            if let Some(e) = self.tree.load(lo - 1) {
+                let left = e.slice(e.start, lo);
+                if left.can_merge(&list[0]) {
+                    lo = left.start;
+                    list.insert(0, left);
+                }
+            }
+        }
+        if let Some(e) = self.tree.load(hi) {
+            let right = e.slice(hi, e.end);
+            if list[list.len() - 1].can_merge(&right) {
+                hi = right.end;
+                list.push(right);
+            }
+        }
+        merge_adjacent(&mut list);
+        self.replace(st, lo, hi, list);
+    }
+
+    fn check_range(start: u64, len: u64) -> Result<u64, Error> {
+        if start % PAGE_SIZE != 0 {
+            return Err(Error::Invalid {
+                what: "address not page aligned",
+            });
+        }
+        if len == 0 {
+            return Err(Error::Invalid {
+                what: "zero length",
+            });
+        }
+        let len = align_up(len).ok_or(Error::Invalid {
+            what: "length overflows",
+        })?;
+        let end = start.checked_add(len).ok_or(Error::Invalid {
+            what: "range overflows",
+        })?;
+        if end > TASK_SIZE {
+            return Err(Error::Invalid {
+                what: "range beyond the user address space",
+            });
+        }
+        Ok(end)
+    }
+
+    // ------------------------------------------------------------------ system calls
+
+    /// `mmap(addr, len, prot, flags, file, pgoff)`. Returns the start address.
+    ///
+    /// Without `MAP_FIXED` the area goes in the highest gap below [`layout::MMAP_BASE`]
+    /// that fits (`addr` is ignored). With it, `[addr, addr + len)` replaces whatever
+    /// was mapped there. `len` is rounded up to pages. The new VMA merges with
+    /// compatible neighbours.
+    ///
+    /// Errors (nothing changed): `Invalid` for a zero, overflowing or unaligned request
+    /// or one outside the user range, or a file range past `u64`; `NoSpace` when no
+    /// gap fits.
+    pub fn mmap(
+        &self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+        file: Option<(&Arc<File>, u64)>,
+    ) -> Result<u64, Error> {
+        let len = if flags.fixed {
+            Self::check_range(addr, len)? - addr
+        } else {
+            if len == 0 {
+                return Err(Error::Invalid {
+                    what: "zero length",
+                });
+            }
+            align_up(len).ok_or(Error::Invalid {
+                what: "length overflows",
+            })?
+        };
+        if flags.fixed && addr < MMAP_MIN_ADDR {
+            return Err(Error::Invalid {
+                what: "MAP_FIXED below mmap_min_addr",
+            });
+        }
+        if let Some((_, pgoff)) = file {
+            if pgoff.checked_add(len / PAGE_SIZE).is_none() {
+                return Err(Error::Invalid {
+                    what: "file offset overflows",
+                });
+            }
+        }
+        let mut st = self.state.lock();
+        let start = if flags.fixed {
+            addr
+        } else {
+            self.tree
+                .empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len)
+                .map_err(|_| Error::NoSpace { len })?
+        };
+        let backing = match file {
+            Some((f, pgoff)) => Backing::File {
+                file: f.clone(),
+                pgoff,
+            },
+            None => Backing::Anon(AnonKind::Plain),
+        };
+        let vma = Vma {
+            start,
+            end: start + len,
+            prot,
+            flags: VmFlags {
+                shared: flags.shared,
+                account: !flags.shared && prot.write,
+            },
+            backing,
+            link: None,
+        };
+        self.place(&mut st, vec![vma]);
+        Ok(start)
+    }
+
+    /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
+    /// stick out. Errors (nothing changed): `Invalid` for a bad range, `NotMapped` when
+    /// nothing at all is mapped there (Linux would return 0; the model reports it).
+    pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
+        let end = Self::check_range(start, len)?;
+        let mut st = self.state.lock();
+        if self.tree.snapshot().range(start, end - 1).next().is_none() {
+            return Err(Error::NotMapped {
+                start,
+                len: end - start,
+            });
+        }
+        self.replace(&mut st, start, end, Vec::new());
+        Ok(())
+    }
+
+    /// `mprotect(start, len, prot)`: splits the VMAs at the range's edges, changes
+    /// their protection, and merges the result with compatible neighbours. Errors
+    /// (nothing changed): `Invalid` for a bad range, `NotMapped` if any page of the
+    /// range is unmapped.
+    pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
+        let end = Self::check_range(start, len)?;
+        let mut st = self.state.lock();
+        let mut pieces = Vec::new();
+        let mut at = start;
+        for (_, v) in self.tree.snapshot().range(start, end - 1) {
+            if v.start > at {
+                break;
+            }
+            let mut p = v.slice(v.start.max(start), v.end.min(end));
+            p.prot = prot;
+            p.flags.account |= !p.flags.shared && prot.write;
+            at = p.end;
+            pieces.push((
+                p,
+                v.prot == prot
+                    && v.flags.account == (v.flags.account || (!v.flags.shared && prot.write)),
+            ));
+        }
+        if at < end {
+            return Err(Error::NotMapped {
+                start,
+                len: end - start,
+            });
+        }
+        if pieces.iter().all(|(_, same)| *same) {
+            return Ok(());
+        }
+        self.place(&mut st, pieces.into_iter().map(|(p, _)| p).collect());
+        Ok(())
+    }
+
+    /// `brk(new)`: moves the program break and grows or shrinks `[heap]`. Returns the
+    /// new break, or the old one if the request is below the heap start, overflows, or
+    /// would run into another mapping (as Linux does).
+    pub fn brk(&self, new: u64) -> u64 {
+        let mut st = self.state.lock();
+        if st.brk_start == 0 || new < st.brk_start {
+            return st.brk;
+        }
+        let (Some(old_end), Some(new_end)) = (align_up(st.brk), align_up(new)) else {
+            return st.brk;
+        };
+        if new_end < old_end {
+            self.replace(&mut st, new_end, old_end, Vec::new());
+        } else if new_end > old_end {
+            if new_end > MMAP_BASE
+                || self
+                    .tree
+                    .snapshot()
+                    .range(old_end, new_end - 1)
+                    .next()
+                    .is_some()
+            {
+                return st.brk;
+            }
+            let heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
+            self.place(&mut st, vec![heap]);
+        }
+        st.brk = new;
+        new
+    }
+
+    /// `execve(path)`: resolves the program (as the kernel and ld.so would) through the
+    /// registry, then replaces this address space with it (see [`Mm::exec_program`]).
+    /// A missing or bad executable, interpreter or library fails before anything
+    /// changes.
+    pub fn exec(&self, path: &Path) -> Result<(), Error> {
+        let prog = self.files.program(path)?;
+        self.exec_program(&prog);
+        Ok(())
+    }
+
+    /// Replaces this address space with `prog`: the old VMAs are removed (one
+    /// `remove_batch` per file), then, in the kernel's and ld.so's order: the stack,
+    /// the executable's `PT_LOAD`s (PIE at [`layout::ELF_ET_DYN_BASE`]) with their bss,
+    /// the heap, the interpreter, the vvar/vdso pages, and each library, top-down. Each
+    /// object's VMAs are the final ones after ld.so's RELRO `mprotect` (the RELRO piece
+    /// is its own read-only VMA), and are linked with this design's call pattern: one
+    /// insert per VMA, or one batch per file.
+    pub fn exec_program(&self, prog: &Program) {
+        let mut st = self.state.lock();
+        self.teardown(&mut st);
+        let stack = anon(STACK_TOP - STACK_SIZE, STACK_TOP, Prot::RW, AnonKind::Stack);
+        self.place(&mut st, vec![stack]);
+        let vdso_after = usize::from(prog.plan.interp.is_some());
+        for (i, (img, file)) in prog.objects.iter().enumerate() {
+            let base = if i == 0 {
+                match img.kind {
+                    ElfKind::Exec => 0,
+                    ElfKind::Dyn => ELF_ET_DYN_BASE,
+                }
+            } else {
+                let Ok(at) = self
+                    .tree
+                    .empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, img.span())
+                else {
+                    continue; // No room: ld.so would fail; the model maps what fits.
+                };
+                at
+            };
+            let bias = base.wrapping_sub(if i == 0 && img.kind == ElfKind::Exec {
+                0
+            } else {
+                img.segments[0].vaddr
+            });
+            let vmas = object_vmas(img, file, bias);
+            if !vmas.is_empty() {
+                self.place(&mut st, vmas);
+            }
+            if i == 0 {
+                let last = img.segments[img.segments.len() - 1];
+                let brk = align_up(bias.wrapping_add(last.vaddr + last.mem_len)).unwrap_or(0);
+                st.brk_start = brk;
+                st.brk = brk;
+                if brk + HEAP_INITIAL <= MMAP_BASE {
+                    let heap = anon(brk, brk + HEAP_INITIAL, Prot::RW, AnonKind::Heap);
+                    self.place(&mut st, vec![heap]);
+                    st.brk = brk + HEAP_INITIAL;
+                }
+            }
+            if i == vdso_after {
+                let size = (VVAR_PAGES + VDSO_PAGES) * PAGE_SIZE;
+                if let Ok(at) = self.tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, size) {
+                    let mid = at + VVAR_PAGES * PAGE_SIZE;
+                    let vvar = anon(at, mid, Prot::R, AnonKind::Vvar);
+                    let vdso = anon(mid, at + size, Prot::RX, AnonKind::Vdso);
+                    self.place(&mut st, vec![vvar, vdso]);
+                }
+            }
+        }
+    }
+
+    /// `fork()`: a child with a copy of this address space. The tree is copied with
+    /// the maple tree's `dup`; then each file VMA is linked into its file's map right
+    /// after the parent's (`insert_after`, one call per VMA, grouped per file) and the
+    /// child's entry replaced with the linked copy.
+    pub fn fork(&self) -> Mm {
+        let st = self.state.lock();
+        let child = Mm {
+            id: NEXT_MM.fetch_add(1, Ordering::Relaxed),
+            files: self.files.clone(),
+            pattern: self.pattern,
+            tree: self.tree.dup(),
+            state: Mutex::new(State {
+                brk_start: st.brk_start,
+                brk: st.brk,
+                next_id: 0,
+                calls: RmapCalls::default(),
+            }),
+        };
+        // The parent's mmap lock stays held until every child VMA is linked (as
+        // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
+        let file_vmas: Vec<Arc<Vma>> = child
+            .tree
+            .snapshot()
+            .iter()
+            .filter(|(_, v)| v.link.is_some())
+            .map(|(_, v)| v.clone())
+            .collect();
+        let mut cst = child.state.lock();
+        for (file, idx) in group_by_file(file_vmas.iter().map(|v| v.file().map(|f| f.0))) {
+            for i in idx {
+                let v = &file_vmas[i];
+                let (_, pgoff) = v.file().expect("file VMA");
+                let parent = v.link.expect("filtered on link").handle;
+                let id = child.new_id(&mut cst);
+                let handle = file
+                    .rmap()
+                    .insert_after(parent, interval(v, pgoff), id)
+                    .expect("the parent's handle is live while we hold its VMA");
+                cst.calls.insert_after += 1;
+                cst.calls.linked += 1;
+                let mut copy = (**v).clone();
+                copy.link = Some(Link { handle, id });
+                child
+                    .tree
+                    .store_range(v.start, v.end - 1, Arc::new(copy))
+                    .expect("same range as the dup'd entry");
+            }
+        }
+        drop(cst);
+        drop(st);
+        child
+    }
+
+    /// `exit()`: removes every VMA (one `remove_batch` per file). The `Mm` is empty
+    /// afterwards and may exec again.
+    pub fn exit(&self) {
+        let mut st = self.state.lock();
+        self.teardown(&mut st);
+    }
+
+    fn teardown(&self, st: &mut MutexGuard<'_, State>) {
+        let all: Vec<Arc<Vma>> = self
+            .tree
+            .snapshot()
+            .iter()
+            .map(|(_, v)| v.clone())
+            .collect();
+        self.tree.clear();
+        self.unlink(st, &all);
+        st.brk_start = 0;
+        st.brk = 0;
+    }
+
+    /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the
+    /// access against its protection. Errors with `Fault` (SIGSEGV) when no VMA
+    /// covers `addr` or it forbids the access.
+    pub fn page_fault(&self, addr: u64, access: Access) -> Result<(), Error> {
+        let prot = match self.tree.load(addr) {
+            Some(e) => e.prot,
+            // Retry under the mmap lock, so a concurrent replacement is not a miss.
+            None => {
+                let _st = self.state.lock();
+                match self.tree.load(addr) {
+                    Some(e) => e.prot,
+                    None => return Err(Error::Fault { addr }),
+                }
+            }
+        };
+        let ok = match access {
+            Access::Read => prot.read,
+            Access::Write => prot.write,
+            Access::Exec => prot.exec,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Fault { addr })
+        }
+    }
+
+    /// Checks the model's invariants: VMAs sorted, page aligned, inside the user
+    /// address space, non-overlapping, no two adjacent ones mergeable, anonymous VMAs
+    /// unlinked, and each file VMA in its own file's reverse map exactly once with its
+    /// interval, and in no other file's map (no stray or duplicated entry of this
+    /// process anywhere). Takes the mmap lock and walks every file's map; O(entries).
+    /// Returns a description of the first violation found.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let _st = self.state.lock();
+        let vmas: Vec<Arc<Vma>> = self
+            .tree
+            .snapshot()
+            .iter()
+            .map(|(_, v)| v.clone())
+            .collect();
+        for w in vmas.windows(2) {
+            if w[0].end > w[1].start {
+                return Err(format!("overlap: {:#x} > {:#x}", w[0].end, w[1].start));
+            }
+            if w[0].can_merge(&w[1]) {
+                return Err(format!("unmerged neighbours at {:#x}", w[1].start));
+            }
+        }
+        // id -> (the file it must be in, its interval)
+        let mut expected: std::collections::HashMap<VmaId, (*const File, Interval)> =
+            Default::default();
+        for v in &vmas {
+            if v.start >= v.end
+                || v.start % PAGE_SIZE != 0
+                || v.end % PAGE_SIZE != 0
+                || v.end > TASK_SIZE
+            {
+                return Err(format!("bad VMA [{:#x}, {:#x})", v.start, v.end));
+            }
+            match (v.file(), v.link) {
+                (Some((file, pgoff)), Some(l)) => {
+                    let want = (Arc::as_ptr(file), interval(v, pgoff));
+                    if expected.insert(l.id, want).is_some() {
+                        return Err(format!("id {} used twice", l.id));
+                    }
+                }
+                (Some(_), None) => return Err(format!("file VMA at {:#x} not linked", v.start)),
+                (None, Some(_)) => return Err(format!("anon VMA at {:#x} linked", v.start)),
+                (None, None) => {}
+            }
+        }
+        let mut seen: std::collections::HashSet<VmaId> = Default::default();
+        for f in self.files.all() {
+            let mut err = None;
+            f.rmap().walk(Interval::FULL, &mut |iv, id| {
+                if !self.owns(id) || err.is_some() {
+                    return;
+                }
+                let path = f.path().display();
+                match expected.get(&id) {
+                    None => err = Some(format!("{path}: stray rmap entry {id} {iv:?}")),
+                    Some(&(file, _)) if file != Arc::as_ptr(&f) => {
+                        err = Some(format!("{path}: rmap entry {id} belongs to another file"))
+                    }
+                    Some(&(_, want)) if want != iv => {
+                        err = Some(format!("{path}: rmap entry {id} is {iv:?}, VMA {want:?}"))
+                    }
+                    Some(_) if !seen.insert(id) => {
+                        err = Some(format!("{path}: rmap entry {id} linked twice"))
+                    }
+                    Some(_) => {}
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        if seen.len() != expected.len() {
+            return Err(format!(
+                "{} file VMAs but {} of them in a reverse map",
+                expected.len(),
+                seen.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mm {
+    fn drop(&mut self) {
+        self.exit();
+    }
+}
+
+impl std::fmt::Debug for Mm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mm")
+            .field("id", &self.id)
+            .field("vmas", &self.tree.len())
+            .finish()
+    }
+}
+
+fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {
+    Vma {
+        start,
+        end,
+        prot,
+        flags: VmFlags {
+            shared: false,
+            account: prot.write,
+        },
+        backing: Backing::Anon(kind),
+        link: None,
+    }
+}
+
+/// Groups items by file (pointer identity), keeping first-seen order.
+fn group_by_file<'a>(
+    files: impl Iterator<Item = Option<&'a Arc<File>>>,
+) -> Vec<(Arc<File>, Vec<usize>)> {
+    let mut groups: Vec<(Arc<File>, Vec<usize>)> = Vec::new();
+    for (i, f) in files.enumerate() {
+        let Some(f) = f else { continue };
+        match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, f)) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((f.clone(), vec![i])),
+        }
+    }
+    groups
+}
+
+/// The final VMAs of one ELF object loaded at `bias`: each segment's file part (with
+/// ld.so's PROT_NONE over holes between segments and its RELRO piece made read-only)
+/// and its anonymous bss, merged where Linux would merge them.
+fn object_vmas(img: &elf::ElfImage, file: &Arc<File>, bias: u64) -> Vec<Vma> {
+    let mut out: Vec<Vma> = Vec::new();
+    let first = img.segments[0];
+    let fvma = |start: u64, end: u64, prot: Prot, pgoff: u64, account: bool| Vma {
+        start: bias.wrapping_add(start),
+        end: bias.wrapping_add(end),
+        prot,
+        flags: VmFlags {
+            shared: false,
+            account,
+        },
+        backing: Backing::File {
+            file: file.clone(),
+            pgoff,
+        },
+        link: None,
+    };
+    let mut prev_end = first.vaddr;
+    for seg in &img.segments {
+        if seg.vaddr > prev_end {
+            // ld.so reserves the whole span with the first segment's file mapping and
+            // makes the holes PROT_NONE.
+            let pgoff = first.pgoff + (prev_end - first.vaddr) / PAGE_SIZE;
+            out.push(fvma(prev_end, seg.vaddr, Prot::NONE, pgoff, false));
+        }
+        let account = seg.prot.write;
+        let (fs, fe) = (seg.vaddr, seg.vaddr + seg.file_len);
+        let mut cuts = vec![fs];
+        if let Some((rs, re)) = img.relro {
+            for c in [rs, re] {
+                if c > fs && c < fe {
+                    cuts.push(c);
+                }
+            }
+        }
+        cuts.push(fe);
+        for w in cuts.windows(2) {
+            if w[0] >= w[1] {
+                continue;
+            }
+            let in_relro = img.relro.is_some_and(|(rs, re)| w[0] >= rs && w[1] <= re);
+            let prot = if in_relro { Prot::R } else { seg.prot };
+            let pgoff = seg.pgoff + (w[0] - fs) / PAGE_SIZE;
+            out.push(fvma(w[0], w[1], prot, pgoff, account));
+        }
+        if seg.bss_len() > 0 {
+            let mut b = anon(fe, seg.vaddr + seg.mem_len, seg.prot, AnonKind::Plain);
+            b.start = bias.wrapping_add(b.start);
+            b.end = bias.wrapping_add(b.end);
+            out.push(b);
+        }
+        prev_end = seg.vaddr + seg.mem_len;
+    }
+    merge_adjacent(&mut out);
+    out
+}

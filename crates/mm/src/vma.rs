@@ -1,0 +1,222 @@
+//! Virtual memory areas: what one entry of a process's maple tree holds.
+
+use crate::files::File;
+use crate::PAGE_SIZE;
+use rmap::{Handle, VmaId};
+use std::fmt;
+use std::sync::Arc;
+
+/// Page protection, as `PROT_READ | PROT_WRITE | PROT_EXEC`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Prot {
+    /// `PROT_READ`.
+    pub read: bool,
+    /// `PROT_WRITE`.
+    pub write: bool,
+    /// `PROT_EXEC`.
+    pub exec: bool,
+}
+
+impl Prot {
+    /// `PROT_NONE`.
+    pub const NONE: Prot = Prot::new(false, false, false);
+    /// `PROT_READ`.
+    pub const R: Prot = Prot::new(true, false, false);
+    /// `PROT_READ | PROT_WRITE`.
+    pub const RW: Prot = Prot::new(true, true, false);
+    /// `PROT_READ | PROT_EXEC`.
+    pub const RX: Prot = Prot::new(true, false, true);
+
+    /// Builds a protection from its three bits.
+    pub const fn new(read: bool, write: bool, exec: bool) -> Prot {
+        Prot { read, write, exec }
+    }
+
+    /// Parses the first three characters of a `/proc/PID/maps` permission field,
+    /// e.g. `"r-xp"`.
+    pub fn from_maps(perms: &str) -> Option<Prot> {
+        let b = perms.as_bytes();
+        if b.len() < 3 {
+            return None;
+        }
+        Some(Prot::new(b[0] == b'r', b[1] == b'w', b[2] == b'x'))
+    }
+}
+
+impl fmt::Display for Prot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = |on, ch| if on { ch } else { '-' };
+        write!(
+            f,
+            "{}{}{}",
+            c(self.read, 'r'),
+            c(self.write, 'w'),
+            c(self.exec, 'x')
+        )
+    }
+}
+
+/// The VMA flags the model tracks; they take part in merging, as in Linux.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct VmFlags {
+    /// `MAP_SHARED` (else private).
+    pub shared: bool,
+    /// `VM_ACCOUNT`: a private mapping that was writable at some point. Set on mmap
+    /// or on mprotect adding write, never cleared by mprotect, so a RELRO piece
+    /// (rw- made r--) does not merge with the r-- segment before it, as on Linux.
+    pub account: bool,
+}
+
+/// What an anonymous area is for; areas of different kinds never merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnonKind {
+    /// Plain anonymous memory (`mmap(MAP_ANONYMOUS)`, bss).
+    Plain,
+    /// `[heap]`, grown by `brk`.
+    Heap,
+    /// `[stack]`.
+    Stack,
+    /// `[vvar]`-like data pages of the vdso.
+    Vvar,
+    /// `[vdso]`.
+    Vdso,
+}
+
+impl AnonKind {
+    /// The name `/proc/PID/maps` prints for it, if any.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            AnonKind::Plain => None,
+            AnonKind::Heap => Some("[heap]"),
+            AnonKind::Stack => Some("[stack]"),
+            AnonKind::Vvar => Some("[vvar]"),
+            AnonKind::Vdso => Some("[vdso]"),
+        }
+    }
+}
+
+/// What backs a VMA.
+#[derive(Clone, Debug)]
+pub enum Backing {
+    /// Anonymous memory.
+    Anon(AnonKind),
+    /// A file mapping starting at page `pgoff` of `file`.
+    File {
+        /// The file (shared by every process that maps it).
+        file: Arc<File>,
+        /// File offset of the VMA's first page, in pages.
+        pgoff: u64,
+    },
+}
+
+/// The reverse-map link of a file VMA: the handle its file's map gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub(crate) handle: Handle,
+    pub(crate) id: VmaId,
+}
+
+/// One virtual memory area `[start, end)`.
+///
+/// Immutable once in the tree: a change (split, mprotect, merge) replaces the entry
+/// with new `Vma`s and relinks them in the file's reverse map. About 64 bytes.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// First byte (page aligned).
+    pub start: u64,
+    /// One past the last byte (page aligned).
+    pub end: u64,
+    /// Protection.
+    pub prot: Prot,
+    /// Flags.
+    pub flags: VmFlags,
+    /// Anonymous or file.
+    pub backing: Backing,
+    pub(crate) link: Option<Link>,
+}
+
+impl Vma {
+    /// Length in bytes.
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// Always false: a VMA covers at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+
+    /// Length in pages.
+    pub fn pages(&self) -> u64 {
+        self.len() / PAGE_SIZE
+    }
+
+    /// The file and page offset, for a file VMA.
+    pub fn file(&self) -> Option<(&Arc<File>, u64)> {
+        match &self.backing {
+            Backing::File { file, pgoff } => Some((file, *pgoff)),
+            Backing::Anon(_) => None,
+        }
+    }
+
+    /// The rmap id of this VMA, for a file VMA linked in its file's map.
+    pub fn rmap_id(&self) -> Option<VmaId> {
+        self.link.map(|l| l.id)
+    }
+
+    /// The piece `[start, end)` of this VMA (same attributes, pgoff moved along),
+    /// unlinked.
+    pub(crate) fn slice(&self, start: u64, end: u64) -> Vma {
+        debug_assert!(self.start <= start && start < end && end <= self.end);
+        let backing = match &self.backing {
+            Backing::File { file, pgoff } => Backing::File {
+                file: file.clone(),
+                pgoff: pgoff + (start - self.start) / PAGE_SIZE,
+            },
+            b @ Backing::Anon(_) => b.clone(),
+        };
+        Vma {
+            start,
+            end,
+            prot: self.prot,
+            flags: self.flags,
+            backing,
+            link: None,
+        }
+    }
+
+    /// Whether `next`, starting where this ends, could be one VMA with this one:
+    /// same protection and flags, and the same anonymous kind or the same file at
+    /// the following page offset.
+    pub fn can_merge(&self, next: &Vma) -> bool {
+        if self.end != next.start || self.prot != next.prot || self.flags != next.flags {
+            return false;
+        }
+        match (&self.backing, &next.backing) {
+            (Backing::Anon(a), Backing::Anon(b)) => a == b,
+            (
+                Backing::File {
+                    file: f1,
+                    pgoff: p1,
+                },
+                Backing::File {
+                    file: f2,
+                    pgoff: p2,
+                },
+            ) => Arc::ptr_eq(f1, f2) && p1 + self.pages() == *p2,
+            _ => false,
+        }
+    }
+}
+
+/// Merges every adjacent mergeable pair of a sorted, non-overlapping list in place.
+pub(crate) fn merge_adjacent(list: &mut Vec<Vma>) {
+    let mut out: Vec<Vma> = Vec::with_capacity(list.len());
+    for v in list.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.can_merge(&v) => last.end = v.end,
+            _ => out.push(v),
+        }
+    }
+    *list = out;
+}

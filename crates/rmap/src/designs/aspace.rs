@@ -1,0 +1,411 @@
+//! `aspace`: ours. Grouped identical intervals, centralised while
+//! uncontended, promoted to per-CPU-group shards under a distributed outer
+//! lock once contention is seen.
+//!
+//! # Where it comes from
+//!
+//! Every idea is from the `i_mmap` discussion gathered in DOMAIN.md:
+//! * "a better data structure than an rbtree of identical intervals"
+//!   (Guzik: "it may be the lock-protected cost can go way down with merely
+//!   a better data structure"): a [`GroupTree`](super::grouped) keeps one
+//!   tree node per *distinct* interval and hangs identical ones off it in a
+//!   circular list. With libc's 6000 entries in 5 distinct intervals, insert
+//!   searches a 5-node tree and remove unlinks from a list in O(1) through
+//!   the handle, with no rebalancing.
+//! * "must not cost memory on the millions of files that are never
+//!   contended, must not slow the uncontended path, and needs no knob":
+//!   the map starts as one lock and one tree on one cache line, and counts
+//!   failed `try_lock`s; once at least [`PROMOTE_MIN_CONTENDED`] modifier
+//!   acquisitions found the lock taken *and* they are at least
+//!   1/[`PROMOTE_RATIO`] of all acquisitions, it promotes itself (once,
+//!   never back) to shards. Both constants are internal, not knobs.
+//! * "shards per group of cores (about 8 CPUs each)", helping one-node
+//!   machines too: see the mapping below.
+//! * The outer lock with inverted meaning (modifiers shared, stable walk
+//!   exclusive) is *distributed*: each shard's own lock is the modifier's
+//!   "shared" hold, and a stable walk takes the "exclusive" side by
+//!   read-locking every shard in ascending order (the local/global, or
+//!   big-reader, lock pattern: Linux's old `lglock`/`brlock`). A modifier
+//!   therefore writes only its own shard's line: no shared reader count
+//!   bounces between CPUs, which is what Guzik predicted would limit the
+//!   single outer rwlock of [`sharded`](super::sharded).
+//! * Batches: `insert_batch` and `remove_batch` take one lock hold (one
+//!   per involved shard, ascending, for a removal spanning shards).
+//!
+//! # Promotion
+//!
+//! ```text
+//!   central (shard 0 implied)                       sharded
+//!   +--------------------------------+   promote   +------------+------------+--
+//!   | RwLock<GroupTree> | sharded=0  |  ========>  | shard 0    | shard 1    | ..
+//!   +--------------------------------+  (under the | (old tree) | (empty)    |
+//!                                        central    +------------+------------+--
+//!                                        write lock)
+//! ```
+//!
+//! The promoter holds the central write lock, moves the tree into shard 0
+//! of a new [`ShardSet`] (slots and generations unchanged, so every handle
+//! issued so far stays valid: central handles name shard 0), and publishes
+//! the set with a Release store. Every operation first loads the pointer
+//! (Acquire); one that saw null and then acquired the central lock re-checks
+//! it under the lock and, if set, goes to the shards instead. The set lives
+//! until the map is dropped, so a reference to it never dangles.
+//!
+//! # Contract
+//!
+//! * Modifiers are linearizable (one lock, or one shard lock; a removal
+//!   batch spanning shards holds all involved shard locks at once).
+//! * [`walk`](crate::ReverseMap::walk): stable snapshot. Central: the
+//!   central read lock. Sharded: every shard's read lock, held together;
+//!   all modifiers block meanwhile.
+//! * [`walk_concurrent`](crate::ReverseMap::walk_concurrent): central: as
+//!   `walk`. Sharded: one shard's read lock at a time, so modifiers of other
+//!   shards proceed; each shard's part is a snapshot taken at a different
+//!   moment. An entry present for the whole walk is seen exactly once; one
+//!   removed before it began is never seen; one inserted or removed during
+//!   it may or may not be.
+//! * Thread-to-shard mapping: with `cpus` CPUs there are `cpus` shards up
+//!   to 8 CPUs, else `max(8, ceil(cpus / 8))`; CPU `c` (from
+//!   [`Topology::current_cpu`]) uses shard `c * shards / cpus`, so
+//!   neighbouring CPUs share. `insert_after` goes to the parent's shard,
+//!   removals to the handle's.
+//!
+//! # Memory
+//!
+//! Central: the struct (lock, tree header and mode pointer on one padded
+//! line; counters on another; 384 bytes in all) plus 56 bytes per arena
+//! slot. This is less than [`linux`](super::linux)'s 512-byte struct, which
+//! pays a line for the lock and a line for the tree header; so a file with 5
+//! mappings costs at most `linux` + 64 bytes (it costs less). After
+//! promotion, add one 128-byte shard per CPU group plus its arena.
+
+use crossbeam_utils::CachePadded;
+
+use super::grouped::GroupTree;
+use super::shardset::{ShardSet, ShardTree};
+use crate::stats::{LockCounters, PaddedCounters};
+use crate::sync::{AtomicPtr, Ordering, ReadGuard, RwLock, WriteGuard};
+use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
+
+/// Promotion needs at least this many contended central acquisitions.
+#[cfg(not(loom))]
+pub const PROMOTE_MIN_CONTENDED: u64 = 64;
+/// Promotion needs at least this many contended central acquisitions
+/// (shrunk under loom so that the models reach promotion).
+#[cfg(loom)]
+pub const PROMOTE_MIN_CONTENDED: u64 = 1;
+/// ... and contended acquisitions at least 1/`PROMOTE_RATIO` of all.
+pub const PROMOTE_RATIO: u64 = 16;
+
+type Shards = ShardSet<GroupTree>;
+
+#[derive(Debug)]
+struct Central {
+    lock: RwLock<GroupTree>,
+    /// Null while centralised; the shard set once promoted (never freed
+    /// before the map).
+    sharded: AtomicPtr<Shards>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Aspace {
+    central: CachePadded<Central>,
+    counters: PaddedCounters,
+    topo: Topology,
+    id: u32,
+}
+
+enum Mode<'a, G> {
+    Central(G),
+    Sharded(&'a Shards),
+}
+
+/// Shards for `cpus` CPUs.
+pub fn shard_count(cpus: u32) -> u32 {
+    let cpus = cpus.max(1);
+    if cpus <= 8 {
+        cpus
+    } else {
+        cpus.div_ceil(8).max(8)
+    }
+}
+
+impl Aspace {
+    /// An empty, centralised map.
+    pub fn new(topo: Topology) -> Self {
+        Aspace {
+            central: CachePadded::new(Central {
+                lock: RwLock::new(GroupTree::new()),
+                sharded: AtomicPtr::new(std::ptr::null_mut()),
+            }),
+            counters: CachePadded::new(LockCounters::new()),
+            topo,
+            id: crate::next_map_id(),
+        }
+    }
+
+    /// True once the map has promoted itself to shards.
+    pub fn is_promoted(&self) -> bool {
+        self.promoted().is_some()
+    }
+
+    /// Promotes now (tests and experiments; the map does this by itself
+    /// under contention). Idempotent.
+    pub fn promote(&self) {
+        if let Mode::Central(mut g) = self.write_mode() {
+            self.promote_locked(&mut g);
+        }
+    }
+
+    #[inline]
+    fn deref_set(&self, p: *mut Shards) -> Option<&Shards> {
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: a non-null pointer was published once by
+            // promote_locked from Box::into_raw, after the set was fully
+            // built; it is freed only in Drop, which needs `&mut self`, so
+            // it outlives this `&self` borrow. The set is Sync.
+            Some(unsafe { &*p })
+        }
+    }
+
+    #[inline]
+    fn promoted(&self) -> Option<&Shards> {
+        // Acquire: pairs with the Release store in promote_locked, so the
+        // shard set's contents are visible before we use them.
+        self.deref_set(self.central.sharded.load(Ordering::Acquire))
+    }
+
+    #[inline]
+    fn promoted_under_lock(&self) -> Option<&Shards> {
+        // Relaxed suffices: we hold the central lock, and the promoter
+        // stored the pointer before releasing that lock, so the lock's
+        // release/acquire already orders the store (and the set's
+        // initialisation) before this load.
+        self.deref_set(self.central.sharded.load(Ordering::Relaxed))
+    }
+
+    fn should_promote(&self) -> bool {
+        let c = self.counters.contended_count();
+        c >= PROMOTE_MIN_CONTENDED
+            && c.saturating_mul(PROMOTE_RATIO) >= self.counters.acquisitions()
+    }
+
+    /// With the central write lock held and the map centralised.
+    fn promote_locked(&self, g: &mut GroupTree) {
+        if self.promoted_under_lock().is_some() {
+            return;
+        }
+        let n = shard_count(self.topo.cpus()) as usize;
+        let set = Box::new(ShardSet::with_first(n, std::mem::take(g)));
+        self.counters.set_len(0);
+        // Release: publishes the fully built set (see promoted()).
+        self.central
+            .sharded
+            .store(Box::into_raw(set), Ordering::Release);
+    }
+
+    /// For a modifier: the central write guard, or the shards.
+    #[inline]
+    fn write_mode(&self) -> Mode<'_, WriteGuard<'_, GroupTree>> {
+        if let Some(s) = self.promoted() {
+            return Mode::Sharded(s);
+        }
+        let g = match self.central.lock.try_write() {
+            Some(g) => {
+                self.counters.acquired();
+                g
+            }
+            None => {
+                self.counters.contended();
+                let mut g = self.central.lock.write();
+                self.counters.acquired();
+                if self.should_promote() {
+                    self.promote_locked(&mut g);
+                }
+                g
+            }
+        };
+        match self.promoted_under_lock() {
+            Some(s) => Mode::Sharded(s),
+            None => Mode::Central(g),
+        }
+    }
+
+    /// For a walker: the central read guard, or the shards.
+    #[inline]
+    fn read_mode(&self) -> Mode<'_, ReadGuard<'_, GroupTree>> {
+        if let Some(s) = self.promoted() {
+            return Mode::Sharded(s);
+        }
+        let g = self.counters.read(&self.central.lock);
+        match self.promoted_under_lock() {
+            Some(s) => Mode::Sharded(s),
+            None => Mode::Central(g),
+        }
+    }
+
+    #[inline]
+    fn my_shard(&self, s: &Shards) -> usize {
+        let cpus = self.topo.cpus().max(1) as u64;
+        let cpu = self.topo.current_cpu() as u64;
+        ((cpu * s.count() as u64) / cpus) as usize
+    }
+
+    #[inline]
+    fn check_map(&self, h: Handle) -> Result<(), RmapError> {
+        if h.map() == self.id {
+            Ok(())
+        } else {
+            Err(RmapError::ForeignHandle)
+        }
+    }
+}
+
+impl Drop for Aspace {
+    fn drop(&mut self) {
+        let p = self.central.sharded.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: p came from Box::into_raw in promote_locked and is
+            // freed only here; `&mut self` proves no borrow of it remains.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+impl ReverseMap for Aspace {
+    fn design(&self) -> Design {
+        Design::Aspace
+    }
+
+    #[inline]
+    fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                let (slot, gen) = g.insert(iv, vma);
+                self.counters.set_len(g.len());
+                Ok(Handle::new(self.id, 0, slot, gen))
+            }
+            Mode::Sharded(s) => Ok(s.insert(self.id, self.my_shard(s), iv, vma)),
+        }
+    }
+
+    fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        self.check_map(parent)?;
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                if parent.shard() != 0 {
+                    return Err(RmapError::UnknownHandle);
+                }
+                let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                self.counters.set_len(g.len());
+                Ok(Handle::new(self.id, 0, slot, gen))
+            }
+            Mode::Sharded(s) => s.insert_after(parent, iv, vma),
+        }
+    }
+
+    #[inline]
+    fn remove(&self, h: Handle) -> Result<(), RmapError> {
+        self.check_map(h)?;
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                if h.shard() != 0 {
+                    return Err(RmapError::UnknownHandle);
+                }
+                g.check(h.slot(), h.gen())?;
+                g.remove_checked(h.slot());
+                self.counters.set_len(g.len());
+                Ok(())
+            }
+            Mode::Sharded(s) => s.remove(h),
+        }
+    }
+
+    fn insert_batch(
+        &self,
+        items: &[(Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        crate::precheck_items(items)?;
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                out.reserve(items.len());
+                g.reserve(items.len());
+                for &(iv, vma) in items {
+                    let (slot, gen) = g.insert(iv, vma);
+                    out.push(Handle::new(self.id, 0, slot, gen));
+                }
+                self.counters.set_len(g.len());
+            }
+            Mode::Sharded(s) => s.insert_batch(self.id, self.my_shard(s), items, out),
+        }
+        Ok(())
+    }
+
+    fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
+        crate::precheck_batch(self.id, handles)?;
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                for h in handles {
+                    if h.shard() != 0 {
+                        return Err(RmapError::UnknownHandle);
+                    }
+                    g.check(h.slot(), h.gen())?;
+                }
+                for h in handles {
+                    g.remove_checked(h.slot());
+                }
+                self.counters.set_len(g.len());
+                Ok(())
+            }
+            Mode::Sharded(s) => s.remove_batch(handles),
+        }
+    }
+
+    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        if range.first > range.last {
+            return;
+        }
+        match self.read_mode() {
+            Mode::Central(g) => g.walk(range, f),
+            Mode::Sharded(s) => s.walk_stable(range, f),
+        }
+    }
+
+    fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        if range.first > range.last {
+            return;
+        }
+        match self.read_mode() {
+            Mode::Central(g) => g.walk(range, f),
+            Mode::Sharded(s) => s.walk_each(range, f),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.counters.len() + self.promoted().map_or(0, Shards::len)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let central = self.central.lock.read().heap_bytes();
+        let sharded = self
+            .promoted()
+            .map_or(0, |s| std::mem::size_of::<Shards>() + s.heap_bytes());
+        std::mem::size_of::<Self>() + central + sharded
+    }
+
+    fn stats(&self) -> LockStats {
+        let mut st = LockStats::default();
+        st.add(&self.counters);
+        match self.promoted() {
+            Some(s) => s.add_stats(&mut st),
+            None => st.shards = 1,
+        }
+        st
+    }
+}

@@ -1,0 +1,64 @@
+//! `linux_shared_line`: Linux's `i_mmap` before 2023.
+//!
+//! One augmented red-black interval tree of every VMA
+//! ([`crate::interval_tree`]), under one reader-writer lock that shares a
+//! cache line with the tree root, as `struct address_space` laid out
+//! `i_mmap` and `i_mmap_rwsem` side by side until Lipeng Zhu's patch "fs:
+//! move i_mmap_rwsem to its own cache line" (v6.5, +5.3% on UnixBench shell
+//! scripts, 112C/224T Sapphire Rapids): every modifier spinning on the lock
+//! word bounced the line the tree root lives on.
+//!
+//! # Contract
+//!
+//! * Modifiers take the lock exclusive; they are linearizable.
+//! * [`ReverseMap::walk`](crate::ReverseMap::walk) takes it shared: a stable
+//!   snapshot; modifiers block meanwhile. `walk_concurrent` is the same walk.
+//! * Batches take one lock hold (the kernel of that era took one per VMA;
+//!   the churn runner with `batch: false` reproduces that).
+//! * Thread-to-shard mapping: none, one shard.
+//!
+//! # Memory
+//!
+//! The struct (lock + tree header on one 128-byte padded line, counters on
+//! another) plus 48 bytes per arena slot (capacity).
+
+use crossbeam_utils::CachePadded;
+
+use super::single::single_tree_map;
+use super::VmaTree;
+use crate::stats::{LockCounters, PaddedCounters};
+use crate::sync::RwLock;
+use crate::Design;
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct LinuxSharedLine {
+    /// Lock word and tree header (root, arena pointer, free list) together.
+    inner: CachePadded<RwLock<VmaTree>>,
+    counters: PaddedCounters,
+    id: u32,
+}
+
+impl LinuxSharedLine {
+    /// An empty map.
+    pub fn new() -> Self {
+        LinuxSharedLine {
+            inner: CachePadded::new(RwLock::new(VmaTree::new())),
+            counters: CachePadded::new(LockCounters::new()),
+            id: crate::next_map_id(),
+        }
+    }
+
+    #[inline]
+    fn lock(&self) -> &RwLock<VmaTree> {
+        &self.inner
+    }
+}
+
+impl Default for LinuxSharedLine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+single_tree_map!(LinuxSharedLine, Design::LinuxSharedLine);

@@ -1,0 +1,288 @@
+//! A set of independently locked shards, shared by `numa_locks`, `sharded`
+//! and `aspace` (after promotion).
+//!
+//! Each shard is one tree under one reader-writer lock, with the lock's
+//! counters on the same padded cache line as the lock word: only that
+//! shard's lock holders write the line, so counting adds no shared line.
+//!
+//! Multi-shard operations (a batch removal whose handles span shards, the
+//! stable walk) lock the shards they need in ascending index order, so they
+//! cannot deadlock with each other or with single-shard modifiers.
+
+use crossbeam_utils::CachePadded;
+
+use crate::stats::LockCounters;
+use crate::sync::{RwLock, WriteGuard};
+use crate::{Handle, Interval, LockStats, RmapError, VmaId};
+
+/// What a shard holds: [`super::VmaTree`] or [`super::grouped::GroupTree`].
+pub(crate) trait ShardTree: Default + Send + Sync {
+    /// Inserts a validated interval; returns (slot, generation).
+    fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32);
+    /// Inserts next to live entry `(slot, gen)`.
+    fn insert_after(
+        &mut self,
+        slot: u32,
+        gen: u32,
+        iv: Interval,
+        vma: VmaId,
+    ) -> Result<(u32, u32), RmapError>;
+    /// Validates `(slot, gen)`.
+    fn check(&self, slot: u32, gen: u32) -> Result<(), RmapError>;
+    /// Removes an entry that `check` accepted.
+    fn remove_checked(&mut self, slot: u32);
+    /// Calls `f` for every entry overlapping `range`.
+    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId));
+    /// Entries.
+    fn len(&self) -> usize;
+    /// Heap bytes (capacity).
+    fn heap_bytes(&self) -> usize;
+    /// Room for `n` more entries.
+    fn reserve(&mut self, n: usize);
+}
+
+impl ShardTree for super::VmaTree {
+    #[inline]
+    fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
+        super::VmaTree::insert(self, iv, vma)
+    }
+    fn insert_after(
+        &mut self,
+        slot: u32,
+        gen: u32,
+        iv: Interval,
+        vma: VmaId,
+    ) -> Result<(u32, u32), RmapError> {
+        super::VmaTree::insert_after(self, slot, gen, iv, vma)
+    }
+    #[inline]
+    fn check(&self, slot: u32, gen: u32) -> Result<(), RmapError> {
+        super::VmaTree::check(self, slot, gen)
+    }
+    #[inline]
+    fn remove_checked(&mut self, slot: u32) {
+        super::VmaTree::remove_checked(self, slot)
+    }
+    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        super::VmaTree::walk(self, range, f)
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        super::VmaTree::len(self)
+    }
+    fn heap_bytes(&self) -> usize {
+        super::VmaTree::heap_bytes(self)
+    }
+    fn reserve(&mut self, n: usize) {
+        super::VmaTree::reserve(self, n)
+    }
+}
+
+/// One shard: lock word, counters and tree header on one padded line.
+#[derive(Debug)]
+pub(crate) struct Shard<T> {
+    pub(crate) lock: RwLock<T>,
+    pub(crate) counters: LockCounters,
+}
+
+/// The shards.
+#[derive(Debug)]
+pub(crate) struct ShardSet<T> {
+    shards: Box<[CachePadded<Shard<T>>]>,
+}
+
+impl<T: ShardTree> ShardSet<T> {
+    /// `n` empty shards (at least one); shard 0 starts as `first`.
+    pub(crate) fn with_first(n: usize, first: T) -> Self {
+        let n = n.max(1);
+        let mut v = Vec::with_capacity(n);
+        let first_len = first.len();
+        v.push(CachePadded::new(Shard {
+            lock: RwLock::new(first),
+            counters: LockCounters::new(),
+        }));
+        v[0].counters.set_len(first_len);
+        for _ in 1..n {
+            v.push(CachePadded::new(Shard {
+                lock: RwLock::new(T::default()),
+                counters: LockCounters::new(),
+            }));
+        }
+        ShardSet {
+            shards: v.into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn new(n: usize) -> Self {
+        Self::with_first(n, T::default())
+    }
+
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.shards.len()
+    }
+
+    #[inline]
+    fn shard(&self, h: Handle) -> Result<&Shard<T>, RmapError> {
+        self.shards
+            .get(h.shard() as usize)
+            .map(|s| &**s)
+            .ok_or(RmapError::UnknownHandle)
+    }
+
+    /// Inserts into shard `s` (taken modulo the shard count).
+    #[inline]
+    pub(crate) fn insert(&self, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
+        let s = s % self.shards.len();
+        let sh = &self.shards[s];
+        let mut t = sh.counters.write(&sh.lock);
+        let (slot, gen) = t.insert(iv, vma);
+        sh.counters.set_len(t.len());
+        Handle::new(map, s as u32, slot, gen)
+    }
+
+    /// Inserts next to `parent`, in the parent's shard. The map id of
+    /// `parent` must have been checked.
+    pub(crate) fn insert_after(
+        &self,
+        parent: Handle,
+        iv: Interval,
+        vma: VmaId,
+    ) -> Result<Handle, RmapError> {
+        let sh = self.shard(parent)?;
+        let mut t = sh.counters.write(&sh.lock);
+        let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+        sh.counters.set_len(t.len());
+        Ok(Handle::new(parent.map(), parent.shard(), slot, gen))
+    }
+
+    /// Removes `h` (map id already checked).
+    #[inline]
+    pub(crate) fn remove(&self, h: Handle) -> Result<(), RmapError> {
+        let sh = self.shard(h)?;
+        let mut t = sh.counters.write(&sh.lock);
+        t.check(h.slot(), h.gen())?;
+        t.remove_checked(h.slot());
+        sh.counters.set_len(t.len());
+        Ok(())
+    }
+
+    /// Inserts validated `items` into shard `s` under one lock hold.
+    pub(crate) fn insert_batch(
+        &self,
+        map: u32,
+        s: usize,
+        items: &[(Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) {
+        let s = s % self.shards.len();
+        let sh = &self.shards[s];
+        out.reserve(items.len());
+        let mut t = sh.counters.write(&sh.lock);
+        t.reserve(items.len());
+        for &(iv, vma) in items {
+            let (slot, gen) = t.insert(iv, vma);
+            out.push(Handle::new(map, s as u32, slot, gen));
+        }
+        sh.counters.set_len(t.len());
+    }
+
+    /// Removes `handles` (prechecked for map id and duplicates): one hold of
+    /// each shard involved, taken in ascending order; validates all first.
+    pub(crate) fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
+        let Some(first) = handles.first() else {
+            return Ok(());
+        };
+        if handles
+            .iter()
+            .any(|h| h.shard() as usize >= self.shards.len())
+        {
+            return Err(RmapError::UnknownHandle);
+        }
+        if handles.iter().all(|h| h.shard() == first.shard()) {
+            let sh = &self.shards[first.shard() as usize];
+            let mut t = sh.counters.write(&sh.lock);
+            for h in handles {
+                t.check(h.slot(), h.gen())?;
+            }
+            for h in handles {
+                t.remove_checked(h.slot());
+            }
+            sh.counters.set_len(t.len());
+            return Ok(());
+        }
+        let mut ids: Vec<u32> = handles.iter().map(|h| h.shard()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut guards: Vec<WriteGuard<'_, T>> = ids
+            .iter()
+            .map(|&s| {
+                let sh = &self.shards[s as usize];
+                sh.counters.write(&sh.lock)
+            })
+            .collect();
+        let pos = |h: &Handle| ids.binary_search(&h.shard()).unwrap_or(0);
+        for h in handles {
+            guards[pos(h)].check(h.slot(), h.gen())?;
+        }
+        for h in handles {
+            guards[pos(h)].remove_checked(h.slot());
+        }
+        for (g, &s) in guards.iter().zip(&ids) {
+            self.shards[s as usize].counters.set_len(g.len());
+        }
+        Ok(())
+    }
+
+    /// Stable walk: read-locks every shard in ascending order, holds them
+    /// all, walks, releases.
+    pub(crate) fn walk_stable(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        let guards: Vec<_> = self
+            .shards
+            .iter()
+            .map(|sh| sh.counters.read(&sh.lock))
+            .collect();
+        for g in &guards {
+            g.walk(range, f);
+        }
+    }
+
+    /// Per-shard walk: one shard's read lock at a time.
+    pub(crate) fn walk_each(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        for sh in self.shards.iter() {
+            let g = sh.counters.read(&sh.lock);
+            g.walk(range, f);
+        }
+    }
+
+    /// Walks with no lock taken: the caller excludes every modifier some
+    /// other way (holds the outer lock exclusive). Takes each shard's read
+    /// lock only to reach the data; those are uncontended then.
+    pub(crate) fn walk_excluded(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        for sh in self.shards.iter() {
+            let g = sh.lock.read();
+            g.walk(range, f);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.counters.len()).sum()
+    }
+
+    /// The shard array plus every tree's heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.shards)
+            + self
+                .shards
+                .iter()
+                .map(|s| s.lock.read().heap_bytes())
+                .sum::<usize>()
+    }
+
+    pub(crate) fn add_stats(&self, s: &mut LockStats) {
+        for sh in self.shards.iter() {
+            s.add(&sh.counters);
+        }
+        s.shards += self.shards.len() as u32;
+    }
+}

@@ -1,0 +1,357 @@
+//! File reverse maps (`i_mmap`): the Linux baseline, every proposed design,
+//! and aspace's own, behind one trait.
+//!
+//! A reverse map holds, for one file, every mapping (VMA) of it: entries are
+//! an inclusive page-offset [`Interval`] plus an opaque [`VmaId`]. Many
+//! entries share identical intervals (every process maps `libc.so` at the
+//! same offsets). Writers are `mmap`/`fork` ([`ReverseMap::insert`],
+//! [`ReverseMap::insert_after`]) and `munmap`/exit ([`ReverseMap::remove`],
+//! [`ReverseMap::remove_batch`]); readers are rmap walks
+//! ([`ReverseMap::walk`]) that need the set stable while they run.
+//!
+//! # Designs
+//!
+//! | [`Design`] | module | structure |
+//! |---|---|---|
+//! | `linux_shared_line` | [`designs::linux_shared_line`] | one interval tree, one rwlock on the tree root's cache line (Linux < 6.5) |
+//! | `linux` | [`designs::linux`] | the same, lock on its own line, batched removal (Linux today) |
+//! | `numa_split` | [`designs::numa_split`] | one tree per NUMA node, one lock |
+//! | `numa_locks` | [`designs::numa_locks`] | one tree and one lock per NUMA node |
+//! | `sharded` | [`designs::sharded`] | one shard per 8 CPUs, inverted outer rwlock |
+//! | `aspace` | [`designs::aspace`] | ours: grouped identical intervals, centralised until contended, then per-CPU-group shards with a distributed outer lock |
+//!
+//! Every design is `Send + Sync`; each module's doc states its concurrency
+//! contract, its memory cost, and how it maps a thread to a shard.
+//!
+//! # Handles
+//!
+//! [`Handle`]s are `Copy` and name one entry of one map: the issuing map's
+//! id, the shard, the arena slot and the slot's generation. A handle that was
+//! already removed yields [`RmapError::UnknownHandle`]; a handle from another
+//! map yields [`RmapError::ForeignHandle`]. Neither panics nor corrupts.
+//!
+//! # Testing
+//!
+//! ```text
+//! cargo test -p aspace-rmap --release
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p aspace-rmap --release --test loom
+//! ```
+//!
+//! The second command model-checks the `aspace` design's promotion and its
+//! distributed outer lock, using loom's atomics and locks through the crate's
+//! `sync` module.
+//!
+//! # Benchmarks
+//!
+//! `cargo bench -p aspace-rmap` (criterion), and the reusable churn runner in
+//! [`bench`]; results are in `crates/rmap/BENCHMARKS.md`.
+
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod designs;
+pub(crate) mod interval_tree;
+pub mod stats;
+pub(crate) mod sync;
+pub mod topology;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+pub use stats::LockStats;
+pub use topology::Topology;
+
+/// Opaque id of a VMA (the mapping), chosen by the caller.
+pub type VmaId = u64;
+
+/// Inclusive page-offset interval `[first, last]`.
+///
+/// Construct with [`Interval::new`], which rejects `first > last`. The fields
+/// are public, so every map operation validates its intervals again and
+/// returns [`RmapError::InvertedInterval`] for an inverted one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Interval {
+    /// First page offset (inclusive).
+    pub first: u64,
+    /// Last page offset (inclusive).
+    pub last: u64,
+}
+
+impl Interval {
+    /// `[first, last]`, or [`RmapError::InvertedInterval`] when `first > last`.
+    pub fn new(first: u64, last: u64) -> Result<Interval, RmapError> {
+        if first > last {
+            Err(RmapError::InvertedInterval { first, last })
+        } else {
+            Ok(Interval { first, last })
+        }
+    }
+
+    /// The whole page-offset space `[0, u64::MAX]`.
+    pub const FULL: Interval = Interval {
+        first: 0,
+        last: u64::MAX,
+    };
+
+    /// True when the two intervals share at least one page offset.
+    #[inline]
+    pub fn overlaps(&self, other: &Interval) -> bool {
+        self.first <= other.last && other.first <= self.last
+    }
+
+    #[inline]
+    pub(crate) fn validate(self) -> Result<Interval, RmapError> {
+        Interval::new(self.first, self.last)
+    }
+}
+
+/// Opaque handle to one entry, returned by insert. `Copy`; carries the id of
+/// the map that issued it so that a foreign handle is detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle {
+    map: u32,
+    shard: u32,
+    slot: u32,
+    gen: u32,
+}
+
+impl Handle {
+    #[inline]
+    pub(crate) fn new(map: u32, shard: u32, slot: u32, gen: u32) -> Handle {
+        Handle {
+            map,
+            shard,
+            slot,
+            gen,
+        }
+    }
+    #[inline]
+    pub(crate) fn map(self) -> u32 {
+        self.map
+    }
+    #[inline]
+    pub(crate) fn shard(self) -> u32 {
+        self.shard
+    }
+    #[inline]
+    pub(crate) fn slot(self) -> u32 {
+        self.slot
+    }
+    #[inline]
+    pub(crate) fn gen(self) -> u32 {
+        self.gen
+    }
+}
+
+/// What a map operation can reject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RmapError {
+    /// `first > last`.
+    InvertedInterval {
+        /// The interval's first offset.
+        first: u64,
+        /// The interval's last offset.
+        last: u64,
+    },
+    /// The handle names no live entry of this map (already removed).
+    UnknownHandle,
+    /// The handle was issued by another map.
+    ForeignHandle,
+}
+
+impl fmt::Display for RmapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RmapError::InvertedInterval { first, last } => {
+                write!(f, "inverted interval [{first:#x}, {last:#x}]: first > last")
+            }
+            RmapError::UnknownHandle => {
+                f.write_str("handle names no live entry of this map (removed already?)")
+            }
+            RmapError::ForeignHandle => f.write_str("handle was issued by another map"),
+        }
+    }
+}
+
+impl std::error::Error for RmapError {}
+
+/// A file's reverse map. See the crate docs and each design's module docs
+/// for the concurrency contract each implementation gives.
+pub trait ReverseMap: Send + Sync {
+    /// Which design this is.
+    fn design(&self) -> Design;
+    /// Adds `(iv, vma)`; the handle removes it later.
+    fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError>;
+    /// Adds `(iv, vma)` next to `parent` (fork). When `iv` differs from the
+    /// parent's interval the entry is inserted at its ordinary place.
+    fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError>;
+    /// Removes one entry.
+    fn remove(&self, h: Handle) -> Result<(), RmapError>;
+    /// One lock hold where the design has locks. All-or-nothing on error.
+    /// Appends the new handles to `out` in the order of `items`.
+    fn insert_batch(
+        &self,
+        items: &[(Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError>;
+    /// One lock hold where the design has locks. Validates every handle first
+    /// (a handle twice in one batch is [`RmapError::UnknownHandle`]): all-or-nothing.
+    fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError>;
+    /// Stable walk: `f` sees every entry overlapping `range` exactly once; no
+    /// insert or remove runs meanwhile. `f` must not call back into this map
+    /// except for [`ReverseMap::len`] (which never locks); doing so may deadlock.
+    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId));
+    /// Cheaper walk with a weaker contract (documented per design); default = walk.
+    fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        self.walk(range, f)
+    }
+    /// Entries now. Never takes a lock; exact when no modifier is running.
+    fn len(&self) -> usize;
+    /// `len() == 0`.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes this file's map occupies now: the map's own struct plus the
+    /// capacity of every heap structure it owns.
+    fn memory_bytes(&self) -> usize;
+    /// Lock acquisitions, contended acquisitions, and shards now.
+    fn stats(&self) -> LockStats;
+}
+
+/// The designs, in the order of the issue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Design {
+    /// Linux before 2023: rwlock and tree root on one cache line.
+    LinuxSharedLine,
+    /// Linux today: lock on its own line, batched removal.
+    Linux,
+    /// One tree per NUMA node under one lock.
+    NumaSplit,
+    /// One tree and one lock per NUMA node.
+    NumaLocks,
+    /// Shards per 8 CPUs under an inverted outer lock.
+    Sharded,
+    /// Ours.
+    Aspace,
+}
+
+impl Design {
+    /// Every design, baseline first.
+    pub const ALL: [Design; 6] = [
+        Design::LinuxSharedLine,
+        Design::Linux,
+        Design::NumaSplit,
+        Design::NumaLocks,
+        Design::Sharded,
+        Design::Aspace,
+    ];
+
+    /// The design's name (also its module name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::LinuxSharedLine => "linux_shared_line",
+            Design::Linux => "linux",
+            Design::NumaSplit => "numa_split",
+            Design::NumaLocks => "numa_locks",
+            Design::Sharded => "sharded",
+            Design::Aspace => "aspace",
+        }
+    }
+
+    /// A new, empty map of this design.
+    pub fn build(self, topo: &Topology) -> Box<dyn ReverseMap> {
+        match self {
+            Design::LinuxSharedLine => Box::new(designs::linux_shared_line::LinuxSharedLine::new()),
+            Design::Linux => Box::new(designs::linux::Linux::new()),
+            Design::NumaSplit => Box::new(designs::numa_split::NumaSplit::new(topo.clone())),
+            Design::NumaLocks => Box::new(designs::numa_locks::NumaLocks::new(topo.clone())),
+            Design::Sharded => Box::new(designs::sharded::Sharded::new(topo.clone())),
+            Design::Aspace => Box::new(designs::aspace::Aspace::new(topo.clone())),
+        }
+    }
+
+    /// Like [`Design::build`], shareable across threads.
+    pub fn build_arc(self, topo: &Topology) -> Arc<dyn ReverseMap> {
+        Arc::from(self.build(topo))
+    }
+}
+
+impl fmt::Display for Design {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of [`Design::from_str`]: names the valid designs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownDesign(pub String);
+
+impl fmt::Display for UnknownDesign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown design {:?}; valid designs: ", self.0)?;
+        for (i, d) in Design::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(d.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownDesign {}
+
+impl FromStr for Design {
+    type Err = UnknownDesign;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Design::ALL
+            .into_iter()
+            .find(|d| d.name() == s.trim())
+            .ok_or_else(|| UnknownDesign(s.to_string()))
+    }
+}
+
+/// A fresh map id (never 0), so that handles of different maps differ.
+pub(crate) fn next_map_id() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    // Relaxed: only uniqueness matters.
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if id == 0 {
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    } else {
+        id
+    }
+}
+
+/// Checks a batch of handles for foreign ones and duplicates.
+pub(crate) fn precheck_batch(map: u32, handles: &[Handle]) -> Result<(), RmapError> {
+    if handles.iter().any(|h| h.map != map) {
+        return Err(RmapError::ForeignHandle);
+    }
+    let dup = if handles.len() <= 16 {
+        handles
+            .iter()
+            .enumerate()
+            .any(|(i, h)| handles[..i].contains(h))
+    } else {
+        let mut v: Vec<(u32, u32)> = handles.iter().map(|h| (h.shard, h.slot)).collect();
+        v.sort_unstable();
+        v.windows(2).any(|w| w[0] == w[1])
+    };
+    if dup {
+        Err(RmapError::UnknownHandle)
+    } else {
+        Ok(())
+    }
+}
+
+/// Validates every interval of a batch.
+pub(crate) fn precheck_items(items: &[(Interval, VmaId)]) -> Result<(), RmapError> {
+    for (iv, _) in items {
+        iv.validate()?;
+    }
+    Ok(())
+}

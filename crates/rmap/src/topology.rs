@@ -1,0 +1,267 @@
+//! Which CPU and NUMA node the calling thread runs on.
+//!
+//! [`Topology::Os`] asks the kernel: `sched_getcpu(3)` for the CPU,
+//! `getcpu(2)` for the node, and `/sys/devices/system/node/node<N>` (counted
+//! once) for the number of nodes, falling back to one node where sysfs is
+//! absent. [`Topology::Emulated`] gives each thread a CPU id on its first
+//! call, round-robin over `nodes * cpus_per_node`, so the NUMA designs can be
+//! exercised on a one-node machine; node = cpu / cpus_per_node.
+
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+/// How threads map to CPUs and NUMA nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Topology {
+    /// Ask the operating system.
+    #[default]
+    Os,
+    /// `nodes` nodes of `cpus_per_node` CPUs each; threads get CPU ids
+    /// round-robin at their first use.
+    Emulated {
+        /// NUMA nodes.
+        nodes: u32,
+        /// CPUs per node.
+        cpus_per_node: u32,
+    },
+}
+
+fn os_nodes() -> u32 {
+    static NODES: OnceLock<u32> = OnceLock::new();
+    *NODES.get_or_init(|| {
+        let Ok(dir) = std::fs::read_dir("/sys/devices/system/node") else {
+            return 1;
+        };
+        let n = dir
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.strip_prefix("node").is_some_and(|rest| {
+                    !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
+                })
+            })
+            .count() as u32;
+        n.max(1)
+    })
+}
+
+fn os_cpus() -> u32 {
+    static CPUS: OnceLock<u32> = OnceLock::new();
+    *CPUS.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions; it returns -1 on error.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        if n > 0 {
+            n as u32
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+        }
+    })
+}
+
+fn os_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on error.
+    let c = unsafe { libc::sched_getcpu() };
+    if c < 0 {
+        0
+    } else {
+        c as u32
+    }
+}
+
+fn os_node() -> u32 {
+    let mut cpu: libc::c_uint = 0;
+    let mut node: libc::c_uint = 0;
+    // SAFETY: getcpu writes two unsigned ints through the valid pointers we
+    // pass; the third argument (tcache) is unused by the kernel and may be null.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getcpu,
+            &mut cpu as *mut libc::c_uint,
+            &mut node as *mut libc::c_uint,
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    if r == 0 {
+        node
+    } else {
+        0
+    }
+}
+
+#[cfg(not(loom))]
+fn emulated_thread_id() -> u32 {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    thread_local!(static ID: Cell<Option<u32>> = const { Cell::new(None) });
+    ID.with(|id| match id.get() {
+        Some(i) => i,
+        None => {
+            // Relaxed: only uniqueness of the ticket matters.
+            let i = NEXT.fetch_add(1, Ordering::Relaxed);
+            id.set(Some(i));
+            i
+        }
+    })
+}
+
+#[cfg(loom)]
+fn emulated_thread_id() -> u32 {
+    use loom::sync::atomic::{AtomicU32, Ordering};
+    use std::cell::Cell;
+    loom::lazy_static! { static ref NEXT: AtomicU32 = AtomicU32::new(0); }
+    loom::thread_local!(static ID: Cell<Option<u32>> = Cell::new(None));
+    ID.with(|id| match id.get() {
+        Some(i) => i,
+        None => {
+            // Relaxed: only uniqueness of the ticket matters.
+            let i = NEXT.fetch_add(1, Ordering::Relaxed);
+            id.set(Some(i));
+            i
+        }
+    })
+}
+
+impl Topology {
+    /// The operating system's topology.
+    pub fn detect() -> Topology {
+        Topology::Os
+    }
+
+    /// Parses `"os"` or `"NxM"` (N nodes of M CPUs, e.g. `"12x32"`).
+    pub fn parse(s: &str) -> Result<Topology, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("os") {
+            return Ok(Topology::Os);
+        }
+        let (n, c) = s.split_once(['x', 'X']).ok_or_else(|| {
+            format!("topology {s:?}: expected \"os\" or NODESxCPUS_PER_NODE such as \"12x32\"")
+        })?;
+        let nodes: u32 = n
+            .trim()
+            .parse()
+            .map_err(|e| format!("topology {s:?}: nodes: {e}"))?;
+        let cpus_per_node: u32 = c
+            .trim()
+            .parse()
+            .map_err(|e| format!("topology {s:?}: cpus per node: {e}"))?;
+        if nodes == 0 || cpus_per_node == 0 {
+            return Err(format!(
+                "topology {s:?}: nodes and cpus per node must be at least 1"
+            ));
+        }
+        nodes
+            .checked_mul(cpus_per_node)
+            .ok_or_else(|| format!("topology {s:?}: too many CPUs"))?;
+        Ok(Topology::Emulated {
+            nodes,
+            cpus_per_node,
+        })
+    }
+
+    /// Number of NUMA nodes (at least 1).
+    pub fn nodes(&self) -> u32 {
+        match self {
+            Topology::Os => os_nodes(),
+            Topology::Emulated { nodes, .. } => *nodes,
+        }
+    }
+
+    /// Number of CPUs (at least 1); CPU ids are below it.
+    pub fn cpus(&self) -> u32 {
+        match self {
+            Topology::Os => os_cpus(),
+            Topology::Emulated {
+                nodes,
+                cpus_per_node,
+            } => nodes * cpus_per_node,
+        }
+    }
+
+    /// The calling thread's CPU, in `0..cpus()`.
+    #[inline]
+    pub fn current_cpu(&self) -> u32 {
+        match self {
+            Topology::Os => os_cpu() % os_cpus(),
+            Topology::Emulated {
+                nodes,
+                cpus_per_node,
+            } => emulated_thread_id() % (nodes * cpus_per_node),
+        }
+    }
+
+    /// The calling thread's NUMA node, in `0..nodes()`.
+    #[inline]
+    pub fn current_node(&self) -> u32 {
+        match self {
+            Topology::Os => {
+                if os_nodes() == 1 {
+                    0
+                } else {
+                    os_node() % os_nodes()
+                }
+            }
+            Topology::Emulated { cpus_per_node, .. } => self.current_cpu() / cpus_per_node,
+        }
+    }
+}
+
+impl FromStr for Topology {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Topology::parse(s)
+    }
+}
+
+impl std::fmt::Display for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Topology::Os => f.write_str("os"),
+            Topology::Emulated {
+                nodes,
+                cpus_per_node,
+            } => write!(f, "{nodes}x{cpus_per_node}"),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_emulate() {
+        assert_eq!(
+            Topology::parse("12x32").unwrap(),
+            Topology::Emulated {
+                nodes: 12,
+                cpus_per_node: 32
+            }
+        );
+        assert_eq!(Topology::parse("os").unwrap(), Topology::Os);
+        assert!(Topology::parse("0x4").is_err());
+        assert!(Topology::parse("banana").is_err());
+        let t = Topology::parse("3x2").unwrap();
+        assert_eq!(t.cpus(), 6);
+        let cpus: Vec<u32> = (0..6)
+            .map(|_| {
+                let t = t.clone();
+                std::thread::spawn(move || (t.current_cpu(), t.current_node()))
+                    .join()
+                    .unwrap()
+            })
+            .map(|(c, n)| {
+                assert_eq!(n, c / 2);
+                c
+            })
+            .collect();
+        let mut sorted = cpus.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert!(sorted.len() >= 2, "round-robin spreads threads: {cpus:?}");
+        let os = Topology::detect();
+        assert!(os.current_cpu() < os.cpus());
+        assert!(os.current_node() < os.nodes());
+    }
+}

@@ -1,0 +1,206 @@
+//! T threads churn inserts and removes while walkers check the walk
+//! contract, for every design:
+//! * an entry present for the whole walk is visited exactly once;
+//! * an entry removed before the walk began is never visited;
+//! * during a stable walk nothing changes (`len()` is constant, and equals
+//!   the number of entries a full walk visits).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmap::designs::aspace::Aspace;
+use rmap::{Design, Interval, ReverseMap, Topology};
+
+const CHURNERS: usize = 3;
+const RESIDENT: u64 = 300;
+const RUN: Duration = Duration::from_millis(400);
+
+fn ivs() -> [Interval; 5] {
+    rmap::bench::libc_like_intervals()
+}
+
+fn check(m: Arc<dyn ReverseMap>, label: &str) {
+    // Resident entries: ids 0..5*RESIDENT, never removed.
+    for p in 0..RESIDENT {
+        for (k, iv) in ivs().iter().enumerate() {
+            m.insert(*iv, p * 5 + k as u64).unwrap();
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    // removed_upto[t]: every id of thread t with counter < this was removed.
+    let removed_upto: Arc<Vec<AtomicU64>> =
+        Arc::new((0..CHURNERS).map(|_| AtomicU64::new(0)).collect());
+    let mut joins = Vec::new();
+    for t in 0..CHURNERS {
+        let (m, stop, removed_upto) = (m.clone(), stop.clone(), removed_upto.clone());
+        joins.push(std::thread::spawn(move || {
+            let base = (t as u64 + 1) << 40;
+            let mut n = 0u64;
+            let mut hs = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                hs.clear();
+                let items: Vec<_> = ivs()
+                    .iter()
+                    .enumerate()
+                    .map(|(k, iv)| (*iv, base + n * 8 + k as u64))
+                    .collect();
+                if n % 2 == 0 {
+                    m.insert_batch(&items, &mut hs).unwrap();
+                } else {
+                    for &(iv, v) in &items {
+                        hs.push(m.insert(iv, v).unwrap());
+                    }
+                }
+                if n % 3 == 0 {
+                    // A fork: child next to the parent, removed with it.
+                    let c = m.insert_after(hs[1], ivs()[1], base + n * 8 + 5).unwrap();
+                    hs.push(c);
+                }
+                if n % 2 == 1 {
+                    m.remove_batch(&hs).unwrap();
+                } else {
+                    for h in &hs {
+                        m.remove(*h).unwrap();
+                    }
+                }
+                n += 1;
+                // SeqCst: the walker's snapshot of this must order after
+                // the removals above (they are done when this is seen).
+                removed_upto[t].store(n, Ordering::SeqCst);
+            }
+        }));
+    }
+    let deadline = Instant::now() + RUN;
+    let mut walks = 0u64;
+    while Instant::now() < deadline {
+        for concurrent in [false, true] {
+            let snap: Vec<u64> = removed_upto
+                .iter()
+                .map(|a| a.load(Ordering::SeqCst))
+                .collect();
+            let mut seen = HashSet::new();
+            let mut count = 0usize;
+            let mut lens = HashSet::new();
+            let range = if walks % 2 == 0 {
+                Interval::FULL
+            } else {
+                ivs()[1]
+            };
+            let mut f = |_: Interval, v: u64| {
+                count += 1;
+                assert!(seen.insert(v), "{label}: {v:#x} visited twice");
+                if v >= 1 << 40 {
+                    let t = ((v >> 40) - 1) as usize;
+                    let n = (v & ((1 << 40) - 1)) / 8;
+                    assert!(
+                        n >= snap[t],
+                        "{label}: {v:#x} was removed before the walk began"
+                    );
+                }
+                if !concurrent {
+                    lens.insert(m.len());
+                }
+            };
+            if concurrent {
+                m.walk_concurrent(range, &mut f);
+            } else {
+                m.walk(range, &mut f);
+            }
+            let per = if range == Interval::FULL { 5 } else { 1 };
+            let resident = (0..RESIDENT * 5)
+                .filter(|v| per == 5 || v % 5 == 1)
+                .filter(|v| seen.contains(v))
+                .count();
+            assert_eq!(
+                resident as u64,
+                RESIDENT * per,
+                "{label}: a resident entry was missed"
+            );
+            if !concurrent {
+                assert_eq!(
+                    lens.len(),
+                    1,
+                    "{label}: len changed during a stable walk: {lens:?}"
+                );
+                if range == Interval::FULL {
+                    assert_eq!(
+                        lens.into_iter().next(),
+                        Some(count),
+                        "{label}: a stable full walk saw len() entries"
+                    );
+                }
+            }
+            walks += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for j in joins {
+        j.join().unwrap();
+    }
+    assert_eq!(m.len() as u64, RESIDENT * 5, "{label}");
+    assert!(walks > 4, "{label}: only {walks} walks");
+}
+
+#[test]
+fn churn_with_walkers_every_design() {
+    for d in Design::ALL {
+        check(d.build_arc(&Topology::Os), &format!("{d}/os"));
+        check(
+            d.build_arc(&Topology::Emulated {
+                nodes: 4,
+                cpus_per_node: 4,
+            }),
+            &format!("{d}/4x4"),
+        );
+    }
+}
+
+#[test]
+fn aspace_promoted_churn() {
+    let a = Aspace::new(Topology::Emulated {
+        nodes: 2,
+        cpus_per_node: 2,
+    });
+    a.promote();
+    check(Arc::new(a), "aspace/promoted");
+}
+
+#[test]
+fn aspace_promotes_under_contention_and_keeps_handles() {
+    // Handles taken while central must stay valid after promotion.
+    let a = Arc::new(Aspace::new(Topology::Emulated {
+        nodes: 1,
+        cpus_per_node: 4,
+    }));
+    let early: Vec<_> = (0..100).map(|v| a.insert(ivs()[0], v).unwrap()).collect();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !a.is_promoted() && Instant::now() < deadline {
+                    let h = a.insert(ivs()[2], (t << 40) + n).unwrap();
+                    a.remove(h).unwrap();
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    if !a.is_promoted() {
+        // A 1-core machine may never contend; force it and still check handles.
+        a.promote();
+    }
+    assert_eq!(a.len(), 100);
+    a.remove_batch(&early[..50]).unwrap();
+    for h in &early[50..] {
+        a.remove(*h).unwrap();
+    }
+    assert!(a.is_empty());
+    assert!(a.stats().shards >= 1);
+}
