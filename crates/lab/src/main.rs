@@ -1,10 +1,12 @@
 //! `aspace`: the lab. `aspace bench` reproduces UnixBench execl / shell-scripts
 //! address-space churn on the model and compares reverse-map designs; `aspace report`
-//! re-renders a saved run.
+//! re-renders a saved run; `aspace soak` is a long randomized run that checks the
+//! model's invariants and tracks resident memory.
 
 mod machine;
 mod report;
 mod results;
+mod soak;
 mod usl;
 mod workload;
 
@@ -38,6 +40,35 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Many threads do random mmap/munmap/mprotect/brk/fork/exec/exit and rmap walks
+    /// on every design, checking invariants at intervals; prints operations done,
+    /// violations (the exit status is 1 if any), peak RSS and the RSS curve.
+    Soak(SoakArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct SoakArgs {
+    /// How long to run: seconds, or with a unit ("500ms", "30s").
+    #[arg(long, default_value = "30")]
+    duration: String,
+    /// Worker threads in all, spread over the designs (default: 2 per design).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Comma-separated designs (default: all).
+    #[arg(long)]
+    designs: Option<String>,
+    /// Base seed of the workers' random streams.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The binary exec loads; "none" to soak without exec.
+    #[arg(long, default_value = "/bin/true")]
+    binary: String,
+    /// Also write the whole report (with the RSS curve) as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Also write the RSS curve here as "seconds<TAB>KiB" lines.
+    #[arg(long)]
+    curve: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -302,11 +333,76 @@ fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
+fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
+    let duration = parse_soak_duration(&a.duration)?;
+    let designs = match &a.designs {
+        Some(s) => parse_designs(s)?,
+        None => Design::ALL.to_vec(),
+    };
+    let threads = a.threads.unwrap_or(2 * designs.len());
+    if threads == 0 || threads > 4096 {
+        return Err(format!("--threads: {threads} is out of range 1..=4096"));
+    }
+    let binary = if a.binary == "none" {
+        None
+    } else {
+        let b = PathBuf::from(&a.binary);
+        workload::check_binary(&b)?;
+        Some(b)
+    };
+    eprintln!(
+        "aspace soak: {:.0} s, {threads} threads over {} design(s); checking invariants as it goes.",
+        duration.as_secs_f64(),
+        designs.len()
+    );
+    let cfg = soak::SoakConfig {
+        duration,
+        threads,
+        designs,
+        seed: a.seed,
+        binary,
+    };
+    let r = soak::run(&cfg, &|_| {});
+    print!("{}", soak::text(&r));
+    if let Some(p) = &a.json {
+        let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    if let Some(p) = &a.curve {
+        let text: String = r
+            .rss_curve
+            .iter()
+            .map(|(t, k)| format!("{t:.2}\t{k}\n"))
+            .collect();
+        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(r.violations == 0)
+}
+
+/// A soak may run for up to a day.
+fn parse_soak_duration(s: &str) -> Result<Duration, String> {
+    let d = s.trim();
+    if let Ok(secs) = d.trim_end_matches('s').trim().parse::<f64>() {
+        if !d.ends_with("ms") && secs.is_finite() && secs > 3600.0 && secs <= 86400.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    parse_duration(s)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Bench(a) => bench(a),
         Cmd::Report { file, out } => report_cmd(&file, out),
+        Cmd::Soak(a) => match soak_cmd(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                eprintln!("aspace soak: invariant violations found");
+                return ExitCode::from(1);
+            }
+            Err(e) => Err(e),
+        },
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

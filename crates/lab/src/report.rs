@@ -369,7 +369,7 @@ Binary <code>{bin}</code>, {dur} s per point, topology {topo}, reclaim walks {wa
             let c = &x.calls_per_op;
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>insert {:.1}, batch {:.1}, insert_after {:.1}, remove_batch {:.1}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>insert {:.1}, batch {:.1}, insert_after {:.1}, insert_after_batch {:.1}, remove_batch {:.1}</td></tr>",
                 esc(&x.design),
                 x.threads,
                 x.ops_per_sec,
@@ -380,6 +380,7 @@ Binary <code>{bin}</code>, {dur} s per point, topology {topo}, reclaim walks {wa
                 c.insert,
                 c.insert_batch,
                 c.insert_after,
+                c.insert_after_batch,
                 c.remove_batch
             );
         }

@@ -29,6 +29,9 @@ pub struct CallsPerOp {
     pub insert_batch: f64,
     /// `insert_after` calls.
     pub insert_after: f64,
+    /// `insert_after_batch` calls.
+    #[serde(default)]
+    pub insert_after_batch: f64,
     /// `remove` calls.
     pub remove: f64,
     /// `remove_batch` calls.

@@ -197,6 +197,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             insert: per(calls.insert),
             insert_batch: per(calls.insert_batch),
             insert_after: per(calls.insert_after),
+            insert_after_batch: per(calls.insert_after_batch),
             remove: per(calls.remove),
             remove_batch: per(calls.remove_batch),
             lock_holds: per(calls.lock_holds()),

@@ -82,11 +82,36 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         .iter()
         .find(|r| r["workload"] == "shell" && r["design"] == "aspace")
         .unwrap();
+    // Fork links the child's file VMAs with one batch per file for aspace
+    // (binary, libc, ld.so: at least 3) and none one by one...
     assert!(
+        shell_aspace["calls_per_op"]["insert_after_batch"]
+            .as_f64()
+            .unwrap()
+            >= 3.0
+    );
+    assert_eq!(
         shell_aspace["calls_per_op"]["insert_after"]
+            .as_f64()
+            .unwrap(),
+        0.0
+    );
+    // ...while the Linux-derived designs take one hold per VMA, as dup_mmap.
+    let shell_linux = runs
+        .iter()
+        .find(|r| r["workload"] == "shell" && r["design"] == "linux")
+        .unwrap();
+    assert!(
+        shell_linux["calls_per_op"]["insert_after"]
             .as_f64()
             .unwrap()
             >= 10.0
+    );
+    assert_eq!(
+        shell_linux["calls_per_op"]["insert_after_batch"]
+            .as_f64()
+            .unwrap(),
+        0.0
     );
     assert!(
         shell_aspace["calls_per_op"]["insert_batch"]

@@ -97,10 +97,15 @@ fn btree_load(m: &BTreeMap<u64, (u64, u64)>, k: u64) -> Option<u64> {
 /// Random indices inside entries.
 fn hit_keys(n: u64, count: u64, seed: u64) -> Vec<u64> {
     let mut rng = Rng(seed);
-    (0..count).map(|_| first(rng.below(n)) + rng.below(5)).collect()
+    (0..count)
+        .map(|_| first(rng.below(n)) + rng.below(5))
+        .collect()
 }
 
-fn group<'a>(c: &'a mut Criterion, name: &str) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
     let mut g = c.benchmark_group(name);
     g.sample_size(10);
     g
@@ -110,7 +115,11 @@ fn bench_store(c: &mut Criterion) {
     for (name, random) in [("store_seq", false), ("store_rand", true)] {
         let mut g = group(c, name);
         for n in sizes() {
-            let order: Vec<u64> = if random { Rng(n).shuffled(n) } else { (0..n).collect() };
+            let order: Vec<u64> = if random {
+                Rng(n).shuffled(n)
+            } else {
+                (0..n).collect()
+            };
             g.throughput(Throughput::Elements(n));
             g.bench_with_input(BenchmarkId::new("maple", n), &order, |b, order| {
                 b.iter_with_large_drop(|| {
@@ -121,18 +130,22 @@ fn bench_store(c: &mut Criterion) {
                     t
                 })
             });
-            g.bench_with_input(BenchmarkId::new("maple_cursor_mut", n), &order, |b, order| {
-                b.iter_with_large_drop(|| {
-                    let mut t = MapleTree::new();
-                    {
-                        let mut c = t.cursor_mut();
-                        for &i in order {
-                            c.store_range(first(i), last(i), i).unwrap();
+            g.bench_with_input(
+                BenchmarkId::new("maple_cursor_mut", n),
+                &order,
+                |b, order| {
+                    b.iter_with_large_drop(|| {
+                        let mut t = MapleTree::new();
+                        {
+                            let mut c = t.cursor_mut();
+                            for &i in order {
+                                c.store_range(first(i), last(i), i).unwrap();
+                            }
                         }
-                    }
-                    t
-                })
-            });
+                        t
+                    })
+                },
+            );
             g.bench_with_input(BenchmarkId::new("rangemap", n), &order, |b, order| {
                 b.iter_with_large_drop(|| {
                     let mut m = RangeInclusiveMap::new();
@@ -261,7 +274,11 @@ fn bench_erase(c: &mut Criterion) {
     let mut g = group(c, "erase_rand");
     for n in sizes() {
         let count = BATCH.min(n);
-        let victims: Vec<u64> = Rng(n + 3).shuffled(n).into_iter().take(count as usize).collect();
+        let victims: Vec<u64> = Rng(n + 3)
+            .shuffled(n)
+            .into_iter()
+            .take(count as usize)
+            .collect();
         g.throughput(Throughput::Elements(count));
         let base = build_maple(n);
         g.bench_function(BenchmarkId::new("maple", n), |b| {
@@ -330,12 +347,21 @@ fn bench_iter(c: &mut Criterion) {
         g.throughput(Throughput::Elements(n));
         let t = build_maple(n);
         g.bench_function(BenchmarkId::new("maple", n), |b| {
-            b.iter(|| t.snapshot().iter().map(|(r, v)| r.start() ^ v).fold(0, u64::wrapping_add))
+            b.iter(|| {
+                t.snapshot()
+                    .iter()
+                    .map(|(r, v)| r.start() ^ v)
+                    .fold(0, u64::wrapping_add)
+            })
         });
         drop(t);
         let m = build_rangemap(n);
         g.bench_function(BenchmarkId::new("rangemap", n), |b| {
-            b.iter(|| m.iter().map(|(r, v)| r.start() ^ v).fold(0, u64::wrapping_add))
+            b.iter(|| {
+                m.iter()
+                    .map(|(r, v)| r.start() ^ v)
+                    .fold(0, u64::wrapping_add)
+            })
         });
         drop(m);
         let m = build_btree(n);
@@ -361,7 +387,10 @@ fn bench_empty_area(c: &mut Criterion) {
             b.iter(|| t.empty_area(black_box(0), u64::MAX, black_box(15)).unwrap())
         });
         g.bench_function(BenchmarkId::new("maple_rev", n), |b| {
-            b.iter(|| t.empty_area_rev(black_box(0), last(n - 1), black_box(15)).unwrap())
+            b.iter(|| {
+                t.empty_area_rev(black_box(0), last(n - 1), black_box(15))
+                    .unwrap()
+            })
         });
         drop(t);
         let mut m = build_rangemap(n);
@@ -372,7 +401,9 @@ fn bench_empty_area(c: &mut Criterion) {
                 .map(|gap| *gap.start())
         };
         assert_eq!(scan(&m), Some(want));
-        g.bench_function(BenchmarkId::new("rangemap_gaps_scan", n), |b| b.iter(|| scan(black_box(&m)).unwrap()));
+        g.bench_function(BenchmarkId::new("rangemap_gaps_scan", n), |b| {
+            b.iter(|| scan(black_box(&m)).unwrap())
+        });
         drop(m);
         let mut m = build_btree(n);
         m.remove(&first(hole));
@@ -387,7 +418,9 @@ fn bench_empty_area(c: &mut Criterion) {
             Some(next)
         };
         assert_eq!(scan(&m), Some(want));
-        g.bench_function(BenchmarkId::new("btreemap_scan", n), |b| b.iter(|| scan(black_box(&m)).unwrap()));
+        g.bench_function(BenchmarkId::new("btreemap_scan", n), |b| {
+            b.iter(|| scan(black_box(&m)).unwrap())
+        });
     }
     g.finish();
 }
@@ -397,7 +430,9 @@ fn bench_dup(c: &mut Criterion) {
     for n in sizes() {
         g.throughput(Throughput::Elements(n));
         let t = build_maple(n);
-        g.bench_function(BenchmarkId::new("maple_dup", n), |b| b.iter_with_large_drop(|| t.dup()));
+        g.bench_function(BenchmarkId::new("maple_dup", n), |b| {
+            b.iter_with_large_drop(|| t.dup())
+        });
         g.bench_function(BenchmarkId::new("maple_insert_one_by_one", n), |b| {
             b.iter_with_large_drop(|| {
                 let copy = MapleTree::new();
@@ -421,10 +456,14 @@ fn bench_dup(c: &mut Criterion) {
         });
         drop(t);
         let m = build_rangemap(n);
-        g.bench_function(BenchmarkId::new("rangemap_clone", n), |b| b.iter_with_large_drop(|| m.clone()));
+        g.bench_function(BenchmarkId::new("rangemap_clone", n), |b| {
+            b.iter_with_large_drop(|| m.clone())
+        });
         drop(m);
         let m = build_btree(n);
-        g.bench_function(BenchmarkId::new("btreemap_clone", n), |b| b.iter_with_large_drop(|| m.clone()));
+        g.bench_function(BenchmarkId::new("btreemap_clone", n), |b| {
+            b.iter_with_large_drop(|| m.clone())
+        });
     }
     g.finish();
 }
@@ -479,7 +518,13 @@ impl Shared for SccRanges {
 
 /// Measures `iters` random-hit reads on this thread, with a writer thread
 /// running meanwhile when `writer` is set (its write count goes to `writes`).
-fn read_beside<S: Shared>(s: &Arc<S>, n: u64, writer: bool, name: &str, c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+fn read_beside<S: Shared>(
+    s: &Arc<S>,
+    n: u64,
+    writer: bool,
+    name: &str,
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+) {
     let keys = hit_keys(n, 4096, n + 5);
     let stop = Arc::new(AtomicBool::new(false));
     let writes = Arc::new(AtomicU64::new(0));
@@ -497,7 +542,10 @@ fn read_beside<S: Shared>(s: &Arc<S>, n: u64, writer: bool, name: &str, c: &mut 
             }
         })
     });
-    let id = BenchmarkId::new(format!("{name}/{}", if writer { "with_writer" } else { "alone" }), n);
+    let id = BenchmarkId::new(
+        format!("{name}/{}", if writer { "with_writer" } else { "alone" }),
+        n,
+    );
     let started = Instant::now();
     c.bench_function(id, |b| {
         b.iter_custom(|iters| {
@@ -544,8 +592,25 @@ fn bench_concurrent(c: &mut Criterion) {
     g.finish();
 }
 
-/// The tree's own memory accounting for 10^6 sequential ranges.
+/// The tree's own memory accounting for sequential ranges: the bench layout
+/// (`[10i, 10i + 4]`, a gap after every entry, so each entry costs two
+/// slots) and adjacent ranges (`[10i, 10i + 9]`, no gaps).
 fn memory_report() {
+    for n in sizes() {
+        let mut t = MapleTree::new();
+        {
+            let mut c = t.cursor_mut();
+            for i in 0..n {
+                c.store_range(i * 10, i * 10 + 9, i).unwrap();
+            }
+        }
+        let u = t.memory_usage();
+        println!(
+            "memory n={n} adjacent: {} nodes, {:.2} node bytes/entry",
+            u.nodes,
+            u.node_bytes as f64 / n as f64
+        );
+    }
     for n in sizes() {
         let t = build_maple(n);
         let u = t.memory_usage();

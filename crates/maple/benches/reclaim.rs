@@ -27,12 +27,16 @@ fn node() -> Node {
 fn bench_pin(c: &mut Criterion) {
     let mut g = c.benchmark_group("reclaim_pin");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("crossbeam_epoch", |b| b.iter(|| drop(black_box(epoch::pin()))));
+    g.bench_function("crossbeam_epoch", |b| {
+        b.iter(|| drop(black_box(epoch::pin())))
+    });
     let collector = Collector::new();
     g.bench_function("seize", |b| b.iter(|| drop(black_box(collector.enter()))));
     // nested pins (an Entry alive while another read runs)
     let outer = epoch::pin();
-    g.bench_function("crossbeam_epoch_nested", |b| b.iter(|| drop(black_box(epoch::pin()))));
+    g.bench_function("crossbeam_epoch_nested", |b| {
+        b.iter(|| drop(black_box(epoch::pin())))
+    });
     drop(outer);
     g.finish();
 }

@@ -7,7 +7,10 @@ use parking_lot::MutexGuard;
 
 use crate::error::{check_range, MapleError, WriteError};
 use crate::node::NodePtr;
-use crate::read::{self, descend, path_entry, seek_occupied_back, seek_occupied_fwd, step_next, step_prev, Path, RawEntry};
+use crate::read::{
+    self, descend, path_entry, seek_occupied_back, seek_occupied_fwd, step_next, step_prev, Path,
+    RawEntry,
+};
 use crate::tree::{check_insert, gap_search, Core, Iter, MapleTree};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Txn, WriterState};
 
@@ -43,13 +46,27 @@ pub struct Cursor<'a, T> {
 impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     pub(crate) fn shared(tree: &'a MapleTree<T>) -> Self {
         let guard = tree.writer.lock();
-        Cursor { core: &tree.core, tree_ptr: tree, access: Access::Shared(guard), index: 0, path: Path::new(), valid: false }
+        Cursor {
+            core: &tree.core,
+            tree_ptr: tree,
+            access: Access::Shared(guard),
+            index: 0,
+            path: Path::new(),
+            valid: false,
+        }
     }
 
     pub(crate) fn exclusive(tree: &'a mut MapleTree<T>) -> Self {
         let tree_ptr: *const MapleTree<T> = tree;
         let MapleTree { core, writer, .. } = tree;
-        Cursor { core, tree_ptr, access: Access::Exclusive(writer.get_mut()), index: 0, path: Path::new(), valid: false }
+        Cursor {
+            core,
+            tree_ptr,
+            access: Access::Exclusive(writer.get_mut()),
+            index: 0,
+            path: Path::new(),
+            valid: false,
+        }
     }
 
     fn root(&self) -> NodePtr {
@@ -104,7 +121,9 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         }
         let saved = self.path;
         // SAFETY: the path is valid for the current version.
-        let found = unsafe { step_next(&mut self.path) && seek_occupied_fwd::<T>(&mut self.path).is_some() };
+        let found = unsafe {
+            step_next(&mut self.path) && seek_occupied_fwd::<T>(&mut self.path).is_some()
+        };
         if !found {
             self.path = saved;
             return None;
@@ -126,7 +145,9 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         }
         let saved = self.path;
         // SAFETY: the path is valid for the current version.
-        let found = unsafe { step_prev(&mut self.path) && seek_occupied_back::<T>(&mut self.path).is_some() };
+        let found = unsafe {
+            step_prev(&mut self.path) && seek_occupied_back::<T>(&mut self.path).is_some()
+        };
         if !found {
             self.path = saved;
             return None;
@@ -164,7 +185,8 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     pub fn preallocate(&mut self, first: u64, last: u64) {
         let root = self.root();
         // SAFETY: the current version is kept alive by the lock / &mut.
-        let need = unsafe { worst_case_nodes(height(root), leaves_spanned(root, first, last.max(first))) };
+        let need =
+            unsafe { worst_case_nodes(height(root), leaves_spanned(root, first, last.max(first))) };
         self.state().reserve_nodes(need);
     }
 
@@ -172,6 +194,11 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     /// (cumulative over the tree's life).
     pub fn unreserved_allocations(&mut self) -> u64 {
         self.state().pool_misses
+    }
+
+    /// The cursor's path, when it is valid for the current version.
+    fn known_path(&self) -> Option<Path> {
+        (self.valid && !self.root().is_null()).then_some(self.path)
     }
 
     fn state(&mut self) -> &mut WriterState<T> {
@@ -197,7 +224,10 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
                 }
                 let r = f(&mut txn);
                 // Relaxed is enough: &mut excludes every other thread.
-                let c = txn.commit(|root| self.core.root.store(root, crate::sync::Ordering::Relaxed), None);
+                let c = txn.commit(
+                    |root| self.core.root.store(root, crate::sync::Ordering::Relaxed),
+                    None,
+                );
                 self.core.apply(&c);
                 r
             }
@@ -207,7 +237,12 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     /// Stores an already boxed value at `[first, last]` (see
     /// [`MapleTree::store_range`]). After [`preallocate`](Self::preallocate)
     /// this allocates nothing.
-    pub fn store_range_boxed(&mut self, first: u64, last: u64, value: Box<T>) -> Result<(), WriteError<Box<T>>>
+    pub fn store_range_boxed(
+        &mut self,
+        first: u64,
+        last: u64,
+        value: Box<T>,
+    ) -> Result<(), WriteError<Box<T>>>
     where
         T: Clone,
     {
@@ -215,7 +250,11 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
             return Err(WriteError { kind, value });
         }
         let v = Box::into_raw(value);
-        self.run(Some(T::clone), |t| t.store(first, last, v));
+        let known = self.known_path();
+        self.run(Some(T::clone), |t| match &known {
+            Some(p) => t.store_at(p, first, last, v),
+            None => t.store(first, last, v),
+        });
         self.index = first;
         Ok(())
     }
@@ -228,7 +267,11 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        self.store_range_boxed(first, last, Box::new(value)).map_err(|e| WriteError { kind: e.kind, value: *e.value })
+        self.store_range_boxed(first, last, Box::new(value))
+            .map_err(|e| WriteError {
+                kind: e.kind,
+                value: *e.value,
+            })
     }
 
     /// Inserts `value` at `[first, last]` if all of it is free.
@@ -237,7 +280,11 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
             return Err(WriteError { kind, value });
         }
         let v = Box::into_raw(Box::new(value));
-        self.run(None, |t| t.store(first, last, v));
+        let known = self.known_path();
+        self.run(None, |t| match &known {
+            Some(p) => t.store_at(p, first, last, v),
+            None => t.store(first, last, v),
+        });
         self.index = first;
         Ok(())
     }
@@ -249,12 +296,14 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         if root.is_null() {
             return None;
         }
-        // SAFETY: the current version is kept alive by the lock / &mut.
-        let (s, e, v) = unsafe { read::lookup::<T>(root, self.index) };
+        self.ensure_path();
+        // SAFETY: the path is valid for the current version.
+        let (s, e, v) = unsafe { path_entry::<T>(&self.path) };
         if v.is_null() {
             return None;
         }
-        self.run(None, |t| t.store(s, e, ptr::null_mut()));
+        let known = self.path;
+        self.run(None, |t| t.store_at(&known, s, e, ptr::null_mut()));
         Some(s..=e)
     }
 

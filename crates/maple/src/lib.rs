@@ -57,3 +57,8 @@ pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Snapshot};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

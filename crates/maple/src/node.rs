@@ -130,7 +130,10 @@ thread_local! {
 
 /// Allocates one uninitialised node block.
 pub(crate) fn alloc_block() -> NodePtr {
-    let cached = CACHE.try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop())).ok().flatten();
+    let cached = CACHE
+        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
+        .ok()
+        .flatten();
     if let Some(p) = cached {
         return p;
     }
@@ -165,7 +168,14 @@ pub(crate) unsafe fn free_block(p: NodePtr) {
 
 impl Header {
     pub(crate) fn new(kind: u8) -> Self {
-        Header { kind, count: 0, flags: 0, _pad: 0, dirty: 0, _pad2: 0 }
+        Header {
+            kind,
+            count: 0,
+            flags: 0,
+            _pad: 0,
+            dirty: 0,
+            _pad2: 0,
+        }
     }
 }
 
@@ -180,7 +190,11 @@ pub(crate) unsafe fn init_leaf<T>(p: NodePtr, flags: u8) {
     unsafe {
         ptr::write(
             p.cast::<Leaf<T>>(),
-            Leaf { hdr, pivots: [u64::MAX; LEAF_SLOTS - 1], slots: [ptr::null_mut(); LEAF_SLOTS] },
+            Leaf {
+                hdr,
+                pivots: [u64::MAX; LEAF_SLOTS - 1],
+                slots: [ptr::null_mut(); LEAF_SLOTS],
+            },
         )
     }
 }
@@ -285,7 +299,11 @@ pub(crate) unsafe fn leaf_gap<T>(leaf: *const Leaf<T>, lo: u64, hi: u64) -> u64 
 
 /// Longest free run under an internal node (from its children's gaps).
 pub(crate) fn internal_gap(node: &Internal) -> u64 {
-    node.gaps[..node.hdr.count as usize].iter().copied().max().unwrap_or(0)
+    node.gaps[..node.hdr.count as usize]
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0)
 }
 
 /// Drops every value and frees every node of a subtree.
@@ -373,7 +391,10 @@ mod tests {
         let mut nine = [u64::MAX; 9];
         nine[..4].copy_from_slice(&[3, 7, 8, 20]);
         for index in 0..30 {
-            assert_eq!(slot_in(&nine, index), nine.iter().filter(|&&p| p < index).count());
+            assert_eq!(
+                slot_in(&nine, index),
+                nine.iter().filter(|&&p| p < index).count()
+            );
         }
     }
 }

@@ -20,7 +20,12 @@ pub(crate) struct Level {
     pub hi: u64,
 }
 
-const EMPTY_LEVEL: Level = Level { node: std::ptr::null_mut(), idx: 0, lo: 0, hi: 0 };
+const EMPTY_LEVEL: Level = Level {
+    node: std::ptr::null_mut(),
+    idx: 0,
+    lo: 0,
+    hi: 0,
+};
 
 /// A root-to-leaf path: `lv[0]` is the root, `lv[len - 1]` the leaf, and
 /// `idx` at each level the slot taken.
@@ -32,7 +37,10 @@ pub(crate) struct Path {
 
 impl Path {
     pub(crate) fn new() -> Self {
-        Path { lv: [EMPTY_LEVEL; MAX_HEIGHT], len: 0 }
+        Path {
+            lv: [EMPTY_LEVEL; MAX_HEIGHT],
+            len: 0,
+        }
     }
     pub(crate) fn leaf(&self) -> &Level {
         &self.lv[self.len - 1]
@@ -75,13 +83,23 @@ pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
             if is_leaf(node) {
                 let leaf = &*node.cast::<Leaf<u8>>();
                 let i = slot_in(&leaf.pivots, index).min(n - 1);
-                path.lv[path.len] = Level { node, idx: i, lo, hi };
+                path.lv[path.len] = Level {
+                    node,
+                    idx: i,
+                    lo,
+                    hi,
+                };
                 path.len += 1;
                 return;
             }
             let int = &*node.cast::<Internal>();
             let i = slot_in(&int.pivots, index).min(n - 1);
-            path.lv[path.len] = Level { node, idx: i, lo, hi };
+            path.lv[path.len] = Level {
+                node,
+                idx: i,
+                lo,
+                hi,
+            };
             path.len += 1;
             node = int.children[i];
             prefetch_node(node);
@@ -161,7 +179,17 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
             let int = &*l.node.cast::<Internal>();
             let n = int.hdr.count as usize;
             let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
-            path.lv[d + 1] = Level { node: int.children[l.idx], idx: 0, lo: s, hi: e };
+            path.lv[d + 1] = Level {
+                node: int.children[l.idx],
+                idx: 0,
+                lo: s,
+                hi: e,
+            };
+            // A forward scan will want the following sibling next: start
+            // fetching it while this node is being read.
+            if l.idx + 1 < n {
+                prefetch_node(int.children[l.idx + 1]);
+            }
             d += 1;
         }
         true
@@ -192,7 +220,12 @@ pub(crate) unsafe fn step_prev(path: &mut Path) -> bool {
             let n = int.hdr.count as usize;
             let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
             let child = int.children[l.idx];
-            path.lv[d + 1] = Level { node: child, idx: count(child) - 1, lo: s, hi: e };
+            path.lv[d + 1] = Level {
+                node: child,
+                idx: count(child) - 1,
+                lo: s,
+                hi: e,
+            };
             d += 1;
         }
         true
@@ -276,7 +309,14 @@ pub(crate) unsafe fn find_prev<T>(root: NodePtr, index: u64) -> Option<RawEntry<
 ///
 /// # Safety
 /// `node` is a valid live subtree.
-pub(crate) unsafe fn gap_low<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max: u64, size: u64) -> Option<u64> {
+pub(crate) unsafe fn gap_low<T>(
+    node: NodePtr,
+    lo: u64,
+    hi: u64,
+    min: u64,
+    max: u64,
+    size: u64,
+) -> Option<u64> {
     // SAFETY: children of a valid node are valid.
     unsafe {
         let n = count(node);
@@ -320,7 +360,14 @@ pub(crate) unsafe fn gap_low<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max: 
 ///
 /// # Safety
 /// `node` is a valid live subtree.
-pub(crate) unsafe fn gap_high<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max: u64, size: u64) -> Option<u64> {
+pub(crate) unsafe fn gap_high<T>(
+    node: NodePtr,
+    lo: u64,
+    hi: u64,
+    min: u64,
+    max: u64,
+    size: u64,
+) -> Option<u64> {
     // SAFETY: children of a valid node are valid.
     unsafe {
         let n = count(node);
@@ -363,7 +410,13 @@ pub(crate) unsafe fn gap_high<T>(node: NodePtr, lo: u64, hi: u64, min: u64, max:
 ///
 /// # Safety
 /// `root` is null or a valid live tree.
-pub(crate) unsafe fn empty_area<T>(root: NodePtr, min: u64, max: u64, size: u64, rev: bool) -> Option<u64> {
+pub(crate) unsafe fn empty_area<T>(
+    root: NodePtr,
+    min: u64,
+    max: u64,
+    size: u64,
+    rev: bool,
+) -> Option<u64> {
     if root.is_null() {
         return Some(if rev { max - (size - 1) } else { min });
     }

@@ -168,7 +168,12 @@ impl<T> MapleTree<T> {
         // Relaxed: statistics.
         let nodes = self.core.nodes.load(Ordering::Relaxed);
         let entries = self.len();
-        MemoryUsage { nodes, node_bytes: nodes * NODE_BYTES, entries, value_bytes: entries * std::mem::size_of::<T>() }
+        MemoryUsage {
+            nodes,
+            node_bytes: nodes * NODE_BYTES,
+            entries,
+            value_bytes: entries * std::mem::size_of::<T>(),
+        }
     }
 
     /// The entry containing `index`. Lock-free.
@@ -203,7 +208,11 @@ impl<T> MapleTree<T> {
     pub fn snapshot(&self) -> Snapshot<'_, T> {
         let guard = epoch::pin();
         let root = self.core.load_root();
-        Snapshot { guard, root, _tree: PhantomData }
+        Snapshot {
+            guard,
+            root,
+            _tree: PhantomData,
+        }
     }
 
     /// Lowest start `s` with `[s, s + size - 1]` free and inside `[min, max]`.
@@ -220,7 +229,11 @@ impl<T> MapleTree<T> {
 
 impl<T: Send + Sync + 'static> MapleTree<T> {
     /// Runs one write transaction under the writer lock and publishes it.
-    pub(crate) fn write<R>(&self, cloner: Option<fn(&T) -> T>, f: impl FnOnce(&mut Txn<'_, T>) -> R) -> R {
+    pub(crate) fn write<R>(
+        &self,
+        cloner: Option<fn(&T) -> T>,
+        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+    ) -> R {
         let mut st = self.writer.lock();
         self.write_locked(&mut st, cloner, f)
     }
@@ -282,16 +295,35 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
 
     /// Finds the lowest free `[s, s + size - 1]` in `[min, max]`, stores
     /// `value` there, and returns `s`.
-    pub fn alloc_range(&self, min: u64, max: u64, size: u64, value: T) -> Result<u64, WriteError<T>> {
+    pub fn alloc_range(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        value: T,
+    ) -> Result<u64, WriteError<T>> {
         self.alloc_impl(min, max, size, value, false)
     }
 
     /// As [`alloc_range`](Self::alloc_range), taking the highest fit.
-    pub fn alloc_range_rev(&self, min: u64, max: u64, size: u64, value: T) -> Result<u64, WriteError<T>> {
+    pub fn alloc_range_rev(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        value: T,
+    ) -> Result<u64, WriteError<T>> {
         self.alloc_impl(min, max, size, value, true)
     }
 
-    fn alloc_impl(&self, min: u64, max: u64, size: u64, value: T, rev: bool) -> Result<u64, WriteError<T>> {
+    fn alloc_impl(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        value: T,
+        rev: bool,
+    ) -> Result<u64, WriteError<T>> {
         let mut st = self.writer.lock();
         let s = match gap_search::<T>(self.core.writer_root(), min, max, size, rev) {
             Ok(s) => s,
@@ -425,10 +457,20 @@ pub(crate) fn check_insert(root: NodePtr, first: u64, last: u64) -> Result<(), M
 }
 
 /// Validated gap search on a live version.
-pub(crate) fn gap_search<T>(root: NodePtr, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, MapleError> {
+pub(crate) fn gap_search<T>(
+    root: NodePtr,
+    min: u64,
+    max: u64,
+    size: u64,
+    rev: bool,
+) -> Result<u64, MapleError> {
     check_window(min, max, size)?;
     // SAFETY: the caller keeps root alive (guard, lock or &mut).
-    unsafe { read::empty_area::<T>(root, min, max, size, rev) }.ok_or(MapleError::NoSpace { min, max, size })
+    unsafe { read::empty_area::<T>(root, min, max, size, rev) }.ok_or(MapleError::NoSpace {
+        min,
+        max,
+        size,
+    })
 }
 
 /// An entry read from the tree: its range and a reference to its value.
@@ -449,7 +491,13 @@ impl<'a, T> Entry<'a, T> {
         if v.is_null() {
             return None;
         }
-        Some(Entry { first, last, value: v, _guard: guard, _tree: PhantomData })
+        Some(Entry {
+            first,
+            last,
+            value: v,
+            _guard: guard,
+            _tree: PhantomData,
+        })
     }
     /// First index of the entry.
     pub fn first(&self) -> u64 {
@@ -479,7 +527,10 @@ impl<T> Deref for Entry<'_, T> {
 
 impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entry").field("range", &self.range()).field("value", self.value()).finish()
+        f.debug_struct("Entry")
+            .field("range", &self.range())
+            .field("value", self.value())
+            .finish()
     }
 }
 
@@ -580,7 +631,14 @@ pub struct Iter<'s, T> {
 
 impl<'s, T> Iter<'s, T> {
     pub(crate) fn new(root: NodePtr, first: u64, last: u64) -> Self {
-        let mut it = Iter { front: Path::new(), back: Path::new(), lo: first, hi: last, done: true, _snap: PhantomData };
+        let mut it = Iter {
+            front: Path::new(),
+            back: Path::new(),
+            lo: first,
+            hi: last,
+            done: true,
+            _snap: PhantomData,
+        };
         if !root.is_null() && first <= last {
             // SAFETY: the owner of 's keeps root alive.
             unsafe {

@@ -1,7 +1,8 @@
 //! A full structural check of the tree, for tests and fuzzing.
 
 use crate::node::{
-    leaf_gap, slot_range, Internal, Leaf, NodePtr, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
+    leaf_gap, slot_range, Internal, Leaf, NodePtr, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL,
+    MIN_LEAF,
 };
 use crate::tree::MapleTree;
 
@@ -15,12 +16,22 @@ struct Walk {
 ///
 /// # Safety
 /// `p` is a valid live subtree.
-unsafe fn check<T>(p: NodePtr, lo: u64, hi: u64, depth: usize, is_root: bool, w: &mut Walk) -> Result<u64, String> {
+unsafe fn check<T>(
+    p: NodePtr,
+    lo: u64,
+    hi: u64,
+    depth: usize,
+    is_root: bool,
+    w: &mut Walk,
+) -> Result<u64, String> {
     // SAFETY: forwarded from the caller.
     let hdr = unsafe { *p };
     w.nodes += 1;
     if hdr.flags != 0 || hdr.dirty != 0 {
-        return Err(format!("node at depth {depth} has flags {} dirty {:#x}", hdr.flags, hdr.dirty));
+        return Err(format!(
+            "node at depth {depth} has flags {} dirty {:#x}",
+            hdr.flags, hdr.dirty
+        ));
     }
     let n = hdr.count as usize;
     let rightmost = hi == u64::MAX;
@@ -39,7 +50,10 @@ unsafe fn check<T>(p: NodePtr, lo: u64, hi: u64, depth: usize, is_root: bool, w:
         for i in 0..n {
             if leaf.slots[i].is_null() {
                 if i > 0 && leaf.slots[i - 1].is_null() {
-                    return Err(format!("adjacent gaps at slots {} and {i} of leaf [{lo:#x}, {hi:#x}]", i - 1));
+                    return Err(format!(
+                        "adjacent gaps at slots {} and {i} of leaf [{lo:#x}, {hi:#x}]",
+                        i - 1
+                    ));
                 }
             } else {
                 w.entries += 1;
@@ -51,7 +65,9 @@ unsafe fn check<T>(p: NodePtr, lo: u64, hi: u64, depth: usize, is_root: bool, w:
             }
         }
         if !rightmost && leaf.slots[n - 1].is_null() {
-            return Err(format!("leaf [{lo:#x}, {hi:#x}] off the rightmost path ends in a gap"));
+            return Err(format!(
+                "leaf [{lo:#x}, {hi:#x}] off the rightmost path ends in a gap"
+            ));
         }
         if !is_root && !rightmost && n < MIN_LEAF {
             return Err(format!("leaf [{lo:#x}, {hi:#x}] underfull: {n}"));
@@ -80,7 +96,10 @@ unsafe fn check<T>(p: NodePtr, lo: u64, hi: u64, depth: usize, is_root: bool, w:
         // SAFETY: children of a valid node.
         let g = unsafe { check::<T>(int.children[i], s, e, depth + 1, false, w)? };
         if g != int.gaps[i] {
-            return Err(format!("gap of child {i} of [{lo:#x}, {hi:#x}] is {} but stored {}", g, int.gaps[i]));
+            return Err(format!(
+                "gap of child {i} of [{lo:#x}, {hi:#x}] is {} but stored {}",
+                g, int.gaps[i]
+            ));
         }
         best = best.max(g);
     }
@@ -92,7 +111,9 @@ fn check_pivots(pivots: &[u64], n: usize, lo: u64, hi: u64) -> Result<(), String
     for (i, &p) in pivots.iter().enumerate() {
         if i + 1 < n {
             if p < lo || p >= hi || prev.is_some_and(|q| p <= q) {
-                return Err(format!("pivot {i} = {p:#x} out of order in [{lo:#x}, {hi:#x}]"));
+                return Err(format!(
+                    "pivot {i} = {p:#x} out of order in [{lo:#x}, {hi:#x}]"
+                ));
             }
             prev = Some(p);
         } else if p != u64::MAX {
@@ -110,17 +131,28 @@ impl<T> MapleTree<T> {
     pub fn validate(&self) -> Result<(), String> {
         let snap = self.snapshot();
         let root = snap.root_ptr();
-        let mut w = Walk { leaf_depth: None, entries: 0, nodes: 0 };
+        let mut w = Walk {
+            leaf_depth: None,
+            entries: 0,
+            nodes: 0,
+        };
         if !root.is_null() {
             // SAFETY: the snapshot keeps the version alive.
             unsafe { check::<T>(root, 0, u64::MAX, 0, true, &mut w)? };
         }
         if w.entries != self.len() {
-            return Err(format!("len() = {} but {} entries stored", self.len(), w.entries));
+            return Err(format!(
+                "len() = {} but {} entries stored",
+                self.len(),
+                w.entries
+            ));
         }
         let nodes = self.memory_usage().nodes;
         if w.nodes != nodes {
-            return Err(format!("node count {} but {} nodes reachable", nodes, w.nodes));
+            return Err(format!(
+                "node count {} but {} nodes reachable",
+                nodes, w.nodes
+            ));
         }
         Ok(())
     }
@@ -137,7 +169,12 @@ mod tests {
 
     impl Model {
         fn clear_range(&mut self, a: u64, b: u64) {
-            let hits: Vec<_> = self.0.range(..=b).filter(|(_, (l, _))| *l >= a).map(|(&f, &(l, v))| (f, l, v)).collect();
+            let hits: Vec<_> = self
+                .0
+                .range(..=b)
+                .filter(|(_, (l, _))| *l >= a)
+                .map(|(&f, &(l, v))| (f, l, v))
+                .collect();
             for (f, l, v) in hits {
                 self.0.remove(&f);
                 if f < a {
@@ -153,7 +190,11 @@ mod tests {
             self.0.insert(a, (b, v));
         }
         fn load(&self, i: u64) -> Option<(u64, u64, u64)> {
-            self.0.range(..=i).next_back().filter(|(_, (l, _))| *l >= i).map(|(&f, &(l, v))| (f, l, v))
+            self.0
+                .range(..=i)
+                .next_back()
+                .filter(|(_, (l, _))| *l >= i)
+                .map(|(&f, &(l, v))| (f, l, v))
         }
         fn free(&self, a: u64, b: u64) -> bool {
             !self.0.range(..=b).any(|(_, (l, _))| *l >= a)
@@ -205,7 +246,11 @@ mod tests {
         let mut model = Model::default();
         for step in 0..ops {
             let a = rng.below(space);
-            let len = if rng.below(4) == 0 { rng.below(space / 4 + 1) } else { rng.below(4) };
+            let len = if rng.below(4) == 0 {
+                rng.below(space / 4 + 1)
+            } else {
+                rng.below(4)
+            };
             let b = (a + len).min(space - 1);
             let v = rng.next();
             match rng.below(10) {
@@ -241,9 +286,17 @@ mod tests {
                     let size = rng.below(space / 8 + 1) + 1;
                     let (min, max) = (a.min(b), space - 1);
                     let lo = tree.empty_area(min, max, size).ok();
-                    assert_eq!(lo, model.gap_low(min, max, size), "step {step}: gap low {min} {max} {size}");
+                    assert_eq!(
+                        lo,
+                        model.gap_low(min, max, size),
+                        "step {step}: gap low {min} {max} {size}"
+                    );
                     let hi = tree.empty_area_rev(min, max, size).ok();
-                    assert_eq!(hi, model.gap_high(min, max, size), "step {step}: gap high {min} {max} {size}");
+                    assert_eq!(
+                        hi,
+                        model.gap_high(min, max, size),
+                        "step {step}: gap high {min} {max} {size}"
+                    );
                 }
             }
             if let Err(e) = tree.validate() {
@@ -254,10 +307,17 @@ mod tests {
             assert_eq!(got, model.load(probe), "step {step}: load {probe}");
             if step % 64 == 0 {
                 let snap = tree.snapshot();
-                let all: Vec<_> = snap.iter().map(|(r, v)| (*r.start(), *r.end(), *v)).collect();
+                let all: Vec<_> = snap
+                    .iter()
+                    .map(|(r, v)| (*r.start(), *r.end(), *v))
+                    .collect();
                 let want: Vec<_> = model.0.iter().map(|(&f, &(l, v))| (f, l, v)).collect();
                 assert_eq!(all, want, "step {step}: iteration");
-                let mut back: Vec<_> = snap.iter().rev().map(|(r, v)| (*r.start(), *r.end(), *v)).collect();
+                let mut back: Vec<_> = snap
+                    .iter()
+                    .rev()
+                    .map(|(r, v)| (*r.start(), *r.end(), *v))
+                    .collect();
                 back.reverse();
                 assert_eq!(back, want, "step {step}: reverse iteration");
             }
@@ -265,7 +325,10 @@ mod tests {
     }
 
     fn seeds(default: u64) -> u64 {
-        std::env::var("MAPLE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+        std::env::var("MAPLE_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
     }
 
     #[test]

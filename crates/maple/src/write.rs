@@ -100,7 +100,11 @@ struct Out<T> {
 
 impl<T> Out<T> {
     fn new() -> Self {
-        Out { ends: [0; OUT_CAP], vals: [ptr::null_mut(); OUT_CAP], n: 0 }
+        Out {
+            ends: [0; OUT_CAP],
+            vals: [ptr::null_mut(); OUT_CAP],
+            n: 0,
+        }
     }
     /// Appends a slot, merging it into the previous one when both are gaps.
     fn push(&mut self, end: u64, v: *mut T) {
@@ -135,10 +139,18 @@ unsafe fn write_leaf<T>(p: NodePtr, out: &Out<T>, from: usize, to: usize) {
     let k = to - from;
     debug_assert!((1..=LEAF_SLOTS).contains(&k));
     for i in 0..LEAF_SLOTS {
-        leaf.slots[i] = if i < k { out.vals[from + i] } else { ptr::null_mut() };
+        leaf.slots[i] = if i < k {
+            out.vals[from + i]
+        } else {
+            ptr::null_mut()
+        };
     }
     for i in 0..LEAF_SLOTS - 1 {
-        leaf.pivots[i] = if i + 1 < k { out.ends[from + i] } else { u64::MAX };
+        leaf.pivots[i] = if i + 1 < k {
+            out.ends[from + i]
+        } else {
+            u64::MAX
+        };
     }
     leaf.hdr.count = k as u8;
 }
@@ -234,11 +246,19 @@ impl Kids {
         let k = to - from;
         debug_assert!((1..=INT_SLOTS).contains(&k));
         for i in 0..INT_SLOTS {
-            int.children[i] = if i < k { self.children[from + i] } else { ptr::null_mut() };
+            int.children[i] = if i < k {
+                self.children[from + i]
+            } else {
+                ptr::null_mut()
+            };
             int.gaps[i] = if i < k { self.gaps[from + i] } else { 0 };
         }
         for i in 0..INT_SLOTS - 1 {
-            int.pivots[i] = if i + 1 < k { self.pivots[from + i] } else { u64::MAX };
+            int.pivots[i] = if i + 1 < k {
+                self.pivots[from + i]
+            } else {
+                u64::MAX
+            };
         }
         int.hdr.count = k as u8;
         int.hdr.dirty = ((self.dirty >> from) & low_bits(k)) as u16;
@@ -273,7 +293,14 @@ unsafe impl<P> Send for SendPtr<P> {}
 impl<'s, T> Txn<'s, T> {
     pub(crate) fn new(st: &'s mut WriterState<T>, root: NodePtr, exclusive: bool) -> Self {
         st.recover();
-        Txn { st, root, exclusive, len_delta: 0, nodes_delta: 0, cloner: None }
+        Txn {
+            st,
+            root,
+            exclusive,
+            len_delta: 0,
+            nodes_delta: 0,
+            cloner: None,
+        }
     }
 
     pub(crate) fn with_cloner(mut self, f: fn(&T) -> T) -> Self {
@@ -367,7 +394,12 @@ impl<'s, T> Txn<'s, T> {
                 if is_leaf(node) {
                     let leaf = &*node.cast::<Leaf<T>>();
                     let i = slot_in(&leaf.pivots, index).min(n - 1);
-                    path.lv[path.len] = Level { node, idx: i, lo, hi };
+                    path.lv[path.len] = Level {
+                        node,
+                        idx: i,
+                        lo,
+                        hi,
+                    };
                     path.len += 1;
                     return;
                 }
@@ -378,13 +410,60 @@ impl<'s, T> Txn<'s, T> {
                 let int = &mut *node.cast::<Internal>();
                 int.children[i] = child;
                 int.hdr.dirty |= 1 << i;
-                path.lv[path.len] = Level { node, idx: i, lo, hi };
+                path.lv[path.len] = Level {
+                    node,
+                    idx: i,
+                    lo,
+                    hi,
+                };
                 path.len += 1;
                 let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
                 lo = s;
                 hi = e;
                 node = child;
             }
+        }
+    }
+
+    /// Like [`Txn::descend_fresh`], but follows a path already known (a
+    /// cursor's) instead of searching pivots: the cursor's write does not
+    /// walk again from the root. Under copy-on-write the nodes along the
+    /// path are still copied; under `&mut` they are used as they are.
+    fn descend_fresh_along(&mut self, known: &Path, path: &mut Path) {
+        *path = *known;
+        self.root = self.make_fresh(self.root);
+        path.lv[0].node = self.root;
+        for d in 0..path.len - 1 {
+            let l = path.lv[d];
+            // SAFETY: l.node is fresh; the known path was taken in the current
+            // version, so its child index is in range.
+            unsafe {
+                let child = self.make_fresh((*l.node.cast::<Internal>()).children[l.idx]);
+                let int = &mut *l.node.cast::<Internal>();
+                int.children[l.idx] = child;
+                int.hdr.dirty |= 1 << l.idx;
+                path.lv[d + 1].node = child;
+            }
+        }
+    }
+
+    /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
+    /// path's leaf, the leaf is reached without a search from the root.
+    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T) {
+        let l = *known.leaf();
+        if self.root.is_null() || known.len == 0 || a < l.lo || b > l.hi {
+            return self.store(a, b, v);
+        }
+        let mut path = Path::new();
+        self.descend_fresh_along(known, &mut path);
+        let idx = {
+            // SAFETY: the leaf is fresh and valid.
+            let leaf = unsafe { &*path.leaf().node.cast::<Leaf<T>>() };
+            slot_in(&leaf.pivots, a).min(leaf.hdr.count as usize - 1)
+        };
+        path.leaf_set_idx(idx);
+        if self.leaf_write(&mut path, a, b, v) {
+            self.normalize(a, b);
         }
     }
 
@@ -579,7 +658,11 @@ impl<'s, T> Txn<'s, T> {
             return;
         }
         let append = parent.hi == u64::MAX && parent.idx + 2 == kids.n;
-        let m1 = if append { INT_SLOTS } else { kids.n.div_ceil(2) };
+        let m1 = if append {
+            INT_SLOTS
+        } else {
+            kids.n.div_ceil(2)
+        };
         let sibling = self.new_internal();
         // SAFETY: parent is fresh, sibling is new.
         unsafe {
@@ -638,7 +721,11 @@ impl<'s, T> Txn<'s, T> {
                 }
                 // SAFETY: the parent on the path is a valid fresh node.
                 let parent_n = unsafe { count(path.lv[path.len - 2].node) };
-                let under = if rightmost { n == 1 && last_free && parent_n > 1 } else { n < MIN_LEAF };
+                let under = if rightmost {
+                    n == 1 && last_free && parent_n > 1
+                } else {
+                    n < MIN_LEAF
+                };
                 let d = path.len - 1;
                 if under && self.rebalance(&mut path, d) {
                     continue;
@@ -693,7 +780,12 @@ impl<'s, T> Txn<'s, T> {
                 int.children[cur.idx] = child;
                 int.hdr.dirty |= 1 << cur.idx;
                 let (s, e) = slot_range(&int.pivots, n, cur.idx, cur.lo, cur.hi);
-                spath.lv[lvl + 1] = Level { node: child, idx: 0, lo: s, hi: e };
+                spath.lv[lvl + 1] = Level {
+                    node: child,
+                    idx: 0,
+                    lo: s,
+                    hi: e,
+                };
                 spath.len = lvl + 2;
                 lvl += 1;
                 if is_leaf(child) {
@@ -896,7 +988,10 @@ impl<'s, T> Txn<'s, T> {
                     }
                 });
                 if !st.retired_nodes.is_empty() {
-                    let batch = SendPtr(std::mem::replace(&mut st.retired_nodes, Vec::with_capacity(16)));
+                    let batch = SendPtr(std::mem::replace(
+                        &mut st.retired_nodes,
+                        Vec::with_capacity(16),
+                    ));
                     // SAFETY: the batch is unlinked from the new version;
                     // readers that still hold the old one are pinned, so the
                     // free waits for them.
@@ -933,7 +1028,10 @@ impl<'s, T> Txn<'s, T> {
                 }
             }
         }
-        Committed { len_delta: self.len_delta, nodes_delta: self.nodes_delta }
+        Committed {
+            len_delta: self.len_delta,
+            nodes_delta: self.nodes_delta,
+        }
     }
 }
 

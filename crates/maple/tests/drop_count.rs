@@ -85,7 +85,11 @@ fn settle(c: &Counters, want: &HashSet<u64>) {
     let rounds = if cfg!(miri) { 50 } else { 400 };
     for round in 0..rounds {
         let live = c.live();
-        assert_eq!(c.double_drops.load(Ordering::Relaxed), 0, "a value was dropped twice");
+        assert_eq!(
+            c.double_drops.load(Ordering::Relaxed),
+            0,
+            "a value was dropped twice"
+        );
         assert!(
             want.is_subset(&live),
             "dropped too early: {:?}",
@@ -183,7 +187,10 @@ fn shared_path_every_operation() {
     let d = t.dup();
     let d2 = d.clone();
     let (ht, hd, hd2) = (held(&t), held(&d), held(&d2));
-    assert!(ht.is_disjoint(&hd) && hd.is_disjoint(&hd2), "dup must clone values");
+    assert!(
+        ht.is_disjoint(&hd) && hd.is_disjoint(&hd2),
+        "dup must clone values"
+    );
     let all: HashSet<u64> = ht.iter().chain(&hd).chain(&hd2).copied().collect();
     settle(c, &all);
     drop(d);
@@ -193,7 +200,10 @@ fn shared_path_every_operation() {
     settle(c, &hd2);
     drop(d2);
     settle(c, &none);
-    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+    assert_eq!(
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
 }
 
 #[test]
@@ -260,7 +270,10 @@ fn exclusive_path_every_operation() {
     }
     drop(t);
     settle(c, &HashSet::new());
-    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+    assert_eq!(
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
 }
 
 /// splitmix64
@@ -318,7 +331,10 @@ fn random_mix() {
     settle(c, &held(&t));
     drop(t);
     settle(c, &HashSet::new());
-    assert_eq!(c.created.load(Ordering::Relaxed), c.dropped.load(Ordering::Relaxed));
+    assert_eq!(
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
 }
 
 /// A snapshot held across writes keeps the old values alive; once it is

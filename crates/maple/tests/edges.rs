@@ -12,15 +12,24 @@ fn entries<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>) -> Vec<(RangeIncl
     t.snapshot().iter().map(|(r, v)| (r, v.clone())).collect()
 }
 
-fn load<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>, i: u64) -> Option<(RangeInclusive<u64>, T)> {
+fn load<T: Clone + Send + Sync + 'static>(
+    t: &MapleTree<T>,
+    i: u64,
+) -> Option<(RangeInclusive<u64>, T)> {
     t.load(i).map(|e| (e.range(), e.value().clone()))
 }
 
-fn find<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>, i: u64) -> Option<(RangeInclusive<u64>, T)> {
+fn find<T: Clone + Send + Sync + 'static>(
+    t: &MapleTree<T>,
+    i: u64,
+) -> Option<(RangeInclusive<u64>, T)> {
     t.find(i).map(|e| (e.range(), e.value().clone()))
 }
 
-fn prev<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>, i: u64) -> Option<(RangeInclusive<u64>, T)> {
+fn prev<T: Clone + Send + Sync + 'static>(
+    t: &MapleTree<T>,
+    i: u64,
+) -> Option<(RangeInclusive<u64>, T)> {
     t.prev(i).map(|e| (e.range(), e.value().clone()))
 }
 
@@ -104,8 +113,18 @@ fn index_zero() {
     assert_eq!(t.empty_area(0, MAX, 1), Ok(1));
     assert_eq!(t.empty_area(0, MAX, MAX), Ok(1));
     assert_eq!(t.empty_area_rev(0, MAX, MAX), Ok(1));
-    assert_eq!(t.empty_area(0, 0, 1), Err(MapleError::NoSpace { min: 0, max: 0, size: 1 }));
-    assert_eq!(t.insert(0, 1).unwrap_err().kind, MapleError::Occupied { first: 0, last: 0 });
+    assert_eq!(
+        t.empty_area(0, 0, 1),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: 0,
+            size: 1
+        })
+    );
+    assert_eq!(
+        t.insert(0, 1).unwrap_err().kind,
+        MapleError::Occupied { first: 0, last: 0 }
+    );
     assert_eq!(t.erase(0).map(|e| (e.range(), *e)), Some((0..=0, 7)));
     assert!(t.is_empty());
 }
@@ -124,13 +143,30 @@ fn index_max() {
     assert_eq!(t.empty_area_rev(0, MAX, 1), Ok(MAX - 1));
     assert_eq!(t.empty_area(0, MAX, MAX), Ok(0));
     assert_eq!(t.empty_area_rev(0, MAX, MAX), Ok(0));
-    assert_eq!(t.empty_area(MAX, MAX, 1), Err(MapleError::NoSpace { min: MAX, max: MAX, size: 1 }));
+    assert_eq!(
+        t.empty_area(MAX, MAX, 1),
+        Err(MapleError::NoSpace {
+            min: MAX,
+            max: MAX,
+            size: 1
+        })
+    );
     // both ends taken: nothing of size MAX fits any more
     t.insert(0, 1).unwrap();
-    assert_eq!(t.empty_area(0, MAX, MAX), Err(MapleError::NoSpace { min: 0, max: MAX, size: MAX }));
+    assert_eq!(
+        t.empty_area(0, MAX, MAX),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: MAX,
+            size: MAX
+        })
+    );
     assert_eq!(t.empty_area(0, MAX, MAX - 1), Ok(1));
     assert_eq!(t.empty_area_rev(0, MAX, MAX - 1), Ok(1));
-    assert_eq!(t.alloc_range_rev(0, MAX, 1, 3).map_err(|e| e.kind), Ok(MAX - 1));
+    assert_eq!(
+        t.alloc_range_rev(0, MAX, 1, 3).map_err(|e| e.kind),
+        Ok(MAX - 1)
+    );
     assert_eq!(load(&t, MAX - 1), Some((MAX - 1..=MAX - 1, 3)));
     assert_eq!(
         entries(&t),
@@ -138,7 +174,10 @@ fn index_max() {
     );
     let snap = t.snapshot();
     assert_eq!(snap.iter().next_back(), Some((MAX..=MAX, &9)));
-    assert_eq!(snap.range(MAX, MAX).collect::<Vec<_>>(), vec![(MAX..=MAX, &9)]);
+    assert_eq!(
+        snap.range(MAX, MAX).collect::<Vec<_>>(),
+        vec![(MAX..=MAX, &9)]
+    );
     drop(snap);
     let mut t = t;
     let mut c = t.cursor_mut();
@@ -157,8 +196,22 @@ fn whole_space() {
     for i in [0, 1, 1 << 40, MAX - 1, MAX] {
         assert_eq!(load(&t, i), Some((0..=MAX, 1)));
     }
-    assert_eq!(t.empty_area(0, MAX, 1), Err(MapleError::NoSpace { min: 0, max: MAX, size: 1 }));
-    assert_eq!(t.empty_area_rev(0, MAX, 1), Err(MapleError::NoSpace { min: 0, max: MAX, size: 1 }));
+    assert_eq!(
+        t.empty_area(0, MAX, 1),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: MAX,
+            size: 1
+        })
+    );
+    assert_eq!(
+        t.empty_area_rev(0, MAX, 1),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: MAX,
+            size: 1
+        })
+    );
     let e = t.insert_range(5, 6, 2).unwrap_err();
     assert!(matches!(e.kind, MapleError::Occupied { .. }));
     assert_eq!(e.into_value(), 2);
@@ -166,7 +219,11 @@ fn whole_space() {
     t.store(1 << 40, 2).unwrap();
     assert_eq!(
         entries(&t),
-        vec![(0..=(1 << 40) - 1, 1), (1 << 40..=1 << 40, 2), ((1 << 40) + 1..=MAX, 1)]
+        vec![
+            (0..=(1 << 40) - 1, 1),
+            (1 << 40..=1 << 40, 2),
+            ((1 << 40) + 1..=MAX, 1)
+        ]
     );
     // store at both ends trims
     t.store(0, 3).unwrap();
@@ -196,7 +253,16 @@ fn adjacent_ranges() {
     t.insert_range(30, 39, 3).unwrap();
     t.insert_range(20, 29, 2).unwrap();
     assert_eq!(entries(&t), vec![(10..=19, 1), (20..=29, 2), (30..=39, 3)]);
-    for (i, want) in [(9, None), (10, Some(1)), (19, Some(1)), (20, Some(2)), (29, Some(2)), (30, Some(3)), (39, Some(3)), (40, None)] {
+    for (i, want) in [
+        (9, None),
+        (10, Some(1)),
+        (19, Some(1)),
+        (20, Some(2)),
+        (29, Some(2)),
+        (30, Some(3)),
+        (39, Some(3)),
+        (40, None),
+    ] {
         assert_eq!(load(&t, i).map(|e| e.1), want, "load({i})");
     }
     assert_eq!(find(&t, 0), Some((10..=19, 1)));
@@ -206,25 +272,59 @@ fn adjacent_ranges() {
     assert_eq!(prev(&t, 19), Some((10..=19, 1)));
     assert_eq!(prev(&t, 1000), Some((30..=39, 3)));
     // no gap between them
-    assert_eq!(t.empty_area(10, 39, 1), Err(MapleError::NoSpace { min: 10, max: 39, size: 1 }));
+    assert_eq!(
+        t.empty_area(10, 39, 1),
+        Err(MapleError::NoSpace {
+            min: 10,
+            max: 39,
+            size: 1
+        })
+    );
     assert_eq!(t.empty_area(5, 45, 6), Ok(40));
     assert_eq!(t.empty_area_rev(5, 45, 5), Ok(41));
     assert_eq!(t.empty_area_rev(5, 45, 6), Ok(40));
     // inserting one index into an adjacent range fails, at either edge
     for i in [10, 19, 20, 29, 30, 39] {
-        assert!(matches!(t.insert(i, 0).unwrap_err().kind, MapleError::Occupied { .. }));
+        assert!(matches!(
+            t.insert(i, 0).unwrap_err().kind,
+            MapleError::Occupied { .. }
+        ));
     }
-    assert!(matches!(t.insert_range(0, 10, 0).unwrap_err().kind, MapleError::Occupied { .. }));
-    assert!(matches!(t.insert_range(39, 50, 0).unwrap_err().kind, MapleError::Occupied { .. }));
+    assert!(matches!(
+        t.insert_range(0, 10, 0).unwrap_err().kind,
+        MapleError::Occupied { .. }
+    ));
+    assert!(matches!(
+        t.insert_range(39, 50, 0).unwrap_err().kind,
+        MapleError::Occupied { .. }
+    ));
     t.insert_range(0, 9, 0).unwrap();
     t.insert_range(40, 50, 4).unwrap();
     assert_eq!(t.len(), 5);
     // a store exactly over a middle entry replaces it without touching the neighbours
     t.store_range(20, 29, 22).unwrap();
-    assert_eq!(entries(&t), vec![(0..=9, 0), (10..=19, 1), (20..=29, 22), (30..=39, 3), (40..=50, 4)]);
+    assert_eq!(
+        entries(&t),
+        vec![
+            (0..=9, 0),
+            (10..=19, 1),
+            (20..=29, 22),
+            (30..=39, 3),
+            (40..=50, 4)
+        ]
+    );
     // a store spanning parts of three entries
     t.store_range(15, 35, 5).unwrap();
-    assert_eq!(entries(&t), vec![(0..=9, 0), (10..=14, 1), (15..=35, 5), (36..=39, 3), (40..=50, 4)]);
+    assert_eq!(
+        entries(&t),
+        vec![
+            (0..=9, 0),
+            (10..=14, 1),
+            (15..=35, 5),
+            (36..=39, 3),
+            (40..=50, 4)
+        ]
+    );
 }
 
 #[test]
@@ -234,7 +334,11 @@ fn nested_ranges_and_split() {
     t.store_range(10, 19, String::from("inner")).unwrap();
     assert_eq!(
         entries(&t),
-        vec![(0..=9, "outer".to_string()), (10..=19, "inner".to_string()), (20..=99, "outer".to_string())]
+        vec![
+            (0..=9, "outer".to_string()),
+            (10..=19, "inner".to_string()),
+            (20..=99, "outer".to_string())
+        ]
     );
     assert_eq!(t.len(), 3);
     // nested again, inside the right remnant
@@ -246,7 +350,11 @@ fn nested_ranges_and_split() {
     t.store_range(5, 60, String::from("big")).unwrap();
     assert_eq!(
         entries(&t),
-        vec![(0..=4, "outer".to_string()), (5..=60, "big".to_string()), (61..=99, "outer".to_string())]
+        vec![
+            (0..=4, "outer".to_string()),
+            (5..=60, "big".to_string()),
+            (61..=99, "outer".to_string())
+        ]
     );
     // split at the very edges: first index and last index of an entry
     t.store(5, String::from("l")).unwrap();
@@ -305,15 +413,26 @@ fn sized_tree(n: u64, order: &[u64], exclusive: bool) {
     }
     assert_eq!(t.len() as u64, n);
     for i in 0..n {
-        assert_eq!(load(&t, 3 * i), Some((3 * i..=3 * i + 1, i)), "load({})", 3 * i);
+        assert_eq!(
+            load(&t, 3 * i),
+            Some((3 * i..=3 * i + 1, i)),
+            "load({})",
+            3 * i
+        );
         assert_eq!(load(&t, 3 * i + 1), Some((3 * i..=3 * i + 1, i)));
         assert_eq!(load(&t, 3 * i + 2), None, "gap at {}", 3 * i + 2);
-        assert_eq!(find(&t, 3 * i + 2).map(|e| e.1), (i + 1 < n).then_some(i + 1));
+        assert_eq!(
+            find(&t, 3 * i + 2).map(|e| e.1),
+            (i + 1 < n).then_some(i + 1)
+        );
         assert_eq!(prev(&t, 3 * i + 2).map(|e| e.1), Some(i));
     }
     let all = entries(&t);
     assert_eq!(all.len() as u64, n);
-    assert!(all.iter().enumerate().all(|(k, (r, v))| *v == k as u64 && *r == (3 * k as u64..=3 * k as u64 + 1)));
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(k, (r, v))| *v == k as u64 && *r == (3 * k as u64..=3 * k as u64 + 1)));
     let back: Vec<u64> = t.snapshot().iter().rev().map(|(_, v)| *v).collect();
     assert!(back.iter().rev().copied().eq(0..n));
     assert_eq!(t.snapshot().range(3, 3 * n).count() as u64, n - 1);
@@ -324,14 +443,27 @@ fn sized_tree(n: u64, order: &[u64], exclusive: bool) {
     if n >= 2 {
         assert_eq!(t.empty_area_rev(0, 3 * n - 2, 1), Ok(3 * n - 4));
     }
-    assert_eq!(t.empty_area_rev(0, 3 * n - 2, 2), Err(MapleError::NoSpace { min: 0, max: 3 * n - 2, size: 2 }));
+    assert_eq!(
+        t.empty_area_rev(0, 3 * n - 2, 2),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: 3 * n - 2,
+            size: 2
+        })
+    );
     assert_eq!(t.empty_area_rev(0, MAX, 1), Ok(MAX));
     let usage = t.memory_usage();
     assert_eq!(usage.entries as u64, n);
     assert!(usage.nodes > 0);
     assert_eq!(usage.node_bytes, usage.nodes * 256);
-    assert!(usage.nodes as u64 >= n.div_ceil(16), "{usage:?}: a node holds at most 16 entries");
-    assert!(usage.nodes as u64 <= n.max(2), "{usage:?}: more nodes than entries");
+    assert!(
+        usage.nodes as u64 >= n.div_ceil(16),
+        "{usage:?}: a node holds at most 16 entries"
+    );
+    assert!(
+        usage.nodes as u64 <= n.max(2),
+        "{usage:?}: more nodes than entries"
+    );
     // a copy is equal
     assert_eq!(entries(&t.dup()), all);
     // erase in a shuffled order, checking the neighbours survive
@@ -343,7 +475,10 @@ fn sized_tree(n: u64, order: &[u64], exclusive: bool) {
         if k % 3 == 0 {
             assert_eq!(t.remove(idx), Some((3 * i..=3 * i + 1, i)));
         } else {
-            assert_eq!(t.erase(idx).map(|e| (e.range(), *e)), Some((3 * i..=3 * i + 1, i)));
+            assert_eq!(
+                t.erase(idx).map(|e| (e.range(), *e)),
+                Some((3 * i..=3 * i + 1, i))
+            );
         }
         assert_eq!(t.len() as u64, n - 1 - k as u64);
         if i > 0 && k % 7 == 0 {
@@ -400,11 +535,23 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(e.value, "value");
     same(&t);
     let e = t.insert_range(MAX, 0, val()).unwrap_err();
-    assert_eq!(e.kind, MapleError::InvertedRange { first: MAX, last: 0 });
+    assert_eq!(
+        e.kind,
+        MapleError::InvertedRange {
+            first: MAX,
+            last: 0
+        }
+    );
     assert_eq!(e.into_value(), "value");
     // inverted and overlapping an entry: still the inverted error
     let e = t.insert_range(19, 10, val()).unwrap_err();
-    assert_eq!(e.kind, MapleError::InvertedRange { first: 19, last: 10 });
+    assert_eq!(
+        e.kind,
+        MapleError::InvertedRange {
+            first: 19,
+            last: 10
+        }
+    );
     same(&t);
 
     // size == 0
@@ -417,8 +564,14 @@ fn bad_input_is_refused_and_changes_nothing() {
     same(&t);
 
     // min > max
-    assert_eq!(t.empty_area(100, 0, 1), Err(MapleError::InvertedBounds { min: 100, max: 0 }));
-    assert_eq!(t.empty_area_rev(MAX, 0, 1), Err(MapleError::InvertedBounds { min: MAX, max: 0 }));
+    assert_eq!(
+        t.empty_area(100, 0, 1),
+        Err(MapleError::InvertedBounds { min: 100, max: 0 })
+    );
+    assert_eq!(
+        t.empty_area_rev(MAX, 0, 1),
+        Err(MapleError::InvertedBounds { min: MAX, max: 0 })
+    );
     let e = t.alloc_range(100, 0, 1, val()).unwrap_err();
     assert_eq!(e.kind, MapleError::InvertedBounds { min: 100, max: 0 });
     let e = t.alloc_range_rev(100, 0, 1, val()).unwrap_err();
@@ -426,29 +579,86 @@ fn bad_input_is_refused_and_changes_nothing() {
     same(&t);
 
     // a size that cannot fit: larger than the window, or running past u64::MAX
-    assert_eq!(t.empty_area(100, 109, 11), Err(MapleError::NoSpace { min: 100, max: 109, size: 11 }));
+    assert_eq!(
+        t.empty_area(100, 109, 11),
+        Err(MapleError::NoSpace {
+            min: 100,
+            max: 109,
+            size: 11
+        })
+    );
     assert_eq!(t.empty_area(100, 109, 10), Ok(100));
-    assert_eq!(t.empty_area(5, MAX, MAX), Err(MapleError::NoSpace { min: 5, max: MAX, size: MAX }));
-    assert_eq!(t.empty_area_rev(MAX - 3, MAX, 5), Err(MapleError::NoSpace { min: MAX - 3, max: MAX, size: 5 }));
+    assert_eq!(
+        t.empty_area(5, MAX, MAX),
+        Err(MapleError::NoSpace {
+            min: 5,
+            max: MAX,
+            size: MAX
+        })
+    );
+    assert_eq!(
+        t.empty_area_rev(MAX - 3, MAX, 5),
+        Err(MapleError::NoSpace {
+            min: MAX - 3,
+            max: MAX,
+            size: 5
+        })
+    );
     assert_eq!(t.empty_area_rev(MAX - 3, MAX, 4), Ok(MAX - 3));
     let e = t.alloc_range(MAX, MAX, 2, val()).unwrap_err();
-    assert_eq!(e.kind, MapleError::NoSpace { min: MAX, max: MAX, size: 2 });
+    assert_eq!(
+        e.kind,
+        MapleError::NoSpace {
+            min: MAX,
+            max: MAX,
+            size: 2
+        }
+    );
     // the window is large enough but occupied
     assert_eq!(t.empty_area(10, 49, 1), Ok(20));
-    assert_eq!(t.empty_area(10, 49, 21), Err(MapleError::NoSpace { min: 10, max: 49, size: 21 }));
+    assert_eq!(
+        t.empty_area(10, 49, 21),
+        Err(MapleError::NoSpace {
+            min: 10,
+            max: 49,
+            size: 21
+        })
+    );
     let e = t.alloc_range_rev(10, 49, 21, val()).unwrap_err();
-    assert_eq!(e.kind, MapleError::NoSpace { min: 10, max: 49, size: 21 });
+    assert_eq!(
+        e.kind,
+        MapleError::NoSpace {
+            min: 10,
+            max: 49,
+            size: 21
+        }
+    );
     assert_eq!(e.value, "value");
     same(&t);
 
     // occupied
-    for (f, l) in [(10, 10), (19, 19), (0, 10), (19, 25), (5, 45), (0, MAX), (12, 13)] {
+    for (f, l) in [
+        (10, 10),
+        (19, 19),
+        (0, 10),
+        (19, 25),
+        (5, 45),
+        (0, MAX),
+        (12, 13),
+    ] {
         let e = t.insert_range(f, l, val()).unwrap_err();
-        assert!(matches!(e.kind, MapleError::Occupied { .. }), "[{f}, {l}]: {:?}", e.kind);
+        assert!(
+            matches!(e.kind, MapleError::Occupied { .. }),
+            "[{f}, {l}]: {:?}",
+            e.kind
+        );
         assert_eq!(e.value, "value");
         same(&t);
     }
-    assert!(matches!(t.insert(45, val()).unwrap_err().kind, MapleError::Occupied { .. }));
+    assert!(matches!(
+        t.insert(45, val()).unwrap_err().kind,
+        MapleError::Occupied { .. }
+    ));
     same(&t);
 
     // the same through cursors
@@ -460,7 +670,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         let e = c.insert_range(15, 15, val()).unwrap_err();
         assert!(matches!(e.kind, MapleError::Occupied { .. }));
         assert_eq!(c.empty_area(0, 10, 0), Err(MapleError::ZeroSize));
-        assert_eq!(c.empty_area_rev(10, 0, 1), Err(MapleError::InvertedBounds { min: 10, max: 0 }));
+        assert_eq!(
+            c.empty_area_rev(10, 0, 1),
+            Err(MapleError::InvertedBounds { min: 10, max: 0 })
+        );
     }
     same(&t);
     {
@@ -470,7 +683,14 @@ fn bad_input_is_refused_and_changes_nothing() {
         let e = c.insert_range(0, 10, val()).unwrap_err();
         assert!(matches!(e.kind, MapleError::Occupied { .. }));
         assert_eq!(e.value, "value");
-        assert_eq!(c.empty_area(0, 5, 7), Err(MapleError::NoSpace { min: 0, max: 5, size: 7 }));
+        assert_eq!(
+            c.empty_area(0, 5, 7),
+            Err(MapleError::NoSpace {
+                min: 0,
+                max: 5,
+                size: 7
+            })
+        );
     }
     same(&t);
     assert_eq!(t.len(), 2);
@@ -482,7 +702,11 @@ fn errors_are_std_errors() {
         MapleError::InvertedRange { first: 2, last: 1 },
         MapleError::ZeroSize,
         MapleError::InvertedBounds { min: 2, max: 1 },
-        MapleError::NoSpace { min: 0, max: 1, size: 3 },
+        MapleError::NoSpace {
+            min: 0,
+            max: 1,
+            size: 3,
+        },
         MapleError::Occupied { first: 0, last: 0 },
     ];
     for e in all {
@@ -504,14 +728,28 @@ fn gap_search_exact_fits() {
     // entries at [0,9] [13,19] [25,29] [33,39] [45,MAX-10] [MAX-6,MAX]: gaps of
     // 3 at 10, 5 at 20, 3 at 30, 5 at 40, 3 at MAX-9
     let t = MapleTree::new();
-    for (f, l) in [(0, 9), (13, 19), (25, 29), (33, 39), (45, MAX - 10), (MAX - 6, MAX)] {
+    for (f, l) in [
+        (0, 9),
+        (13, 19),
+        (25, 29),
+        (33, 39),
+        (45, MAX - 10),
+        (MAX - 6, MAX),
+    ] {
         t.insert_range(f, l, f).unwrap();
     }
     assert_eq!(t.empty_area(0, MAX, 1), Ok(10));
     assert_eq!(t.empty_area(0, MAX, 3), Ok(10));
     assert_eq!(t.empty_area(0, MAX, 4), Ok(20));
     assert_eq!(t.empty_area(0, MAX, 5), Ok(20));
-    assert_eq!(t.empty_area(0, MAX, 6), Err(MapleError::NoSpace { min: 0, max: MAX, size: 6 }));
+    assert_eq!(
+        t.empty_area(0, MAX, 6),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: MAX,
+            size: 6
+        })
+    );
     assert_eq!(t.empty_area_rev(0, MAX, 1), Ok(MAX - 7));
     assert_eq!(t.empty_area_rev(0, MAX, 3), Ok(MAX - 9));
     assert_eq!(t.empty_area_rev(0, MAX, 4), Ok(41));
@@ -523,21 +761,45 @@ fn gap_search_exact_fits() {
     assert_eq!(t.empty_area(11, MAX, 3), Ok(20));
     assert_eq!(t.empty_area(11, MAX, 2), Ok(11));
     assert_eq!(t.empty_area(21, 24, 4), Ok(21));
-    assert_eq!(t.empty_area(21, 24, 5), Err(MapleError::NoSpace { min: 21, max: 24, size: 5 }));
+    assert_eq!(
+        t.empty_area(21, 24, 5),
+        Err(MapleError::NoSpace {
+            min: 21,
+            max: 24,
+            size: 5
+        })
+    );
     assert_eq!(t.empty_area_rev(20, 23, 4), Ok(20));
     assert_eq!(t.empty_area_rev(0, 31, 3), Ok(20 + 2));
     assert_eq!(t.empty_area_rev(0, 12, 3), Ok(10));
-    assert_eq!(t.empty_area(0, 9, 1), Err(MapleError::NoSpace { min: 0, max: 9, size: 1 }));
+    assert_eq!(
+        t.empty_area(0, 9, 1),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: 9,
+            size: 1
+        })
+    );
     // alloc takes the fits in order
     assert_eq!(t.alloc_range(0, MAX, 3, 1).map_err(|e| e.kind), Ok(10));
     assert_eq!(t.alloc_range(0, MAX, 3, 2).map_err(|e| e.kind), Ok(20));
     assert_eq!(t.alloc_range(0, MAX, 3, 3).map_err(|e| e.kind), Ok(30));
-    assert_eq!(t.alloc_range_rev(0, MAX, 3, 4).map_err(|e| e.kind), Ok(MAX - 9));
+    assert_eq!(
+        t.alloc_range_rev(0, MAX, 3, 4).map_err(|e| e.kind),
+        Ok(MAX - 9)
+    );
     assert_eq!(t.alloc_range_rev(0, MAX, 3, 5).map_err(|e| e.kind), Ok(42));
     assert_eq!(load(&t, 44), Some((42..=44, 5)));
     assert_eq!(t.alloc_range(0, MAX, 2, 6).map_err(|e| e.kind), Ok(23));
     assert_eq!(t.alloc_range(0, MAX, 2, 7).map_err(|e| e.kind), Ok(40));
-    assert_eq!(t.empty_area(0, MAX, 1), Err(MapleError::NoSpace { min: 0, max: MAX, size: 1 }));
+    assert_eq!(
+        t.empty_area(0, MAX, 1),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: MAX,
+            size: 1
+        })
+    );
     assert_eq!(t.len(), 13);
 }
 
@@ -563,7 +825,14 @@ fn gap_search_deep() {
     assert_eq!(t.empty_area_rev(0, n * 10 - 2, 31), Ok(mid * 10 - 1));
     // fill it again in place; the gap must disappear from the bookkeeping
     t.store_range(mid * 10 - 1, mid * 10 + 29, 0).unwrap();
-    assert_eq!(t.empty_area(0, n * 10 - 2, 2), Err(MapleError::NoSpace { min: 0, max: n * 10 - 2, size: 2 }));
+    assert_eq!(
+        t.empty_area(0, n * 10 - 2, 2),
+        Err(MapleError::NoSpace {
+            min: 0,
+            max: n * 10 - 2,
+            size: 2
+        })
+    );
     // and erasing the last entry of a node frees exactly its range
     let k = n / 3;
     t.erase(k * 10).unwrap();
@@ -685,7 +954,10 @@ fn memory_usage_is_sane() {
     assert!(u.nodes as u64 >= (n + 1).div_ceil(16));
     assert!((u.nodes as u64) < n, "{u:?}");
     // value_bytes counts at least the inline values
-    assert!(u.value_bytes as u64 >= (n + 1) * std::mem::size_of::<u64>() as u64 || u.value_bytes == 0, "{u:?}");
+    assert!(
+        u.value_bytes as u64 >= (n + 1) * std::mem::size_of::<u64>() as u64 || u.value_bytes == 0,
+        "{u:?}"
+    );
     t.clear();
     assert_eq!(t.memory_usage().entries, 0);
     eprintln!(
@@ -704,7 +976,11 @@ fn preallocated_store_allocates_no_node() {
         t.store_range(i * 4, i * 4 + 1, i).unwrap();
     }
     for exclusive in [false, true] {
-        let (f, l) = if exclusive { (1_001, 2_050) } else { (17, 1_000) };
+        let (f, l) = if exclusive {
+            (1_001, 2_050)
+        } else {
+            (17, 1_000)
+        };
         let mut shared_t = None;
         let mut c = if exclusive {
             t.cursor_mut()
@@ -715,7 +991,11 @@ fn preallocated_store_allocates_no_node() {
         let before = c.unreserved_allocations();
         c.preallocate(f, l);
         c.store_range_boxed(f, l, Box::new(7)).unwrap();
-        assert_eq!(c.unreserved_allocations(), before, "a preallocated store allocated (exclusive {exclusive})");
+        assert_eq!(
+            c.unreserved_allocations(),
+            before,
+            "a preallocated store allocated (exclusive {exclusive})"
+        );
         assert_eq!(c.walk(f + 3).map(|(r, v)| (r, *v)), Some((f..=l, 7)));
         drop(c);
         drop(shared_t);
@@ -723,7 +1003,10 @@ fn preallocated_store_allocates_no_node() {
     assert_eq!(load(&t, 1_001), Some((1_001..=2_050, 7)));
     assert_eq!(load(&t, 1_000), Some((1_000..=1_000, 250)));
     assert_eq!(load(&t, 2_051), None);
-    let e = t.cursor_mut().store_range_boxed(5, 4, Box::new(1)).unwrap_err();
+    let e = t
+        .cursor_mut()
+        .store_range_boxed(5, 4, Box::new(1))
+        .unwrap_err();
     assert_eq!(e.kind, MapleError::InvertedRange { first: 5, last: 4 });
     assert_eq!(*e.value, 1);
 }

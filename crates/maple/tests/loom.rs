@@ -58,8 +58,14 @@ fn split_store_vs_load() {
                     assert_eq!(b, Some((6, 9, 1)));
                 }
                 let snap = t.snapshot();
-                let all: Vec<(u64, u64, u64)> = snap.iter().map(|(r, v)| (*r.start(), *r.end(), *v)).collect();
-                assert!(all == vec![(0, 9, 1)] || all == vec![(0, 4, 1), (5, 5, 2), (6, 9, 1)], "{all:?}");
+                let all: Vec<(u64, u64, u64)> = snap
+                    .iter()
+                    .map(|(r, v)| (*r.start(), *r.end(), *v))
+                    .collect();
+                assert!(
+                    all == vec![(0, 9, 1)] || all == vec![(0, 4, 1), (5, 5, 2), (6, 9, 1)],
+                    "{all:?}"
+                );
                 assert_eq!(snap.len(), all.len());
             })
         };
@@ -87,10 +93,17 @@ fn root_split_vs_reader() {
                 let snap = t.snapshot();
                 let n = snap.iter().count();
                 assert!(n == 16 || n == 17 || n == 18, "{n}");
-                let olds = snap.iter().filter(|(r, v)| *r.start() == **v * 2 && **v < 16).count();
+                let olds = snap
+                    .iter()
+                    .filter(|(r, v)| *r.start() == **v * 2 && **v < 16)
+                    .count();
                 assert_eq!(olds, 16, "an old entry went missing during the split");
                 let gap = snap.empty_area(0, 40, 1);
-                assert_eq!(gap, Ok(if n == 16 { 1 } else { 3 }), "insert(1) comes first");
+                assert_eq!(
+                    gap,
+                    Ok(if n == 16 { 1 } else { 3 }),
+                    "insert(1) comes first"
+                );
             })
         };
         t.insert(1, 100).unwrap();
@@ -176,7 +189,10 @@ fn reduced_copy_on_write_publish() {
                         (5, 3, 2) => 3,
                         v => panic!("torn node {v:?}"),
                     };
-                    assert!(version >= seen, "went back from version {seen} to {version}");
+                    assert!(
+                        version >= seen,
+                        "went back from version {seen} to {version}"
+                    );
                     seen = version;
                 }
             })

@@ -50,7 +50,10 @@ impl Model {
 
     /// Last entry with `first <= i`.
     fn prev(&self, i: u64) -> Option<Ent> {
-        self.m.range(..=i).next_back().map(|(&f, &(l, v))| (f..=l, v))
+        self.m
+            .range(..=i)
+            .next_back()
+            .map(|(&f, &(l, v))| (f..=l, v))
     }
 
     /// First entry with `first > i` (cursor `next`).
@@ -66,7 +69,10 @@ impl Model {
             Some((f..=l, v))
         } else {
             // the entry that starts below i contains i; take the one before it
-            self.m.range(..f).next_back().map(|(&f, &(l, v))| (f..=l, v))
+            self.m
+                .range(..f)
+                .next_back()
+                .map(|(&f, &(l, v))| (f..=l, v))
         }
     }
 
@@ -423,7 +429,9 @@ impl Harness {
                 len,
             } => {
                 for k in 0..count {
-                    let Some(f) = start.checked_add(k * stride) else { break };
+                    let Some(f) = start.checked_add(k * stride) else {
+                        break;
+                    };
                     let l = f.saturating_add(len);
                     let v = self.value();
                     self.tree.store_range(f, l, v).unwrap();
@@ -445,17 +453,29 @@ impl Harness {
             Op::Load(i) => {
                 let want = self.model.containing(i);
                 assert_eq!(entry(self.tree.load(i)), want, "load({i})");
-                assert_eq!(owned(self.tree.snapshot().load(i)), want, "snapshot.load({i})");
+                assert_eq!(
+                    owned(self.tree.snapshot().load(i)),
+                    want,
+                    "snapshot.load({i})"
+                );
             }
             Op::Find(i) => {
                 let want = self.model.find(i);
                 assert_eq!(entry(self.tree.find(i)), want, "find({i})");
-                assert_eq!(owned(self.tree.snapshot().find(i)), want, "snapshot.find({i})");
+                assert_eq!(
+                    owned(self.tree.snapshot().find(i)),
+                    want,
+                    "snapshot.find({i})"
+                );
             }
             Op::Prev(i) => {
                 let want = self.model.prev(i);
                 assert_eq!(entry(self.tree.prev(i)), want, "prev({i})");
-                assert_eq!(owned(self.tree.snapshot().prev(i)), want, "snapshot.prev({i})");
+                assert_eq!(
+                    owned(self.tree.snapshot().prev(i)),
+                    want,
+                    "snapshot.prev({i})"
+                );
             }
             Op::Range(a, b, steps) => {
                 let want = self.model.intersecting(a, b);
@@ -475,14 +495,20 @@ impl Harness {
                 } else {
                     self.tree.empty_area(min, max, size)
                 };
-                assert_eq!(got, want, "empty_area(min {min}, max {max}, size {size}, rev {rev})");
+                assert_eq!(
+                    got, want,
+                    "empty_area(min {min}, max {max}, size {size}, rev {rev})"
+                );
                 let snap = self.tree.snapshot();
                 let got = if rev {
                     snap.empty_area_rev(min, max, size)
                 } else {
                     snap.empty_area(min, max, size)
                 };
-                assert_eq!(got, want, "snapshot.empty_area({min}, {max}, {size}, rev {rev})");
+                assert_eq!(
+                    got, want,
+                    "snapshot.empty_area({min}, {max}, {size}, rev {rev})"
+                );
             }
             Op::Alloc(min, max, size, rev) => {
                 let v = self.value();
@@ -569,7 +595,10 @@ fn check_mixed<'s>(
         let got = if front { it.next() } else { it.next_back() };
         if lo == hi {
             assert_eq!(owned(got), None, "{what}: mixed iteration ran past the end");
-            assert!(it.next().is_none() && it.next_back().is_none(), "{what}: not fused");
+            assert!(
+                it.next().is_none() && it.next_back().is_none(),
+                "{what}: not fused"
+            );
             return;
         }
         let w = if front {
@@ -579,7 +608,11 @@ fn check_mixed<'s>(
             hi -= 1;
             &want[hi]
         };
-        assert_eq!(owned(got).as_ref(), Some(w), "{what}: mixed iteration (front {front})");
+        assert_eq!(
+            owned(got).as_ref(),
+            Some(w),
+            "{what}: mixed iteration (front {front})"
+        );
     }
 }
 
@@ -601,7 +634,12 @@ fn check_tree(tree: &MapleTree<u64>, model: &Model, space: Space) {
         }
         Space::Large => {
             for (r, _) in &want {
-                for i in [r.start().wrapping_sub(1), *r.start(), *r.end(), r.end().wrapping_add(1)] {
+                for i in [
+                    r.start().wrapping_sub(1),
+                    *r.start(),
+                    *r.end(),
+                    r.end().wrapping_add(1),
+                ] {
                     assert_eq!(owned(snap.load(i)), model.containing(i), "load({i})");
                 }
             }
@@ -637,7 +675,12 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
                 } else {
                     (owned(c.prev()), model.before(p))
                 };
-                assert_eq!(got, want, "cursor {} from {p}", if is_next { "next" } else { "prev" });
+                assert_eq!(
+                    got,
+                    want,
+                    "cursor {} from {p}",
+                    if is_next { "next" } else { "prev" }
+                );
                 pos = match got {
                     Some((r, _)) => {
                         let i = c.index();
@@ -699,7 +742,10 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
                 } else {
                     c.empty_area(min, max, size)
                 };
-                assert_eq!(got, want, "cursor empty_area({min}, {max}, {size}, rev {rev})");
+                assert_eq!(
+                    got, want,
+                    "cursor empty_area({min}, {max}, {size}, rev {rev})"
+                );
                 pos = None;
             }
         }
@@ -741,7 +787,10 @@ fn run(space: Space, cases: u32, ops_per_case: usize) {
     if let Err(e) = result {
         panic!("{e}");
     }
-    eprintln!("{space:?}: {} operations checked against the model", total.get());
+    eprintln!(
+        "{space:?}: {} operations checked against the model",
+        total.get()
+    );
 }
 
 #[test]
@@ -774,7 +823,16 @@ fn model_deep_tree() {
             0 => Op::Erase(k),
             1 => Op::EmptyArea(k, u64::MAX, 1 + rng.below(6), step % 12 == 1),
             2 => Op::Alloc(k / 2, k + 40, 1 + rng.below(3), step % 12 == 2),
-            3 => Op::Cursor(vec![CurOp::Walk(k), CurOp::Next(k), CurOp::Next(k), CurOp::Prev(k), CurOp::Erase(k)], step % 2 == 0),
+            3 => Op::Cursor(
+                vec![
+                    CurOp::Walk(k),
+                    CurOp::Next(k),
+                    CurOp::Next(k),
+                    CurOp::Prev(k),
+                    CurOp::Erase(k),
+                ],
+                step % 2 == 0,
+            ),
             4 => Op::Store(k, k + rng.below(9)),
             _ => Op::Remove(k),
         };

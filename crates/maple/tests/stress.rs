@@ -84,7 +84,10 @@ fn check_entry(r: &RangeInclusive<u64>, v: &Val) {
         assert_eq!(fixed_containing(*r.start()), Some(r.clone()));
     } else {
         let w = writer_region(*r.start()).expect("writer entry outside the writer's regions");
-        assert!(w.contains(r.end()), "writer entry {r:?} crosses its segment");
+        assert!(
+            w.contains(r.end()),
+            "writer entry {r:?} crosses its segment"
+        );
     }
 }
 
@@ -151,7 +154,17 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
     let mut rng = Rng(seed);
     let mut model = Model(BTreeMap::new());
     for r in fixed_ranges() {
-        model.0.insert(*r.start(), (*r.end(), Val { first: *r.start(), last: *r.end(), generation: 0 }));
+        model.0.insert(
+            *r.start(),
+            (
+                *r.end(),
+                Val {
+                    first: *r.start(),
+                    last: *r.end(),
+                    generation: 0,
+                },
+            ),
+        );
     }
     let mut generation = 0;
     let max_ops = if cfg!(miri) { 300 } else { u64::MAX };
@@ -162,9 +175,17 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
         let seg = rng.below(SEGMENTS) * SEG;
         let (wf, wl) = (seg + FIXED, seg + SEG - 1);
         let f = wf + rng.below(SEG - FIXED);
-        let len = if rng.below(10) == 0 { rng.below(300) } else { rng.below(8) };
+        let len = if rng.below(10) == 0 {
+            rng.below(300)
+        } else {
+            rng.below(8)
+        };
         let l = (f + len).min(wl);
-        let v = Val { first: f, last: l, generation };
+        let v = Val {
+            first: f,
+            last: l,
+            generation,
+        };
         match rng.below(12) {
             0..=3 => {
                 tree.store_range(f, l, v).unwrap();
@@ -178,7 +199,11 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
                         model.store(f, l, v);
                     }
                     Err(e) => {
-                        assert!(!free, "insert_range({f}, {l}) refused a free range: {:?}", e.kind);
+                        assert!(
+                            !free,
+                            "insert_range({f}, {l}) refused a free range: {:?}",
+                            e.kind
+                        );
                         assert!(matches!(e.kind, MapleError::Occupied { .. }));
                     }
                 }
@@ -195,7 +220,11 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
                 let size = 1 + rng.below(16);
                 let rev = rng.below(2) == 0;
                 // the value names the whole window: the real range is only known afterwards
-                let val = Val { first: wf, last: wl, generation };
+                let val = Val {
+                    first: wf,
+                    last: wl,
+                    generation,
+                };
                 let got = if rev {
                     tree.alloc_range_rev(wf, wl, size, val)
                 } else {
@@ -204,7 +233,10 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
                 match got {
                     Ok(s) => {
                         assert!(s >= wf && s + size - 1 <= wl);
-                        assert!(model.free(s, s + size - 1), "alloc_range gave an occupied range");
+                        assert!(
+                            model.free(s, s + size - 1),
+                            "alloc_range gave an occupied range"
+                        );
                         model.store(s, s + size - 1, val);
                     }
                     Err(e) => assert!(matches!(e.kind, MapleError::NoSpace { .. })),
@@ -232,7 +264,16 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
             }
             _ => {
                 // wipe the writer's part of the segment
-                tree.store_range(wf, wl, Val { first: wf, last: wl, generation }).unwrap();
+                tree.store_range(
+                    wf,
+                    wl,
+                    Val {
+                        first: wf,
+                        last: wl,
+                        generation,
+                    },
+                )
+                .unwrap();
                 tree.erase(wf);
                 let keys: Vec<u64> = model.0.range(wf..=wl).map(|(&k, _)| k).collect();
                 for k in keys {
@@ -283,7 +324,10 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         let mut fixed_seen = 0;
         for (r, v) in &all {
             if let Some(p) = prev_end {
-                assert!(*r.start() > p, "snapshot iteration not increasing / overlapping at {r:?}");
+                assert!(
+                    *r.start() > p,
+                    "snapshot iteration not increasing / overlapping at {r:?}"
+                );
             }
             prev_end = Some(*r.end());
             check_entry(r, v);
@@ -291,10 +335,22 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
                 fixed_seen += 1;
             }
         }
-        assert_eq!(fixed_seen, fixed.len(), "snapshot iteration missed fixed entries");
-        assert_eq!(snap.len(), all.len(), "snapshot len disagrees with its iteration");
-        let back: Vec<(RangeInclusive<u64>, Val)> = snap.iter().rev().map(|(r, v)| (r, *v)).collect();
-        assert!(back.into_iter().rev().eq(all.iter().cloned()), "snapshot changed under reverse iteration");
+        assert_eq!(
+            fixed_seen,
+            fixed.len(),
+            "snapshot iteration missed fixed entries"
+        );
+        assert_eq!(
+            snap.len(),
+            all.len(),
+            "snapshot len disagrees with its iteration"
+        );
+        let back: Vec<(RangeInclusive<u64>, Val)> =
+            snap.iter().rev().map(|(r, v)| (r, *v)).collect();
+        assert!(
+            back.into_iter().rev().eq(all.iter().cloned()),
+            "snapshot changed under reverse iteration"
+        );
         // 3. gap search in the snapshot is free in the snapshot, and the lowest/highest fit
         for _ in 0..4 {
             let seg = rng.below(SEGMENTS) * SEG;
@@ -303,9 +359,17 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
             let inside: Vec<RangeInclusive<u64>> = snap.range(min, max).map(|(r, _)| r).collect();
             let want = gap_ref(&inside, min, max, size);
             let got = snap.empty_area(min, max, size);
-            assert_eq!(got.ok(), want.0, "snapshot.empty_area({min}, {max}, {size})");
+            assert_eq!(
+                got.ok(),
+                want.0,
+                "snapshot.empty_area({min}, {max}, {size})"
+            );
             let got = snap.empty_area_rev(min, max, size);
-            assert_eq!(got.ok(), want.1, "snapshot.empty_area_rev({min}, {max}, {size})");
+            assert_eq!(
+                got.ok(),
+                want.1,
+                "snapshot.empty_area_rev({min}, {max}, {size})"
+            );
             if let Some(s) = want.0 {
                 assert!(snap.range(s, s + size - 1).next().is_none());
             }
@@ -313,7 +377,10 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         }
         // a range read of a snapshot agrees with its full iteration
         let seg = rng.below(SEGMENTS) * SEG;
-        let part: Vec<(RangeInclusive<u64>, Val)> = snap.range(seg, seg + SEG - 1).map(|(r, v)| (r, *v)).collect();
+        let part: Vec<(RangeInclusive<u64>, Val)> = snap
+            .range(seg, seg + SEG - 1)
+            .map(|(r, v)| (r, *v))
+            .collect();
         let from_all: Vec<(RangeInclusive<u64>, Val)> = all
             .iter()
             .filter(|(r, _)| *r.start() <= seg + SEG - 1 && *r.end() >= seg)
@@ -341,11 +408,18 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
                 None => break,
             }
         }
-        assert_eq!(fixed_seen, fixed.len(), "a find() walk missed fixed entries");
+        assert_eq!(
+            fixed_seen,
+            fixed.len(),
+            "a find() walk missed fixed entries"
+        );
         // 5. a live gap search result is at least inside the window and not fixed
         let seg = rng.below(SEGMENTS) * SEG;
         if let Ok(s) = tree.empty_area(seg, seg + SEG - 1, 4) {
-            assert!(s >= seg + FIXED && s + 3 <= seg + SEG - 1, "empty_area returned a fixed range");
+            assert!(
+                s >= seg + FIXED && s + 3 <= seg + SEG - 1,
+                "empty_area returned a fixed range"
+            );
         }
         checks += all.len() as u64;
     }
@@ -354,7 +428,12 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
 
 /// Reference gap search over the entries intersecting `[min, max]`:
 /// (lowest start, highest start).
-fn gap_ref(inside: &[RangeInclusive<u64>], min: u64, max: u64, size: u64) -> (Option<u64>, Option<u64>) {
+fn gap_ref(
+    inside: &[RangeInclusive<u64>],
+    min: u64,
+    max: u64,
+    size: u64,
+) -> (Option<u64>, Option<u64>) {
     let mut gaps = Vec::new();
     let mut next = min;
     for r in inside {
@@ -371,15 +450,26 @@ fn gap_ref(inside: &[RangeInclusive<u64>], min: u64, max: u64, size: u64) -> (Op
         .map(|(a, b)| (a.max(min), b.min(max)))
         .filter(|&(a, b)| a <= b && b - a >= size - 1)
         .collect();
-    (fits.first().map(|g| g.0), fits.last().map(|g| g.1 - (size - 1)))
+    (
+        fits.first().map(|g| g.0),
+        fits.last().map(|g| g.1 - (size - 1)),
+    )
 }
 
 #[test]
 fn readers_beside_one_writer() {
     let tree = Arc::new(MapleTree::new());
     for r in fixed_ranges() {
-        tree.insert_range(*r.start(), *r.end(), Val { first: *r.start(), last: *r.end(), generation: 0 })
-            .unwrap();
+        tree.insert_range(
+            *r.start(),
+            *r.end(),
+            Val {
+                first: *r.start(),
+                last: *r.end(),
+                generation: 0,
+            },
+        )
+        .unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
@@ -400,12 +490,22 @@ fn readers_beside_one_writer() {
     }
     stop.store(true, Ordering::Relaxed);
     let model = w.join().expect("writer failed");
-    let checks: Vec<u64> = readers.into_iter().map(|r| r.join().expect("reader failed")).collect();
+    let checks: Vec<u64> = readers
+        .into_iter()
+        .map(|r| r.join().expect("reader failed"))
+        .collect();
     let ops = ops.load(Ordering::Relaxed);
-    eprintln!("stress: {ops} writes, reader checks {checks:?} in {:?}", start.elapsed());
+    eprintln!(
+        "stress: {ops} writes, reader checks {checks:?} in {:?}",
+        start.elapsed()
+    );
     assert!(ops > 0 && checks.iter().all(|&c| c > 0), "no work was done");
     // the final tree is exactly what the writer's model says
-    let got: Vec<(u64, u64, Val)> = tree.snapshot().iter().map(|(r, v)| (*r.start(), *r.end(), *v)).collect();
+    let got: Vec<(u64, u64, Val)> = tree
+        .snapshot()
+        .iter()
+        .map(|(r, v)| (*r.start(), *r.end(), *v))
+        .collect();
     let want: Vec<(u64, u64, Val)> = model.0.iter().map(|(&f, &(l, v))| (f, l, v)).collect();
     assert_eq!(got.len(), want.len());
     assert!(got == want, "final tree differs from the writer's model");
@@ -424,7 +524,16 @@ fn hot_spot_loads_see_old_or_new() {
     let layout_a: Vec<(u64, u64)> = (0..16).map(|i| (i * 10, i * 10 + 9)).collect();
     let layout_b: Vec<(u64, u64)> = (0..32).map(|i| (i * 5, i * 5 + 4)).collect();
     for &(f, l) in &layout_a {
-        tree.store_range(f, l, Val { first: f, last: l, generation: 1 }).unwrap();
+        tree.store_range(
+            f,
+            l,
+            Val {
+                first: f,
+                last: l,
+                generation: 1,
+            },
+        )
+        .unwrap();
     }
     let readers: Vec<_> = (0..2)
         .map(|k| {
@@ -447,8 +556,13 @@ fn hot_spot_loads_see_old_or_new() {
                     let w = if v.generation % 2 == 1 { 10 } else { 5 };
                     assert_eq!(v.last - v.first + 1, w, "entry from neither layout");
                     let snap = tree.snapshot();
-                    let widths: Vec<u64> = snap.iter().map(|(r, _)| r.end() - r.start() + 1).collect();
-                    assert_eq!(widths.iter().sum::<u64>(), 160, "snapshot does not cover the hot range");
+                    let widths: Vec<u64> =
+                        snap.iter().map(|(r, _)| r.end() - r.start() + 1).collect();
+                    assert_eq!(
+                        widths.iter().sum::<u64>(),
+                        160,
+                        "snapshot does not cover the hot range"
+                    );
                     n += 1;
                 }
                 n
@@ -463,9 +577,22 @@ fn hot_spot_loads_see_old_or_new() {
     while start.elapsed() < limit && r < rounds {
         r += 1;
         generation += 1;
-        let layout = if generation % 2 == 1 { &layout_a } else { &layout_b };
+        let layout = if generation % 2 == 1 {
+            &layout_a
+        } else {
+            &layout_b
+        };
         for &(f, l) in layout {
-            tree.store_range(f, l, Val { first: f, last: l, generation }).unwrap();
+            tree.store_range(
+                f,
+                l,
+                Val {
+                    first: f,
+                    last: l,
+                    generation,
+                },
+            )
+            .unwrap();
         }
         // after a whole layout is written, a read sees only that layout
         let e = tree.load(0).unwrap();

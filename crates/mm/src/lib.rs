@@ -96,8 +96,10 @@ pub struct RmapCalls {
     pub insert: u64,
     /// `insert_batch` calls.
     pub insert_batch: u64,
-    /// `insert_after` calls (fork).
+    /// `insert_after` calls (fork, one lock hold per VMA as in Linux).
     pub insert_after: u64,
+    /// `insert_after_batch` calls (fork, one lock hold per file: aspace).
+    pub insert_after_batch: u64,
     /// `remove` calls.
     pub remove: u64,
     /// `remove_batch` calls.
@@ -114,6 +116,7 @@ impl RmapCalls {
         self.insert += other.insert;
         self.insert_batch += other.insert_batch;
         self.insert_after += other.insert_after;
+        self.insert_after_batch += other.insert_after_batch;
         self.remove += other.remove;
         self.remove_batch += other.remove_batch;
         self.linked += other.linked;
@@ -122,7 +125,12 @@ impl RmapCalls {
 
     /// Calls that take a reverse-map lock (every kind counts once).
     pub fn lock_holds(&self) -> u64 {
-        self.insert + self.insert_batch + self.insert_after + self.remove + self.remove_batch
+        self.insert
+            + self.insert_batch
+            + self.insert_after
+            + self.insert_after_batch
+            + self.remove
+            + self.remove_batch
     }
 }
 
@@ -635,17 +643,38 @@ impl Mm {
             .collect();
         let mut cst = child.state.lock();
         for (file, idx) in group_by_file(file_vmas.iter().map(|v| v.file().map(|f| f.0))) {
-            for i in idx {
+            let items: Vec<(Handle, Interval, VmaId)> = idx
+                .iter()
+                .map(|&i| {
+                    let v = &file_vmas[i];
+                    let (_, pgoff) = v.file().expect("file VMA");
+                    let parent = v.link.expect("filtered on link").handle;
+                    (parent, interval(v, pgoff), child.new_id(&mut cst))
+                })
+                .collect();
+            // The parent's handles stay live while we hold its mmap lock.
+            let handles: Vec<Handle> = match self.pattern.insert {
+                InsertPattern::BatchPerFile => {
+                    let mut out = Vec::with_capacity(items.len());
+                    file.rmap()
+                        .insert_after_batch(&items, &mut out)
+                        .expect("the parent's handles are live while we hold its VMAs");
+                    cst.calls.insert_after_batch += 1;
+                    out
+                }
+                InsertPattern::PerVma => items
+                    .iter()
+                    .map(|&(parent, iv, id)| {
+                        cst.calls.insert_after += 1;
+                        file.rmap()
+                            .insert_after(parent, iv, id)
+                            .expect("the parent's handle is live while we hold its VMA")
+                    })
+                    .collect(),
+            };
+            cst.calls.linked += items.len() as u64;
+            for ((&i, handle), &(_, _, id)) in idx.iter().zip(handles).zip(&items) {
                 let v = &file_vmas[i];
-                let (_, pgoff) = v.file().expect("file VMA");
-                let parent = v.link.expect("filtered on link").handle;
-                let id = child.new_id(&mut cst);
-                let handle = file
-                    .rmap()
-                    .insert_after(parent, interval(v, pgoff), id)
-                    .expect("the parent's handle is live while we hold its VMA");
-                cst.calls.insert_after += 1;
-                cst.calls.linked += 1;
                 let mut copy = (**v).clone();
                 copy.link = Some(Link { handle, id });
                 child

@@ -196,6 +196,35 @@ pub trait ReverseMap: Send + Sync {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError>;
+    /// Fork's batch: `insert_after` for each `(parent, iv, vma)`, appending
+    /// the new handles to `out` in order. All-or-nothing: every parent is
+    /// validated before anything is inserted.
+    ///
+    /// The default takes one lock hold per item, as Linux's `dup_mmap` does
+    /// (it takes `i_mmap_rwsem` around each VMA's `insert_after`); designs
+    /// that batch by design (`aspace`) override it with one hold per file.
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for (_, iv, _) in items {
+            iv.validate()?;
+        }
+        let start = out.len();
+        for &(parent, iv, vma) in items {
+            match self.insert_after(parent, iv, vma) {
+                Ok(h) => out.push(h),
+                Err(e) => {
+                    // Undo what this batch inserted, so nothing is half done.
+                    let added: Vec<Handle> = out.drain(start..).collect();
+                    let _ = self.remove_batch(&added);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
     /// One lock hold where the design has locks. Validates every handle first
     /// (a handle twice in one batch is [`RmapError::UnknownHandle`]): all-or-nothing.
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError>;

@@ -394,11 +394,65 @@ fn memory_target_five_mappings() {
         linux.insert(*i, k as u64).unwrap();
         aspace.insert(*i, k as u64).unwrap();
     }
-    println!("5 mappings: aspace {} B, linux {} B", aspace.memory_bytes(), linux.memory_bytes());
+    println!(
+        "5 mappings: aspace {} B, linux {} B",
+        aspace.memory_bytes(),
+        linux.memory_bytes()
+    );
     assert!(
         aspace.memory_bytes() <= linux.memory_bytes() + 64,
         "aspace {} vs linux {}",
         aspace.memory_bytes(),
         linux.memory_bytes()
     );
+}
+
+/// Fork's batch: every child lands next to its parent; a batch with one
+/// bad parent changes nothing, in every design.
+#[test]
+fn insert_after_batch_all_or_nothing() {
+    for (name, m) in subjects() {
+        let m = &*m;
+        let a = elsewhere(|| m.insert(iv(0, 9), 1).unwrap());
+        let b = m.insert(iv(20, 29), 2).unwrap();
+        let mut out = Vec::new();
+        m.insert_after_batch(&[(a, iv(0, 9), 11), (b, iv(20, 29), 12)], &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 2, "{name}");
+        assert_eq!(m.len(), 4, "{name}");
+        let mut all = collect(m, Interval::FULL, false);
+        all.sort();
+        assert_eq!(
+            all,
+            vec![
+                (iv(0, 9), 1),
+                (iv(0, 9), 11),
+                (iv(20, 29), 2),
+                (iv(20, 29), 12)
+            ],
+            "{name}"
+        );
+        // A removed parent in the middle of a batch: nothing is inserted.
+        m.remove(out[0]).unwrap();
+        let dead = out[0];
+        let mut more = Vec::new();
+        let r = m.insert_after_batch(
+            &[(a, iv(0, 9), 21), (dead, iv(0, 9), 22), (b, iv(20, 29), 23)],
+            &mut more,
+        );
+        assert_eq!(r, Err(RmapError::UnknownHandle), "{name}");
+        assert!(more.is_empty(), "{name}");
+        assert_eq!(m.len(), 3, "{name}: a failed batch left entries behind");
+        // An inverted interval is refused before anything happens.
+        let r = m.insert_after_batch(&[(a, Interval { first: 5, last: 1 }, 31)], &mut more);
+        assert!(
+            matches!(r, Err(RmapError::InvertedInterval { .. })),
+            "{name}"
+        );
+        assert_eq!(m.len(), 3, "{name}");
+        for h in [a, b, out[1]] {
+            m.remove(h).unwrap();
+        }
+        assert!(m.is_empty(), "{name}");
+    }
 }

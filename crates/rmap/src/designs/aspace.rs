@@ -347,6 +347,38 @@ impl ReverseMap for Aspace {
         Ok(())
     }
 
+    /// One lock hold for the whole batch (one per involved shard, ascending,
+    /// once promoted); every parent is validated before anything is inserted.
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for &(parent, iv, _) in items {
+            iv.validate()?;
+            self.check_map(parent)?;
+        }
+        match self.write_mode() {
+            Mode::Central(mut g) => {
+                for &(parent, _, _) in items {
+                    if parent.shard() != 0 {
+                        return Err(RmapError::UnknownHandle);
+                    }
+                    g.check(parent.slot(), parent.gen())?;
+                }
+                out.reserve(items.len());
+                g.reserve(items.len());
+                for &(parent, iv, vma) in items {
+                    let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                    out.push(Handle::new(self.id, 0, slot, gen));
+                }
+                self.counters.set_len(g.len());
+                Ok(())
+            }
+            Mode::Sharded(s) => s.insert_after_batch(items, out),
+        }
+    }
+
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
         crate::precheck_batch(self.id, handles)?;
         match self.write_mode() {

@@ -234,6 +234,45 @@ impl<T: ShardTree> ShardSet<T> {
         Ok(())
     }
 
+    /// `insert_after` for every item (map ids already checked), each in its
+    /// parent's shard: one hold of each shard involved, taken in ascending
+    /// order; validates every parent first.
+    pub(crate) fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        if items
+            .iter()
+            .any(|(p, _, _)| p.shard() as usize >= self.shards.len())
+        {
+            return Err(RmapError::UnknownHandle);
+        }
+        let mut ids: Vec<u32> = items.iter().map(|(p, _, _)| p.shard()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut guards: Vec<WriteGuard<'_, T>> = ids
+            .iter()
+            .map(|&s| {
+                let sh = &self.shards[s as usize];
+                sh.counters.write(&sh.lock)
+            })
+            .collect();
+        let pos = |p: &Handle| ids.binary_search(&p.shard()).unwrap_or(0);
+        for (p, _, _) in items {
+            guards[pos(p)].check(p.slot(), p.gen())?;
+        }
+        out.reserve(items.len());
+        for &(p, iv, vma) in items {
+            let (slot, gen) = guards[pos(&p)].insert_after(p.slot(), p.gen(), iv, vma)?;
+            out.push(Handle::new(p.map(), p.shard(), slot, gen));
+        }
+        for (g, &s) in guards.iter().zip(&ids) {
+            self.shards[s as usize].counters.set_len(g.len());
+        }
+        Ok(())
+    }
+
     /// Stable walk: read-locks every shard in ascending order, holds them
     /// all, walks, releases.
     pub(crate) fn walk_stable(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
