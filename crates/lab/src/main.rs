@@ -10,6 +10,15 @@ mod soak;
 mod usl;
 mod workload;
 
+/// The lab measures the reverse map inside a model that allocates on every
+/// exec (VMAs, tree nodes, values). With glibc's malloc, frees of memory
+/// another thread allocated (epoch-deferred frees, dropped VMAs) serialise
+/// on arena locks and took ~40% of the cycles at 2 threads, hiding the
+/// designs' differences; mimalloc's per-thread free lists do not. The
+/// library crates keep the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use results::{Config, Results};

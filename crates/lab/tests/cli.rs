@@ -189,3 +189,44 @@ fn bad_arguments_fail_cleanly() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not an aspace results file"));
 }
+
+#[test]
+fn short_soak_finds_no_violation_and_reports_memory() {
+    let out = tmpdir("soak");
+    let json = out.join("soak.json");
+    let curve = out.join("rss.tsv");
+    let o = aspace(&[
+        "soak",
+        "--duration",
+        "2",
+        "--threads",
+        "4",
+        "--designs",
+        "linux,sharded,aspace",
+        "--json",
+        json.to_str().unwrap(),
+        "--curve",
+        curve.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("violations: 0"), "{stdout}");
+    assert!(stdout.contains("peak RSS (VmHWM)"), "{stdout}");
+    assert!(stdout.contains("RSS curve"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["violations"], 0);
+    assert!(v["ops"].as_u64().unwrap() > 100, "{v}");
+    assert!(v["checks"].as_u64().unwrap() > 0, "{v}");
+    for k in ["mmap", "munmap", "mprotect", "fork", "exec", "exit", "walk"] {
+        assert!(v["ops_by_kind"][k].as_u64().unwrap() > 0, "no {k} in {v}");
+    }
+    assert!(v["peak_rss_kib"].as_u64().unwrap() > 0, "{v}");
+    let pts = v["rss_curve"].as_array().unwrap();
+    assert!(pts.len() >= 10, "sampled over time: {pts:?}");
+    let lines = std::fs::read_to_string(&curve).unwrap();
+    assert_eq!(lines.lines().count(), pts.len());
+    assert!(lines.lines().all(|l| l.split('\t').count() == 2));
+    let _ = std::fs::remove_dir_all(&out);
+}

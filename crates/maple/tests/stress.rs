@@ -46,7 +46,7 @@ fn is_fixed_index(i: u64) -> bool {
     if i < SEGMENTS * SEG {
         i % SEG < FIXED
     } else {
-        i >= FAR && i < FAR + FAR_COUNT * 16 && (i - FAR) % 16 < 4
+        (FAR..FAR + FAR_COUNT * 16).contains(&i) && (i - FAR) % 16 < 4
     }
 }
 
@@ -383,7 +383,7 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
             .collect();
         let from_all: Vec<(RangeInclusive<u64>, Val)> = all
             .iter()
-            .filter(|(r, _)| *r.start() <= seg + SEG - 1 && *r.end() >= seg)
+            .filter(|(r, _)| *r.start() < seg + SEG && *r.end() >= seg)
             .cloned()
             .collect();
         assert_eq!(part, from_all);
@@ -417,7 +417,7 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         let seg = rng.below(SEGMENTS) * SEG;
         if let Ok(s) = tree.empty_area(seg, seg + SEG - 1, 4) {
             assert!(
-                s >= seg + FIXED && s + 3 <= seg + SEG - 1,
+                s >= seg + FIXED && s + 3 < seg + SEG,
                 "empty_area returned a fixed range"
             );
         }

@@ -211,16 +211,7 @@ impl<T: ShardTree> ShardSet<T> {
             sh.counters.set_len(t.len());
             return Ok(());
         }
-        let mut ids: Vec<u32> = handles.iter().map(|h| h.shard()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut guards: Vec<WriteGuard<'_, T>> = ids
-            .iter()
-            .map(|&s| {
-                let sh = &self.shards[s as usize];
-                sh.counters.write(&sh.lock)
-            })
-            .collect();
+        let (ids, mut guards) = self.lock_shards(handles.iter().map(|h| h.shard()));
         let pos = |h: &Handle| ids.binary_search(&h.shard()).unwrap_or(0);
         for h in handles {
             guards[pos(h)].check(h.slot(), h.gen())?;
@@ -232,6 +223,23 @@ impl<T: ShardTree> ShardSet<T> {
             self.shards[s as usize].counters.set_len(g.len());
         }
         Ok(())
+    }
+
+    /// Write-locks each distinct shard in `shards` (all in range), in
+    /// ascending order: the order every multi-shard operation takes, so two
+    /// of them never deadlock. Returns the sorted ids and their guards.
+    fn lock_shards(&self, shards: impl Iterator<Item = u32>) -> (Vec<u32>, Vec<WriteGuard<'_, T>>) {
+        let mut ids: Vec<u32> = shards.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let guards = ids
+            .iter()
+            .map(|&s| {
+                let sh = &self.shards[s as usize];
+                sh.counters.write(&sh.lock)
+            })
+            .collect();
+        (ids, guards)
     }
 
     /// `insert_after` for every item (map ids already checked), each in its
@@ -248,16 +256,7 @@ impl<T: ShardTree> ShardSet<T> {
         {
             return Err(RmapError::UnknownHandle);
         }
-        let mut ids: Vec<u32> = items.iter().map(|(p, _, _)| p.shard()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut guards: Vec<WriteGuard<'_, T>> = ids
-            .iter()
-            .map(|&s| {
-                let sh = &self.shards[s as usize];
-                sh.counters.write(&sh.lock)
-            })
-            .collect();
+        let (ids, mut guards) = self.lock_shards(items.iter().map(|(p, _, _)| p.shard()));
         let pos = |p: &Handle| ids.binary_search(&p.shard()).unwrap_or(0);
         for (p, _, _) in items {
             guards[pos(p)].check(p.slot(), p.gen())?;
