@@ -6,7 +6,8 @@
 # Builds the release test binaries (`cargo test --release --no-run`), finds them
 # in cargo's JSON messages, and runs a chosen subset of each under memcheck with
 # --test-threads=1. Fails (exit 1) on any invalid read/write, use of uninitialised
-# memory, bad free, or *definite* leak.
+# memory, bad free, or *definite* leak, and when a test itself fails. Set
+# MEMCHECK_ONLY="aspace-maple:edges aspace-mm:bad_input" to run a subset.
 #
 # Why --errors-for-leak-kinds=definite: crossbeam-epoch (the maple tree's
 # reclamation) keeps a global queue of deferred frees and per-thread bags that are
@@ -51,19 +52,26 @@ ran=0
 while read -r pkg target exe; do
   key="$pkg:$target"
   [[ -v "pick[$key]" ]] || continue
+  [[ -z "${MEMCHECK_ONLY:-}" || " $MEMCHECK_ONLY " == *" $key "* ]] || continue
   # shellcheck disable=SC2086
   filters=(${pick[$key]})
   log="target/memcheck-$pkg-$target.log"
   echo "=== memcheck $key ${filters[*]:-(all tests)}"
   ran=$((ran + 1))
-  if valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite \
-      --errors-for-leak-kinds=definite --error-exitcode=1 --track-origins=no \
-      --log-file="$log" "$exe" --test-threads=1 -q "${filters[@]}" >/dev/null; then
-    grep -E "ERROR SUMMARY|definitely lost" "$log" | sed 's/^==[0-9]*== /    /'
-  else
-    echo "=== memcheck $key: FAILED (see $log)" >&2
-    grep -E "ERROR SUMMARY|definitely lost|Invalid|uninitialised" "$log" | head -20 >&2 || true
+  rc=0
+  valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite \
+      --suppressions=scripts/memcheck.supp \
+      --errors-for-leak-kinds=definite --error-exitcode=97 --track-origins=no \
+      --log-file="$log" "$exe" --test-threads=1 -q "${filters[@]}" >"$log.out" 2>&1 || rc=$?
+  grep -E "ERROR SUMMARY|definitely lost" "$log" | sed 's/^==[0-9]*== /    /'
+  if [ "$rc" -eq 97 ]; then
+    echo "=== memcheck $key: MEMORY ERRORS (see $log)" >&2
+    grep -E "definitely lost in|Invalid|uninitialised" "$log" | head -20 >&2 || true
     failed+=("$key")
+  elif [ "$rc" -ne 0 ]; then
+    echo "=== memcheck $key: a test FAILED (exit $rc; not a memcheck error; see $log.out)" >&2
+    grep -E "^test .* FAILED|panicked at" "$log.out" | head -10 >&2 || true
+    failed+=("$key(test failure)")
   fi
 done <<<"$bins"
 

@@ -134,7 +134,10 @@ impl Model {
     }
 
     fn prev(&self, i: u64) -> Option<Item> {
-        self.m.range(..=i).next_back().map(|(s, (e, v))| (*s, *e, *v))
+        self.m
+            .range(..=i)
+            .next_back()
+            .map(|(s, (e, v))| (*s, *e, *v))
     }
 
     fn overlapping(&self, f: u64, l: u64) -> Vec<Item> {
@@ -224,17 +227,34 @@ fn item(e: Option<(RangeInclusive<u64>, &Val)>) -> Option<Item> {
 
 fn check_contents(tree: &MapleTree<Val>, model: &Model) {
     assert_eq!(tree.len(), model.m.len(), "len");
-    assert_eq!(tree.memory_usage().entries, model.m.len(), "memory_usage.entries");
+    assert_eq!(
+        tree.memory_usage().entries,
+        model.m.len(),
+        "memory_usage.entries"
+    );
     let snap = tree.snapshot();
-    let got: Vec<Item> = snap.iter().map(|(r, v)| item(Some((r, v))).unwrap()).collect();
+    let got: Vec<Item> = snap
+        .iter()
+        .map(|(r, v)| item(Some((r, v))).unwrap())
+        .collect();
     assert_eq!(got, model.all(), "iteration");
     if let Err(e) = tree.validate() {
         panic!("invalid tree: {e}");
     }
 }
 
-fn run_cursor(tree: &mut MapleTree<Val>, model: &mut Model, keys: &Keys, exclusive: bool, ops: &[COp]) {
-    let mut c = if exclusive { tree.cursor_mut() } else { tree.cursor() };
+fn run_cursor(
+    tree: &mut MapleTree<Val>,
+    model: &mut Model,
+    keys: &Keys,
+    exclusive: bool,
+    ops: &[COp],
+) {
+    let mut c = if exclusive {
+        tree.cursor_mut()
+    } else {
+        tree.cursor()
+    };
     // The model's idea of the cursor's position.
     let mut pos = 0u64;
     for op in ops.iter().take(32) {
@@ -245,7 +265,11 @@ fn run_cursor(tree: &mut MapleTree<Val>, model: &mut Model, keys: &Keys, exclusi
                 assert_eq!(item(c.walk(i)), model.load(i), "cursor walk {i}");
             }
             COp::Next => {
-                let want = model.m.range(pos..).find(|(s, _)| **s > pos).map(|(s, (e, v))| (*s, *e, *v));
+                let want = model
+                    .m
+                    .range(pos..)
+                    .find(|(s, _)| **s > pos)
+                    .map(|(s, (e, v))| (*s, *e, *v));
                 assert_eq!(item(c.next()), want, "cursor next from {pos}");
                 if let Some(w) = want {
                     pos = w.0;
@@ -282,7 +306,11 @@ fn run_cursor(tree: &mut MapleTree<Val>, model: &mut Model, keys: &Keys, exclusi
                     model.store(f, l, v);
                     pos = f;
                     if let Some(b) = before {
-                        assert_eq!(c.unreserved_allocations(), b, "preallocated store of [{f}, {l}] allocated a node");
+                        assert_eq!(
+                            c.unreserved_allocations(),
+                            b,
+                            "preallocated store of [{f}, {l}] allocated a node"
+                        );
                     }
                 }
                 assert_eq!(c.index(), pos);
@@ -314,7 +342,11 @@ fn run_cursor(tree: &mut MapleTree<Val>, model: &mut Model, keys: &Keys, exclusi
                 } else {
                     c.empty_area(min, max, size)
                 };
-                assert_eq!(got, want, "cursor empty_area({min}, {max}, {size}, rev={})", g.rev);
+                assert_eq!(
+                    got, want,
+                    "cursor empty_area({min}, {max}, {size}, rev={})",
+                    g.rev
+                );
                 if let Ok(s) = got {
                     pos = s;
                 }
@@ -363,19 +395,33 @@ fn run(input: Input) {
                 let i = keys.key(i);
                 let got = tree.load(i).map(|e| (e.first(), e.last(), *e.0));
                 assert_eq!(got, model.load(i), "load {i}");
-                assert_eq!(item(tree.snapshot().load(i)), model.load(i), "snapshot load {i}");
+                assert_eq!(
+                    item(tree.snapshot().load(i)),
+                    model.load(i),
+                    "snapshot load {i}"
+                );
             }
             Op::Find(i) => {
                 let i = keys.key(i);
                 let got = tree.find(i).map(|e| (e.first(), e.last(), *e.value().0));
                 assert_eq!(got, model.find(i), "find {i}");
-                assert_eq!(item(tree.snapshot().find(i)), model.find(i), "snapshot find {i}");
+                assert_eq!(
+                    item(tree.snapshot().find(i)),
+                    model.find(i),
+                    "snapshot find {i}"
+                );
             }
             Op::Prev(i) => {
                 let i = keys.key(i);
-                let got = tree.prev(i).map(|e| (*e.range().start(), e.last(), *e.value().0));
+                let got = tree
+                    .prev(i)
+                    .map(|e| (*e.range().start(), e.last(), *e.value().0));
                 assert_eq!(got, model.prev(i), "prev {i}");
-                assert_eq!(item(tree.snapshot().prev(i)), model.prev(i), "snapshot prev {i}");
+                assert_eq!(
+                    item(tree.snapshot().prev(i)),
+                    model.prev(i),
+                    "snapshot prev {i}"
+                );
             }
             Op::Iter { lo, hi, pattern } => {
                 let (lo, hi) = (keys.key(lo), keys.key(hi));
@@ -397,7 +443,11 @@ fn run(input: Input) {
                     }
                 }
                 assert!(it.next().is_none() && it.next_back().is_none(), "fused");
-                let back: Vec<Item> = snap.iter().rev().map(|(r, v)| item(Some((r, v))).unwrap()).collect();
+                let back: Vec<Item> = snap
+                    .iter()
+                    .rev()
+                    .map(|(r, v)| item(Some((r, v))).unwrap())
+                    .collect();
                 let mut all = model.all();
                 all.reverse();
                 assert_eq!(back, all, "reverse iteration");
@@ -408,9 +458,15 @@ fn run(input: Input) {
                 let (min, max, size) = keys.gap(g);
                 let want = model.gap(min, max, size, g.rev);
                 let (got, snap) = if g.rev {
-                    (tree.empty_area_rev(min, max, size), tree.snapshot().empty_area_rev(min, max, size))
+                    (
+                        tree.empty_area_rev(min, max, size),
+                        tree.snapshot().empty_area_rev(min, max, size),
+                    )
                 } else {
-                    (tree.empty_area(min, max, size), tree.snapshot().empty_area(min, max, size))
+                    (
+                        tree.empty_area(min, max, size),
+                        tree.snapshot().empty_area(min, max, size),
+                    )
                 };
                 assert_eq!(got, want, "empty_area({min}, {max}, {size}, rev={})", g.rev);
                 assert_eq!(snap, want, "snapshot empty_area");
@@ -429,16 +485,27 @@ fn run(input: Input) {
                         model.store(s, s + (size - 1), v);
                     }
                     Err(e) => {
-                        assert_eq!(Err(e.kind), want, "alloc({min}, {max}, {size}, rev={})", g.rev);
+                        assert_eq!(
+                            Err(e.kind),
+                            want,
+                            "alloc({min}, {max}, {size}, rev={})",
+                            g.rev
+                        );
                         assert_eq!(*e.value.0, v);
                     }
                 }
             }
-            Op::Fill { start, count, stride } => {
+            Op::Fill {
+                start,
+                count,
+                stride,
+            } => {
                 let base = keys.key(start);
                 let step = u64::from(stride) + 1;
                 for k in 0..u64::from(count) * 2 {
-                    let Some(f) = base.checked_add(k * step) else { break };
+                    let Some(f) = base.checked_add(k * step) else {
+                        break;
+                    };
                     let l = f.saturating_add(u64::from(stride / 2));
                     tree.store_range(f, l, Val(Box::new(k as u32))).unwrap();
                     model.store(f, l, k as u32);
@@ -456,7 +523,9 @@ fn run(input: Input) {
                     tree = copy;
                 }
             }
-            Op::Cursor { exclusive, ref ops } => run_cursor(&mut tree, &mut model, &keys, exclusive, ops),
+            Op::Cursor { exclusive, ref ops } => {
+                run_cursor(&mut tree, &mut model, &keys, exclusive, ops)
+            }
         }
         check_contents(&tree, &model);
     }

@@ -63,15 +63,41 @@ enum Op {
         shared: bool,
         file: Option<(u8, u64)>,
     },
-    Munmap { p: u8, addr: Addr, len: Len },
-    Mprotect { p: u8, addr: Addr, len: Len, prot: u8 },
-    Brk { p: u8, delta: i16 },
-    BrkRaw { p: u8, to: u64 },
-    Fork { p: u8 },
-    Exec { p: u8 },
-    Exit { p: u8 },
-    Drop { p: u8 },
-    Fault { p: u8, addr: Addr },
+    Munmap {
+        p: u8,
+        addr: Addr,
+        len: Len,
+    },
+    Mprotect {
+        p: u8,
+        addr: Addr,
+        len: Len,
+        prot: u8,
+    },
+    Brk {
+        p: u8,
+        delta: i16,
+    },
+    BrkRaw {
+        p: u8,
+        to: u64,
+    },
+    Fork {
+        p: u8,
+    },
+    Exec {
+        p: u8,
+    },
+    Exit {
+        p: u8,
+    },
+    Drop {
+        p: u8,
+    },
+    Fault {
+        p: u8,
+        addr: Addr,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -141,9 +167,23 @@ fn run(input: Input) {
         let mut child = None;
         let mut remove = false;
         let failed = match *op {
-            Op::Mmap { addr, len, prot: pr, fixed, shared, file, .. } => {
+            Op::Mmap {
+                addr,
+                len,
+                prot: pr,
+                fixed,
+                shared,
+                file,
+                ..
+            } => {
                 let file = file.map(|(f, off)| (&synth[usize::from(f) % synth.len()], off % 256));
-                let r = mm.mmap(addr.get(), len.get(), prot(pr), MapFlags { fixed, shared }, file);
+                let r = mm.mmap(
+                    addr.get(),
+                    len.get(),
+                    prot(pr),
+                    MapFlags { fixed, shared },
+                    file,
+                );
                 if let Ok(start) = r {
                     let v = mm.find(start).expect("the new mapping is there");
                     assert_eq!(v.prot, prot(pr));
@@ -158,11 +198,19 @@ fn run(input: Input) {
                 }
                 r.is_err()
             }
-            Op::Mprotect { addr, len, prot: pr, .. } => {
+            Op::Mprotect {
+                addr,
+                len,
+                prot: pr,
+                ..
+            } => {
                 let (a, l) = (addr.get(), len.get());
                 let r = mm.mprotect(a, l, prot(pr));
                 if r.is_ok() {
-                    assert_eq!(mm.find(a).expect("mprotected page is mapped").prot, prot(pr));
+                    assert_eq!(
+                        mm.find(a).expect("mprotected page is mapped").prot,
+                        prot(pr)
+                    );
                 }
                 r.is_err()
             }
@@ -170,7 +218,10 @@ fn run(input: Input) {
                 let (_, cur) = mm.brk_range();
                 let want = cur.wrapping_add_signed(i64::from(delta) * 512);
                 let got = mm.brk(want);
-                assert!(got == want || got == cur, "brk returns the new or the old break");
+                assert!(
+                    got == want || got == cur,
+                    "brk returns the new or the old break"
+                );
                 false
             }
             Op::BrkRaw { to, .. } => {
@@ -224,7 +275,11 @@ fn run(input: Input) {
     }
     drop(procs);
     for f in files.all() {
-        assert!(f.rmap().is_empty(), "{}: entries left after every process went", f.path().display());
+        assert!(
+            f.rmap().is_empty(),
+            "{}: entries left after every process went",
+            f.path().display()
+        );
     }
 }
 

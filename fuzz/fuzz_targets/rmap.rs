@@ -82,7 +82,11 @@ fn expect(model: &[(Handle, Interval, VmaId)], r: Interval) -> Vec<(Interval, Vm
     if r.first > r.last {
         return Vec::new();
     }
-    let mut out: Vec<_> = model.iter().filter(|e| e.1.overlaps(&r)).map(|e| (e.1, e.2)).collect();
+    let mut out: Vec<_> = model
+        .iter()
+        .filter(|e| e.1.overlaps(&r))
+        .map(|e| (e.1, e.2))
+        .collect();
     out.sort_unstable();
     out
 }
@@ -94,7 +98,10 @@ fn inverted(iv: Interval) -> Result<(), RmapError> {
 fn run(input: Input) {
     let design = Design::ALL[usize::from(input.design) % Design::ALL.len()];
     let topo = if input.emulated {
-        Topology::Emulated { nodes: 3, cpus_per_node: 2 }
+        Topology::Emulated {
+            nodes: 3,
+            cpus_per_node: 2,
+        }
     } else {
         Topology::Os
     };
@@ -138,7 +145,10 @@ fn run(input: Input) {
                 let iv = if *same {
                     piv
                 } else {
-                    Interval { first: piv.first / 2, last: piv.last }
+                    Interval {
+                        first: piv.first / 2,
+                        last: piv.last,
+                    }
                 };
                 next += 1;
                 let h = m.insert_after(p, iv, next).unwrap();
@@ -183,7 +193,10 @@ fn run(input: Input) {
                         model.push((h, i, v));
                     }
                 } else {
-                    assert!(out.is_empty(), "{design}: a refused batch hands out no handle");
+                    assert!(
+                        out.is_empty(),
+                        "{design}: a refused batch hands out no handle"
+                    );
                 }
             }
             Op::RemoveBatch(ks) => {
@@ -211,26 +224,44 @@ fn run(input: Input) {
                 } else {
                     continue;
                 }
-                assert_eq!(m.remove_batch(&hs), Err(RmapError::UnknownHandle), "{design}");
+                assert_eq!(
+                    m.remove_batch(&hs),
+                    Err(RmapError::UnknownHandle),
+                    "{design}"
+                );
             }
             Op::Walk(r, concurrent) => {
                 let r = sp.raw(*r);
-                assert_eq!(collect(m, r, *concurrent), expect(&model, r), "{design}: walk {r:?}");
+                assert_eq!(
+                    collect(m, r, *concurrent),
+                    expect(&model, r),
+                    "{design}: walk {r:?}"
+                );
             }
             Op::Foreign => {
                 let other = design.build(&topo);
                 let f = other.insert(Interval { first: 0, last: 1 }, 1).unwrap();
                 assert_eq!(m.remove(f), Err(RmapError::ForeignHandle), "{design}");
-                assert_eq!(m.insert_after(f, Interval { first: 0, last: 1 }, 2), Err(RmapError::ForeignHandle));
+                assert_eq!(
+                    m.insert_after(f, Interval { first: 0, last: 1 }, 2),
+                    Err(RmapError::ForeignHandle)
+                );
                 let mut hs: Vec<Handle> = model.iter().take(3).map(|e| e.0).collect();
                 hs.push(f);
-                assert_eq!(m.remove_batch(&hs), Err(RmapError::ForeignHandle), "{design}");
+                assert_eq!(
+                    m.remove_batch(&hs),
+                    Err(RmapError::ForeignHandle),
+                    "{design}"
+                );
             }
         }
         assert_eq!(m.len(), model.len(), "{design}: len");
         assert_eq!(m.is_empty(), model.is_empty());
     }
-    assert_eq!(collect(m, Interval::FULL, false), expect(&model, Interval::FULL));
+    assert_eq!(
+        collect(m, Interval::FULL, false),
+        expect(&model, Interval::FULL)
+    );
     let hs: Vec<Handle> = model.iter().map(|e| e.0).collect();
     m.remove_batch(&hs).unwrap();
     assert!(m.is_empty(), "{design}: drained");

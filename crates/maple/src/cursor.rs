@@ -225,7 +225,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
                 let r = f(&mut txn);
                 // Relaxed is enough: &mut excludes every other thread.
                 let c = txn.commit(
-                    |root| self.core.root.store(root, crate::sync::Ordering::Relaxed),
+                    |root| self.core.root.0.store(root, crate::sync::Ordering::Relaxed),
                     None,
                 );
                 self.core.apply(&c);

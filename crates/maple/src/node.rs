@@ -43,6 +43,7 @@
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 pub(crate) const LEAF_SLOTS: usize = 16;
 pub(crate) const INT_SLOTS: usize = 10;
@@ -87,9 +88,42 @@ pub(crate) struct Internal {
     pub hdr: Header,
     pub pivots: [u64; INT_SLOTS - 1],
     /// Before `gaps`: a lookup reads pivots and children only, so they share
-    /// the first three cache lines.
-    pub children: [NodePtr; INT_SLOTS],
-    pub gaps: [u64; INT_SLOTS],
+    /// the first three cache lines. Atomic because a write that replaces a
+    /// single leaf swaps it in place (see `write.rs`).
+    children: [AtomicPtr<Header>; INT_SLOTS],
+    /// Atomic because the leaf swap above updates the gaps of live nodes.
+    gaps: [AtomicU64; INT_SLOTS],
+}
+
+impl Internal {
+    /// Child `i`. Acquire pairs with the release store of an in-place leaf
+    /// swap ([`Internal::set_child`]): the new leaf's contents are visible.
+    #[inline]
+    pub(crate) fn child(&self, i: usize) -> NodePtr {
+        self.children[i].load(Ordering::Acquire)
+    }
+
+    /// Sets child `i`. Release: a reader that sees the pointer sees the
+    /// child's contents (the only ordering an in-place swap needs; on a
+    /// fresh node nobody reads it yet and the root's publish orders it).
+    #[inline]
+    pub(crate) fn set_child(&self, i: usize, p: NodePtr) {
+        self.children[i].store(p, Ordering::Release);
+    }
+
+    /// Longest free run under child `i`. Relaxed: gaps only steer the gap
+    /// search, which checks the leaf it reaches; a stale gap can make a
+    /// concurrent search miss a fit, never return an occupied range.
+    #[inline]
+    pub(crate) fn gap(&self, i: usize) -> u64 {
+        self.gaps[i].load(Ordering::Relaxed)
+    }
+
+    /// Sets the gap of child `i` (Relaxed: see [`Internal::gap`]).
+    #[inline]
+    pub(crate) fn set_gap(&self, i: usize, g: u64) {
+        self.gaps[i].store(g, Ordering::Relaxed);
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<Leaf<u8>>() == NODE_BYTES);
@@ -213,8 +247,8 @@ pub(crate) unsafe fn init_internal(p: NodePtr, flags: u8) {
             Internal {
                 hdr,
                 pivots: [u64::MAX; INT_SLOTS - 1],
-                gaps: [0; INT_SLOTS],
-                children: [ptr::null_mut(); INT_SLOTS],
+                children: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                gaps: std::array::from_fn(|_| AtomicU64::new(0)),
             },
         )
     }
@@ -284,7 +318,7 @@ pub(crate) fn run_len(s: u64, e: u64) -> u64 {
 /// # Safety
 /// `leaf` is a valid leaf.
 pub(crate) unsafe fn leaf_gap<T>(leaf: *const Leaf<T>, lo: u64, hi: u64) -> u64 {
-    // SAFETY: caller guarantees validity; nodes are immutable while readable.
+    // SAFETY: caller guarantees validity; a reachable leaf is never written.
     let leaf = unsafe { &*leaf };
     let n = leaf.hdr.count as usize;
     let mut best = 0;
@@ -299,9 +333,8 @@ pub(crate) unsafe fn leaf_gap<T>(leaf: *const Leaf<T>, lo: u64, hi: u64) -> u64 
 
 /// Longest free run under an internal node (from its children's gaps).
 pub(crate) fn internal_gap(node: &Internal) -> u64 {
-    node.gaps[..node.hdr.count as usize]
-        .iter()
-        .copied()
+    (0..node.hdr.count as usize)
+        .map(|i| node.gap(i))
         .max()
         .unwrap_or(0)
 }
@@ -327,8 +360,8 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
             }
         } else {
             let node = &*p.cast::<Internal>();
-            for &c in &node.children[..node.hdr.count as usize] {
-                freed += free_subtree::<T>(c);
+            for i in 0..node.hdr.count as usize {
+                freed += free_subtree::<T>(node.child(i));
             }
         }
         free_block(p);
@@ -362,9 +395,9 @@ pub(crate) unsafe fn dup_subtree<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
             }
         } else {
             let node = &mut *q.cast::<Internal>();
-            for c in &mut node.children[..node.hdr.count as usize] {
-                let (d, n) = dup_subtree::<T>(*c);
-                *c = d;
+            for i in 0..node.hdr.count as usize {
+                let (d, n) = dup_subtree::<T>(node.child(i));
+                node.set_child(i, d);
                 nodes += n;
             }
         }

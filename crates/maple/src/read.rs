@@ -1,9 +1,12 @@
-//! Read-side algorithms over an immutable tree version: point lookup,
-//! ordered stepping with an explicit path stack (nodes carry no parent
-//! pointers, so a version never needs fixing up after a copy), and gap search.
+//! Read-side algorithms: point lookup, ordered stepping with an explicit
+//! path stack (nodes carry no parent pointers, so nothing needs fixing up
+//! after a copy), and gap search.
 //!
 //! Every function here takes a root that the caller keeps alive (an epoch
-//! guard, the writer lock, or `&mut`), and never writes.
+//! guard, the writer lock, or `&mut`), and never writes. Leaves and pivots
+//! they read never change while reachable; child pointers and gaps may be
+//! swapped by a concurrent leaf swap and are read atomically (see
+//! `SAFETY.md`).
 
 use crate::node::{
     prefetch_node, run_len, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF, MAX_HEIGHT,
@@ -101,7 +104,7 @@ pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
                 hi,
             };
             path.len += 1;
-            node = int.children[i];
+            node = int.child(i);
             prefetch_node(node);
             let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
             lo = s;
@@ -129,7 +132,7 @@ pub(crate) unsafe fn lookup<T>(root: NodePtr, index: u64) -> RawEntry<T> {
             }
             let int = &*node.cast::<Internal>();
             let i = slot_in(&int.pivots, index).min(n - 1);
-            node = int.children[i];
+            node = int.child(i);
             prefetch_node(node);
             let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
             lo = s;
@@ -180,7 +183,7 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
             let n = int.hdr.count as usize;
             let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
             path.lv[d + 1] = Level {
-                node: int.children[l.idx],
+                node: int.child(l.idx),
                 idx: 0,
                 lo: s,
                 hi: e,
@@ -188,7 +191,7 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
             // A forward scan will want the following sibling next: start
             // fetching it while this node is being read.
             if l.idx + 1 < n {
-                prefetch_node(int.children[l.idx + 1]);
+                prefetch_node(int.child(l.idx + 1));
             }
             d += 1;
         }
@@ -219,7 +222,7 @@ pub(crate) unsafe fn step_prev(path: &mut Path) -> bool {
             let int = &*l.node.cast::<Internal>();
             let n = int.hdr.count as usize;
             let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
-            let child = int.children[l.idx];
+            let child = int.child(l.idx);
             path.lv[d + 1] = Level {
                 node: child,
                 idx: count(child) - 1,
@@ -345,8 +348,8 @@ pub(crate) unsafe fn gap_low<T>(
             if s > max {
                 break;
             }
-            if int.gaps[i] >= size {
-                if let Some(found) = gap_low::<T>(int.children[i], s, e, min, max, size) {
+            if int.gap(i) >= size {
+                if let Some(found) = gap_low::<T>(int.child(i), s, e, min, max, size) {
                     return Some(found);
                 }
             }
@@ -396,8 +399,8 @@ pub(crate) unsafe fn gap_high<T>(
             if e < min {
                 break;
             }
-            if int.gaps[i] >= size {
-                if let Some(found) = gap_high::<T>(int.children[i], s, e, min, max, size) {
+            if int.gap(i) >= size {
+                if let Some(found) = gap_high::<T>(int.child(i), s, e, min, max, size) {
                     return Some(found);
                 }
             }

@@ -16,13 +16,23 @@ use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntr
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::write::{Committed, Txn, WriterState};
 
-/// The part of the tree readers touch: the published root, and the counters
-/// the writer updates beside it.
+/// The published root, alone on its cache line: every read loads it, so a
+/// line the writer also dirtied on every write (the counters, once beside
+/// it) made each concurrent read miss.
 #[repr(align(64))]
-pub(crate) struct Core {
-    pub(crate) root: AtomicPtr<crate::node::Header>,
+pub(crate) struct RootLine(pub(crate) AtomicPtr<crate::node::Header>);
+
+/// Statistics the writer updates; readers of `len()` only.
+#[repr(align(64))]
+pub(crate) struct Counters {
     pub(crate) len: AtomicUsize,
     pub(crate) nodes: AtomicUsize,
+}
+
+/// The part of the tree readers touch: the published root, and the counters.
+pub(crate) struct Core {
+    pub(crate) root: RootLine,
+    pub(crate) counters: Counters,
 }
 
 impl Core {
@@ -31,30 +41,39 @@ impl Core {
     /// initialised before the reader looks at it.
     #[inline]
     pub(crate) fn load_root(&self) -> NodePtr {
-        self.root.load(Ordering::Acquire)
+        self.root.0.load(Ordering::Acquire)
     }
 
     /// The root for the writer, who holds the writer lock or `&mut`: the lock
     /// acquisition (or exclusivity) already orders it after the last publish.
     #[inline]
     pub(crate) fn writer_root(&self) -> NodePtr {
-        self.root.load(Ordering::Relaxed)
+        self.root.0.load(Ordering::Relaxed)
     }
 
     /// Publishes a new version with a single release store: the one point at
     /// which a write becomes visible.
     #[inline]
     pub(crate) fn publish(&self, root: NodePtr) {
-        self.root.store(root, Ordering::Release);
+        // A write that swapped a leaf in place keeps the root: storing it
+        // again would only invalidate every reader's copy of the line.
+        if self.root.0.load(Ordering::Relaxed) != root {
+            self.root.0.store(root, Ordering::Release);
+        }
     }
 
     pub(crate) fn apply(&self, c: &Committed) {
         // Relaxed: the counters are statistics, exact only when no write is
         // in flight; they are written by the single writer only.
-        let len = self.len.load(Ordering::Relaxed) as isize + c.len_delta;
-        self.len.store(len.max(0) as usize, Ordering::Relaxed);
-        let nodes = self.nodes.load(Ordering::Relaxed) as isize + c.nodes_delta;
-        self.nodes.store(nodes.max(0) as usize, Ordering::Relaxed);
+        let c2 = &self.counters;
+        if c.len_delta != 0 {
+            let len = c2.len.load(Ordering::Relaxed) as isize + c.len_delta;
+            c2.len.store(len.max(0) as usize, Ordering::Relaxed);
+        }
+        if c.nodes_delta != 0 {
+            let nodes = c2.nodes.load(Ordering::Relaxed) as isize + c.nodes_delta;
+            c2.nodes.store(nodes.max(0) as usize, Ordering::Relaxed);
+        }
     }
 }
 
@@ -65,21 +84,28 @@ impl Core {
 /// # Concurrency contract
 ///
 /// - **Readers** ([`load`](Self::load), [`find`](Self::find),
-///   [`prev`](Self::prev), [`snapshot`](Self::snapshot) and everything on a
-///   [`Snapshot`], the gap searches) are lock-free and never block: they pin
-///   an epoch (`crossbeam-epoch`) and walk an immutable version of the tree.
-///   A lookup returns the value from before or after any concurrent write
-///   covering that index, never a mix. A [`Snapshot`] and its iterators see
-///   one version in full: entries in increasing order, never overlapping,
-///   and exactly the entries of that version. Every read is linearizable at
-///   the moment it loads the root.
+///   [`prev`](Self::prev), everything on a [`Snapshot`], the gap searches)
+///   are lock-free and never block: they pin an epoch (`crossbeam-epoch`)
+///   and walk the tree without locks, as RCU readers do. A lookup is
+///   linearizable: it returns the value from before or after any concurrent
+///   write covering that index, never a mix, and never a torn node. An
+///   iteration yields entries in increasing order, never overlapping; it
+///   yields every entry that existed unchanged throughout it, and each
+///   entry it yields existed at some moment during it. A concurrent gap
+///   search returns a range that was free at some moment during the call;
+///   it is the lowest (highest) fit when no write runs meanwhile, and always
+///   under the writer lock ([`alloc_range`](Self::alloc_range), a
+///   [`Cursor`]).
 /// - **Writers** (`store_range`, `insert_range`, `erase`, `alloc_range`,
 ///   `clear`, and a [`Cursor`] from [`cursor`](Self::cursor)) serialise on an
-///   internal mutex, which they may block on. Each write copies the nodes it
-///   changes (the path from the root, plus any node it splits or merges) and
-///   publishes them with one atomic store of the root; a write is
-///   linearizable at that store. Replaced nodes and values are freed once
-///   every reader that could see them has unpinned.
+///   internal mutex, which they may block on. A write that changes one leaf
+///   without moving its bounds (most writes) copies that leaf and swaps it
+///   into its parent with one atomic store, then updates the gaps above it
+///   in place; a write that splits, merges or moves a boundary copies every
+///   node it changes from the root down and publishes the new root with one
+///   atomic store. Either store is the write's linearization point. Replaced
+///   nodes and values are freed once every reader that could see them has
+///   unpinned.
 /// - **`&mut` access** ([`cursor_mut`](Self::cursor_mut),
 ///   [`remove`](Self::remove)) takes no lock, copies nothing and frees at once.
 ///
@@ -143,9 +169,11 @@ impl<T> MapleTree<T> {
     pub fn new() -> Self {
         MapleTree {
             core: Core {
-                root: AtomicPtr::new(ptr::null_mut()),
-                len: AtomicUsize::new(0),
-                nodes: AtomicUsize::new(0),
+                root: RootLine(AtomicPtr::new(ptr::null_mut())),
+                counters: Counters {
+                    len: AtomicUsize::new(0),
+                    nodes: AtomicUsize::new(0),
+                },
             },
             writer: Mutex::new(WriterState::new()),
             _owns: PhantomData,
@@ -155,7 +183,7 @@ impl<T> MapleTree<T> {
     /// Number of entries (exact when no write is in flight).
     pub fn len(&self) -> usize {
         // Relaxed: a statistic; see Core::apply.
-        self.core.len.load(Ordering::Relaxed)
+        self.core.counters.len.load(Ordering::Relaxed)
     }
 
     /// Whether the tree holds no entry.
@@ -166,7 +194,7 @@ impl<T> MapleTree<T> {
     /// Nodes, bytes and entries of the current version.
     pub fn memory_usage(&self) -> MemoryUsage {
         // Relaxed: statistics.
-        let nodes = self.core.nodes.load(Ordering::Relaxed);
+        let nodes = self.core.counters.nodes.load(Ordering::Relaxed);
         let entries = self.len();
         MemoryUsage {
             nodes,
@@ -204,7 +232,7 @@ impl<T> MapleTree<T> {
         Entry::new(guard, e)
     }
 
-    /// A consistent read-only view of the current version. Lock-free.
+    /// A read-side section for several reads or an iteration. Lock-free.
     pub fn snapshot(&self) -> Snapshot<'_, T> {
         let guard = epoch::pin();
         let root = self.core.load_root();
@@ -342,8 +370,8 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         let old = self.core.writer_root();
         self.core.publish(ptr::null_mut());
         // Relaxed: statistics, written by the writer only.
-        self.core.len.store(0, Ordering::Relaxed);
-        self.core.nodes.store(0, Ordering::Relaxed);
+        self.core.counters.len.store(0, Ordering::Relaxed);
+        self.core.counters.nodes.store(0, Ordering::Relaxed);
         drop(st);
         if !old.is_null() {
             let old = SendNode(old);
@@ -405,8 +433,8 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
         let tree = MapleTree::new();
         tree.core.publish(copy);
         // Relaxed: the new tree is not shared yet.
-        tree.core.len.store(len, Ordering::Relaxed);
-        tree.core.nodes.store(nodes, Ordering::Relaxed);
+        tree.core.counters.len.store(len, Ordering::Relaxed);
+        tree.core.counters.nodes.store(nodes, Ordering::Relaxed);
         tree
     }
 }
@@ -433,7 +461,7 @@ impl<T: fmt::Debug> fmt::Debug for MapleTree<T> {
 impl<T> Drop for MapleTree<T> {
     fn drop(&mut self) {
         // Relaxed: exclusive access.
-        let root = self.core.root.load(Ordering::Relaxed);
+        let root = self.core.root.0.load(Ordering::Relaxed);
         // SAFETY: &mut self: no reader or writer remains, and the tree owns
         // every node and value of its current version.
         unsafe { free_subtree::<T>(root) };
@@ -534,10 +562,13 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
     }
 }
 
-/// A consistent, immutable view of one version of the tree.
+/// A read-side section: lock-free reads sharing one pinned epoch guard.
 ///
-/// Later writes are not seen. Holding a snapshot keeps its version (and
-/// everything replaced since) from being reclaimed, so keep it short-lived.
+/// Everything read through it stays valid while it lives, and each read
+/// follows the contract on [`MapleTree`]. It is not an isolated snapshot:
+/// writes that complete while it is in use may be seen by later reads
+/// through it (each leaf is seen whole, old or new). Holding it keeps
+/// everything replaced meanwhile from being reclaimed, so keep it short.
 /// Not `Send`.
 pub struct Snapshot<'a, T> {
     guard: Guard,
@@ -587,12 +618,12 @@ impl<'a, T> Snapshot<'a, T> {
         Iter::new(self.root, first, last)
     }
 
-    /// Entries in this version (counts them: O(n)).
+    /// Entries, counted by iterating: O(n).
     pub fn len(&self) -> usize {
         self.iter().count()
     }
 
-    /// Whether this version holds no entry.
+    /// Whether the tree was empty when this section began.
     pub fn is_empty(&self) -> bool {
         self.root.is_null()
     }

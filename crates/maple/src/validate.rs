@@ -94,11 +94,12 @@ unsafe fn check<T>(
     for i in 0..n {
         let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
         // SAFETY: children of a valid node.
-        let g = unsafe { check::<T>(int.children[i], s, e, depth + 1, false, w)? };
-        if g != int.gaps[i] {
+        let g = unsafe { check::<T>(int.child(i), s, e, depth + 1, false, w)? };
+        if g != int.gap(i) {
             return Err(format!(
                 "gap of child {i} of [{lo:#x}, {hi:#x}] is {} but stored {}",
-                g, int.gaps[i]
+                g,
+                int.gap(i)
             ));
         }
         best = best.max(g);

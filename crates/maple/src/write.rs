@@ -1,12 +1,15 @@
 //! The write engine: one [`Txn`] per tree operation.
 //!
-//! A write descends making every node on its path *fresh* (a private copy,
-//! flag [`FRESH`]), changes fresh nodes in place, then [`Txn::commit`]
-//! recomputes the gaps of the nodes it dirtied, publishes the new root with
-//! one release store, and retires the replaced nodes and values through the
-//! epoch collector. Readers therefore see either the whole old version or
-//! the whole new one. Under `&mut` (exclusive mode) there are no readers, so
-//! every node counts as fresh and nothing is copied.
+//! The common write changes one leaf without moving its bounds:
+//! [`Txn::try_swap_leaf`] builds the new leaf privately and swaps it into
+//! its parent with one release store. Every other write descends making
+//! each node on its path *fresh* (a private copy, flag [`FRESH`]), changes
+//! fresh nodes in place, then [`Txn::commit`] recomputes the gaps of the
+//! nodes it dirtied and publishes the new root with one release store.
+//! Either way a reader sees each leaf whole, old or new, and replaced nodes
+//! and values are retired through the epoch collector. Under `&mut`
+//! (exclusive mode) there are no readers, so every node counts as fresh and
+//! nothing is copied.
 //!
 //! Every operation reduces to [`Txn::store`] of `[a, b]` to a value or to
 //! null. When `[a, b]` lies in one leaf (the common case) that is one leaf
@@ -129,6 +132,84 @@ impl<T> Out<T> {
     }
 }
 
+/// A leaf rewrite worked out before anything is changed: the new slots,
+/// the values it drops, and where a value must be cloned.
+struct LeafPlan<T> {
+    out: Out<T>,
+    retire: [*mut T; LEAF_SLOTS],
+    n_retire: usize,
+    /// Slot of `out` holding the right part of an entry cut in two; it
+    /// still points at the original value until the clone is made.
+    clone_at: Option<usize>,
+    /// Whether the new entry went into the leaf's last slot (append).
+    appended_last: bool,
+}
+
+impl<T> LeafPlan<T> {
+    /// Plans the rewrite of `[a, b]` (inside the leaf `l`) to `v`.
+    fn new(leaf: &Leaf<T>, l: Level, a: u64, b: u64, v: *mut T) -> Self {
+        let n = leaf.hdr.count as usize;
+        let mut plan = LeafPlan {
+            out: Out::new(),
+            retire: [ptr::null_mut(); LEAF_SLOTS],
+            n_retire: 0,
+            clone_at: None,
+            appended_last: false,
+        };
+        let out = &mut plan.out;
+        let mut placed = false;
+        for i in 0..n {
+            let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
+            let p = leaf.slots[i];
+            if e < a {
+                out.push(e, p);
+                continue;
+            }
+            if s > b {
+                if !placed {
+                    out.push(b, v);
+                    placed = true;
+                }
+                out.push(e, p);
+                continue;
+            }
+            let mut kept = false;
+            if s < a {
+                out.push(a - 1, p);
+                kept = true;
+            }
+            if !placed {
+                out.push(b, v);
+                placed = true;
+                plan.appended_last = i + 1 == n;
+            }
+            if e > b {
+                out.push(e, p);
+                if kept && !p.is_null() {
+                    plan.clone_at = Some(out.n - 1);
+                }
+                kept = true;
+            }
+            if !kept && !p.is_null() {
+                plan.retire[plan.n_retire] = p;
+                plan.n_retire += 1;
+            }
+        }
+        plan
+    }
+
+    /// Whether the rewritten leaf (if it fits) breaks invariant 2 or 3.
+    fn needs_normalize(&self, is_root: bool, rightmost: bool) -> bool {
+        let m = self.out.n;
+        let last_free = self.out.vals[m - 1].is_null();
+        if is_root || rightmost {
+            m == 1 && last_free
+        } else {
+            last_free || m < MIN_LEAF
+        }
+    }
+}
+
 /// Writes slots `[from, to)` of `out` into a leaf block.
 ///
 /// # Safety
@@ -197,8 +278,11 @@ impl Kids {
         // SAFETY: caller guarantees validity.
         let int = unsafe { &*p.cast::<Internal>() };
         let n = int.hdr.count as usize;
-        let mut k = Kids::with(&int.children[..n], &int.pivots[..n - 1]);
-        k.gaps[..n].copy_from_slice(&int.gaps[..n]);
+        let children: [NodePtr; INT_SLOTS] = std::array::from_fn(|i| int.child(i));
+        let mut k = Kids::with(&children[..n], &int.pivots[..n - 1]);
+        for i in 0..n {
+            k.gaps[i] = int.gap(i);
+        }
         k.dirty = int.hdr.dirty as u32 & low_bits(n);
         k
     }
@@ -246,12 +330,15 @@ impl Kids {
         let k = to - from;
         debug_assert!((1..=INT_SLOTS).contains(&k));
         for i in 0..INT_SLOTS {
-            int.children[i] = if i < k {
-                self.children[from + i]
-            } else {
-                ptr::null_mut()
-            };
-            int.gaps[i] = if i < k { self.gaps[from + i] } else { 0 };
+            int.set_child(
+                i,
+                if i < k {
+                    self.children[from + i]
+                } else {
+                    ptr::null_mut()
+                },
+            );
+            int.set_gap(i, if i < k { self.gaps[from + i] } else { 0 });
         }
         for i in 0..INT_SLOTS - 1 {
             int.pivots[i] = if i + 1 < k {
@@ -311,18 +398,25 @@ impl<'s, T> Txn<'s, T> {
     // ----- allocation and copy-on-write -------------------------------------
 
     fn alloc(&mut self) -> NodePtr {
+        let p = self.take_block();
+        if !self.exclusive {
+            self.st.fresh.push(p);
+        }
+        p
+    }
+
+    /// A node block from the preallocated pool, else the allocator. Not
+    /// tracked as fresh: [`Txn::alloc`] does that, while the leaf swap
+    /// publishes its block itself.
+    fn take_block(&mut self) -> NodePtr {
         self.nodes_delta += 1;
-        let p = match self.st.pool.pop() {
+        match self.st.pool.pop() {
             Some(p) => p,
             None => {
                 self.st.pool_misses += 1;
                 alloc_block()
             }
-        };
-        if !self.exclusive {
-            self.st.fresh.push(p);
         }
-        p
     }
 
     fn flags(&self) -> u8 {
@@ -404,11 +498,11 @@ impl<'s, T> Txn<'s, T> {
                     return;
                 }
                 let i = slot_in(&(*node.cast::<Internal>()).pivots, index).min(n - 1);
-                let child = (*node.cast::<Internal>()).children[i];
+                let child = (*node.cast::<Internal>()).child(i);
                 crate::node::prefetch_node(child);
                 let child = self.make_fresh(child);
                 let int = &mut *node.cast::<Internal>();
-                int.children[i] = child;
+                int.set_child(i, child);
                 int.hdr.dirty |= 1 << i;
                 path.lv[path.len] = Level {
                     node,
@@ -438,9 +532,9 @@ impl<'s, T> Txn<'s, T> {
             // SAFETY: l.node is fresh; the known path was taken in the current
             // version, so its child index is in range.
             unsafe {
-                let child = self.make_fresh((*l.node.cast::<Internal>()).children[l.idx]);
+                let child = self.make_fresh((*l.node.cast::<Internal>()).child(l.idx));
                 let int = &mut *l.node.cast::<Internal>();
-                int.children[l.idx] = child;
+                int.set_child(l.idx, child);
                 int.hdr.dirty |= 1 << l.idx;
                 path.lv[d + 1].node = child;
             }
@@ -453,6 +547,9 @@ impl<'s, T> Txn<'s, T> {
         let l = *known.leaf();
         if self.root.is_null() || known.len == 0 || a < l.lo || b > l.hi {
             return self.store(a, b, v);
+        }
+        if self.try_swap_leaf(a, b, v) {
+            return;
         }
         let mut path = Path::new();
         self.descend_fresh_along(known, &mut path);
@@ -489,6 +586,9 @@ impl<'s, T> Txn<'s, T> {
             unsafe { write_leaf(leaf, &out, 0, out.n) };
             self.root = leaf;
             self.len_delta += 1;
+            return;
+        }
+        if self.try_swap_leaf(a, b, v) {
             return;
         }
         let mut path = Path::new();
@@ -534,75 +634,87 @@ impl<'s, T> Txn<'s, T> {
     fn leaf_write(&mut self, path: &mut Path, a: u64, b: u64, v: *mut T) -> bool {
         let l = *path.leaf();
         // SAFETY: the path's leaf is fresh.
-        let leaf = unsafe { &mut *l.node.cast::<Leaf<T>>() };
-        let n = leaf.hdr.count as usize;
-        let mut out = Out::<T>::new();
-        let mut placed = false;
-        let mut appended_last = false;
-        for i in 0..n {
-            let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
-            let p = leaf.slots[i];
-            if e < a {
-                out.push(e, p);
-                continue;
-            }
-            if s > b {
-                if !placed {
-                    out.push(b, v);
-                    placed = true;
-                }
-                out.push(e, p);
-                continue;
-            }
-            let mut kept = false;
-            if s < a {
-                out.push(a - 1, p);
-                kept = true;
-            }
-            if !placed {
-                out.push(b, v);
-                placed = true;
-                appended_last = i + 1 == n;
-            }
-            if e > b {
-                let right = if kept && !p.is_null() {
-                    let clone = self.cloner.unwrap_or_else(|| {
-                        // Only store_range (T: Clone) can cut an entry in the middle.
-                        unreachable!("entry split without a cloner")
-                    });
-                    // SAFETY: p is a live value owned by the tree.
-                    let copy = Box::into_raw(Box::new(clone(unsafe { &*p })));
-                    self.len_delta += 1;
-                    copy
-                } else {
-                    p
-                };
-                out.push(e, right);
-                kept = true;
-            }
-            if !kept && !p.is_null() {
-                self.retire_value(p);
-            }
+        let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
+        let mut plan = LeafPlan::new(leaf, l, a, b, v);
+        self.apply_values(&mut plan, v);
+        let rightmost = l.hi == u64::MAX;
+        let split = self.leaf_commit(path, &plan.out, rightmost && plan.appended_last);
+        let last_free = plan.out.vals[plan.out.n - 1].is_null();
+        if split {
+            // The last slot of `out` ends the right half.
+            return !rightmost && last_free;
+        }
+        plan.needs_normalize(path.len == 1, rightmost)
+    }
+
+    /// Carries out a plan's effects on values: retires the values it drops,
+    /// clones the value of an entry it cuts in two, counts the new entry.
+    fn apply_values(&mut self, plan: &mut LeafPlan<T>, v: *mut T) {
+        for i in 0..plan.n_retire {
+            self.retire_value(plan.retire[i]);
+        }
+        if let Some(at) = plan.clone_at {
+            let clone = self.cloner.unwrap_or_else(|| {
+                // Only store_range (T: Clone) can cut an entry in the middle.
+                unreachable!("entry split without a cloner")
+            });
+            // SAFETY: the slot holds a live value owned by the tree.
+            let copy = clone(unsafe { &*plan.out.vals[at] });
+            plan.out.vals[at] = Box::into_raw(Box::new(copy));
+            self.len_delta += 1;
         }
         if !v.is_null() {
             self.len_delta += 1;
         }
-        let rightmost = l.hi == u64::MAX;
-        let split = self.leaf_commit(path, &out, rightmost && appended_last);
-        let m = out.n;
-        // After a split the last slot of `out` ends the right half.
-        let last_free = out.vals[m - 1].is_null();
-        if split {
-            return !rightmost && last_free;
+    }
+
+    /// The common write, done without copying the path: when `[a, b]` lies
+    /// in one leaf whose rewrite fits and needs no rebalancing, the leaf is
+    /// copied and swapped into its (live) parent with one release store, and
+    /// the gaps above it are updated in place. Readers see the old leaf or
+    /// the new one; the root and inner nodes stay as they are, so a reader's
+    /// cached upper levels stay valid (path copying made every concurrent
+    /// read miss on them). Returns false, having changed nothing, when the
+    /// write needs the general path.
+    fn try_swap_leaf(&mut self, a: u64, b: u64, v: *mut T) -> bool {
+        let root = self.root;
+        // SAFETY: root is the published version's root, kept alive by the
+        // writer lock; the descent only reads.
+        unsafe {
+            if self.exclusive || (*root).flags & FRESH != 0 || is_leaf(root) {
+                return false;
+            }
+            let mut path = Path::new();
+            descend(root, a, &mut path);
+            let l = *path.leaf();
+            if b > l.hi {
+                return false;
+            }
+            let leaf = &*l.node.cast::<Leaf<T>>();
+            let mut plan = LeafPlan::new(leaf, l, a, b, v);
+            if plan.out.n > LEAF_SLOTS || plan.needs_normalize(false, l.hi == u64::MAX) {
+                return false;
+            }
+            self.apply_values(&mut plan, v);
+            let new = self.take_block();
+            init_leaf::<T>(new, 0);
+            write_leaf(new, &plan.out, 0, plan.out.n);
+            let parent = path.lv[path.len - 2];
+            (*parent.node.cast::<Internal>()).set_child(parent.idx, new);
+            self.retire_node(l.node);
+            // Gaps upward, in place, until one does not change.
+            let mut g = leaf_gap(new.cast::<Leaf<T>>(), l.lo, l.hi);
+            for d in (0..path.len - 1).rev() {
+                let lv = path.lv[d];
+                let int = &*lv.node.cast::<Internal>();
+                if int.gap(lv.idx) == g {
+                    break;
+                }
+                int.set_gap(lv.idx, g);
+                g = internal_gap(int);
+            }
         }
-        if path.len == 1 {
-            return m == 1 && last_free;
-        }
-        if rightmost {
-            m == 1 && last_free
-        } else {
-            last_free || m < MIN_LEAF
-        }
+        true
     }
 
     /// Writes `out` into the path's leaf, splitting it in two when it does not
@@ -776,8 +888,8 @@ impl<'s, T> Txn<'s, T> {
             unsafe {
                 let int = &mut *cur.node.cast::<Internal>();
                 let n = int.hdr.count as usize;
-                let child = self.make_fresh(int.children[cur.idx]);
-                int.children[cur.idx] = child;
+                let child = self.make_fresh(int.child(cur.idx));
+                int.set_child(cur.idx, child);
                 int.hdr.dirty |= 1 << cur.idx;
                 let (s, e) = slot_range(&int.pivots, n, cur.idx, cur.lo, cur.hi);
                 spath.lv[lvl + 1] = Level {
@@ -825,13 +937,13 @@ impl<'s, T> Txn<'s, T> {
         let j = if k > 0 { k - 1 } else { k };
         // SAFETY: pnode is fresh internal.
         let (a, b, lo_a, mid, hi_b) = unsafe {
-            let ca = (*pnode.cast::<Internal>()).children[j];
-            let cb = (*pnode.cast::<Internal>()).children[j + 1];
+            let ca = (*pnode.cast::<Internal>()).child(j);
+            let cb = (*pnode.cast::<Internal>()).child(j + 1);
             let a = self.make_fresh(ca);
             let b = self.make_fresh(cb);
             let int = &mut *pnode.cast::<Internal>();
-            int.children[j] = a;
-            int.children[j + 1] = b;
+            int.set_child(j, a);
+            int.set_child(j + 1, b);
             let (lo_a, mid) = slot_range(&int.pivots, pn, j, par.lo, par.hi);
             let (_, hi_b) = slot_range(&int.pivots, pn, j + 1, par.lo, par.hi);
             (a, b, lo_a, mid, hi_b)
@@ -903,7 +1015,7 @@ impl<'s, T> Txn<'s, T> {
         unsafe {
             while !self.root.is_null() && !is_leaf(self.root) && count(self.root) == 1 {
                 let old = self.root;
-                self.root = (*old.cast::<Internal>()).children[0];
+                self.root = (*old.cast::<Internal>()).child(0);
                 self.retire_node(old);
             }
         }
@@ -927,7 +1039,7 @@ impl<'s, T> Txn<'s, T> {
                 for i in 0..n {
                     if int.hdr.dirty & (1 << i) != 0 {
                         let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-                        int.gaps[i] = Self::refresh(int.children[i], s, e);
+                        int.set_gap(i, Self::refresh(int.child(i), s, e));
                     }
                 }
                 int.hdr.dirty = 0;
@@ -1056,7 +1168,7 @@ pub(crate) unsafe fn height(root: NodePtr) -> usize {
             if is_leaf(p) {
                 break;
             }
-            p = (*p.cast::<Internal>()).children[0];
+            p = (*p.cast::<Internal>()).child(0);
         }
     }
     h

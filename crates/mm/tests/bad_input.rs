@@ -62,7 +62,7 @@ fn bad_ranges_are_einval() {
             ("zero length", a, 0),
             ("unaligned address", a + 1, PAGE_SIZE),
             ("length overflows", a, u64::MAX),
-            ("range overflows", u64::MAX & !(PAGE_SIZE - 1), PAGE_SIZE),
+            ("range overflows", !(PAGE_SIZE - 1), PAGE_SIZE),
             ("past TASK_SIZE", TASK_SIZE, PAGE_SIZE),
             ("straddles TASK_SIZE", TASK_SIZE - PAGE_SIZE, 2 * PAGE_SIZE),
         ];
