@@ -42,7 +42,23 @@ fn exec_fork_exit_keep_rmaps_exact() {
         child.check_invariants().unwrap();
         parent.check_invariants().unwrap();
         assert_eq!(libc.rmap().len(), 2 * per_process);
-        assert_eq!(child.calls().insert_after as usize, child_file_vmas(&child));
+        // Fork links every child file VMA: one insert_after (one lock hold)
+        // each for the Linux-derived designs, as dup_mmap; one batch per
+        // file for aspace.
+        let calls = child.calls();
+        assert_eq!(calls.linked as usize, child_file_vmas(&child), "{design}");
+        if design == Design::Aspace {
+            assert_eq!(calls.insert_after, 0, "{design}");
+            assert!(calls.insert_after_batch >= 3, "{design}: {calls:?}");
+            assert!((calls.insert_after_batch as usize) < child_file_vmas(&child));
+        } else {
+            assert_eq!(
+                calls.insert_after as usize,
+                child_file_vmas(&child),
+                "{design}"
+            );
+            assert_eq!(calls.insert_after_batch, 0, "{design}");
+        }
         assert_eq!(snapshot(&child), snapshot(&parent));
 
         // The child execs something else: its old mappings go, the new ones come.

@@ -42,7 +42,7 @@ fn main() {
                 walk_rate_hz: walk_hz,
                 ..ChurnConfig::default()
             };
-            row.push(churn(d, &cfg));
+            row.push(churn(d, &cfg).expect("a valid configuration"));
         }
         rows.push((d, row));
     }

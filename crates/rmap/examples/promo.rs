@@ -20,10 +20,11 @@ fn main() {
             duration: Duration::from_millis(ms),
             ..ChurnConfig::default()
         };
-        let central = churn_on(Arc::new(Aspace::new(Topology::Os)), &cfg);
+        let central =
+            churn_on(Arc::new(Aspace::new(Topology::Os)), &cfg).expect("a valid configuration");
         let a = Aspace::new(Topology::Os);
         a.promote();
-        let promoted = churn_on(Arc::new(a), &cfg);
+        let promoted = churn_on(Arc::new(a), &cfg).expect("a valid configuration");
         println!(
             "{t}t: adaptive {:.0} ops/s ({} shards, {}/{} contended), promoted {:.0} ops/s ({} shards)",
             central.ops_per_sec,

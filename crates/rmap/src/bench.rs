@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use crate::{Design, Handle, Interval, LockStats, ReverseMap, Topology, VmaId};
+use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
 
 /// The five segments of a libc-like shared object, in page offsets: r--
 /// ELF header and rodata, r-x text, r-- rodata, r-- RELRO, rw- data. (The
@@ -102,7 +102,8 @@ pub struct ChurnResult {
     pub elapsed: Duration,
 }
 
-/// Maps the resident processes of `cfg` into `map`.
+/// Maps the resident processes of `cfg` into `map`. An inverted interval
+/// in `cfg` is skipped (it cannot be inserted); [`churn`] refuses it first.
 pub fn populate(map: &dyn ReverseMap, cfg: &ChurnConfig) -> Vec<Handle> {
     let mut hs = Vec::with_capacity(cfg.resident_processes * cfg.intervals.len());
     let mut vma: VmaId = 1 << 48;
@@ -118,6 +119,12 @@ pub fn populate(map: &dyn ReverseMap, cfg: &ChurnConfig) -> Vec<Handle> {
 }
 
 /// One churn iteration: map and unmap one process.
+///
+/// # Panics
+///
+/// If `intervals` holds an inverted interval, or `map` loses a handle it
+/// just issued. This is the benchmarks' inner loop, so it checks nothing
+/// up front: validate the intervals once with [`ChurnConfig::validate`].
 #[inline]
 pub fn churn_once(
     map: &dyn ReverseMap,
@@ -148,14 +155,51 @@ pub fn churn_once(
     }
 }
 
+/// Why a churn configuration was refused.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ChurnError {
+    /// One of `intervals` is inverted.
+    Interval(RmapError),
+    /// `walk_rate_hz` is negative or not a number.
+    WalkRate(f64),
+}
+
+impl std::fmt::Display for ChurnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChurnError::Interval(e) => write!(f, "churn interval: {e}"),
+            ChurnError::WalkRate(r) => write!(f, "walk rate {r} Hz: must be a number >= 0"),
+        }
+    }
+}
+
+impl std::error::Error for ChurnError {}
+
+impl ChurnConfig {
+    /// Checks the configuration: every interval valid, a walk rate that is
+    /// a number and not negative (a tiny rate means at most one walk a run).
+    pub fn validate(&self) -> Result<(), ChurnError> {
+        for iv in &self.intervals {
+            iv.validate().map_err(ChurnError::Interval)?;
+        }
+        if self.walk_rate_hz.is_nan() || self.walk_rate_hz < 0.0 {
+            return Err(ChurnError::WalkRate(self.walk_rate_hz));
+        }
+        Ok(())
+    }
+}
+
 /// Runs the churn of `cfg` on a fresh map of `design`.
-pub fn churn(design: Design, cfg: &ChurnConfig) -> ChurnResult {
+pub fn churn(design: Design, cfg: &ChurnConfig) -> Result<ChurnResult, ChurnError> {
+    cfg.validate()?;
     let map: Arc<dyn ReverseMap> = design.build_arc(&cfg.topology);
     churn_on(map, cfg)
 }
 
 /// Runs the churn of `cfg` on `map` (after populating it).
-pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> ChurnResult {
+pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> Result<ChurnResult, ChurnError> {
+    cfg.validate()?;
     let _resident = populate(&*map, cfg);
     let threads = cfg.threads.max(1);
     let stop = Arc::new(AtomicBool::new(false));
@@ -193,7 +237,10 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> ChurnResult {
             walked.clone(),
             barrier.clone(),
         );
-        let period = Duration::from_secs_f64(1.0 / cfg.walk_rate_hz);
+        // A rate so small that its period overflows a Duration walks once.
+        let period = Duration::try_from_secs_f64(1.0 / cfg.walk_rate_hz)
+            .unwrap_or(cfg.duration)
+            .min(cfg.duration.max(Duration::from_millis(1)));
         let range = cfg.intervals.first().copied().unwrap_or(Interval::FULL);
         joins.push(std::thread::spawn(move || {
             barrier.wait();
@@ -222,7 +269,7 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> ChurnResult {
     }
     let elapsed = start.elapsed();
     let ops = ops.load(Ordering::Relaxed);
-    ChurnResult {
+    Ok(ChurnResult {
         design: map.design(),
         threads,
         ops,
@@ -232,7 +279,7 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> ChurnResult {
         stats: map.stats(),
         memory_bytes: map.memory_bytes(),
         elapsed,
-    }
+    })
 }
 
 /// Runs `ops_per_thread` churn iterations on each of `threads` threads

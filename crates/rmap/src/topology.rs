@@ -17,7 +17,9 @@ pub enum Topology {
     #[default]
     Os,
     /// `nodes` nodes of `cpus_per_node` CPUs each; threads get CPU ids
-    /// round-robin at their first use.
+    /// round-robin at their first use. A zero in either field counts as 1,
+    /// and the counts are capped at [`MAX_EMULATED_CPUS`] (designs allocate
+    /// per node and per CPU group); [`Topology::parse`] rejects all three.
     Emulated {
         /// NUMA nodes.
         nodes: u32,
@@ -25,6 +27,10 @@ pub enum Topology {
         cpus_per_node: u32,
     },
 }
+
+/// The most CPUs (and nodes) an emulated topology has: designs keep state
+/// per node and per CPU group, so an absurd topology would exhaust memory.
+pub const MAX_EMULATED_CPUS: u32 = 1 << 16;
 
 fn os_nodes() -> u32 {
     static NODES: OnceLock<u32> = OnceLock::new();
@@ -151,9 +157,14 @@ impl Topology {
                 "topology {s:?}: nodes and cpus per node must be at least 1"
             ));
         }
-        nodes
+        if nodes
             .checked_mul(cpus_per_node)
-            .ok_or_else(|| format!("topology {s:?}: too many CPUs"))?;
+            .is_none_or(|n| n > MAX_EMULATED_CPUS)
+        {
+            return Err(format!(
+                "topology {s:?}: at most {MAX_EMULATED_CPUS} CPUs can be emulated"
+            ));
+        }
         Ok(Topology::Emulated {
             nodes,
             cpus_per_node,
@@ -164,7 +175,7 @@ impl Topology {
     pub fn nodes(&self) -> u32 {
         match self {
             Topology::Os => os_nodes(),
-            Topology::Emulated { nodes, .. } => *nodes,
+            Topology::Emulated { nodes, .. } => (*nodes).clamp(1, MAX_EMULATED_CPUS),
         }
     }
 
@@ -175,7 +186,10 @@ impl Topology {
             Topology::Emulated {
                 nodes,
                 cpus_per_node,
-            } => nodes * cpus_per_node,
+            } => (*nodes)
+                .max(1)
+                .saturating_mul((*cpus_per_node).max(1))
+                .min(MAX_EMULATED_CPUS),
         }
     }
 
@@ -184,10 +198,7 @@ impl Topology {
     pub fn current_cpu(&self) -> u32 {
         match self {
             Topology::Os => os_cpu() % os_cpus(),
-            Topology::Emulated {
-                nodes,
-                cpus_per_node,
-            } => emulated_thread_id() % (nodes * cpus_per_node),
+            Topology::Emulated { .. } => emulated_thread_id() % self.cpus(),
         }
     }
 
@@ -202,7 +213,9 @@ impl Topology {
                     os_node() % os_nodes()
                 }
             }
-            Topology::Emulated { cpus_per_node, .. } => self.current_cpu() / cpus_per_node,
+            Topology::Emulated { cpus_per_node, .. } => {
+                (self.current_cpu() / (*cpus_per_node).max(1)).min(self.nodes() - 1)
+            }
         }
     }
 }

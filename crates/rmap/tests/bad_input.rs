@@ -3,7 +3,7 @@
 //! panic, and leave the map unchanged. The `#[ignore]`d tests are open bugs (see
 //! the notes on them): they state the behaviour we want.
 
-use rmap::bench::{churn, ChurnConfig};
+use rmap::bench::{churn, ChurnConfig, ChurnError};
 use rmap::{Design, Handle, Interval, ReverseMap, RmapError, Topology};
 use std::time::Duration;
 
@@ -163,33 +163,32 @@ fn bad_design_and_topology_strings() {
     }
 }
 
-/// BUG (reported to the lead): `Topology::Emulated` has public fields, so a zero or
-/// overflowing topology can be built without `Topology::parse`; `current_cpu`
-/// then divides by zero (or, in debug builds, overflows `nodes * cpus_per_node`),
-/// and every design that asks for the CPU panics on insert.
+/// `Topology::Emulated` has public fields, so a zero or overflowing
+/// topology can be built without `Topology::parse`: zeros count as 1 and the
+/// CPU count saturates, so every design still works on it.
 #[test]
-#[ignore = "bug: Topology::Emulated { nodes: 0, .. } divides by zero"]
-fn zero_emulated_topology_does_not_panic() {
-    let t = Topology::Emulated {
-        nodes: 0,
-        cpus_per_node: 0,
-    };
-    let _ = t.current_cpu();
-    let _ = t.current_node();
-    for d in Design::ALL {
-        let m = d.build(&t);
-        let h = m.insert(Interval::new(0, 1).unwrap(), 1).unwrap();
-        m.remove(h).unwrap();
+fn degenerate_emulated_topology_does_not_panic() {
+    for (nodes, cpus_per_node) in [(0, 0), (0, 4), (3, 0), (65536, 65536), (u32::MAX, u32::MAX)] {
+        let t = Topology::Emulated {
+            nodes,
+            cpus_per_node,
+        };
+        assert!(t.current_cpu() < t.cpus());
+        assert!(t.current_node() < t.nodes());
+        for d in Design::ALL {
+            let m = d.build(&t);
+            let h = m.insert(Interval::new(0, 1).unwrap(), 1).unwrap();
+            m.remove(h).unwrap();
+            assert!(m.is_empty());
+        }
     }
 }
 
-/// BUG (reported to the lead): `bench::churn` with an inverted interval in
-/// `ChurnConfig::intervals` panics ("valid intervals"/"valid interval") instead of
-/// returning an error; and a tiny positive `walk_rate_hz` (1e-310) panics in
-/// `Duration::from_secs_f64(inf)`. Neither panic is documented.
+/// `bench::churn` refuses an inverted interval and a negative or NaN walk
+/// rate with an error; a tiny positive rate (whose period overflows a
+/// `Duration`) just walks at most once or twice.
 #[test]
-#[ignore = "bug: bench::churn panics on inverted intervals / tiny walk rates"]
-fn churn_with_bad_config_does_not_panic() {
+fn churn_with_bad_config_is_an_error() {
     let bad = ChurnConfig {
         threads: 1,
         duration: Duration::from_millis(10),
@@ -197,32 +196,45 @@ fn churn_with_bad_config_does_not_panic() {
         intervals: vec![INV],
         ..ChurnConfig::default()
     };
-    let r = std::panic::catch_unwind(|| churn(Design::Linux, &bad));
-    assert!(r.is_ok(), "inverted interval in ChurnConfig panicked");
+    assert!(matches!(
+        churn(Design::Linux, &bad),
+        Err(ChurnError::Interval(RmapError::InvertedInterval { .. }))
+    ));
+    for rate in [f64::NAN, -5.0] {
+        let cfg = ChurnConfig {
+            walk_rate_hz: rate,
+            duration: Duration::from_millis(10),
+            ..ChurnConfig::default()
+        };
+        assert!(matches!(
+            churn(Design::Linux, &cfg),
+            Err(ChurnError::WalkRate(_))
+        ));
+    }
     let tiny = ChurnConfig {
         threads: 1,
         duration: Duration::from_millis(10),
         walk_rate_hz: 1e-310,
         ..ChurnConfig::default()
     };
-    let r = std::panic::catch_unwind(|| churn(Design::Linux, &tiny));
-    assert!(r.is_ok(), "tiny walk rate panicked");
+    let r = churn(Design::Linux, &tiny).unwrap();
+    assert!(r.walks <= 2, "{} walks", r.walks);
 }
 
 #[test]
 fn churn_edge_configs_that_work() {
-    // Zero threads is treated as one; NaN and negative walk rates mean no walker;
-    // zero duration returns at once.
-    for (threads, rate) in [(0, f64::NAN), (1, -5.0), (1, f64::INFINITY)] {
+    // Zero threads is treated as one; a zero rate means no walker; a zero
+    // duration returns at once.
+    for threads in [0, 1] {
         let cfg = ChurnConfig {
             threads,
             duration: Duration::ZERO,
             resident_processes: 0,
-            walk_rate_hz: if rate.is_infinite() { 0.0 } else { rate },
+            walk_rate_hz: 0.0,
             ..ChurnConfig::default()
         };
-        let r = churn(Design::Sharded, &cfg);
+        let r = churn(Design::Sharded, &cfg).unwrap();
         assert_eq!(r.walks, 0);
-        assert!(r.threads >= threads);
+        assert!(r.threads >= threads.max(1));
     }
 }
