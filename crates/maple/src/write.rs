@@ -27,9 +27,9 @@ use std::ptr;
 use crossbeam_epoch::Guard;
 
 use crate::node::{
-    alloc_block, free_block, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range,
-    Internal, Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
-    NODE_BYTES,
+    alloc_block, free_block, init_internal, init_leaf, init_retire_list, internal_gap, leaf_gap,
+    recycle, retire_list_push, slot_in, slot_range, take_recycled, Internal, Leaf, NodePtr, FRESH,
+    INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF, NODE_BYTES,
 };
 use crate::read::{count, descend, is_leaf, Level, Path};
 
@@ -79,11 +79,58 @@ impl<T> WriterState<T> {
     }
 
     pub(crate) fn reserve_nodes(&mut self, n: usize) {
+        if self.pool.len() < n {
+            self.refill();
+        }
         while self.pool.len() < n {
             self.pool.push(alloc_block());
         }
     }
+
+    /// Moves recycled blocks into the pool, keeping at most [`POOL_MAX`].
+    fn refill(&mut self) {
+        let pool = &mut self.pool;
+        take_recycled(|b| {
+            if pool.len() < POOL_MAX {
+                pool.push(b);
+            } else {
+                // SAFETY: a recycled block is unreachable and ours now.
+                unsafe { free_block(b) };
+            }
+        });
+    }
+
+    /// A free block: the pool, then recycled blocks, then the allocator.
+    fn block(&mut self) -> NodePtr {
+        if self.pool.is_empty() {
+            self.refill();
+        }
+        match self.pool.pop() {
+            Some(p) => p,
+            None => {
+                self.pool_misses += 1;
+                alloc_block()
+            }
+        }
+    }
+
+    /// Keeps a block this writer no longer needs for reuse.
+    fn keep(&mut self, b: NodePtr) {
+        if self.pool.len() < POOL_MAX {
+            self.pool.push(b);
+        } else {
+            // SAFETY: the caller hands over an unreachable block.
+            unsafe { free_block(b) };
+        }
+    }
 }
+
+/// Most free node blocks a tree keeps for its writer (16 KiB): small,
+/// because a program may hold thousands of trees (one per process in
+/// `aspace-mm`). Surplus recycled blocks go to the per-thread block cache
+/// (`node::free_block`), which the same writer thread allocates from next.
+/// Preallocation may exceed it.
+const POOL_MAX: usize = 64;
 
 impl<T> Drop for WriterState<T> {
     fn drop(&mut self) {
@@ -410,13 +457,7 @@ impl<'s, T> Txn<'s, T> {
     /// publishes its block itself.
     fn take_block(&mut self) -> NodePtr {
         self.nodes_delta += 1;
-        match self.st.pool.pop() {
-            Some(p) => p,
-            None => {
-                self.st.pool_misses += 1;
-                alloc_block()
-            }
-        }
+        self.st.block()
     }
 
     fn flags(&self) -> u8 {
@@ -1089,30 +1130,40 @@ impl<'s, T> Txn<'s, T> {
                 // functions at a pace tied to pins (a few per pin), so one
                 // batch per write keeps reclamation ahead of a busy writer,
                 // where one deferred call per node fell behind.
-                st.retired_nodes.retain(|&p| {
-                    // SAFETY: retired nodes stay allocated until freed here.
+                // Never-published nodes go straight back to the pool; the
+                // rest are listed in retire-list blocks and handed to
+                // writers after the grace period (see `node::RetireList`).
+                let mut chain: NodePtr = ptr::null_mut();
+                let retired = std::mem::take(&mut st.retired_nodes);
+                for &p in &retired {
+                    // SAFETY: retired nodes stay allocated until handed on here.
                     if unsafe { (*p).flags } == DEAD {
-                        // SAFETY: never published and unlinked: no reader has it.
-                        unsafe { free_block(p) };
-                        false
-                    } else {
-                        true
+                        st.keep(p);
+                        continue;
                     }
-                });
-                if !st.retired_nodes.is_empty() {
-                    let batch = SendPtr(std::mem::replace(
-                        &mut st.retired_nodes,
-                        Vec::with_capacity(16),
-                    ));
-                    // SAFETY: the batch is unlinked from the new version;
-                    // readers that still hold the old one are pinned, so the
-                    // free waits for them.
+                    // SAFETY: chain is null or a list this write owns.
+                    if chain.is_null() || !unsafe { retire_list_push(chain, p) } {
+                        let list = st.block();
+                        // SAFETY: list is a free block; the push cannot fail
+                        // on an empty list.
+                        unsafe {
+                            init_retire_list(list, chain);
+                            retire_list_push(list, p);
+                        }
+                        chain = list;
+                    }
+                }
+                st.retired_nodes = retired;
+                st.retired_nodes.clear();
+                if !chain.is_null() {
+                    let chain = SendPtr(chain);
+                    // SAFETY: every listed node is unlinked from the new
+                    // version; readers that still hold the old one are
+                    // pinned, so the recycling waits for them.
                     unsafe {
                         guard.defer_unchecked(move || {
-                            let batch = batch;
-                            for p in batch.0 {
-                                free_block(p);
-                            }
+                            let chain = chain;
+                            recycle(chain.0);
                         })
                     };
                 }
@@ -1130,10 +1181,13 @@ impl<'s, T> Txn<'s, T> {
                 }
             }
             None => {
-                for p in st.retired_nodes.drain(..) {
-                    // SAFETY: exclusive mode: no reader can hold p.
-                    unsafe { free_block(p) };
+                let retired = std::mem::take(&mut st.retired_nodes);
+                for &p in &retired {
+                    // Exclusive mode: no reader can hold p; reuse it.
+                    st.keep(p);
                 }
+                st.retired_nodes = retired;
+                st.retired_nodes.clear();
                 for v in st.retired_values.drain(..) {
                     // SAFETY: exclusive mode: no reader can hold v.
                     drop(unsafe { Box::from_raw(v) });
