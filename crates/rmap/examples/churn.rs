@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use rmap::bench::{churn, ChurnConfig};
-use rmap::Design;
+use rmap::{Design, Topology};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,6 +15,10 @@ fn main() {
     if threads.is_empty() {
         threads = vec![1, 2, 4];
     }
+    let topology = std::env::var("TOPOLOGY")
+        .ok()
+        .map(|s| Topology::parse(&s).expect("TOPOLOGY: NODESxCPUS, e.g. 12x32"))
+        .unwrap_or_default();
     let walk_hz: f64 = std::env::var("WALK_HZ")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -40,6 +44,7 @@ fn main() {
                 threads: t,
                 duration: Duration::from_millis(ms),
                 walk_rate_hz: walk_hz,
+                topology: topology.clone(),
                 ..ChurnConfig::default()
             };
             row.push(churn(d, &cfg).expect("a valid configuration"));

@@ -3,9 +3,13 @@
 //! [`Topology::Os`] asks the kernel: `sched_getcpu(3)` for the CPU,
 //! `getcpu(2)` for the node, and `/sys/devices/system/node/node<N>` (counted
 //! once) for the number of nodes, falling back to one node where sysfs is
-//! absent. [`Topology::Emulated`] gives each thread a CPU id on its first
-//! call, round-robin over `nodes * cpus_per_node`, so the NUMA designs can be
-//! exercised on a one-node machine; node = cpu / cpus_per_node.
+//! absent. [`Topology::Emulated`] numbers threads in the order of their
+//! first call and deals them out round-robin over the nodes: thread `k`
+//! runs on node `k % nodes`, on that node's CPU `(k / nodes) % cpus_per_node`
+//! (so node = cpu / cpus_per_node). Consecutive threads land on different
+//! nodes, which is what exercises the NUMA designs on a one-node machine
+//! with a handful of threads; dealing CPU ids in order would put the first
+//! `cpus_per_node` threads all on node 0.
 
 use std::str::FromStr;
 use std::sync::OnceLock;
@@ -159,7 +163,7 @@ impl Topology {
         }
         if nodes
             .checked_mul(cpus_per_node)
-            .is_none_or(|n| n > MAX_EMULATED_CPUS)
+            .map_or(true, |n| n > MAX_EMULATED_CPUS)
         {
             return Err(format!(
                 "topology {s:?}: at most {MAX_EMULATED_CPUS} CPUs can be emulated"
@@ -198,7 +202,13 @@ impl Topology {
     pub fn current_cpu(&self) -> u32 {
         match self {
             Topology::Os => os_cpu() % os_cpus(),
-            Topology::Emulated { .. } => emulated_thread_id() % self.cpus(),
+            Topology::Emulated { cpus_per_node, .. } => {
+                let (nodes, per) = (self.nodes(), (*cpus_per_node).max(1));
+                let k = emulated_thread_id();
+                let cpu = (k % nodes) as u64 * per as u64 + ((k / nodes) % per) as u64;
+                // Below nodes * per, which cpus() caps only above 2^16.
+                (cpu as u32).min(self.cpus() - 1)
+            }
         }
     }
 
