@@ -99,6 +99,7 @@ struct Shared {
 
 impl Shared {
     fn violation(&self, what: String) {
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         self.violations.fetch_add(1, Ordering::Relaxed);
         let mut s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         if s.len() < 20 {
@@ -185,6 +186,7 @@ fn check_walk(
             ));
         }
     }
+    // Relaxed: a statistic, read after the threads are joined (join orders it).
     sh.checks.fetch_add(1, Ordering::Relaxed);
     if let Some(b) = bad {
         sh.violation(format!(
@@ -204,6 +206,7 @@ fn worker(sh: &Shared, w: &World, seed: u64) {
     let mut rng = Rng::new(seed);
     let mut own: Vec<Mm> = Vec::new();
     let mut n = 0u64;
+    // Relaxed: a stop flag; no data is published through it.
     while !sh.stop.load(Ordering::Relaxed) {
         n += 1;
         if own.is_empty() || (own.len() < 4 && rng.below(8) == 0) {
@@ -296,14 +299,17 @@ fn worker(sh: &Shared, w: &World, seed: u64) {
                 8
             }
         };
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         sh.ops[kind].fetch_add(1, Ordering::Relaxed);
         if n % 64 == 0 {
             for mm in &own {
+                // Relaxed: a statistic, read after the threads are joined (join orders it).
                 sh.checks.fetch_add(1, Ordering::Relaxed);
                 if let Err(e) = mm.check_invariants() {
                     sh.violation(format!("{}: process {}: {e}", w.design, mm.id()));
                 }
             }
+            // Relaxed: a statistic, read after the threads are joined (join orders it).
             sh.ops[9].fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -373,6 +379,7 @@ pub fn run(cfg: &SoakConfig, tick: &dyn Fn(f64)) -> SoakReport {
             curve.push((start.elapsed().as_secs_f64(), status_kib("VmRSS")));
             tick(start.elapsed().as_secs_f64() / cfg.duration.as_secs_f64());
         }
+        // Relaxed: a stop flag; no data is published through it.
         sh.stop.store(true, Ordering::Relaxed);
     });
     let ran = start.elapsed().as_secs_f64();
@@ -394,6 +401,7 @@ pub fn run(cfg: &SoakConfig, tick: &dyn Fn(f64)) -> SoakReport {
     let ops_by_kind: HashMap<String, u64> = KINDS
         .iter()
         .zip(&sh.ops)
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         .map(|(k, n)| ((*k).to_owned(), n.load(Ordering::Relaxed)))
         .collect();
     let quarter = curve.iter().find(|p| p.0 >= ran / 4.0).map_or(0, |p| p.1);
@@ -405,6 +413,7 @@ pub fn run(cfg: &SoakConfig, tick: &dyn Fn(f64)) -> SoakReport {
         seed: cfg.seed,
         ops: ops_by_kind.values().sum(),
         ops_by_kind,
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         checks: sh.checks.load(Ordering::Relaxed),
         violations: sh.violations.load(Ordering::Relaxed),
         violation_samples: sh.samples.into_inner().unwrap_or_else(|e| e.into_inner()),

@@ -137,6 +137,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             s.spawn(move || {
                 let mut next = Instant::now();
                 let mut page = 0u64;
+                // Relaxed: a stop flag; no data is published through it.
                 while !stop.load(Ordering::Relaxed) {
                     next += period;
                     if let Some(d) = next.checked_duration_since(Instant::now()) {
@@ -150,6 +151,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
                     let mut n = 0u64;
                     libc.rmap().walk(iv, &mut |_, _| n += 1);
                     std::hint::black_box(n);
+                    // Relaxed: a statistic, read after the threads are joined (join orders it).
                     walks.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -160,6 +162,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
                 (p.duration - start.elapsed().min(p.duration)).min(Duration::from_millis(100)),
             );
         }
+        // Relaxed: a stop flag; no data is published through it.
         stop.store(true, Ordering::Relaxed);
         let mut ops = 0u64;
         let mut calls = RmapCalls::default();
@@ -205,6 +208,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         },
         resident: p.resident,
         resident_libc_vmas,
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         walks_per_sec: walks.load(Ordering::Relaxed) as f64 / secs,
         topology: p.topology_name.clone(),
         libc_rmap_bytes,
@@ -242,6 +246,7 @@ fn worker(
             let parent = Mm::new(files.clone());
             parent.exec_program(prog);
             let base = parent.calls();
+            // Relaxed: a stop flag; no data is published through it.
             while !stop.load(Ordering::Relaxed) {
                 let child = parent.fork();
                 child.exec_program(prog);

@@ -248,6 +248,7 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> Result<ChurnResu
             while !stop.load(Ordering::Relaxed) {
                 let mut k = 0u64;
                 map.walk(range, &mut |_, _| k += 1);
+                // Relaxed: a statistic, read after the threads are joined (join orders it).
                 walks.fetch_add(1, Ordering::Relaxed);
                 walked.fetch_add(k, Ordering::Relaxed);
                 next += period;
@@ -263,17 +264,20 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> Result<ChurnResu
     barrier.wait();
     let start = Instant::now();
     std::thread::sleep(cfg.duration);
+    // Relaxed: a stop flag; no data is published through it.
     stop.store(true, Ordering::Relaxed);
     for j in joins {
         j.join().expect("churn thread panicked");
     }
     let elapsed = start.elapsed();
+    // Relaxed: a statistic, read after the threads are joined (join orders it).
     let ops = ops.load(Ordering::Relaxed);
     Ok(ChurnResult {
         design: map.design(),
         threads,
         ops,
         ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
+        // Relaxed: a statistic, read after the threads are joined (join orders it).
         walks: walks.load(Ordering::Relaxed),
         walked_entries: walked.load(Ordering::Relaxed),
         stats: map.stats(),

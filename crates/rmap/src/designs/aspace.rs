@@ -266,6 +266,7 @@ impl Aspace {
 
 impl Drop for Aspace {
     fn drop(&mut self) {
+        // Acquire pairs with the Release publish in promote_locked (with &mut self any ordering would do).
         let p = self.central.sharded.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: p came from Box::into_raw in promote_locked and is
