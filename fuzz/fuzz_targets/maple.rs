@@ -232,7 +232,7 @@ fn check_contents(tree: &MapleTree<Val>, model: &Model) {
         model.m.len(),
         "memory_usage.entries"
     );
-    let snap = tree.snapshot();
+    let snap = tree.reader();
     let got: Vec<Item> = snap
         .iter()
         .map(|(r, v)| item(Some((r, v))).unwrap())
@@ -396,7 +396,7 @@ fn run(input: Input) {
                 let got = tree.load(i).map(|e| (e.first(), e.last(), *e.0));
                 assert_eq!(got, model.load(i), "load {i}");
                 assert_eq!(
-                    item(tree.snapshot().load(i)),
+                    item(tree.reader().load(i)),
                     model.load(i),
                     "snapshot load {i}"
                 );
@@ -406,7 +406,7 @@ fn run(input: Input) {
                 let got = tree.find(i).map(|e| (e.first(), e.last(), *e.value().0));
                 assert_eq!(got, model.find(i), "find {i}");
                 assert_eq!(
-                    item(tree.snapshot().find(i)),
+                    item(tree.reader().find(i)),
                     model.find(i),
                     "snapshot find {i}"
                 );
@@ -418,14 +418,14 @@ fn run(input: Input) {
                     .map(|e| (*e.range().start(), e.last(), *e.value().0));
                 assert_eq!(got, model.prev(i), "prev {i}");
                 assert_eq!(
-                    item(tree.snapshot().prev(i)),
+                    item(tree.reader().prev(i)),
                     model.prev(i),
                     "snapshot prev {i}"
                 );
             }
             Op::Iter { lo, hi, pattern } => {
                 let (lo, hi) = (keys.key(lo), keys.key(hi));
-                let snap = tree.snapshot();
+                let snap = tree.reader();
                 let mut want: VecDeque<Item> = model.overlapping(lo, hi).into();
                 let mut it = snap.range(lo, hi);
                 let mut bits = pattern;
@@ -460,12 +460,12 @@ fn run(input: Input) {
                 let (got, snap) = if g.rev {
                     (
                         tree.empty_area_rev(min, max, size),
-                        tree.snapshot().empty_area_rev(min, max, size),
+                        tree.reader().empty_area_rev(min, max, size),
                     )
                 } else {
                     (
                         tree.empty_area(min, max, size),
-                        tree.snapshot().empty_area(min, max, size),
+                        tree.reader().empty_area(min, max, size),
                     )
                 };
                 assert_eq!(got, want, "empty_area({min}, {max}, {size}, rev={})", g.rev);

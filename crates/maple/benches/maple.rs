@@ -245,9 +245,9 @@ fn load_group(c: &mut Criterion, name: &str, batch: u64) {
                 sum
             })
         });
-        g.bench_function(BenchmarkId::new("maple_snapshot", n), |b| {
+        g.bench_function(BenchmarkId::new("maple_reader", n), |b| {
             b.iter(|| {
-                let s = t.snapshot();
+                let s = t.reader();
                 let mut sum = 0;
                 for &k in &keys {
                     sum += *s.load(k).unwrap().1;
@@ -359,7 +359,7 @@ fn bench_iter(c: &mut Criterion) {
         let t = build_maple(n);
         g.bench_function(BenchmarkId::new("maple", n), |b| {
             b.iter(|| {
-                t.snapshot()
+                t.reader()
                     .iter()
                     .map(|(r, v)| r.start() ^ v)
                     .fold(0, u64::wrapping_add)
@@ -445,11 +445,11 @@ fn bench_dup(c: &mut Criterion) {
             b.iter_with_large_drop(|| t.dup())
         });
         // The one-by-one copies read the entries into a Vec first: inserting
-        // while a Snapshot is held would keep every retired node pinned.
+        // while a Reader is held would keep every retired node pinned.
         g.bench_function(BenchmarkId::new("maple_insert_one_by_one", n), |b| {
             b.iter_with_large_drop(|| {
                 let all: Vec<(u64, u64, u64)> = t
-                    .snapshot()
+                    .reader()
                     .iter()
                     .map(|(r, v)| (*r.start(), *r.end(), *v))
                     .collect();
@@ -463,7 +463,7 @@ fn bench_dup(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("maple_cursor_mut_one_by_one", n), |b| {
             b.iter_with_large_drop(|| {
                 let all: Vec<(u64, u64, u64)> = t
-                    .snapshot()
+                    .reader()
                     .iter()
                     .map(|(r, v)| (*r.start(), *r.end(), *v))
                     .collect();

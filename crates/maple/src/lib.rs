@@ -12,7 +12,7 @@
 //! assert_eq!(tree.empty_area(0x1000, u64::MAX, 0x2000), Ok(0x2000));
 //! // Highest one below 0x8000 (top-down, as mmap places mappings):
 //! assert_eq!(tree.empty_area_rev(0, 0x7fff, 0x2000), Ok(0x6000));
-//! let snap = tree.snapshot();
+//! let snap = tree.reader();
 //! let all: Vec<_> = snap.iter().map(|(r, v)| (r, *v)).collect();
 //! assert_eq!(all, vec![(0x1000..=0x1fff, "text"), (0x4000..=0x4fff, "data")]);
 //! ```
@@ -53,7 +53,7 @@ mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
-pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Snapshot};
+pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;

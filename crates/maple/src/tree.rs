@@ -84,7 +84,7 @@ impl Core {
 /// # Concurrency contract
 ///
 /// - **Readers** ([`load`](Self::load), [`find`](Self::find),
-///   [`prev`](Self::prev), everything on a [`Snapshot`], the gap searches)
+///   [`prev`](Self::prev), everything on a [`Reader`], the gap searches)
 ///   are lock-free and never block: they pin an epoch (`crossbeam-epoch`)
 ///   and walk the tree without locks, as RCU readers do. A lookup is
 ///   linearizable: it returns the value from before or after any concurrent
@@ -116,7 +116,7 @@ impl Core {
 /// `size_of::<T>()`). Ascending inserts pack leaves to 15 of 16 slots, so
 /// contiguous ranges cost about 18 bytes of nodes per entry
 /// ([`memory_usage`](Self::memory_usage)). A reader that stays pinned (a
-/// long-lived [`Entry`] or [`Snapshot`]) delays the reclamation of every
+/// long-lived [`Entry`] or [`Reader`]) delays the reclamation of every
 /// node replaced meanwhile.
 ///
 /// # Value requirements
@@ -233,10 +233,10 @@ impl<T> MapleTree<T> {
     }
 
     /// A read-side section for several reads or an iteration. Lock-free.
-    pub fn snapshot(&self) -> Snapshot<'_, T> {
+    pub fn reader(&self) -> Reader<'_, T> {
         let guard = epoch::pin();
         let root = self.core.load_root();
-        Snapshot {
+        Reader {
             guard,
             root,
             _tree: PhantomData,
@@ -246,12 +246,12 @@ impl<T> MapleTree<T> {
     /// Lowest start `s` with `[s, s + size - 1]` free and inside `[min, max]`.
     /// O(log n), lock-free.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        self.snapshot().empty_area(min, max, size)
+        self.reader().empty_area(min, max, size)
     }
 
     /// Highest such start (top-down placement, as `mmap` does). O(log n).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        self.snapshot().empty_area_rev(min, max, size)
+        self.reader().empty_area_rev(min, max, size)
     }
 }
 
@@ -453,7 +453,7 @@ impl<T: Clone + Send + Sync + 'static> Clone for MapleTree<T> {
 
 impl<T: fmt::Debug> fmt::Debug for MapleTree<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let snap = self.snapshot();
+        let snap = self.reader();
         f.debug_map().entries(snap.iter()).finish()
     }
 }
@@ -570,19 +570,19 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
 /// through it (each leaf is seen whole, old or new). Holding it keeps
 /// everything replaced meanwhile from being reclaimed, so keep it short.
 /// Not `Send`.
-pub struct Snapshot<'a, T> {
+pub struct Reader<'a, T> {
     guard: Guard,
     root: NodePtr,
     _tree: PhantomData<&'a MapleTree<T>>,
 }
 
-impl<'a, T> Snapshot<'a, T> {
+impl<'a, T> Reader<'a, T> {
     pub(crate) fn root_ptr(&self) -> NodePtr {
         self.root
     }
 
     fn item(&self, e: RawEntry<T>) -> Option<(RangeInclusive<u64>, &T)> {
-        // SAFETY: the snapshot's guard keeps the value alive for &self.
+        // SAFETY: the reader's guard keeps the value alive for &self.
         (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { &*e.2 }))
     }
 
@@ -640,7 +640,7 @@ impl<'a, T> Snapshot<'a, T> {
     }
 }
 
-impl<'s, T> IntoIterator for &'s Snapshot<'_, T> {
+impl<'s, T> IntoIterator for &'s Reader<'_, T> {
     type Item = (RangeInclusive<u64>, &'s T);
     type IntoIter = Iter<'s, T>;
     fn into_iter(self) -> Iter<'s, T> {
@@ -648,7 +648,7 @@ impl<'s, T> IntoIterator for &'s Snapshot<'_, T> {
     }
 }
 
-/// Iterator over the entries of a [`Snapshot`] (or a cursor's version),
+/// Iterator over the entries of a [`Reader`] (or a cursor's version),
 /// from either end.
 pub struct Iter<'s, T> {
     front: Path,

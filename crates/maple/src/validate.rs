@@ -130,7 +130,7 @@ impl<T> MapleTree<T> {
     /// fuzzing; O(n). Call it with no write in flight.
     #[doc(hidden)]
     pub fn validate(&self) -> Result<(), String> {
-        let snap = self.snapshot();
+        let snap = self.reader();
         let root = snap.root_ptr();
         let mut w = Walk {
             leaf_depth: None,
@@ -138,7 +138,8 @@ impl<T> MapleTree<T> {
             nodes: 0,
         };
         if !root.is_null() {
-            // SAFETY: the snapshot keeps the version alive.
+            // SAFETY: the reader's guard keeps the nodes alive; no write runs
+            // meanwhile (the caller's contract).
             unsafe { check::<T>(root, 0, u64::MAX, 0, true, &mut w)? };
         }
         if w.entries != self.len() {
@@ -307,7 +308,7 @@ mod tests {
             let got = tree.load(probe).map(|e| (e.first(), e.last(), *e.value()));
             assert_eq!(got, model.load(probe), "step {step}: load {probe}");
             if step % 64 == 0 {
-                let snap = tree.snapshot();
+                let snap = tree.reader();
                 let all: Vec<_> = snap
                     .iter()
                     .map(|(r, v)| (*r.start(), *r.end(), *v))

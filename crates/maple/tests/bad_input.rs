@@ -6,7 +6,7 @@
 use maple::{MapleError, MapleTree};
 
 fn contents(t: &MapleTree<u32>) -> Vec<(u64, u64, u32)> {
-    t.snapshot()
+    t.reader()
         .iter()
         .map(|(r, v)| (*r.start(), *r.end(), *v))
         .collect()
@@ -90,7 +90,7 @@ fn bad_gap_requests() {
     let t = sample();
     let before = contents(&t);
     let snap_t = sample();
-    let snap = snap_t.snapshot();
+    let snap = snap_t.reader();
     let mut owned = sample();
     type Search<'a> = Box<dyn Fn(u64, u64, u64) -> Result<u64, MapleError> + 'a>;
     let searches: Vec<Search> = vec![
@@ -184,7 +184,7 @@ fn reads_and_erases_of_nothing() {
     assert!(t.erase(5).is_none());
     assert!(t.remove(5).is_none());
     t.clear();
-    let snap = t.snapshot();
+    let snap = t.reader();
     assert!(snap.iter().next().is_none() && snap.iter().next_back().is_none());
     assert_eq!(snap.len(), 0);
     drop(snap);
@@ -205,7 +205,7 @@ fn reads_and_erases_of_nothing() {
     assert_eq!(t.find(u64::MAX).unwrap().first(), u64::MAX - 1);
     assert!(t.prev(u64::MAX - 2).is_some());
     // An inverted iteration range is empty, from both ends.
-    let snap = t.snapshot();
+    let snap = t.reader();
     assert!(snap.range(10, 5).next().is_none());
     assert!(snap.range(u64::MAX, 0).next_back().is_none());
     assert_eq!(contents(&t), before);

@@ -114,7 +114,7 @@ fn settle(c: &Counters, want: &HashSet<u64>) {
 
 /// The serials the tree holds now, checking that each is still live.
 fn held(t: &MapleTree<Tracked>) -> HashSet<u64> {
-    let snap = t.snapshot();
+    let snap = t.reader();
     let mut s = HashSet::new();
     for (_, v) in snap.iter() {
         assert!(v.c.is_live(v.serial), "the tree holds a dropped value");
@@ -337,19 +337,19 @@ fn random_mix() {
     );
 }
 
-/// A snapshot held across writes keeps the old values alive; once it is
+/// A reader held across writes keeps the old values alive; once it is
 /// gone they are dropped.
 #[test]
-fn snapshot_delays_but_does_not_leak() {
+fn reader_delays_but_does_not_leak() {
     let c = Counters::leak();
     let t = MapleTree::new();
     for i in 0..100 {
         t.store_range(i * 2, i * 2, c.make(i)).unwrap();
     }
     let before = held(&t);
-    let snap = t.snapshot();
+    let snap = t.reader();
     t.store_range(0, 1_000, c.make(1000)).unwrap();
-    // everything the snapshot can see must still be alive
+    // everything the reader can see must still be alive
     for i in 0..100 {
         assert!(c.is_live(snap.load(i * 2).unwrap().1.serial));
     }

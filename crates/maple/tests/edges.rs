@@ -9,7 +9,7 @@ use maple::{MapleError, MapleTree, WriteError};
 const MAX: u64 = u64::MAX;
 
 fn entries<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>) -> Vec<(RangeInclusive<u64>, T)> {
-    t.snapshot().iter().map(|(r, v)| (r, v.clone())).collect()
+    t.reader().iter().map(|(r, v)| (r, v.clone())).collect()
 }
 
 fn load<T: Clone + Send + Sync + 'static>(
@@ -72,10 +72,10 @@ fn empty_tree() {
         assert!(t.prev(i).is_none());
         assert!(t.erase(i).is_none());
     }
-    assert!(t.snapshot().iter().next().is_none());
-    assert!(t.snapshot().iter().next_back().is_none());
-    assert!(t.snapshot().range(0, MAX).next().is_none());
-    assert_eq!(t.snapshot().len(), 0);
+    assert!(t.reader().iter().next().is_none());
+    assert!(t.reader().iter().next_back().is_none());
+    assert!(t.reader().range(0, MAX).next().is_none());
+    assert_eq!(t.reader().len(), 0);
     // Gap search on an empty tree: the whole space is free.
     assert_eq!(t.empty_area(0, MAX, 1), Ok(0));
     assert_eq!(t.empty_area_rev(0, MAX, 1), Ok(MAX));
@@ -172,7 +172,7 @@ fn index_max() {
         entries(&t),
         vec![(0..=0, 1), (MAX - 1..=MAX - 1, 3), (MAX..=MAX, 9)]
     );
-    let snap = t.snapshot();
+    let snap = t.reader();
     assert_eq!(snap.iter().next_back(), Some((MAX..=MAX, &9)));
     assert_eq!(
         snap.range(MAX, MAX).collect::<Vec<_>>(),
@@ -383,7 +383,7 @@ fn erase_last_entry() {
         assert!(t.load(f).is_none());
         assert!(t.find(0).is_none());
         assert!(t.prev(MAX).is_none());
-        assert!(t.snapshot().iter().next().is_none());
+        assert!(t.reader().iter().next().is_none());
         assert_eq!(t.empty_area(0, MAX, MAX), Ok(0));
         // and the tree is usable again
         t.insert_range(f, l, 2).unwrap();
@@ -396,7 +396,7 @@ fn erase_last_entry() {
         assert_eq!(c.erase(), Some(f..=l));
         drop(c);
         assert!(t.is_empty());
-        assert!(t.snapshot().iter().next_back().is_none());
+        assert!(t.reader().iter().next_back().is_none());
     }
 }
 
@@ -433,9 +433,9 @@ fn sized_tree(n: u64, order: &[u64], exclusive: bool) {
         .iter()
         .enumerate()
         .all(|(k, (r, v))| *v == k as u64 && *r == (3 * k as u64..=3 * k as u64 + 1)));
-    let back: Vec<u64> = t.snapshot().iter().rev().map(|(_, v)| *v).collect();
+    let back: Vec<u64> = t.reader().iter().rev().map(|(_, v)| *v).collect();
     assert!(back.iter().rev().copied().eq(0..n));
-    assert_eq!(t.snapshot().range(3, 3 * n).count() as u64, n - 1);
+    assert_eq!(t.reader().range(3, 3 * n).count() as u64, n - 1);
     // gaps: every third index is a 1-gap; the first 2-gap is after the last entry
     assert_eq!(t.empty_area(0, MAX, 1), Ok(2));
     assert_eq!(t.empty_area(4, MAX, 1), Ok(if n >= 2 { 5 } else { 4 }));
@@ -487,7 +487,7 @@ fn sized_tree(n: u64, order: &[u64], exclusive: bool) {
         }
     }
     assert!(t.is_empty());
-    assert!(t.snapshot().iter().next().is_none());
+    assert!(t.reader().iter().next().is_none());
     assert_eq!(t.empty_area(0, MAX, MAX), Ok(0));
 }
 
@@ -855,20 +855,58 @@ fn entry_outlives_erase() {
     assert!(format!("{e:?}").contains("kept alive"));
 }
 
+/// A `Reader` is an RCU read-side section, not an isolated snapshot: a
+/// write that completes while it is held may or may not be seen, but every
+/// read sees each entry either before or after each write, never a mix,
+/// and what it hands out stays alive.
 #[test]
-fn snapshot_is_isolated() {
+fn reader_sees_each_write_whole() {
     let t = MapleTree::new();
     for i in 0..100u64 {
         t.insert_range(i * 2, i * 2, i).unwrap();
     }
-    let snap = t.snapshot();
-    t.store_range(0, 1000, 999).unwrap();
+    let r = t.reader();
+    let before: Vec<(u64, u64)> = r.iter().map(|(k, v)| (*k.start(), *v)).collect();
+    t.store_range(10, 10, 999).unwrap(); // one leaf: swapped in place
+    t.store_range(100, 1000, 7).unwrap(); // many leaves: path copy
     t.erase(0);
-    assert_eq!(snap.len(), 100);
-    assert!(snap.iter().map(|(_, v)| *v).eq(0..100));
-    assert_eq!(snap.load(10), Some((10..=10, &5)));
-    assert_eq!(snap.empty_area(0, MAX, 1), Ok(1));
-    assert_eq!(t.len(), 0);
+    // each index reads its old or its new entry
+    for i in 0..200u64 {
+        let got = r.load(i).map(|(k, v)| (k, *v));
+        let old = (i % 2 == 0).then(|| (i..=i, i / 2));
+        let new = if i == 0 {
+            None
+        } else if i == 10 {
+            Some((10..=10, 999))
+        } else if i >= 100 {
+            Some((100..=1000, 7))
+        } else {
+            old.clone()
+        };
+        assert!(
+            got == old || got == new,
+            "load({i}) = {got:?}: neither {old:?} nor {new:?}"
+        );
+    }
+    // iteration stays ordered and non-overlapping, and yields every entry
+    // that no write touched
+    let pass: Vec<(u64, u64, u64)> = r.iter().map(|(k, v)| (*k.start(), *k.end(), *v)).collect();
+    for w in pass.windows(2) {
+        assert!(w[1].0 > w[0].1, "{pass:?}");
+    }
+    for &(k, v) in &before {
+        if k != 0 && k != 10 && k < 100 {
+            assert!(pass.contains(&(k, k, v)), "untouched entry {k} missing");
+        }
+    }
+    drop(r);
+    // a new reader sees every write
+    let r = t.reader();
+    assert_eq!(r.load(10), Some((10..=10, &999)));
+    assert_eq!(r.load(500), Some((100..=1000, &7)));
+    assert_eq!(r.load(0), None);
+    // 100 entries, 0 erased, 100..=198 (50 entries) replaced by one
+    assert_eq!(t.len(), 100 - 1 - 50 + 1);
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn split_store_vs_load() {
                 if a == Some((5, 5, 2)) {
                     assert_eq!(b, Some((6, 9, 1)));
                 }
-                let snap = t.snapshot();
+                let snap = t.reader();
                 let all: Vec<(u64, u64, u64)> = snap
                     .iter()
                     .map(|(r, v)| (*r.start(), *r.end(), *v))
@@ -90,7 +90,7 @@ fn root_split_vs_reader() {
             thread::spawn(move || {
                 assert_eq!(entry(&t, 30), Some((30, 30, 15)));
                 assert_eq!(entry(&t, 0), Some((0, 0, 0)));
-                let snap = t.snapshot();
+                let snap = t.reader();
                 let n = snap.iter().count();
                 assert!(n == 16 || n == 17 || n == 18, "{n}");
                 let olds = snap

@@ -454,7 +454,7 @@ impl Harness {
                 let want = self.model.containing(i);
                 assert_eq!(entry(self.tree.load(i)), want, "load({i})");
                 assert_eq!(
-                    owned(self.tree.snapshot().load(i)),
+                    owned(self.tree.reader().load(i)),
                     want,
                     "snapshot.load({i})"
                 );
@@ -463,7 +463,7 @@ impl Harness {
                 let want = self.model.find(i);
                 assert_eq!(entry(self.tree.find(i)), want, "find({i})");
                 assert_eq!(
-                    owned(self.tree.snapshot().find(i)),
+                    owned(self.tree.reader().find(i)),
                     want,
                     "snapshot.find({i})"
                 );
@@ -472,14 +472,14 @@ impl Harness {
                 let want = self.model.prev(i);
                 assert_eq!(entry(self.tree.prev(i)), want, "prev({i})");
                 assert_eq!(
-                    owned(self.tree.snapshot().prev(i)),
+                    owned(self.tree.reader().prev(i)),
                     want,
                     "snapshot.prev({i})"
                 );
             }
             Op::Range(a, b, steps) => {
                 let want = self.model.intersecting(a, b);
-                let snap = self.tree.snapshot();
+                let snap = self.tree.reader();
                 let fwd: Vec<Ent> = snap.range(a, b).map(|(r, v)| (r, *v)).collect();
                 assert_eq!(fwd, want, "range({a}, {b}) forwards");
                 let mut back: Vec<Ent> = snap.range(a, b).rev().map(|(r, v)| (r, *v)).collect();
@@ -499,7 +499,7 @@ impl Harness {
                     got, want,
                     "empty_area(min {min}, max {max}, size {size}, rev {rev})"
                 );
-                let snap = self.tree.snapshot();
+                let snap = self.tree.reader();
                 let got = if rev {
                     snap.empty_area_rev(min, max, size)
                 } else {
@@ -548,7 +548,7 @@ impl Harness {
                 self.tree.clear();
                 self.model = Model::default();
                 assert!(self.tree.is_empty());
-                assert!(self.tree.snapshot().iter().next().is_none());
+                assert!(self.tree.reader().iter().next().is_none());
             }
             Op::Dup(use_clone) => {
                 let copy = if use_clone {
@@ -619,7 +619,7 @@ fn check_mixed<'s>(
 fn check_tree(tree: &MapleTree<u64>, model: &Model, space: Space) {
     let want = model.entries();
     assert_eq!(tree.len(), want.len());
-    let snap = tree.snapshot();
+    let snap = tree.reader();
     assert_eq!(snap.len(), want.len());
     let fwd: Vec<Ent> = snap.iter().map(|(r, v)| (r, *v)).collect();
     assert_eq!(fwd, want, "full iteration");

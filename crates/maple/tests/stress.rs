@@ -321,7 +321,7 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         //    entries that never change. Writes may land between passes (the
         //    view is an RCU read-side section, not an isolated snapshot),
         //    so the passes are checked against the contract, not each other.
-        let snap = tree.snapshot();
+        let snap = tree.reader();
         let check_pass = |pass: &[(RangeInclusive<u64>, Val)], what: &str| {
             let mut fixed_seen = 0;
             for w in pass.windows(2) {
@@ -482,7 +482,7 @@ fn readers_beside_one_writer() {
     assert!(ops > 0 && checks.iter().all(|&c| c > 0), "no work was done");
     // the final tree is exactly what the writer's model says
     let got: Vec<(u64, u64, Val)> = tree
-        .snapshot()
+        .reader()
         .iter()
         .map(|(r, v)| (*r.start(), *r.end(), *v))
         .collect();
@@ -535,7 +535,7 @@ fn hot_spot_loads_see_old_or_new() {
                     assert!(e.range().contains(&i));
                     let w = if v.generation % 2 == 1 { 10 } else { 5 };
                     assert_eq!(v.last - v.first + 1, w, "entry from neither layout");
-                    let snap = tree.snapshot();
+                    let snap = tree.reader();
                     let widths: Vec<u64> =
                         snap.iter().map(|(r, _)| r.end() - r.start() + 1).collect();
                     assert_eq!(

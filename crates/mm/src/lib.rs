@@ -222,10 +222,11 @@ impl Mm {
         self.tree.is_empty()
     }
 
-    /// Every VMA, in address order (a consistent snapshot; takes no lock).
+    /// Every VMA, in address order. Takes no lock: a concurrent change may be
+    /// seen in part (each VMA whole, old or new), as the maple tree's readers see it.
     pub fn vmas(&self) -> Vec<Vma> {
         self.tree
-            .snapshot()
+            .reader()
             .iter()
             .map(|(_, v)| (**v).clone())
             .collect()
@@ -313,7 +314,7 @@ impl Mm {
     fn replace(&self, st: &mut State, start: u64, end: u64, new: Vec<Vma>) {
         let old: Vec<Arc<Vma>> = self
             .tree
-            .snapshot()
+            .reader()
             .range(start, end - 1)
             .map(|(_, v)| v.clone())
             .collect();
@@ -467,7 +468,7 @@ impl Mm {
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
-        if self.tree.snapshot().range(start, end - 1).next().is_none() {
+        if self.tree.reader().range(start, end - 1).next().is_none() {
             return Err(Error::NotMapped {
                 start,
                 len: end - start,
@@ -486,7 +487,7 @@ impl Mm {
         let mut st = self.state.lock();
         let mut pieces = Vec::new();
         let mut at = start;
-        for (_, v) in self.tree.snapshot().range(start, end - 1) {
+        for (_, v) in self.tree.reader().range(start, end - 1) {
             if v.start > at {
                 break;
             }
@@ -530,7 +531,7 @@ impl Mm {
             if new_end > MMAP_BASE
                 || self
                     .tree
-                    .snapshot()
+                    .reader()
                     .range(old_end, new_end - 1)
                     .next()
                     .is_some()
@@ -636,7 +637,7 @@ impl Mm {
         // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
         let file_vmas: Vec<Arc<Vma>> = child
             .tree
-            .snapshot()
+            .reader()
             .iter()
             .filter(|(_, v)| v.link.is_some())
             .map(|(_, v)| v.clone())
@@ -696,12 +697,7 @@ impl Mm {
     }
 
     fn teardown(&self, st: &mut MutexGuard<'_, State>) {
-        let all: Vec<Arc<Vma>> = self
-            .tree
-            .snapshot()
-            .iter()
-            .map(|(_, v)| v.clone())
-            .collect();
+        let all: Vec<Arc<Vma>> = self.tree.reader().iter().map(|(_, v)| v.clone()).collect();
         self.tree.clear();
         self.unlink(st, &all);
         st.brk_start = 0;
@@ -743,12 +739,7 @@ impl Mm {
     /// Returns a description of the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
         let _st = self.state.lock();
-        let vmas: Vec<Arc<Vma>> = self
-            .tree
-            .snapshot()
-            .iter()
-            .map(|(_, v)| v.clone())
-            .collect();
+        let vmas: Vec<Arc<Vma>> = self.tree.reader().iter().map(|(_, v)| v.clone()).collect();
         for w in vmas.windows(2) {
             if w[0].end > w[1].start {
                 return Err(format!("overlap: {:#x} > {:#x}", w[0].end, w[1].start));
