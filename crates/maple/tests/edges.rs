@@ -873,7 +873,7 @@ fn reader_sees_each_write_whole() {
     // each index reads its old or its new entry
     for i in 0..200u64 {
         let got = r.load(i).map(|(k, v)| (k, *v));
-        let old = (i % 2 == 0).then(|| (i..=i, i / 2));
+        let old = (i % 2 == 0).then_some((i..=i, i / 2));
         let new = if i == 0 {
             None
         } else if i == 10 {
