@@ -2,22 +2,8 @@
 //! starts with "error", and never panics. (Bench cases with valid arguments are in
 //! cli.rs.) See docs/bad-input.md.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn aspace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aspace"))
-        .args(args)
-        .output()
-        .expect("run aspace")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("aspace-bad-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{aspace, tmpdir};
 
 fn fails_cleanly(args: &[&str]) {
     let o = aspace(args);
@@ -71,7 +57,7 @@ fn bench_arguments_out_of_range() {
 
 #[test]
 fn report_rejects_bad_files() {
-    let d = tmpdir("report");
+    let d = tmpdir("bad-report");
     let cases: [(&str, &[u8]); 5] = [
         ("empty.json", b""),
         ("truncated.json", b"{\"machine\": {\"cpu_model\": \"x\""),

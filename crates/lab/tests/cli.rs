@@ -1,25 +1,11 @@
 //! End-to-end tests of the `aspace` binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn aspace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aspace"))
-        .args(args)
-        .output()
-        .expect("run aspace")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("aspace-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{aspace, tmpdir};
 
 #[test]
 fn bench_writes_json_plots_and_report_then_report_rerenders() {
-    let out = tmpdir("bench");
+    let out = tmpdir("cli-bench");
     let json = out.join("r.json");
     let o = aspace(&[
         "bench",
@@ -143,7 +129,7 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     assert!(html.contains("<svg") && html.contains("not measured") && html.contains("aspace"));
 
     // Re-render from the JSON into a fresh directory.
-    let out2 = tmpdir("report");
+    let out2 = tmpdir("cli-report");
     let o = aspace(&[
         "report",
         json.to_str().unwrap(),
@@ -182,7 +168,7 @@ fn bad_arguments_fail_cleanly() {
         assert!(err.contains("error"), "{args:?}: no clear message: {err}");
     }
     // A JSON file that is not ours.
-    let d = tmpdir("badjson");
+    let d = tmpdir("cli-badjson");
     let p = d.join("x.json");
     std::fs::write(&p, "{\"hello\": 1}").unwrap();
     let o = aspace(&["report", p.to_str().unwrap()]);
@@ -192,7 +178,7 @@ fn bad_arguments_fail_cleanly() {
 
 #[test]
 fn short_soak_finds_no_violation_and_reports_memory() {
-    let out = tmpdir("soak");
+    let out = tmpdir("cli-soak");
     let json = out.join("soak.json");
     let curve = out.join("rss.tsv");
     let o = aspace(&[

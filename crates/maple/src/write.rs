@@ -865,6 +865,10 @@ impl<'s, T> Txn<'s, T> {
                         }
                     } else {
                         let t = self.shift_boundary(&mut path);
+                        // Each pass pops one index and pushes at most one per
+                        // boundary shift, and a leaf shifts at most once
+                        // before it ends on a value, so a few slots suffice.
+                        debug_assert!(pending < todo.len(), "normalize worklist overflow");
                         if pending < todo.len() {
                             todo[pending] = t - 1;
                             pending += 1;
