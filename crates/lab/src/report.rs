@@ -115,8 +115,10 @@ pub fn fits_text(r: &Results) -> String {
             None => {
                 let _ = writeln!(
                     s,
-                    "{:<8} {:<18} (needs 3 or more thread counts to fit)",
-                    f.workload, f.design
+                    "{:<8} {:<18} ({})",
+                    f.workload,
+                    f.design,
+                    crate::results::NOT_FITTED
                 );
             }
         }
@@ -417,10 +419,11 @@ Binary <code>{bin}</code>, {dur} s per point, topology {topo}, reclaim walks {wa
             None => {
                 let _ = write!(
                     o,
-                    "<tr><td>{}</td><td>{}</td><td colspan=\"{}\">needs 3 or more thread counts</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td colspan=\"{}\">{}</td></tr>",
                     esc(&f.workload),
                     esc(&f.design),
-                    4 + PROJECT_TO.len()
+                    4 + PROJECT_TO.len(),
+                    esc(crate::results::NOT_FITTED)
                 );
             }
         }

@@ -43,7 +43,7 @@ pub struct CallsPerOp {
 }
 
 /// One measured point: one design at one thread count.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Run {
     /// `execl` or `shell`.
     pub workload: String,
@@ -88,7 +88,8 @@ pub struct Fit {
     pub workload: String,
     /// Design.
     pub design: String,
-    /// The fitted parameters and error; `None` with fewer than 3 thread counts.
+    /// The fitted parameters and error, from the points with at most as many
+    /// threads as the machine has cores; `None` with fewer than 3 of those.
     pub usl: Option<Usl>,
     /// (cores, projected ops/s): projections, NOT measurements.
     pub projections: Vec<(usize, f64)>,
@@ -130,6 +131,10 @@ pub struct Results {
     pub fits: Vec<Fit>,
 }
 
+/// Why a series has no fit (shown in the reports).
+pub const NOT_FITTED: &str =
+    "not fitted: needs 3 or more thread counts within the machine's cores (oversubscribed points measure time-slicing, not contention)";
+
 /// Core counts the projections are made for.
 pub const PROJECT_TO: [usize; 2] = [112, 384];
 
@@ -145,11 +150,19 @@ impl Results {
                 .map(|l| r.ops_per_sec / l.ops_per_sec);
         }
         self.fits.clear();
+        // Only thread counts the machine can run at once: past its cores the
+        // curve measures time-slicing, not contention, and a USL fit to it
+        // projects nonsense. (0 cores: an old JSON without it; use all.)
+        let cores = if self.machine.cores == 0 {
+            usize::MAX
+        } else {
+            self.machine.cores
+        };
         for (w, d) in self.series() {
             let pts: Vec<(f64, f64)> = self
                 .runs
                 .iter()
-                .filter(|r| r.workload == w && r.design == d)
+                .filter(|r| r.workload == w && r.design == d && r.threads <= cores)
                 .map(|r| (r.threads as f64, r.ops_per_sec))
                 .collect();
             let usl = crate::usl::fit(&pts);
@@ -175,5 +188,54 @@ impl Results {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(cores: usize, points: &[(usize, f64)]) -> Results {
+        Results {
+            machine: Machine {
+                cores,
+                ..Machine::default()
+            },
+            config: Config::default(),
+            runs: points
+                .iter()
+                .map(|&(threads, ops_per_sec)| Run {
+                    workload: "execl".into(),
+                    design: "linux".into(),
+                    threads,
+                    ops_per_sec,
+                    ..Run::default()
+                })
+                .collect(),
+            fits: Vec::new(),
+        }
+    }
+
+    /// Oversubscribed points (more threads than cores) never enter the
+    /// fit: with fewer than three points left there is no fit at all.
+    #[test]
+    fn fit_uses_only_points_within_the_cores() {
+        // Perfect linear scaling to 4 cores, then a collapse at 8 threads
+        // on 4 cores (time-slicing).
+        let pts = [(1, 100.0), (2, 200.0), (3, 300.0), (4, 400.0), (8, 50.0)];
+        let mut r = results(4, &pts);
+        r.analyse();
+        let u = r.fits[0].usl.expect("4 points within the cores");
+        assert!(
+            u.sigma < 1e-3 && u.kappa < 1e-3,
+            "{u:?}: the 8-thread point leaked in"
+        );
+        let mut r = results(2, &pts);
+        r.analyse();
+        assert!(r.fits[0].usl.is_none() && r.fits[0].projections.is_empty());
+        // An old JSON with no core count keeps every point.
+        let mut r = results(0, &pts[..3]);
+        r.analyse();
+        assert!(r.fits[0].usl.is_some());
     }
 }
