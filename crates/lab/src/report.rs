@@ -113,15 +113,12 @@ pub fn fits_text(r: &Results) -> String {
                 );
             }
             None => {
-                let _ = writeln!(
-                    s,
-                    "{:<8} {:<18} ({})",
-                    f.workload,
-                    f.design,
-                    crate::results::NOT_FITTED
-                );
+                let _ = writeln!(s, "{:<8} {:<18} (not fitted)", f.workload, f.design);
             }
         }
+    }
+    if r.fits.iter().any(|f| f.usl.is_none()) {
+        let _ = writeln!(s, "{}", crate::results::NOT_FITTED);
     }
     s
 }
