@@ -316,13 +316,21 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
         );
     }
     if projection {
+        let fitted = ser
+            .iter()
+            .any(|s| s.fit.as_ref().is_some_and(|f| f.usl.is_some()));
         let _ = write!(
             o,
-            r##"<text x="{}" y="{}" fill="#555">dots: measured</text><text x="{}" y="{}" fill="#555">dashes: USL fit</text>"##,
+            r##"<text x="{}" y="{}" fill="#555">dots: measured</text><text x="{}" y="{}" fill="#555">{}</text>"##,
             w - rt + 12.0,
             t + 18.0 * ser.len() as f64 + 24.0,
             w - rt + 12.0,
-            t + 18.0 * ser.len() as f64 + 40.0
+            t + 18.0 * ser.len() as f64 + 40.0,
+            if fitted {
+                "dashes: USL fit"
+            } else {
+                "no USL fit: see report"
+            }
         );
     }
     o.push_str("</svg>");
