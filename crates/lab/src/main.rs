@@ -75,7 +75,7 @@ struct SoakArgs {
     /// Also write the whole report (with the RSS curve) as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Also write the RSS curve here as "seconds<TAB>KiB" lines.
+    /// Also write the RSS curve here, one `seconds<TAB>KiB` line per sample.
     #[arg(long)]
     curve: Option<PathBuf>,
 }

@@ -37,7 +37,8 @@
 //!   nightly with the `miri` component is installed); heavy tests shrink
 //!   under `cfg(miri)`. `scripts/miri.sh` runs it when miri is present.
 //! - `RUSTFLAGS="--cfg loom" cargo test -p aspace-maple --release --test loom`
-//!   model-checks the publish/read protocol ([`loom_model`]).
+//!   model-checks the publish/read protocol (`tests/loom.rs`: the real tree
+//!   with loom atomics, and a reduced model whose node fields are loom cells).
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

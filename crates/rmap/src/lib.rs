@@ -44,7 +44,7 @@
 //! # Benchmarks
 //!
 //! `cargo bench -p aspace-rmap` (criterion), and the reusable churn runner in
-//! [`bench`]; results are in `crates/rmap/BENCHMARKS.md`.
+//! [`bench`](mod@bench); results are in `crates/rmap/BENCHMARKS.md`.
 
 #![warn(missing_docs)]
 

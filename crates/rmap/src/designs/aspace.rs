@@ -7,7 +7,7 @@
 //! Every idea is from the `i_mmap` discussion gathered in DOMAIN.md:
 //! * "a better data structure than an rbtree of identical intervals"
 //!   (Guzik: "it may be the lock-protected cost can go way down with merely
-//!   a better data structure"): a [`GroupTree`](super::grouped) keeps one
+//!   a better data structure"): a `GroupTree` (private module `grouped`) keeps one
 //!   tree node per *distinct* interval and hangs identical ones off it in a
 //!   circular list. With libc's 6000 entries in 5 distinct intervals, insert
 //!   searches a 5-node tree and remove unlinks from a list in O(1) through
@@ -44,7 +44,7 @@
 //! ```
 //!
 //! The promoter holds the central write lock, moves the tree into shard 0
-//! of a new [`ShardSet`] (slots and generations unchanged, so every handle
+//! of a new `ShardSet` (slots and generations unchanged, so every handle
 //! issued so far stays valid: central handles name shard 0), and publishes
 //! the set with a Release store. Every operation first loads the pointer
 //! (Acquire); one that saw null and then acquired the central lock re-checks

@@ -1,7 +1,7 @@
 //! `linux_shared_line`: Linux's `i_mmap` before 2023.
 //!
 //! One augmented red-black interval tree of every VMA
-//! ([`crate::interval_tree`]), under one reader-writer lock that shares a
+//! (the private `interval_tree` module), under one reader-writer lock that shares a
 //! cache line with the tree root, as `struct address_space` laid out
 //! `i_mmap` and `i_mmap_rwsem` side by side until Lipeng Zhu's patch "fs:
 //! move i_mmap_rwsem to its own cache line" (v6.5, +5.3% on UnixBench shell

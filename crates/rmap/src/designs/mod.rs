@@ -1,4 +1,4 @@
-//! One module per design. Shared here: [`VmaTree`], the interval tree of
+//! One module per design. Shared here: `VmaTree`, the interval tree of
 //! VMAs that every Linux-derived design uses (one tree node per entry).
 
 pub mod aspace;
