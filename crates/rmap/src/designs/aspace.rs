@@ -95,7 +95,7 @@ pub const PROMOTE_MIN_CONTENDED: u64 = 64;
 #[cfg(loom)]
 pub const PROMOTE_MIN_CONTENDED: u64 = 1;
 /// ... and contended acquisitions at least 1/`PROMOTE_RATIO` of all.
-pub const PROMOTE_RATIO: u64 = 16;
+pub const PROMOTE_RATIO: u64 = 64;
 
 type Shards = ShardSet<GroupTree>;
 
