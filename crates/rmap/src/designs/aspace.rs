@@ -95,6 +95,12 @@ pub const PROMOTE_MIN_CONTENDED: u64 = 64;
 #[cfg(loom)]
 pub const PROMOTE_MIN_CONTENDED: u64 = 1;
 /// ... and contended acquisitions at least 1/`PROMOTE_RATIO` of all.
+///
+/// Measured on 2 cores (`--example promo`, quiet machine): with 1/16 the map
+/// stayed centralised at 4 threads (2.9% contended) at 10.4 M ops/s where a
+/// promoted map did 18.4 M; with 1/64 it promotes there (20.5 M) and under
+/// an emulated 12x32 topology at 2 threads (4.1%), and still never at 1
+/// thread, which sees no contention at all.
 pub const PROMOTE_RATIO: u64 = 64;
 
 type Shards = ShardSet<GroupTree>;
