@@ -218,10 +218,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
                 tree.write_locked(st, cloner, f)
             }
             Access::Exclusive(st) => {
-                let mut txn = Txn::new(st, self.core.writer_root(), true);
-                if let Some(c) = cloner {
-                    txn = txn.with_cloner(c);
-                }
+                let mut txn = Txn::new(st, self.core.writer_root(), true, cloner);
                 let r = f(&mut txn);
                 // Relaxed is enough: &mut excludes every other thread.
                 let c = txn.commit(

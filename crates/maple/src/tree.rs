@@ -273,10 +273,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         f: impl FnOnce(&mut Txn<'_, T>) -> R,
     ) -> R {
         let guard = epoch::pin();
-        let mut txn = Txn::new(st, self.core.writer_root(), false);
-        if let Some(c) = cloner {
-            txn = txn.with_cloner(c);
-        }
+        let mut txn = Txn::new(st, self.core.writer_root(), false, cloner);
         let r = f(&mut txn);
         let c = txn.commit(|root| self.core.publish(root), Some(&guard));
         self.core.apply(&c);

@@ -259,6 +259,12 @@ mod tests {
                 0..=3 => {
                     if exclusive {
                         tree.cursor_mut().store_range(a, b, v).unwrap();
+                    } else if step % 2 == 0 {
+                        // Through a positioned shared cursor: the store reuses
+                        // the cursor's path (leaf swap without a new descent).
+                        let mut c = tree.cursor();
+                        c.walk(a);
+                        c.store_range(a, b, v).unwrap();
                     } else {
                         tree.store_range(a, b, v).unwrap();
                     }

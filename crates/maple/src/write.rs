@@ -425,7 +425,12 @@ struct SendPtr<P>(P);
 unsafe impl<P> Send for SendPtr<P> {}
 
 impl<'s, T> Txn<'s, T> {
-    pub(crate) fn new(st: &'s mut WriterState<T>, root: NodePtr, exclusive: bool) -> Self {
+    pub(crate) fn new(
+        st: &'s mut WriterState<T>,
+        root: NodePtr,
+        exclusive: bool,
+        cloner: Option<fn(&T) -> T>,
+    ) -> Self {
         st.recover();
         Txn {
             st,
@@ -433,13 +438,8 @@ impl<'s, T> Txn<'s, T> {
             exclusive,
             len_delta: 0,
             nodes_delta: 0,
-            cloner: None,
+            cloner,
         }
-    }
-
-    pub(crate) fn with_cloner(mut self, f: fn(&T) -> T) -> Self {
-        self.cloner = Some(f);
-        self
     }
 
     // ----- allocation and copy-on-write -------------------------------------
@@ -585,11 +585,14 @@ impl<'s, T> Txn<'s, T> {
     /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
     /// path's leaf, the leaf is reached without a search from the root.
     pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T) {
-        let l = *known.leaf();
-        if self.root.is_null() || known.len == 0 || a < l.lo || b > l.hi {
+        if self.root.is_null() || known.len == 0 {
             return self.store(a, b, v);
         }
-        if self.try_swap_leaf(a, b, v) {
+        let l = *known.leaf();
+        if a < l.lo || b > l.hi {
+            return self.store(a, b, v);
+        }
+        if self.try_swap_leaf(Some(known), a, b, v) {
             return;
         }
         let mut path = Path::new();
@@ -629,7 +632,7 @@ impl<'s, T> Txn<'s, T> {
             self.len_delta += 1;
             return;
         }
-        if self.try_swap_leaf(a, b, v) {
+        if self.try_swap_leaf(None, a, b, v) {
             return;
         }
         let mut path = Path::new();
@@ -717,16 +720,23 @@ impl<'s, T> Txn<'s, T> {
     /// cached upper levels stay valid (path copying made every concurrent
     /// read miss on them). Returns false, having changed nothing, when the
     /// write needs the general path.
-    fn try_swap_leaf(&mut self, a: u64, b: u64, v: *mut T) -> bool {
+    ///
+    /// `known` is a path into the current version that reaches the leaf
+    /// holding `a` (a cursor's); without it the leaf is found from the root.
+    fn try_swap_leaf(&mut self, known: Option<&Path>, a: u64, b: u64, v: *mut T) -> bool {
         let root = self.root;
         // SAFETY: root is the published version's root, kept alive by the
-        // writer lock; the descent only reads.
+        // writer lock; the descent only reads, and a known path was taken in
+        // this same version.
         unsafe {
             if self.exclusive || (*root).flags & FRESH != 0 || is_leaf(root) {
                 return false;
             }
             let mut path = Path::new();
-            descend(root, a, &mut path);
+            match known {
+                Some(k) => path = *k,
+                None => descend(root, a, &mut path),
+            }
             let l = *path.leaf();
             if b > l.hi {
                 return false;
