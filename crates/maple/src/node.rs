@@ -478,37 +478,126 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
 /// Copies a subtree node by node, cloning each value (the fork path).
 /// Returns the new root and the number of nodes allocated.
 ///
+/// Unwind-safe: if a `T::clone` panics, everything built so far (cloned
+/// values and copied nodes) is dropped exactly once as the panic unwinds,
+/// and the source subtree is untouched.
+///
 /// # Safety
 /// `p` is a valid subtree that stays alive for the call.
 pub(crate) unsafe fn dup_subtree<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     if p.is_null() {
         return (ptr::null_mut(), 0);
     }
+    // SAFETY: p is valid for the call (caller).
+    if unsafe { (*p).kind } == KIND_LEAF {
+        // SAFETY: as above.
+        unsafe { dup_leaf::<T>(p) }
+    } else {
+        // SAFETY: as above.
+        unsafe { dup_internal::<T>(p) }
+    }
+}
+
+/// A copy under construction: on unwind, drops the first `done` slots
+/// (values or subtrees already copied) and frees the block. Forgotten once
+/// the copy is complete.
+struct PartialCopy<T> {
+    node: NodePtr,
+    done: usize,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T> Drop for PartialCopy<T> {
+    fn drop(&mut self) {
+        // SAFETY: the block is ours and unreachable; its first `done` slots
+        // hold values / subtrees this copy owns, the rest are not owned
+        // (they were nulled before the copy started).
+        unsafe {
+            if (*self.node).kind == KIND_LEAF {
+                let leaf = &*self.node.cast::<Leaf<T>>();
+                for &v in &leaf.slots[..self.done] {
+                    if !v.is_null() {
+                        drop(Box::from_raw(v));
+                    }
+                }
+            } else {
+                let node = &*self.node.cast::<Internal>();
+                for i in 0..self.done {
+                    free_subtree::<T>(node.child(i));
+                }
+            }
+            free_block(self.node);
+        }
+    }
+}
+
+/// # Safety
+/// `p` is a valid leaf that stays alive for the call.
+unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     let q = alloc_block();
-    // SAFETY: p is valid and q is a fresh block of the same size; the copy is
-    // made before any field of q is read.
-    unsafe {
+    // SAFETY: p is a valid leaf; q is a fresh block of the same size, so
+    // the whole-node copy is in bounds; the slots are nulled before the
+    // guard can look at them.
+    let src = unsafe {
         ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
         (*q).flags = 0;
         (*q).dirty = 0;
-        let mut nodes = 1;
-        if (*q).kind == KIND_LEAF {
-            let leaf = &mut *q.cast::<Leaf<T>>();
-            for v in &mut leaf.slots[..leaf.hdr.count as usize] {
-                if !v.is_null() {
-                    *v = Box::into_raw(Box::new((**v).clone()));
-                }
-            }
-        } else {
-            let node = &mut *q.cast::<Internal>();
-            for i in 0..node.hdr.count as usize {
-                let (d, n) = dup_subtree::<T>(node.child(i));
-                node.set_child(i, d);
-                nodes += n;
-            }
+        let leaf = &mut *q.cast::<Leaf<T>>();
+        leaf.slots = [ptr::null_mut(); LEAF_SLOTS];
+        &*p.cast::<Leaf<T>>()
+    };
+    let n = src.hdr.count as usize;
+    let mut guard = PartialCopy::<T> {
+        node: q,
+        done: 0,
+        _values: std::marker::PhantomData,
+    };
+    for i in 0..n {
+        let v = src.slots[i];
+        if !v.is_null() {
+            // SAFETY: v is a live value of the source tree.
+            let copy = Box::into_raw(Box::new(unsafe { (*v).clone() }));
+            // SAFETY: q is our block.
+            unsafe { (*q.cast::<Leaf<T>>()).slots[i] = copy };
         }
-        (q, nodes)
+        guard.done = i + 1;
     }
+    std::mem::forget(guard);
+    (q, 1)
+}
+
+/// # Safety
+/// `p` is a valid internal node that stays alive for the call.
+unsafe fn dup_internal<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+    let q = alloc_block();
+    // SAFETY: as in dup_leaf; children are nulled before the guard exists.
+    let src = unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
+        (*q).flags = 0;
+        (*q).dirty = 0;
+        let node = &*q.cast::<Internal>();
+        for i in 0..INT_SLOTS {
+            node.set_child(i, ptr::null_mut());
+        }
+        &*p.cast::<Internal>()
+    };
+    let n = src.hdr.count as usize;
+    let mut guard = PartialCopy::<T> {
+        node: q,
+        done: 0,
+        _values: std::marker::PhantomData,
+    };
+    let mut nodes = 1;
+    for i in 0..n {
+        // SAFETY: children of a valid node are valid.
+        let (d, k) = unsafe { dup_subtree::<T>(src.child(i)) };
+        // SAFETY: q is our block.
+        unsafe { (*q.cast::<Internal>()).set_child(i, d) };
+        nodes += k;
+        guard.done = i + 1;
+    }
+    std::mem::forget(guard);
+    (q, nodes)
 }
 
 #[cfg(test)]

@@ -88,10 +88,18 @@ impl Core {
 ///   are lock-free and never block: they pin an epoch (`crossbeam-epoch`)
 ///   and walk the tree without locks, as RCU readers do. A lookup is
 ///   linearizable: it returns the value from before or after any concurrent
-///   write covering that index, never a mix, and never a torn node. An
-///   iteration yields entries in increasing order, never overlapping; it
-///   yields every entry that existed unchanged throughout it, and each
-///   entry it yields existed at some moment during it. A concurrent gap
+///   write covering that index, never a mix, and never a torn node.
+///   An iteration runs on a [`Reader`] and starts from the root that the
+///   `Reader` loaded when it was created. It yields entries from the front
+///   in increasing order and from the back in decreasing order, and no two
+///   entries it yields overlap, however `next` and `next_back` are mixed
+///   and whatever writes run between them. It yields every entry that
+///   existed unchanged from the `Reader`'s creation to the end of the
+///   iteration, and each entry it yields existed at some moment between the
+///   `Reader`'s creation and the step that yielded it: so an entry erased
+///   after the `Reader` was created, even before the iteration began, may
+///   still be yielded, and a write made during the iteration may or may not
+///   be seen. A concurrent gap
 ///   search returns a range that was free at some moment during the call;
 ///   it is the lowest (highest) fit when no write runs meanwhile, and always
 ///   under the writer lock ([`alloc_range`](Self::alloc_range), a
@@ -119,6 +127,18 @@ impl Core {
 /// long-lived [`Entry`] or [`Reader`]) delays the reclamation of every
 /// node replaced meanwhile.
 ///
+/// # Unwind safety
+///
+/// A panic in `T::clone` loses nothing and leaks nothing. In
+/// [`store_range`](Self::store_range) (which clones when it cuts an entry in
+/// two) the write is abandoned before it publishes, so the tree is as it was
+/// before the call. In [`dup`](Self::dup) / `Clone`, every value cloned and
+/// every node copied before the panic is dropped exactly once as the panic
+/// unwinds, and the source tree is untouched. The writer lock does not
+/// poison, so the tree stays usable after the panic is caught. Hence the tree
+/// is [`UnwindSafe`](std::panic::UnwindSafe) and
+/// [`RefUnwindSafe`](std::panic::RefUnwindSafe) when `T` is.
+///
 /// # Value requirements
 ///
 /// Writes through `&self` need `T: Send + Sync + 'static`: readers on other
@@ -138,6 +158,12 @@ unsafe impl<T: Send> Send for MapleTree<T> {}
 // thread insert or drop values (T: Send); the node protocol is synchronised
 // by the root's release/acquire and the writer mutex.
 unsafe impl<T: Send + Sync> Sync for MapleTree<T> {}
+
+// Unwind safety: see "Unwind safety" on MapleTree: no operation leaves a
+// broken invariant behind when `T::clone` panics, and the lock does not
+// poison.
+impl<T: std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for MapleTree<T> {}
+impl<T: std::panic::UnwindSafe> std::panic::UnwindSafe for MapleTree<T> {}
 
 /// What the tree occupies, from its own accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -561,12 +587,27 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
 
 /// A read-side section: lock-free reads sharing one pinned epoch guard.
 ///
-/// Everything read through it stays valid while it lives, and each read
-/// follows the contract on [`MapleTree`]. It is not an isolated snapshot:
-/// writes that complete while it is in use may be seen by later reads
-/// through it (each leaf is seen whole, old or new). Holding it keeps
-/// everything replaced meanwhile from being reclaimed, so keep it short.
-/// Not `Send`.
+/// Everything read through it stays valid while it lives. It loads the
+/// tree's root once, when it is created, and every read through it starts
+/// there. It is not an isolated snapshot: a write that swaps a leaf in place
+/// (see [`MapleTree`]) is visible through the old root too, so writes that
+/// complete while it is in use may be seen by later reads through it, each
+/// leaf whole, old or new; a write that publishes a new root is not.
+///
+/// An iteration ([`iter`](Self::iter), [`range`](Self::range)) yields
+/// entries from the front in increasing order and from the back in
+/// decreasing order, and no two entries it yields overlap, however `next`
+/// and `next_back` are mixed and whatever writes run between them. It
+/// yields every entry that existed unchanged from the `Reader`'s creation
+/// to the end of the iteration, and each entry it yields existed at some
+/// moment between the `Reader`'s creation and the step that yielded it: so
+/// an entry erased after the `Reader` was created, even before the
+/// iteration began, may still be yielded, and a write made during the
+/// iteration may or may not be seen. (The same words are in
+/// [`MapleTree`]'s contract.)
+///
+/// Holding it keeps everything replaced meanwhile from being reclaimed, so
+/// keep it short. Not `Send`.
 pub struct Reader<'a, T> {
     guard: Guard,
     root: NodePtr,
@@ -647,12 +688,30 @@ impl<'s, T> IntoIterator for &'s Reader<'_, T> {
 
 /// Iterator over the entries of a [`Reader`] (or a cursor's version),
 /// from either end.
+///
+/// The two ends never cross: whatever mix of [`next`](Iterator::next) and
+/// [`next_back`](DoubleEndedIterator::next_back) is used, and whatever
+/// writes run between the calls, the entries yielded from the front are in
+/// increasing order, those from the back in decreasing order, and no entry
+/// yielded from one end overlaps or passes one yielded from the other. A
+/// concurrent write can replace the leaf an end is about to read (a leaf
+/// swap keeps the reader's upper levels), so each end checks what it finds
+/// against the other end's progress, and the iteration ends where they
+/// would overlap (the entries between them that a write replaced were not
+/// unchanged throughout the iteration, so the contract does not require
+/// them).
 pub struct Iter<'s, T> {
     front: Path,
     back: Path,
-    /// Lowest index the front may still yield / highest for the back.
+    /// The front may yield only entries starting at or after `lo` once it
+    /// has moved (`front_moved`); before that, `lo` is the range's first
+    /// index and the first entry may start below it.
     lo: u64,
+    /// The back may yield only entries ending at or before `hi` once it has
+    /// moved (`back_moved`); before that, `hi` is the range's last index.
     hi: u64,
+    front_moved: bool,
+    back_moved: bool,
     done: bool,
     _snap: PhantomData<&'s T>,
 }
@@ -664,6 +723,8 @@ impl<'s, T> Iter<'s, T> {
             back: Path::new(),
             lo: first,
             hi: last,
+            front_moved: false,
+            back_moved: false,
             done: true,
             _snap: PhantomData,
         };
@@ -694,22 +755,26 @@ impl<'s, T> Iterator for Iter<'s, T> {
             let mut i = l.idx;
             while i < n {
                 let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
-                if s > self.hi {
+                if s > self.hi || (self.back_moved && e > self.hi) {
+                    // Past the range, or overlapping what the back yielded
+                    // (a write replaced the entries in between).
                     self.done = true;
                     return None;
                 }
                 let v = leaf.slots[i];
                 i += 1;
-                if !v.is_null() {
-                    if e >= self.hi {
-                        self.done = true;
-                    } else {
-                        self.lo = e + 1;
-                        self.front.leaf_set_idx(i);
-                    }
-                    // SAFETY: the value lives as long as the version.
-                    return Some((s..=e, unsafe { &*v }));
+                if v.is_null() || (self.front_moved && s < self.lo) {
+                    continue;
                 }
+                if e >= self.hi {
+                    self.done = true;
+                } else {
+                    self.lo = e + 1;
+                    self.front_moved = true;
+                    self.front.leaf_set_idx(i);
+                }
+                // SAFETY: the value lives as long as the version.
+                return Some((s..=e, unsafe { &*v }));
             }
             self.front.leaf_set_idx(n - 1);
             // SAFETY: as above.
@@ -726,17 +791,22 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
         while !self.done {
             // SAFETY: the path is valid for the version 's keeps alive.
             let (s, e, v) = unsafe { path_entry::<T>(&self.back) };
-            if e < self.lo || s > self.hi {
+            if e < self.lo || (self.front_moved && s < self.lo) {
+                // Before the range, or overlapping what the front yielded.
                 self.done = true;
                 break;
             }
             // SAFETY: as above.
             let more = unsafe { step_prev(&mut self.back) };
-            if !v.is_null() {
+            // A slot ending above what the back already passed is stale
+            // (the path stepped into a leaf a write swapped in): skip it.
+            let stale = self.back_moved && e > self.hi;
+            if !v.is_null() && !stale {
                 if s <= self.lo || !more {
                     self.done = true;
                 } else {
                     self.hi = s - 1;
+                    self.back_moved = true;
                 }
                 // SAFETY: the value lives as long as the version.
                 return Some((s..=e, unsafe { &*v }));

@@ -22,6 +22,8 @@ struct Counters {
     dropped: AtomicUsize,
     double_drops: AtomicUsize,
     live: Mutex<HashSet<u64>>,
+    /// Clones that may still succeed; the next one panics at zero.
+    clones_left: AtomicU64,
 }
 
 impl Counters {
@@ -32,6 +34,7 @@ impl Counters {
             dropped: AtomicUsize::new(0),
             double_drops: AtomicUsize::new(0),
             live: Mutex::new(HashSet::new()),
+            clones_left: AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -65,6 +68,11 @@ struct Tracked {
 
 impl Clone for Tracked {
     fn clone(&self) -> Self {
+        let left = self.c.clones_left.load(Ordering::Relaxed);
+        if left == 0 {
+            panic!("clone budget exhausted (deliberate)");
+        }
+        self.c.clones_left.store(left - 1, Ordering::Relaxed);
         self.c.make(self.tag)
     }
 }
@@ -268,6 +276,57 @@ fn exclusive_path_every_operation() {
     for i in 0..300 {
         t.cursor_mut().store_range(i, i, c.make(i)).unwrap();
     }
+    drop(t);
+    settle(c, &HashSet::new());
+    assert_eq!(
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
+}
+
+/// `dup` and `Clone` whose `T::clone` panics part way: the values cloned so
+/// far and the copied nodes are dropped exactly once while the panic
+/// unwinds, and the source tree is untouched.
+#[test]
+fn dup_with_a_panicking_clone_drops_the_partial_copy() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let n: u64 = if cfg!(miri) { 60 } else { 2_000 };
+    for i in 0..n {
+        t.store_range(i * 4, i * 4 + 2, c.make(i)).unwrap();
+    }
+    settle(c, &held(&t));
+    let before = held(&t);
+    let budgets: &[u64] = if cfg!(miri) {
+        &[0, 1, 17, 59]
+    } else {
+        &[0, 1, 15, 16, 17, 150, 500, 1_999]
+    };
+    for (k, &budget) in budgets.iter().enumerate() {
+        c.clones_left.store(budget, Ordering::Relaxed);
+        let created = c.created.load(Ordering::Relaxed);
+        let r = std::panic::catch_unwind(|| if k % 2 == 0 { t.dup() } else { t.clone() });
+        assert!(
+            r.is_err(),
+            "clone budget {budget}: the copy should have panicked"
+        );
+        c.clones_left.store(u64::MAX, Ordering::Relaxed);
+        assert_eq!(
+            c.created.load(Ordering::Relaxed) - created,
+            budget as usize,
+            "clones made before the panic"
+        );
+        // Every clone made before the panic is gone, once; the source holds
+        // exactly what it held.
+        settle(c, &before);
+        assert_eq!(held(&t), before);
+        assert_eq!(t.len(), n as usize);
+        t.validate().unwrap();
+    }
+    // The tree still copies and drops normally afterwards.
+    let copy = t.dup();
+    assert_eq!(copy.len(), n as usize);
+    drop(copy);
     drop(t);
     settle(c, &HashSet::new());
     assert_eq!(
