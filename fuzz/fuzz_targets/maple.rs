@@ -40,6 +40,7 @@ enum Op {
     Insert(R, u32),
     Erase(u64),
     Remove(u64),
+    RemoveRange(R),
     Load(u64),
     Find(u64),
     Prev(u64),
@@ -511,6 +512,33 @@ fn run(input: Input) {
                 let i = keys.key(i);
                 let got = tree.remove(i).map(|(r, v)| (*r.start(), *r.end(), *v.0));
                 assert_eq!(got, model.erase(i), "remove {i}");
+            }
+            Op::RemoveRange(r) => {
+                let (f, l) = keys.range(r);
+                match tree.remove_range(f, l) {
+                    Ok(removed) => {
+                        let got: Vec<Item> = removed
+                            .iter()
+                            .map(|(r, v)| (*r.start(), *r.end(), *v.0))
+                            .collect();
+                        let want: Vec<Item> = model
+                            .overlapping(f, l)
+                            .into_iter()
+                            .map(|(s, e, v)| (s.max(f), e.min(l), v))
+                            .collect();
+                        assert_eq!(got, want, "remove_range [{f}, {l}]");
+                        for (s, e, old) in model.overlapping(f, l) {
+                            model.m.remove(&s);
+                            if s < f {
+                                model.m.insert(s, (f - 1, old));
+                            }
+                            if e > l {
+                                model.m.insert(l + 1, (e, old));
+                            }
+                        }
+                    }
+                    Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
+                }
             }
             Op::Load(i) => {
                 let i = keys.key(i);

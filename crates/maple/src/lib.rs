@@ -54,7 +54,7 @@ mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
-pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader};
+pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;

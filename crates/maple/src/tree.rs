@@ -444,6 +444,44 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
         self.store_range(index, index, value)
     }
 
+    /// Makes every index in `[first, last]` free (the kernel's store of
+    /// `NULL` over a range): entries inside the range are removed, an entry
+    /// crossing one end is trimmed to the part outside, and an entry
+    /// spanning the whole range is split in two (its right part gets a
+    /// clone of the value, hence `T: Clone`). One write: concurrent readers
+    /// see all of it or none of it.
+    ///
+    /// Returns what was removed: for each entry that intersected
+    /// `[first, last]`, in increasing order, the part of its range that was
+    /// freed (clipped to `[first, last]`) and its value. The values are
+    /// borrowed: like an [`Entry`], the [`Removed`] holds an epoch guard, so
+    /// removed values are dropped once it and every reader that could see
+    /// them are gone (a trimmed entry's value stays in the tree). Fails only
+    /// on an inverted range, changing nothing.
+    pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T>, MapleError> {
+        check_range(first, last)?;
+        // Pinned before the write retires anything, so the removed values
+        // outlive their deferred drop for as long as `Removed` lives.
+        let guard = epoch::pin();
+        let mut st = self.writer.lock();
+        let root = self.core.writer_root();
+        let mut parts = Vec::new();
+        for (r, v) in Iter::<'_, T>::new(root, first, last) {
+            parts.push(((*r.start()).max(first), (*r.end()).min(last), v as *const T));
+        }
+        if !parts.is_empty() {
+            self.write_locked(&mut st, Some(T::clone), |t| {
+                t.store(first, last, ptr::null_mut())
+            });
+        }
+        drop(st);
+        Ok(Removed {
+            _guard: guard,
+            parts,
+            _tree: PhantomData,
+        })
+    }
+
     /// Copies the tree node by node (the fork path), cloning every value.
     /// Takes the writer lock for the copy; readers keep running.
     pub fn dup(&self) -> Self {
@@ -582,6 +620,54 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
             .field("range", &self.range())
             .field("value", self.value())
             .finish()
+    }
+}
+
+/// What [`MapleTree::remove_range`] removed: for each entry that intersected
+/// the range, the freed part of its range and a reference to its value.
+///
+/// It holds an epoch guard, so the values stay valid while it lives (and
+/// memory retired by writers meanwhile is not reclaimed: keep it short).
+/// Not `Send`.
+pub struct Removed<'a, T> {
+    _guard: Guard,
+    parts: Vec<(u64, u64, *const T)>,
+    _tree: PhantomData<&'a T>,
+}
+
+impl<T> Removed<'_, T> {
+    /// Number of entries the removal touched.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether the range held no entry (nothing was written).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The freed part of each touched entry's range and its value, in
+    /// increasing order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, &T)> + '_ {
+        self.parts.iter().map(|&(s, e, v)| {
+            // SAFETY: the guard held by self delays the value's reclamation
+            // (pinned before the removal retired it).
+            (s..=e, unsafe { &*v })
+        })
+    }
+
+    /// The freed ranges with clones of their values.
+    pub fn to_vec(&self) -> Vec<(RangeInclusive<u64>, T)>
+    where
+        T: Clone,
+    {
+        self.iter().map(|(r, v)| (r, v.clone())).collect()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 

@@ -335,6 +335,39 @@ fn dup_with_a_panicking_clone_drops_the_partial_copy() {
     );
 }
 
+/// `remove_range` retires the covered values (alive while the `Removed`
+/// lives, dropped once after), keeps trimmed ones in the tree, and clones
+/// the right part of a split entry.
+#[test]
+fn remove_range_drops_each_removed_value_once() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    for i in 0..300 {
+        t.store_range(i * 10, i * 10 + 9, c.make(i)).unwrap();
+    }
+    let removed = t.remove_range(105, 1_004).unwrap();
+    assert_eq!(removed.len(), 91);
+    let serials: Vec<u64> = removed.iter().map(|(_, v)| v.serial).collect();
+    assert!(serials.iter().all(|&s| c.is_live(s)));
+    let mut want = held(&t);
+    want.extend(serials.iter().copied());
+    settle(c, &want);
+    drop(removed);
+    settle(c, &held(&t));
+    // A split: [2000, 2009] loses [2003, 2005]; the right part is a clone.
+    let removed = t.remove_range(2_003, 2_005).unwrap();
+    assert_eq!(
+        removed.iter().next().map(|(r, v)| (r, v.tag)),
+        Some((2_003..=2_005, 200))
+    );
+    drop(removed);
+    assert_eq!(t.load(2_006).map(|e| e.tag), Some(200));
+    assert_eq!(t.load(2_002).map(|e| e.tag), Some(200));
+    settle(c, &held(&t));
+    drop(t);
+    settle(c, &HashSet::new());
+}
+
 /// splitmix64
 struct Rng(u64);
 

@@ -121,6 +121,18 @@ impl Model {
         Ok(())
     }
 
+    /// Frees `[f, l]`; returns the freed part of each entry it touched.
+    fn remove_range(&mut self, f: u64, l: u64) -> Vec<Ent> {
+        let removed = self
+            .intersecting(f, l)
+            .into_iter()
+            .map(|(r, v)| ((*r.start()).max(f)..=(*r.end()).min(l), v))
+            .collect();
+        self.store(f, l, 0);
+        self.m.remove(&f);
+        removed
+    }
+
     fn erase(&mut self, i: u64) -> Option<Ent> {
         let e = self.containing(i)?;
         self.m.remove(e.0.start());
@@ -206,6 +218,8 @@ enum Op {
     },
     Erase(u64),
     Remove(u64),
+    /// `remove_range(first, last)` (store empty over the range)
+    RemoveRange(u64, u64),
     Load(u64),
     Find(u64),
     Prev(u64),
@@ -346,6 +360,7 @@ fn op(space: Space) -> BoxedStrategy<Op> {
         1 => fill.prop_map(|(start, count, stride, len)| Op::Fill { start, count, stride, len: len.min(stride - 1) }),
         5 => key(space).prop_map(Op::Erase),
         3 => key(space).prop_map(Op::Remove),
+        4 => range(space).prop_map(|(f, l)| Op::RemoveRange(f, l)),
         5 => key(space).prop_map(Op::Load),
         3 => key(space).prop_map(Op::Find),
         3 => key(space).prop_map(Op::Prev),
@@ -475,6 +490,16 @@ impl Harness {
                 let got = self.tree.remove(i);
                 assert_eq!(got, want, "remove({i})");
             }
+            Op::RemoveRange(f, l) => match self.tree.remove_range(f, l) {
+                Ok(removed) => {
+                    assert!(f <= l, "remove_range({f}, {l}) accepted an inverted range");
+                    let got: Vec<Ent> = removed.iter().map(|(r, v)| (r, *v)).collect();
+                    assert_eq!(removed.len(), got.len());
+                    assert_eq!(got, self.model.remove_range(f, l), "remove_range({f}, {l})");
+                    assert_eq!(removed.to_vec(), got);
+                }
+                Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
+            },
             Op::Load(i) => {
                 let want = self.model.containing(i);
                 assert_eq!(entry(self.tree.load(i)), want, "load({i})");
