@@ -45,6 +45,7 @@
 
 mod cursor;
 mod error;
+mod mem;
 mod node;
 mod read;
 mod sync;

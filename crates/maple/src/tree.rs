@@ -420,6 +420,13 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         Cursor::exclusive(self)
     }
 
+    /// Free node blocks the writer keeps for reuse (for tests and
+    /// diagnostics; takes the writer lock).
+    #[doc(hidden)]
+    pub fn pooled_blocks(&self) -> usize {
+        self.writer.lock().pool.len()
+    }
+
     /// Removes the entry containing `index` and returns its range and value.
     pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
         self.cursor_mut().remove_at(index)
