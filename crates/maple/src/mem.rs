@@ -57,9 +57,16 @@ use std::sync::Arc;
 use crate::node::{Header, NodePtr, NODE_BYTES};
 use crate::sync::{AtomicPtr, Ordering};
 
+/// Size of a node block: a node. Under loom, whose atomics are larger
+/// handles, a block is bigger so that the same node types fit.
+#[cfg(not(loom))]
+pub(crate) const BLOCK_BYTES: usize = NODE_BYTES;
+#[cfg(loom)]
+pub(crate) const BLOCK_BYTES: usize = 4 * NODE_BYTES;
+
 pub(crate) fn node_layout() -> Layout {
-    // 256 and 64 are a valid size/alignment pair.
-    Layout::from_size_align(NODE_BYTES, 64).unwrap_or_else(|_| unreachable!())
+    // BLOCK_BYTES (a multiple of 256) and 64 are a valid size/alignment pair.
+    Layout::from_size_align(BLOCK_BYTES, 64).unwrap_or_else(|_| unreachable!())
 }
 
 // ----- per-thread block cache ------------------------------------------------

@@ -16,7 +16,8 @@
 //! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
 //! | header | pivot[0] | pivot[1] | ... | pivot[14] | slot[0] | slot[1] | ... | slot[15] |
 //! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
-//!   slot[i]: *mut T (a boxed value), or null for a free range ("gap")
+//!   slot[i]: *mut T (a boxed value), or null for a free range ("gap");
+//!            atomic, because an exact-fit write replaces it in place
 //!
 //! Internal / allocation-range node (10 children, 9 pivots, 10 gaps) = 240 -> 256 bytes
 //! +--------+-----------+----------+-----------+-----------+-----------+-----+------------+
@@ -42,9 +43,9 @@
 //!    itself (flag [`FRESH`]) or, under `&mut`, any node.
 
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use crate::mem::{alloc_block, free_block};
+use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
 pub(crate) const LEAF_SLOTS: usize = 16;
 pub(crate) const INT_SLOTS: usize = 10;
@@ -81,7 +82,28 @@ pub(crate) type NodePtr = *mut Header;
 pub(crate) struct Leaf<T> {
     pub hdr: Header,
     pub pivots: [u64; LEAF_SLOTS - 1],
-    pub slots: [*mut T; LEAF_SLOTS],
+    /// Atomic because a write that replaces exactly one entry's value
+    /// (same bounds) stores the new value pointer into the live leaf.
+    slots: [AtomicPtr<T>; LEAF_SLOTS],
+}
+
+impl<T> Leaf<T> {
+    /// Value pointer of slot `i` (null: free). Acquire pairs with the
+    /// release store of an exact-fit write ([`Leaf::set_slot`]): a reader
+    /// that sees the new pointer sees the value it points to.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> *mut T {
+        self.slots[i].load(Ordering::Acquire)
+    }
+
+    /// Sets slot `i`. Release: the value behind the pointer is visible to a
+    /// reader that loads it (the only ordering an in-place replacement
+    /// needs; on a fresh leaf nobody reads it yet and the publish of the
+    /// leaf orders it).
+    #[inline]
+    pub(crate) fn set_slot(&self, i: usize, p: *mut T) {
+        self.slots[i].store(p, Ordering::Release);
+    }
 }
 
 #[repr(C, align(64))]
@@ -127,8 +149,15 @@ impl Internal {
     }
 }
 
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<Leaf<u8>>() == NODE_BYTES);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<Internal>() == NODE_BYTES);
+// Under loom the atomics are larger; a node must still fit its block.
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<Leaf<u8>>() <= crate::mem::BLOCK_BYTES);
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<Internal>() <= crate::mem::BLOCK_BYTES);
 const _: () = assert!(std::mem::align_of::<Internal>() == 64);
 
 impl Header {
@@ -158,7 +187,7 @@ pub(crate) unsafe fn init_leaf<T>(p: NodePtr, flags: u8) {
             Leaf {
                 hdr,
                 pivots: [u64::MAX; LEAF_SLOTS - 1],
-                slots: [ptr::null_mut(); LEAF_SLOTS],
+                slots: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             },
         )
     }
@@ -182,6 +211,42 @@ pub(crate) unsafe fn init_internal(p: NodePtr, flags: u8) {
                 gaps: std::array::from_fn(|_| AtomicU64::new(0)),
             },
         )
+    }
+}
+
+/// Copies node `p` into the block `q` (copy-on-write). The copy's flags
+/// and dirty bits are cleared.
+///
+/// # Safety
+/// `p` is a valid node; `q` is a writable block no one else can see.
+#[cfg_attr(not(loom), allow(clippy::extra_unused_type_parameters))]
+pub(crate) unsafe fn copy_node<T>(p: NodePtr, q: NodePtr) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        #[cfg(not(loom))]
+        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
+        // Loom's atomics are handles to model state: copy field by field.
+        #[cfg(loom)]
+        if (*p).kind == KIND_LEAF {
+            init_leaf::<T>(q, 0);
+            let (src, dst) = (&*p.cast::<Leaf<T>>(), &mut *q.cast::<Leaf<T>>());
+            dst.hdr = src.hdr;
+            dst.pivots = src.pivots;
+            for i in 0..LEAF_SLOTS {
+                dst.set_slot(i, src.slot(i));
+            }
+        } else {
+            init_internal(q, 0);
+            let (src, dst) = (&*p.cast::<Internal>(), &mut *q.cast::<Internal>());
+            dst.hdr = src.hdr;
+            dst.pivots = src.pivots;
+            for i in 0..INT_SLOTS {
+                dst.set_child(i, src.child(i));
+                dst.set_gap(i, src.gap(i));
+            }
+        }
+        (*q).flags = 0;
+        (*q).dirty = 0;
     }
 }
 
@@ -254,7 +319,7 @@ pub(crate) unsafe fn leaf_gap<T>(leaf: *const Leaf<T>, lo: u64, hi: u64) -> u64 
     let n = leaf.hdr.count as usize;
     let mut best = 0;
     for i in 0..n {
-        if leaf.slots[i].is_null() {
+        if leaf.slot(i).is_null() {
             let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
             best = best.max(run_len(s, e));
         }
@@ -284,7 +349,8 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
     unsafe {
         if (*p).kind == KIND_LEAF {
             let leaf = &*p.cast::<Leaf<T>>();
-            for &v in &leaf.slots[..leaf.hdr.count as usize] {
+            for i in 0..leaf.hdr.count as usize {
+                let v = leaf.slot(i);
                 if !v.is_null() {
                     drop(Box::from_raw(v));
                 }
@@ -340,7 +406,8 @@ impl<T> Drop for PartialCopy<T> {
         unsafe {
             if (*self.node).kind == KIND_LEAF {
                 let leaf = &*self.node.cast::<Leaf<T>>();
-                for &v in &leaf.slots[..self.done] {
+                for i in 0..self.done {
+                    let v = leaf.slot(i);
                     if !v.is_null() {
                         drop(Box::from_raw(v));
                     }
@@ -360,16 +427,15 @@ impl<T> Drop for PartialCopy<T> {
 /// `p` is a valid leaf that stays alive for the call.
 unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     let q = alloc_block();
-    // SAFETY: p is a valid leaf; q is a fresh block of the same size, so
-    // the whole-node copy is in bounds; the slots are nulled before the
-    // guard can look at them.
+    // SAFETY: p is a valid leaf; q is a fresh block, initialised as an
+    // empty leaf before anything else touches it.
     let src = unsafe {
-        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
-        (*q).flags = 0;
-        (*q).dirty = 0;
+        init_leaf::<T>(q, 0);
+        let src = &*p.cast::<Leaf<T>>();
         let leaf = &mut *q.cast::<Leaf<T>>();
-        leaf.slots = [ptr::null_mut(); LEAF_SLOTS];
-        &*p.cast::<Leaf<T>>()
+        leaf.hdr.count = src.hdr.count;
+        leaf.pivots = src.pivots;
+        src
     };
     let n = src.hdr.count as usize;
     let mut guard = PartialCopy::<T> {
@@ -378,12 +444,12 @@ unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
         _values: std::marker::PhantomData,
     };
     for i in 0..n {
-        let v = src.slots[i];
+        let v = src.slot(i);
         if !v.is_null() {
             // SAFETY: v is a live value of the source tree.
             let copy = Box::into_raw(Box::new(unsafe { (*v).clone() }));
             // SAFETY: q is our block.
-            unsafe { (*q.cast::<Leaf<T>>()).slots[i] = copy };
+            unsafe { (*q.cast::<Leaf<T>>()).set_slot(i, copy) };
         }
         guard.done = i + 1;
     }
@@ -395,16 +461,18 @@ unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
 /// `p` is a valid internal node that stays alive for the call.
 unsafe fn dup_internal<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     let q = alloc_block();
-    // SAFETY: as in dup_leaf; children are nulled before the guard exists.
+    // SAFETY: as in dup_leaf: q starts as an empty internal node (no
+    // children, so the guard frees nothing below it).
     let src = unsafe {
-        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
-        (*q).flags = 0;
-        (*q).dirty = 0;
-        let node = &*q.cast::<Internal>();
-        for i in 0..INT_SLOTS {
-            node.set_child(i, ptr::null_mut());
+        init_internal(q, 0);
+        let src = &*p.cast::<Internal>();
+        let node = &mut *q.cast::<Internal>();
+        node.hdr.count = src.hdr.count;
+        node.pivots = src.pivots;
+        for i in 0..src.hdr.count as usize {
+            node.set_gap(i, src.gap(i));
         }
-        &*p.cast::<Internal>()
+        src
     };
     let n = src.hdr.count as usize;
     let mut guard = PartialCopy::<T> {

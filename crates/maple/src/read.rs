@@ -128,7 +128,7 @@ pub(crate) unsafe fn lookup<T>(root: NodePtr, index: u64) -> RawEntry<T> {
                 let leaf = &*node.cast::<Leaf<T>>();
                 let i = slot_in(&leaf.pivots, index).min(n - 1);
                 let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
-                return (s, e, leaf.slots[i]);
+                return (s, e, leaf.slot(i));
             }
             let int = &*node.cast::<Internal>();
             let i = slot_in(&int.pivots, index).min(n - 1);
@@ -153,7 +153,7 @@ pub(crate) unsafe fn path_entry<T>(path: &Path) -> RawEntry<T> {
         let leaf = &*l.node.cast::<Leaf<T>>();
         let n = leaf.hdr.count as usize;
         let (s, e) = slot_range(&leaf.pivots, n, l.idx, l.lo, l.hi);
-        (s, e, leaf.slots[l.idx])
+        (s, e, leaf.slot(l.idx))
     }
 }
 
@@ -331,7 +331,7 @@ pub(crate) unsafe fn gap_low<T>(
                 if s > max {
                     break;
                 }
-                if leaf.slots[i].is_null() {
+                if leaf.slot(i).is_null() {
                     let s = s.max(min);
                     let e = e.min(max);
                     if s <= e && run_len(s, e) >= size {
@@ -382,7 +382,7 @@ pub(crate) unsafe fn gap_high<T>(
                 if e < min {
                     break;
                 }
-                if leaf.slots[i].is_null() {
+                if leaf.slot(i).is_null() {
                     let s = s.max(min);
                     let e = e.min(max);
                     if s <= e && run_len(s, e) >= size {

@@ -854,7 +854,7 @@ impl<'s, T> Iterator for Iter<'s, T> {
                     self.done = true;
                     return None;
                 }
-                let v = leaf.slots[i];
+                let v = leaf.slot(i);
                 i += 1;
                 if v.is_null() || (self.front_moved && s < self.lo) {
                     continue;

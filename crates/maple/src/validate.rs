@@ -48,8 +48,8 @@ unsafe fn check<T>(
         }
         check_pivots(&leaf.pivots, n, lo, hi)?;
         for i in 0..n {
-            if leaf.slots[i].is_null() {
-                if i > 0 && leaf.slots[i - 1].is_null() {
+            if leaf.slot(i).is_null() {
+                if i > 0 && leaf.slot(i - 1).is_null() {
                     return Err(format!(
                         "adjacent gaps at slots {} and {i} of leaf [{lo:#x}, {hi:#x}]",
                         i - 1
@@ -59,12 +59,12 @@ unsafe fn check<T>(
                 w.entries += 1;
             }
         }
-        for (i, s) in leaf.slots.iter().enumerate().skip(n) {
-            if !s.is_null() {
+        for i in n..LEAF_SLOTS {
+            if !leaf.slot(i).is_null() {
                 return Err(format!("unused slot {i} not null"));
             }
         }
-        if !rightmost && leaf.slots[n - 1].is_null() {
+        if !rightmost && leaf.slot(n - 1).is_null() {
             return Err(format!(
                 "leaf [{lo:#x}, {hi:#x}] off the rightmost path ends in a gap"
             ));
@@ -72,7 +72,7 @@ unsafe fn check<T>(
         if !is_root && !rightmost && n < MIN_LEAF {
             return Err(format!("leaf [{lo:#x}, {hi:#x}] underfull: {n}"));
         }
-        if is_root && n == 1 && leaf.slots[0].is_null() {
+        if is_root && n == 1 && leaf.slot(0).is_null() {
             return Err("root leaf is a single gap".into());
         }
         // SAFETY: a valid leaf.

@@ -28,8 +28,8 @@ use crossbeam_epoch::Guard;
 
 use crate::mem::{free_block, BlockPool};
 use crate::node::{
-    init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal, Leaf, NodePtr,
-    FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF, NODE_BYTES,
+    copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
+    Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
 use crate::read::{count, descend, is_leaf, Level, Path};
 
@@ -175,7 +175,7 @@ impl<T> LeafPlan<T> {
         let mut placed = false;
         for i in 0..n {
             let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
-            let p = leaf.slots[i];
+            let p = leaf.slot(i);
             if e < a {
                 out.push(e, p);
                 continue;
@@ -235,11 +235,14 @@ unsafe fn write_leaf<T>(p: NodePtr, out: &Out<T>, from: usize, to: usize) {
     let k = to - from;
     debug_assert!((1..=LEAF_SLOTS).contains(&k));
     for i in 0..LEAF_SLOTS {
-        leaf.slots[i] = if i < k {
-            out.vals[from + i]
-        } else {
-            ptr::null_mut()
-        };
+        leaf.set_slot(
+            i,
+            if i < k {
+                out.vals[from + i]
+            } else {
+                ptr::null_mut()
+            },
+        );
     }
     for i in 0..LEAF_SLOTS - 1 {
         leaf.pivots[i] = if i + 1 < k {
@@ -384,6 +387,9 @@ pub(crate) struct Txn<'s, T> {
     /// Clones a value when a store splits an entry in two; `None` for the
     /// operations that cannot split (insert into free space, erase).
     cloner: Option<fn(&T) -> T>,
+    /// Whether every store of this write was an exact fit (no node touched,
+    /// no gap changed), so commit has no gap to refresh.
+    only_exact_fits: bool,
 }
 
 /// Raw pointers that may cross to the thread running deferred functions.
@@ -407,6 +413,7 @@ impl<'s, T> Txn<'s, T> {
             len_delta: 0,
             nodes_delta: 0,
             cloner,
+            only_exact_fits: true,
         }
     }
 
@@ -461,9 +468,8 @@ impl<'s, T> Txn<'s, T> {
         // SAFETY: p is valid for reads of one node, q is a new block; readers
         // never see q before commit publishes it.
         unsafe {
-            ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
+            copy_node::<T>(p, q);
             (*q).flags = FRESH;
-            (*q).dirty = 0;
         }
         self.retire_node(p);
         q
@@ -560,6 +566,11 @@ impl<'s, T> Txn<'s, T> {
         if a < l.lo || b > l.hi {
             return self.store(a, b, v);
         }
+        // SAFETY: the known path's leaf is a leaf of the working version.
+        if unsafe { self.try_exact_fit(l.node, l.lo, l.hi, a, b, v) } {
+            return;
+        }
+        self.only_exact_fits = false;
         if self.try_swap_leaf(Some(known), a, b, v) {
             return;
         }
@@ -581,6 +592,15 @@ impl<'s, T> Txn<'s, T> {
     /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
     /// checked `a <= b`.
     pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T) {
+        if !v.is_null() && !self.root.is_null() {
+            // SAFETY: the working root is valid; lookup only reads.
+            let (leaf, lo, hi) = unsafe { leaf_of(self.root, a) };
+            // SAFETY: leaf is a leaf of the working version.
+            if unsafe { self.try_exact_fit(leaf, lo, hi, a, b, v) } {
+                return;
+            }
+        }
+        self.only_exact_fits = false;
         if self.root.is_null() {
             if v.is_null() {
                 return;
@@ -678,6 +698,45 @@ impl<'s, T> Txn<'s, T> {
         if !v.is_null() {
             self.len_delta += 1;
         }
+    }
+
+    /// The exact-fit write: when `[a, b]` is exactly the range of one
+    /// existing entry and `v` is a value, the leaf `leaf` (covering
+    /// `[lo, hi]`, holding `a`) keeps every pivot and slot but that one
+    /// slot's pointer, which is replaced with one release store. No node is
+    /// copied, no gap changes (a value replaces a value), and a reader sees
+    /// the old value or the new one, each for the same range. The old value
+    /// is retired like any other. Returns false, having changed nothing,
+    /// otherwise.
+    ///
+    /// # Safety
+    /// `leaf` is a leaf of the working version covering `[lo, hi]` with
+    /// `lo <= a <= hi`.
+    unsafe fn try_exact_fit(
+        &mut self,
+        leaf: NodePtr,
+        lo: u64,
+        hi: u64,
+        a: u64,
+        b: u64,
+        v: *mut T,
+    ) -> bool {
+        if v.is_null() {
+            return false;
+        }
+        // SAFETY: guaranteed by the caller.
+        let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
+        let n = leaf.hdr.count as usize;
+        let i = slot_in(&leaf.pivots, a).min(n - 1);
+        let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+        let old = leaf.slot(i);
+        if s != a || e != b || old.is_null() {
+            return false;
+        }
+        leaf.set_slot(i, v);
+        self.retire_value(old);
+        self.len_delta += 1;
+        true
     }
 
     /// The common write, done without copying the path: when `[a, b]` lies
@@ -826,7 +885,7 @@ impl<'s, T> Txn<'s, T> {
                 // SAFETY: l.node is a fresh leaf.
                 let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
                 let n = leaf.hdr.count as usize;
-                let last_free = leaf.slots[n - 1].is_null();
+                let last_free = leaf.slot(n - 1).is_null();
                 if path.len == 1 {
                     if n == 1 && last_free {
                         self.retire_node(l.node);
@@ -879,10 +938,10 @@ impl<'s, T> Txn<'s, T> {
         // SAFETY: fresh leaf on the path.
         let leaf = unsafe { &mut *l.node.cast::<Leaf<T>>() };
         let n = leaf.hdr.count as usize;
-        debug_assert!(n >= 2 && leaf.slots[n - 1].is_null());
+        debug_assert!(n >= 2 && leaf.slot(n - 1).is_null());
         let t = leaf.pivots[n - 2] + 1;
         let old_hi = l.hi;
-        leaf.slots[n - 1] = ptr::null_mut();
+        leaf.set_slot(n - 1, ptr::null_mut());
         leaf.pivots[n - 2] = u64::MAX;
         leaf.hdr.count = (n - 1) as u8;
         // Lowest ancestor where the leaf's subtree is not the last child.
@@ -930,14 +989,14 @@ impl<'s, T> Txn<'s, T> {
         }
         // SAFETY: the successor leaf is fresh.
         let succ = unsafe { &*spath.leaf().node.cast::<Leaf<T>>() };
-        if !succ.slots[0].is_null() {
+        if !succ.slot(0).is_null() {
             let sl = *spath.leaf();
             let sn = succ.hdr.count as usize;
             let mut out = Out::<T>::new();
             out.push(old_hi, ptr::null_mut());
             for i in 0..sn {
                 let (_, e) = slot_range(&succ.pivots, sn, i, sl.lo, sl.hi);
-                out.push(e, succ.slots[i]);
+                out.push(e, succ.slot(i));
             }
             self.leaf_commit(&mut spath, &out, false);
         }
@@ -980,7 +1039,7 @@ impl<'s, T> Txn<'s, T> {
                     let n = leaf.hdr.count as usize;
                     for i in 0..n {
                         let (_, e) = slot_range(&leaf.pivots, n, i, lo, hi);
-                        out.push(e, leaf.slots[i]);
+                        out.push(e, leaf.slot(i));
                     }
                 }
                 if out.n <= LEAF_SLOTS {
@@ -1077,7 +1136,7 @@ impl<'s, T> Txn<'s, T> {
     where
         T: Send + 'static,
     {
-        if !self.root.is_null() {
+        if !self.root.is_null() && !self.only_exact_fits {
             // SAFETY: the working root is valid and only fresh nodes are dirty.
             unsafe { Self::refresh(self.root, 0, u64::MAX) };
         }
@@ -1129,7 +1188,11 @@ impl<'s, T> Txn<'s, T> {
                 // SAFETY: every listed node is unlinked from the new version;
                 // readers that still hold the old one are pinned, so the
                 // recycling below waits for them.
-                let batch = unsafe { st.pool.list_retired(retired.drain(..)) };
+                let batch = if retired.is_empty() {
+                    None
+                } else {
+                    unsafe { st.pool.list_retired(retired.drain(..)) }
+                };
                 st.retired_nodes = retired;
                 if let Some(batch) = batch {
                     // SAFETY: as above.
@@ -1140,7 +1203,19 @@ impl<'s, T> Txn<'s, T> {
                         })
                     };
                 }
-                if !st.retired_values.is_empty() {
+                if st.retired_values.len() == 1 {
+                    // The common case (an overwrite): no batch vector to
+                    // allocate and free.
+                    let one = SendPtr(st.retired_values[0]);
+                    st.retired_values.clear();
+                    // SAFETY: as below.
+                    unsafe {
+                        st.defer(guard, move || {
+                            let one = one;
+                            drop(Box::from_raw(one.0));
+                        })
+                    };
+                } else if !st.retired_values.is_empty() {
                     let batch = SendPtr(std::mem::take(&mut st.retired_values));
                     // SAFETY: as above; each value is owned by the tree alone.
                     unsafe {
@@ -1179,6 +1254,27 @@ impl<'s, T> Txn<'s, T> {
 /// shift (path copy + split cascade) per leaf, plus the fill.
 pub(crate) fn worst_case_nodes(height: usize, leaves: usize) -> usize {
     (leaves + 1) * (4 * height + 4)
+}
+
+/// The leaf covering `index` and its bounds `(leaf, lo, hi)`.
+///
+/// # Safety
+/// `root` is a valid, non-null tree that stays alive for the call.
+unsafe fn leaf_of(root: NodePtr, index: u64) -> (NodePtr, u64, u64) {
+    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
+    // SAFETY: children of a valid node are valid.
+    unsafe {
+        while !is_leaf(node) {
+            let int = &*node.cast::<Internal>();
+            let n = int.hdr.count as usize;
+            let i = slot_in(&int.pivots, index).min(n - 1);
+            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+            node = int.child(i);
+            lo = s;
+            hi = e;
+        }
+    }
+    (node, lo, hi)
 }
 
 /// Height of a tree (0 when empty).

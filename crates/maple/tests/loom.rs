@@ -36,6 +36,9 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
+    // Node fields (child pointers, gaps, value slots) are loom atomics too,
+    // so one execution of a write makes hundreds of atomic accesses.
+    b.max_branches = 100_000;
     b.check(f);
 }
 
@@ -98,12 +101,17 @@ fn root_split_vs_reader() {
                     .filter(|(r, v)| *r.start() == **v * 2 && **v < 16)
                     .count();
                 assert_eq!(olds, 16, "an old entry went missing during the split");
+                // A Reader is not a snapshot: a leaf swap completed after
+                // the iteration may be seen by the gap search. Once the
+                // iteration saw insert(1), though, later reads see it too
+                // (the child pointer is read with acquire; coherence).
+                let saw_one = snap.iter().any(|(r, _)| *r.start() == 1);
                 let gap = snap.empty_area(0, 40, 1);
-                assert_eq!(
-                    gap,
-                    Ok(if n == 16 { 1 } else { 3 }),
-                    "insert(1) comes first"
-                );
+                if saw_one {
+                    assert_eq!(gap, Ok(3), "insert(1) seen, then lost");
+                } else {
+                    assert!(gap == Ok(1) || gap == Ok(3), "{gap:?}");
+                }
             })
         };
         t.insert(1, 100).unwrap();

@@ -121,6 +121,15 @@ impl Model {
         Ok(())
     }
 
+    /// The `k % len`-th entry.
+    fn nth(&self, k: u64) -> Option<Ent> {
+        if self.m.is_empty() {
+            return None;
+        }
+        let (&f, &(l, v)) = self.m.iter().nth((k % self.m.len() as u64) as usize)?;
+        Some((f..=l, v))
+    }
+
     /// Frees `[f, l]`; returns the freed part of each entry it touched.
     fn remove_range(&mut self, f: u64, l: u64) -> Vec<Ent> {
         let removed = self
@@ -199,6 +208,8 @@ enum CurOp {
     Store(u64, u64),
     /// preallocate then store the same range
     PreStore(u64, u64),
+    /// store over exactly the bounds of the model's `k % len`-th entry
+    Overwrite(u64),
     Erase(u64),
     EmptyArea(u64, u64, u64, bool),
 }
@@ -218,6 +229,9 @@ enum Op {
     },
     Erase(u64),
     Remove(u64),
+    /// store over exactly the bounds of the model's `k % len`-th entry
+    /// (the exact-fit write)
+    Overwrite(u64),
     /// `remove_range(first, last)` (store empty over the range)
     RemoveRange(u64, u64),
     Load(u64),
@@ -330,6 +344,7 @@ fn cur_op(space: Space) -> BoxedStrategy<CurOp> {
         2 => range(space).prop_map(|(f, l)| CurOp::Insert(f, l)),
         2 => range(space).prop_map(|(f, l)| CurOp::Store(f, l)),
         1 => range(space).prop_map(|(f, l)| CurOp::PreStore(f, l)),
+        2 => any::<u64>().prop_map(CurOp::Overwrite),
         2 => key(space).prop_map(CurOp::Erase),
         1 => (window(space), any::<bool>()).prop_map(|((a, b, s), r)| CurOp::EmptyArea(a, b, s, r)),
     ]
@@ -361,6 +376,7 @@ fn op(space: Space) -> BoxedStrategy<Op> {
         5 => key(space).prop_map(Op::Erase),
         3 => key(space).prop_map(Op::Remove),
         4 => range(space).prop_map(|(f, l)| Op::RemoveRange(f, l)),
+        4 => any::<u64>().prop_map(Op::Overwrite),
         5 => key(space).prop_map(Op::Load),
         3 => key(space).prop_map(Op::Find),
         3 => key(space).prop_map(Op::Prev),
@@ -489,6 +505,20 @@ impl Harness {
                 let want = self.model.erase(i);
                 let got = self.tree.remove(i);
                 assert_eq!(got, want, "remove({i})");
+            }
+            Op::Overwrite(k) => {
+                let Some((r, _)) = self.model.nth(k) else {
+                    return;
+                };
+                let v = self.value();
+                let nodes = self.tree.memory_usage().nodes;
+                self.tree.store_range(*r.start(), *r.end(), v).unwrap();
+                self.model.store(*r.start(), *r.end(), v);
+                assert_eq!(
+                    self.tree.memory_usage().nodes,
+                    nodes,
+                    "an exact overwrite of {r:?} changed the node count"
+                );
             }
             Op::RemoveRange(f, l) => match self.tree.remove_range(f, l) {
                 Ok(removed) => {
@@ -890,6 +920,20 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
                     }
                 }
                 pos = None;
+            }
+            CurOp::Overwrite(k) => {
+                let Some((r, _)) = model.nth(k) else {
+                    continue;
+                };
+                // Walk there first half the time, so the cursor's own path
+                // is used.
+                if k % 2 == 0 {
+                    c.walk(*r.start());
+                }
+                c.store_range(*r.start(), *r.end(), v).unwrap();
+                model.store(*r.start(), *r.end(), v);
+                assert_eq!(owned(c.walk(*r.end())), Some((r.clone(), v)));
+                pos = Some(*r.end());
             }
             CurOp::Erase(k) => {
                 let p = match pos {
