@@ -18,7 +18,8 @@
 //! ```
 //!
 //! See [`MapleTree`] for the concurrency contract. The crate is laid out as
-//! a thin public skin over a raw core: `node` (layouts, diagram),
+//! a thin public skin over a raw core: `node` (layouts, diagram), `mem`
+//! (node memory: block pool, per-tree recycling),
 //! `read` (walks, stepping, gap search), `write` (the copy-on-write engine),
 //! and `tree` / `cursor` (the safe API).
 //!
@@ -37,8 +38,9 @@
 //!   nightly with the `miri` component is installed); heavy tests shrink
 //!   under `cfg(miri)`. `scripts/miri.sh` runs it when miri is present.
 //! - `RUSTFLAGS="--cfg loom" cargo test -p aspace-maple --release --test loom`
-//!   model-checks the publish/read protocol (`tests/loom.rs`: the real tree
-//!   with loom atomics, and a reduced model whose node fields are loom cells).
+//!   model-checks the publish/read protocol, the leaf swap, the exact fit and
+//!   node recycling (`tests/loom.rs`: the real tree with every atomic a loom
+//!   atomic, and a reduced model whose node fields are loom cells).
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -149,6 +149,9 @@ impl Core {
 pub struct MapleTree<T> {
     pub(crate) core: Core,
     pub(crate) writer: Mutex<WriterState<T>>,
+    /// The writer's deferred work, reachable without the writer lock.
+    #[cfg(loom)]
+    loom_deferred: crate::write::LoomDeferred,
     _owns: PhantomData<Box<T>>,
 }
 
@@ -193,6 +196,9 @@ impl MemoryUsage {
 impl<T> MapleTree<T> {
     /// An empty tree. Allocates nothing until the first store.
     pub fn new() -> Self {
+        let state = WriterState::new();
+        #[cfg(loom)]
+        let loom_deferred = state.deferred.clone();
         MapleTree {
             core: Core {
                 root: RootLine(AtomicPtr::new(ptr::null_mut())),
@@ -201,7 +207,9 @@ impl<T> MapleTree<T> {
                     nodes: AtomicUsize::new(0),
                 },
             },
-            writer: Mutex::new(WriterState::new()),
+            writer: Mutex::new(state),
+            #[cfg(loom)]
+            loom_deferred,
             _owns: PhantomData,
         }
     }
@@ -418,6 +426,21 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     /// A write cursor over exclusive access: no lock, no copy-on-write.
     pub fn cursor_mut(&mut self) -> Cursor<'_, T> {
         Cursor::exclusive(self)
+    }
+
+    /// Loom only: runs the deferred work (recycling, value drops) of the
+    /// writes completed so far, now, as the epoch collector would once no
+    /// reader remains. Lets a model race the recycling against the writer.
+    ///
+    /// # Safety
+    /// No reader may still hold anything a completed write replaced.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub unsafe fn loom_reclaim(&self) {
+        let work = std::mem::take(&mut *self.loom_deferred.lock().unwrap());
+        for f in work {
+            f();
+        }
     }
 
     /// Free node blocks the writer keeps for reuse (for tests and

@@ -48,10 +48,11 @@ pub(crate) struct WriterState<T> {
     /// The tree's free node blocks and recycler (see `mem.rs`).
     pub(crate) pool: BlockPool,
     /// Under loom, deferred work waits here until the tree is dropped (no
-    /// reader can remain then): crossbeam-epoch would run it outside the
-    /// loom execution that owns its atomics.
+    /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
+    /// crossbeam-epoch would run it outside the loom execution that owns its
+    /// atomics.
     #[cfg(loom)]
-    deferred: Vec<Box<dyn FnOnce() + Send>>,
+    pub(crate) deferred: LoomDeferred,
 }
 
 // SAFETY: the raw pointers are owned node blocks and boxed values of the tree;
@@ -66,7 +67,7 @@ impl<T> WriterState<T> {
             retired_values: Vec::new(),
             pool: BlockPool::new(),
             #[cfg(loom)]
-            deferred: Vec::new(),
+            deferred: Default::default(),
         }
     }
 
@@ -95,15 +96,21 @@ impl<T> WriterState<T> {
         #[cfg(loom)]
         {
             let _ = guard;
-            self.deferred.push(Box::new(f));
+            self.deferred.lock().unwrap().push(Box::new(f));
         }
     }
 }
 
+/// Deferred work under loom, shared by the writer and the tree (a loom
+/// mutex, so a model may run it from another thread).
+#[cfg(loom)]
+pub(crate) type LoomDeferred = std::sync::Arc<loom::sync::Mutex<Vec<Box<dyn FnOnce() + Send>>>>;
+
 #[cfg(loom)]
 impl<T> Drop for WriterState<T> {
     fn drop(&mut self) {
-        for f in self.deferred.drain(..) {
+        let work = std::mem::take(&mut *self.deferred.lock().unwrap());
+        for f in work {
             f();
         }
     }

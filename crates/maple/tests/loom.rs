@@ -6,13 +6,15 @@
 //!
 //! Two kinds of model:
 //!
-//! 1. The real tree (`maple::MapleTree`): under `cfg(loom)` the crate's root
-//!    pointer and counters are loom atomics, so loom explores every
-//!    interleaving of a writer's publish with a reader's walk on a reduced
-//!    tree (one leaf; one leaf splitting into a root and two leaves; a tree
-//!    emptied). Node contents are plain memory the crate never mutates after
-//!    publication, so what loom checks here is that a reader sees either the
-//!    old version or the new one in full.
+//! 1. The real tree (`maple::MapleTree`): under `cfg(loom)` every atomic of
+//!    the crate (root, counters, child pointers, gaps, value slots, the
+//!    recycler) is a loom atomic, so loom explores every interleaving of a
+//!    writer's publish, leaf swap or exact fit with a reader's walk (one
+//!    leaf; one leaf splitting into a root and two leaves; a two-level tree
+//!    with a leaf swap and an exact fit; a tree emptied), and of the
+//!    recycling of retired blocks with the writer's reuse of them. Pivots
+//!    and counts are plain memory the crate never mutates after
+//!    publication.
 //! 2. A reduced copy of the protocol with every node field in a loom
 //!    `UnsafeCell`: the writer copies a leaf, fills it, and publishes it with
 //!    one Release store; readers Acquire-load and read the fields. Loom's
@@ -145,6 +147,86 @@ fn erase_last_vs_reader() {
         assert_eq!(gone, Some(7));
         r.join().unwrap();
         assert!(t.is_empty());
+    });
+}
+
+/// A two-level tree (a root over leaves): a reader races a leaf swap (a
+/// store inside one leaf that keeps its bounds: the new leaf is published
+/// by one release store of the parent's child pointer) and an exact fit
+/// (one release store of a value slot). Each load sees a whole version of
+/// the leaf, and once it has seen a write it never sees the value before.
+#[test]
+fn two_level_leaf_swap_and_exact_fit_vs_reader() {
+    model(|| {
+        let t = Arc::new(MapleTree::new());
+        // 12 entries with a gap after each: 25 slots, two leaves under a root.
+        for i in 0..12u64 {
+            t.store_range(i * 10, i * 10 + 4, i).unwrap();
+        }
+        let r = {
+            let t = t.clone();
+            thread::spawn(move || {
+                let a = entry(&t, 22);
+                assert!(
+                    a == Some((20, 24, 2)) || a == Some((20, 22, 100)) || a == Some((20, 22, 200)),
+                    "{a:?}"
+                );
+                let b = entry(&t, 21);
+                match a {
+                    Some((20, 22, 100)) => {
+                        assert!(
+                            b == Some((20, 22, 100)) || b == Some((20, 22, 200)),
+                            "{b:?}"
+                        )
+                    }
+                    Some((20, 22, 200)) => assert_eq!(b, Some((20, 22, 200))),
+                    _ => {}
+                }
+                let c = entry(&t, 23);
+                assert!(c == Some((20, 24, 2)) || c == Some((23, 24, 2)), "{c:?}");
+            })
+        };
+        // Leaf swap: [20, 22] cut out of [20, 24] inside the first leaf.
+        t.store_range(20, 22, 100).unwrap();
+        // Exact fit: the same bounds again.
+        t.store_range(20, 22, 200).unwrap();
+        r.join().unwrap();
+        assert_eq!(entry(&t, 21), Some((20, 22, 200)));
+        assert_eq!(entry(&t, 24), Some((23, 24, 2)));
+        t.validate().unwrap();
+    });
+}
+
+/// The recycle path: a reclaimer thread runs the deferred work of completed
+/// writes (pushing their retire lists onto the tree's recycler with a
+/// release CAS) while the writer keeps writing, taking recycled blocks with
+/// an acquire swap when its pool runs dry and reusing them as nodes. No
+/// reader exists, so recycling early is allowed. Every block reused must be
+/// one nobody else uses: the tree stays valid with the right contents.
+#[test]
+fn recycle_races_the_writer() {
+    model(|| {
+        let t = Arc::new(MapleTree::new());
+        for i in 0..12u64 {
+            t.store_range(i * 10, i * 10 + 4, i).unwrap();
+        }
+        t.store_range(50, 52, 50).unwrap();
+        let reclaimer = {
+            let t = t.clone();
+            // SAFETY: no reader in this model.
+            thread::spawn(move || unsafe { t.loom_reclaim() })
+        };
+        t.store_range(60, 62, 60).unwrap();
+        t.store_range(70, 72, 70).unwrap();
+        reclaimer.join().unwrap();
+        // SAFETY: as above.
+        unsafe { t.loom_reclaim() };
+        t.store_range(80, 82, 80).unwrap();
+        for (i, want) in [(51, 50), (61, 60), (71, 70), (81, 80), (93, 9), (110, 11)] {
+            assert_eq!(t.load(i).map(|e| *e), Some(want), "load({i})");
+        }
+        assert_eq!(t.len(), 12 + 4);
+        t.validate().unwrap();
     });
 }
 
