@@ -47,6 +47,8 @@ pub(crate) struct WriterState<T> {
     retired_values: Vec<*mut T>,
     /// The tree's free node blocks and recycler (see `mem.rs`).
     pub(crate) pool: BlockPool,
+    /// A path buffer reused by every write's first descent.
+    scratch_path: Option<Box<Path>>,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
     /// crossbeam-epoch would run it outside the loom execution that owns its
@@ -66,6 +68,7 @@ impl<T> WriterState<T> {
             retired_nodes: Vec::new(),
             retired_values: Vec::new(),
             pool: BlockPool::new(),
+            scratch_path: None,
             #[cfg(loom)]
             deferred: Default::default(),
         }
@@ -600,7 +603,9 @@ impl<'s, T> Txn<'s, T> {
     /// checked `a <= b`.
     pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T) {
         if !v.is_null() && !self.root.is_null() {
-            // SAFETY: the working root is valid; lookup only reads.
+            // The exact-fit probe: a bare descent to the leaf (cheaper than
+            // recording a path, which only the leaf swap below needs).
+            // SAFETY: the working root is valid; the descent only reads.
             let (leaf, lo, hi) = unsafe { leaf_of(self.root, a) };
             // SAFETY: leaf is a leaf of the working version.
             if unsafe { self.try_exact_fit(leaf, lo, hi, a, b, v) } {
@@ -608,6 +613,23 @@ impl<'s, T> Txn<'s, T> {
             }
         }
         self.only_exact_fits = false;
+        if !self.root.is_null() && self.st.fresh.is_empty() {
+            // A read-only descent for the leaf swap, into a path buffer
+            // kept between writes (a new `Path` is 1 KiB to clear).
+            let mut path = self
+                .st
+                .scratch_path
+                .take()
+                .unwrap_or_else(|| Box::new(Path::new()));
+            // SAFETY: the working root is valid and not yet changed by this
+            // write (no fresh node); the descent only reads.
+            unsafe { descend(self.root, a, &mut path) };
+            let done = self.try_swap_leaf(Some(&path), a, b, v);
+            self.st.scratch_path = Some(path);
+            if done {
+                return;
+            }
+        }
         if self.root.is_null() {
             if v.is_null() {
                 return;
@@ -625,9 +647,6 @@ impl<'s, T> Txn<'s, T> {
             unsafe { write_leaf(leaf, &out, 0, out.n) };
             self.root = leaf;
             self.len_delta += 1;
-            return;
-        }
-        if self.try_swap_leaf(None, a, b, v) {
             return;
         }
         let mut path = Path::new();
@@ -746,7 +765,8 @@ impl<'s, T> Txn<'s, T> {
         true
     }
 
-    /// The common write, done without copying the path: when `[a, b]` lies
+    /// The common write, done without copying the path (under `&mut`, in
+    /// place): when `[a, b]` lies
     /// in one leaf whose rewrite fits and needs no rebalancing, the leaf is
     /// copied and swapped into its (live) parent with one release store, and
     /// the gaps above it are updated in place. Readers see the old leaf or
@@ -763,7 +783,7 @@ impl<'s, T> Txn<'s, T> {
         // writer lock; the descent only reads, and a known path was taken in
         // this same version.
         unsafe {
-            if self.exclusive || (*root).flags & FRESH != 0 || is_leaf(root) {
+            if (!self.exclusive && (*root).flags & FRESH != 0) || is_leaf(root) {
                 return false;
             }
             let mut path = Path::new();
@@ -781,12 +801,21 @@ impl<'s, T> Txn<'s, T> {
                 return false;
             }
             self.apply_values(&mut plan, v);
-            let new = self.take_block();
-            init_leaf::<T>(new, 0);
-            write_leaf(new, &plan.out, 0, plan.out.n);
-            let parent = path.lv[path.len - 2];
-            (*parent.node.cast::<Internal>()).set_child(parent.idx, new);
-            self.retire_node(l.node);
+            let new = if self.exclusive {
+                // `&mut`: no reader, so the leaf is rewritten in place and
+                // only the gaps above it change (no dirty marks, no refresh
+                // of the path at commit).
+                write_leaf(l.node, &plan.out, 0, plan.out.n);
+                l.node
+            } else {
+                let new = self.take_block();
+                init_leaf::<T>(new, 0);
+                write_leaf(new, &plan.out, 0, plan.out.n);
+                let parent = path.lv[path.len - 2];
+                (*parent.node.cast::<Internal>()).set_child(parent.idx, new);
+                self.retire_node(l.node);
+                new
+            };
             // Gaps upward, in place, until one does not change.
             let mut g = leaf_gap(new.cast::<Leaf<T>>(), l.lo, l.hi);
             for d in (0..path.len - 1).rev() {

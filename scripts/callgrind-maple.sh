@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Instruction counts per maple-tree operation, from callgrind: stable and
+# reproducible regardless of machine load (wall-clock time is not).
+#
+# Each row runs crates/maple/benches/opcount.rs under
+#   valgrind --tool=callgrind --toggle-collect='*measure_*'
+# so only the measured loop is counted (the tree is built outside it), and
+# divides the collected instructions by the operations done. Keys come from a
+# fixed-seed generator, so a row is the same work on every run.
+#
+# Usage: scripts/callgrind-maple.sh            # every row
+#        QUICK=1 scripts/callgrind-maple.sh    # skip the N = 10^6 rows
+#
+# Kernel reference figures (Linux 6.12 lib/maple_tree.c in its userspace
+# harness, callgrind, per operation) are in crates/maple/BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
+
+bin=$(cargo build --release -p aspace-maple --bench opcount --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*opcount[^"]*\)".*/\1/p' | tail -1)
+[ -x "$bin" ] || { echo "could not build the opcount bench" >&2; exit 1; }
+
+# count <op> <n> <iters> <ops-divisor>: instructions per op
+count() {
+    local out
+    out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        --toggle-collect='*measure_*' "$bin" "$1" "$2" "$3" 2>&1 |
+        sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    [ -n "$out" ] || { echo "no count for $1 $2" >&2; exit 1; }
+    awk -v t="$out" -v d="$4" 'BEGIN { printf "%.0f", t / d }'
+}
+
+row() { # <label> <op> <n> <iters> <divisor>
+    printf '| %-44s | %9s | %9s |\n' "$1" "$3" "$(count "$2" "$3" "$4" "$5")"
+}
+
+echo "| operation                                    |         N | instr/op |"
+echo "|----------------------------------------------|-----------|----------|"
+row "load (random hit)"                          load 100000 20000 20000
+row "load through one Reader"                    reader_load 100000 20000 20000
+row "exact overwrite, &self (store_range)"       overwrite_shared 100000 20000 20000
+row "exact overwrite, &mut (cursor_mut)"         overwrite_mut 100000 20000 20000
+row "split of an entry then restore, &mut"       split_restore_mut 1000 20000 20000
+row "split of an entry then restore, &mut"       split_restore_mut 10000 20000 20000
+row "split of an entry then restore, &self"      split_restore_shared 10000 20000 20000
+row "insert_range into a free gap (&self)"       insert 100000 20000 20000
+row "erase (&self)"                              erase 100000 20000 20000
+row "empty_area (size 5)"                        empty_area 100000 20000 20000
+row "empty_area_rev (size 5)"                    empty_area_rev 100000 20000 20000
+row "full iteration, per entry"                  iter 100000 5 500000
+row "dup, Arc values, per entry"                 dup_arc 100000 3 300000
+row "dup, u64 values, per entry"                 dup_u64 100000 3 300000
+if [ -z "${QUICK:-}" ]; then
+    row "dup, Arc values, per entry"             dup_arc 1000000 1 1000000
+fi
