@@ -581,7 +581,7 @@ impl<'s, T> Txn<'s, T> {
             return;
         }
         self.only_exact_fits = false;
-        if self.try_swap_leaf(Some(known), a, b, v) {
+        if self.try_swap_leaf(known, a, b, v) {
             return;
         }
         let mut path = Path::new();
@@ -602,9 +602,11 @@ impl<'s, T> Txn<'s, T> {
     /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
     /// checked `a <= b`.
     pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T) {
-        if !v.is_null() && !self.root.is_null() {
-            // The exact-fit probe: a bare descent to the leaf (cheaper than
-            // recording a path, which only the leaf swap below needs).
+        // Only a store that may overwrite (store_range: it has a cloner) can
+        // be an exact fit; insert and alloc write free ranges, erase frees.
+        if self.cloner.is_some() && !v.is_null() && !self.root.is_null() {
+            // A bare descent to the leaf: cheaper than recording a path,
+            // which only the leaf swap below needs.
             // SAFETY: the working root is valid; the descent only reads.
             let (leaf, lo, hi) = unsafe { leaf_of(self.root, a) };
             // SAFETY: leaf is a leaf of the working version.
@@ -614,8 +616,8 @@ impl<'s, T> Txn<'s, T> {
         }
         self.only_exact_fits = false;
         if !self.root.is_null() && self.st.fresh.is_empty() {
-            // A read-only descent for the leaf swap, into a path buffer
-            // kept between writes (a new `Path` is 1 KiB to clear).
+            // A read-only descent for the leaf swap, into a path buffer kept
+            // between writes (a new `Path` is 1 KiB to clear).
             let mut path = self
                 .st
                 .scratch_path
@@ -624,7 +626,7 @@ impl<'s, T> Txn<'s, T> {
             // SAFETY: the working root is valid and not yet changed by this
             // write (no fresh node); the descent only reads.
             unsafe { descend(self.root, a, &mut path) };
-            let done = self.try_swap_leaf(Some(&path), a, b, v);
+            let done = self.try_swap_leaf(&path, a, b, v);
             self.st.scratch_path = Some(path);
             if done {
                 return;
@@ -775,21 +777,15 @@ impl<'s, T> Txn<'s, T> {
     /// read miss on them). Returns false, having changed nothing, when the
     /// write needs the general path.
     ///
-    /// `known` is a path into the current version that reaches the leaf
-    /// holding `a` (a cursor's); without it the leaf is found from the root.
-    fn try_swap_leaf(&mut self, known: Option<&Path>, a: u64, b: u64, v: *mut T) -> bool {
+    /// `path` is a path into the current version that reaches the leaf
+    /// holding `a` (a cursor's, or the store's own read-only descent).
+    fn try_swap_leaf(&mut self, path: &Path, a: u64, b: u64, v: *mut T) -> bool {
         let root = self.root;
         // SAFETY: root is the published version's root, kept alive by the
-        // writer lock; the descent only reads, and a known path was taken in
-        // this same version.
+        // writer lock, and the path was taken in this same version.
         unsafe {
             if (!self.exclusive && (*root).flags & FRESH != 0) || is_leaf(root) {
                 return false;
-            }
-            let mut path = Path::new();
-            match known {
-                Some(k) => path = *k,
-                None => descend(root, a, &mut path),
             }
             let l = *path.leaf();
             if b > l.hi {
