@@ -22,7 +22,8 @@ struct Counters {
     dropped: AtomicUsize,
     double_drops: AtomicUsize,
     live: Mutex<HashSet<u64>>,
-    /// Clones that may still succeed; the next one panics at zero.
+    /// Clones that may still succeed; the next one panics at zero. Relaxed
+    /// throughout: only the thread running `dup` reads and writes it.
     clones_left: AtomicU64,
 }
 
