@@ -245,9 +245,12 @@ impl Recycler {
 
 impl Drop for Recycler {
     fn drop(&mut self) {
+        // Straight to the allocator: the last owner may be any thread (the
+        // last deferred function of a dropped tree), whose cache should not
+        // fill with another thread's blocks.
         self.take(|b| {
             // SAFETY: the last owner: every block on the stack is unreachable.
-            unsafe { free_block(b) }
+            unsafe { release_block(b) }
         });
     }
 }
