@@ -76,8 +76,23 @@ pub(crate) unsafe fn is_leaf(p: NodePtr) -> bool {
 /// # Safety
 /// `root` is a valid, non-null tree that stays alive for the call.
 pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
+    // SAFETY: forwarded from the caller.
+    unsafe { descend_with::<true>(root, index, path) }
+}
+
+/// [`descend`], prefetching each child (`PREFETCH`: for readers, whose
+/// nodes may be cold) or not (the writer, whose exact-fit probe has just
+/// walked the same nodes).
+///
+/// # Safety
+/// As [`descend`].
+pub(crate) unsafe fn descend_with<const PREFETCH: bool>(
+    root: NodePtr,
+    index: u64,
+    path: &mut Path,
+) {
     let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    path.len = 0;
+    let mut len = 0;
     // SAFETY: every pointer followed is a child of a valid node of the same
     // live version.
     unsafe {
@@ -86,26 +101,28 @@ pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
             if is_leaf(node) {
                 let leaf = &*node.cast::<Leaf<u8>>();
                 let i = slot_in(&leaf.pivots, index).min(n - 1);
-                path.lv[path.len] = Level {
+                path.lv[len] = Level {
                     node,
                     idx: i,
                     lo,
                     hi,
                 };
-                path.len += 1;
+                path.len = len + 1;
                 return;
             }
             let int = &*node.cast::<Internal>();
             let i = slot_in(&int.pivots, index).min(n - 1);
-            path.lv[path.len] = Level {
+            path.lv[len] = Level {
                 node,
                 idx: i,
                 lo,
                 hi,
             };
-            path.len += 1;
+            len += 1;
             node = int.child(i);
-            prefetch_node(node);
+            if PREFETCH {
+                prefetch_node(node);
+            }
             let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
             lo = s;
             hi = e;

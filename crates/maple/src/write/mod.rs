@@ -37,7 +37,7 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, is_leaf, Level, Path};
+use crate::read::{count, descend, descend_with, is_leaf, Level, Path};
 
 /// Flag of a fresh node that this write also retired.
 const DEAD: u8 = 2;
@@ -378,7 +378,7 @@ impl<'s, T> Txn<'s, T> {
                 .unwrap_or_else(|| Box::new(Path::new()));
             // SAFETY: the working root is valid and not yet changed by this
             // write (no fresh node); the descent only reads.
-            unsafe { descend(self.root, a, &mut path) };
+            unsafe { descend_with::<false>(self.root, a, &mut path) };
             let done = self.try_swap_leaf(&path, a, b, v);
             self.st.scratch_path = Some(path);
             if done {
