@@ -41,6 +41,13 @@ enum Op {
     Erase(u64),
     Remove(u64),
     RemoveRange(R),
+    /// store over exactly the bounds of the model's `k % len`-th entry (the
+    /// exact-fit write), through `&self` or a shared cursor
+    Overwrite {
+        k: u64,
+        v: u32,
+        cursor: bool,
+    },
     Load(u64),
     Find(u64),
     Prev(u64),
@@ -538,6 +545,26 @@ fn run(input: Input) {
                         }
                     }
                     Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
+                }
+            }
+            Op::Overwrite { k, v, cursor } => {
+                if !model.m.is_empty() {
+                    let at = (k % model.m.len() as u64) as usize;
+                    let (&f, &(l, _)) = model.m.iter().nth(at).unwrap();
+                    let nodes = tree.memory_usage().nodes;
+                    if cursor {
+                        let mut c = tree.cursor();
+                        c.walk(f);
+                        c.store_range(f, l, Val(Box::new(v))).unwrap();
+                    } else {
+                        tree.store_range(f, l, Val(Box::new(v))).unwrap();
+                    }
+                    model.store(f, l, v);
+                    assert_eq!(
+                        tree.memory_usage().nodes,
+                        nodes,
+                        "exact overwrite [{f}, {l}]"
+                    );
                 }
             }
             Op::Load(i) => {
