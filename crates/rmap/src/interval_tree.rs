@@ -317,10 +317,30 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         i * Self::WORDS
     }
 
-    /// The slot index of ref `r`.
+    /// `WORDS = odd << WORDS_SHIFT`.
+    const WORDS_SHIFT: u32 = Self::WORDS.trailing_zeros();
+
+    /// The inverse of `WORDS >> WORDS_SHIFT` (odd) modulo 2^32.
+    const WORDS_ODD_INVERSE: u32 = {
+        let odd = Self::WORDS >> Self::WORDS_SHIFT;
+        // Newton's iteration doubles the correct low bits each step; `odd` is
+        // its own inverse modulo 8 (3 bits), so 4 steps give 48 >= 32.
+        let mut x = odd;
+        let mut k = 0;
+        while k < 4 {
+            x = x.wrapping_mul(2u32.wrapping_sub(odd.wrapping_mul(x)));
+            k += 1;
+        }
+        assert!(odd.wrapping_mul(x) == 1);
+        x
+    };
+
+    /// The slot index of ref `r` (a multiple of `WORDS`): an exact division,
+    /// done as a shift and a multiplication by the modular inverse.
     #[inline(always)]
     fn slot_of(r: u32) -> u32 {
-        r / Self::WORDS
+        debug_assert!(r % Self::WORDS == 0);
+        (r >> Self::WORDS_SHIFT).wrapping_mul(Self::WORDS_ODD_INVERSE)
     }
 
     /// The slot with ref `r`, unchecked.
@@ -1200,18 +1220,22 @@ mod tests {
         assert_eq!(t.live(), 0);
     }
 
+    /// Model steps per run: fewer under Miri, which checks every unchecked
+    /// access of the tree.
+    const STEPS: u32 = if cfg!(miri) { 250 } else { 4000 };
+
     #[test]
     fn by_start_against_model() {
         // Dense keys, varied lengths: many equal starts with different
         // lasts, so a removed node is often its subtree's strict maximum.
-        random_against_model::<ByStart>(0x9e37_79b9_7f4a_7c15, 4000, 40, 60);
-        random_against_model::<ByStart>(0x2545_f491_4f6c_dd1d, 4000, 400, 8);
+        random_against_model::<ByStart>(0x9e37_79b9_7f4a_7c15, STEPS, 40, 60);
+        random_against_model::<ByStart>(0x2545_f491_4f6c_dd1d, STEPS, 400, 8);
     }
 
     #[test]
     fn by_interval_against_model() {
-        random_against_model::<ByInterval>(0x9e37_79b9_7f4a_7c15, 4000, 40, 60);
-        random_against_model::<ByInterval>(0x2545_f491_4f6c_dd1d, 4000, 400, 8);
+        random_against_model::<ByInterval>(0x9e37_79b9_7f4a_7c15, STEPS, 40, 60);
+        random_against_model::<ByInterval>(0x2545_f491_4f6c_dd1d, STEPS, 400, 8);
     }
 
     #[test]
@@ -1225,9 +1249,10 @@ mod tests {
             iv(0x17c, 0x1ce),
             iv(0x1cf, 0x1d2),
         ];
+        let procs: u64 = if cfg!(miri) { 20 } else { 300 };
         let mut t: IntervalTree<u64> = IntervalTree::new();
         let mut resident = Vec::new();
-        for p in 0..300u64 {
+        for p in 0..procs {
             for &s in &segs {
                 let i = t.alloc(s, p);
                 t.link(i);
@@ -1235,7 +1260,7 @@ mod tests {
             }
         }
         let mut rng = Rng(7);
-        for round in 0..300u64 {
+        for round in 0..procs {
             let mut mine = Vec::new();
             for &s in &segs {
                 let i = t.alloc(s, 1000 + round);
@@ -1262,7 +1287,7 @@ mod tests {
             assert_eq!(n.interval(), segs[0]);
             hits += 1;
         });
-        assert_eq!(hits, 300);
+        assert_eq!(hits, procs);
     }
 
     #[test]
@@ -1296,6 +1321,30 @@ mod tests {
             assert_eq!(got, 0, "a walk past every remaining interval");
         }
         assert!(exercised > 0, "no node had the shape under test");
+    }
+
+    fn refs_round_trip<P: Copy>() {
+        type T<P> = IntervalTree<P>;
+        let words = T::<P>::WORDS;
+        assert_eq!(words as usize * 8, std::mem::size_of::<Node<P>>());
+        let max = T::<P>::MAX_SLOTS;
+        assert!(u64::from(max) * u64::from(words) < u64::from(NIL));
+        for i in (0..5000).chain(max - 5000..=max) {
+            assert_eq!(
+                T::<P>::slot_of(T::<P>::ref_of(i)),
+                i,
+                "slot {i}, {words} words"
+            );
+        }
+    }
+
+    #[test]
+    fn refs_round_trip_for_every_node_size() {
+        refs_round_trip::<()>(); // 5 words
+        refs_round_trip::<u64>(); // 6
+        refs_round_trip::<[u32; 4]>(); // 7
+        refs_round_trip::<[u64; 2]>(); // 8
+        refs_round_trip::<[u64; 6]>(); // 12
     }
 
     #[test]
