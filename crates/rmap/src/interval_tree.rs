@@ -49,8 +49,11 @@
 //! tree's shape, never memory), because the arena never shrinks and a link is
 //! only ever written with `NIL`, a value read from another link, or the ref
 //! of an index that the entry point (`link`, `link_after`, `unlink`,
-//! `replace`, `free`) has bounds-checked. The slot states each entry point
-//! expects are checked in debug builds. The hot paths (descent, rebalancing, augmented
+//! `replace`, `free`) has bounds-checked. No address depends on the tree's
+//! shape either: every link is compared with `NIL` before it is followed,
+//! either by the algorithm itself or, where the red-black invariants rule
+//! `NIL` out, by a check that panics (`expect_node`). The slot states each
+//! entry point expects are checked in debug builds. The hot paths (descent, rebalancing, augmented
 //! propagation, walk) therefore address the arena unchecked with any
 //! non-`NIL` value read from a link; each such place says so. `alloc` refuses
 //! to grow the arena past the last index whose ref fits below `NIL` (more
@@ -86,6 +89,24 @@ const RED: u32 = 1 << 31;
 const LIVE: u32 = 1 << 30;
 const IN_TREE: u32 = 1 << 29;
 const GEN_MASK: u32 = IN_TREE - 1;
+
+/// `r`, a link that the red-black invariants say is not NIL. A NIL here
+/// means a caller broke a slot-state precondition (checked in debug builds)
+/// and corrupted the tree's shape; it panics instead of addressing outside
+/// the arena.
+#[inline(always)]
+fn expect_node(r: u32) -> u32 {
+    if r == NIL {
+        corrupted();
+    }
+    r
+}
+
+#[cold]
+#[inline(never)]
+fn corrupted() -> ! {
+    panic!("interval tree corrupted: a link the red-black invariants require is NIL")
+}
 
 /// The order in which [`IntervalTree::link`] places a node.
 pub(crate) trait KeyOrder: fmt::Debug {
@@ -428,6 +449,18 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         }
     }
 
+    /// Colours `i` black; a no-op on NIL.
+    ///
+    /// # Safety
+    /// `i` is NIL or as for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn set_black_or_nil(&mut self, i: u32) {
+        if i != NIL {
+            // SAFETY: `i` is not NIL; forwarded precondition.
+            unsafe { self.at_mut(i).meta &= !RED };
+        }
+    }
+
     /// `max_last` of `i`'s subtree, recomputed from `i`'s own `last` and its
     /// children's `max_last`.
     ///
@@ -473,12 +506,12 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// its `max_last` (the subtree's maximum does not change).
     ///
     /// # Safety
-    /// `x` as for [`IntervalTree::at`], with a non-NIL right link.
+    /// `x` as for [`IntervalTree::at`] (a NIL right link panics).
     unsafe fn rotate_left(&mut self, x: u32) {
-        // SAFETY: `x` by the precondition; `y` is its non-NIL right link;
-        // `yl` and `xp` are links, dereferenced only when not NIL.
+        // SAFETY: `x` by the precondition; `y` is its right link, checked not
+        // NIL; `yl` and `xp` are links, dereferenced only when not NIL.
         unsafe {
-            let y = self.right(x);
+            let y = expect_node(self.right(x));
             let yl = self.left(y);
             let xp = self.parent(x);
             let xmax = self.at(x).max_last;
@@ -499,11 +532,11 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// Mirror of [`IntervalTree::rotate_left`].
     ///
     /// # Safety
-    /// `x` as for [`IntervalTree::at`], with a non-NIL left link.
+    /// `x` as for [`IntervalTree::at`] (a NIL left link panics).
     unsafe fn rotate_right(&mut self, x: u32) {
         // SAFETY: as in `rotate_left`, mirrored.
         unsafe {
-            let y = self.left(x);
+            let y = expect_node(self.left(x));
             let yr = self.right(y);
             let xp = self.parent(x);
             let xmax = self.at(x).max_last;
@@ -651,16 +684,17 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// `z` as for [`IntervalTree::at`].
     unsafe fn insert_fixup(&mut self, mut z: u32) {
         // SAFETY: `z` by the precondition; every other index is a link read
-        // on the way. A red node is never the root, so a red `p` has a
-        // non-NIL parent `g`; `red` accepts NIL; the rotations get a node
-        // whose rotated-up child is the non-NIL `z` or `p`.
+        // on the way and dereferenced only when not NIL: `p` is red (`red`
+        // is false for NIL), `g` is checked (a red node is never the root,
+        // so a valid tree never trips it), `u` is red where dereferenced,
+        // and the rotations check the child they lift.
         unsafe {
             loop {
                 let p = self.parent(z);
                 if !self.red(p) {
                     break;
                 }
-                let g = self.parent(p);
+                let g = expect_node(self.parent(p));
                 let gn = self.at(g);
                 if p == gn.left {
                     let u = gn.right;
@@ -701,7 +735,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 }
             }
             let root = self.root;
-            self.set_red(root, false);
+            self.set_black_or_nil(root);
         }
     }
 
@@ -778,10 +812,11 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         let x;
         let xp;
         // SAFETY: every ref dereferenced below is `z` (of an index
-        // bounds-checked above) or a non-NIL value read from a link: `zl`, `zr` (both non-NIL
-        // in the second branch), `y` (found from `zr` along left links), `xp`
-        // (`y` or `y`'s parent), `x` only when not NIL; `zp` goes to
-        // `replace_child`/`propagate`, which accept NIL.
+        // bounds-checked above) or a non-NIL value read from a link: `zl`,
+        // `zr` (both non-NIL in the second branch), `y` (found from `zr`
+        // along left links), `xp` (`y`, or `y`'s parent, checked), `x` only
+        // when not NIL; `zp` goes to `replace_child`/`propagate`, which
+        // accept NIL.
         unsafe {
             if zl == NIL || zr == NIL {
                 x = if zl == NIL { zr } else { zl };
@@ -809,7 +844,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 if y == zr {
                     xp = y;
                 } else {
-                    xp = yn.parent;
+                    // y is below zr, so it has a parent (checked all the same).
+                    xp = expect_node(yn.parent);
                     // y is the leftmost node under zr and not zr: a left child.
                     self.at_mut(xp).left = x;
                     if x != NIL {
@@ -849,24 +885,25 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// place under `xp`.
     ///
     /// # Safety
-    /// `x` NIL or as for [`IntervalTree::at`]; `xp` likewise, and not NIL
-    /// while `x` is not the root.
+    /// `x` and `xp` NIL or as for [`IntervalTree::at`].
     unsafe fn delete_fixup(&mut self, mut x: u32, mut xp: u32) {
-        // SAFETY: every index is a parameter or a link read on the way. While
-        // x (doubly black) is not the root, xp is its non-NIL parent and x's
-        // sibling w is not NIL (x's side is one black short, so w's side
-        // holds at least one black node); a red w has two black, non-NIL
-        // children; the rotations get nodes whose rotated-up child is w or
-        // one of w's red children, all non-NIL.
+        // SAFETY: every index is a parameter or a link read on the way, and
+        // is dereferenced only when not NIL: `xp` and the sibling `w` are
+        // checked (while x, doubly black, is not the root, a valid tree gives
+        // it a parent, and a sibling whose side holds at least one black
+        // node); `x` is read only through `red`, which accepts NIL, and
+        // compared; `w`'s children only through `red` or `set_black_or_nil`,
+        // which accept NIL; the rotations check the child they lift.
         unsafe {
             while x != self.root && !self.red(x) {
+                xp = expect_node(xp);
                 if x == self.left(xp) {
-                    let mut w = self.right(xp);
+                    let mut w = expect_node(self.right(xp));
                     if self.red(w) {
                         self.set_red(w, false);
                         self.set_red(xp, true);
                         self.rotate_left(xp);
-                        w = self.right(xp);
+                        w = expect_node(self.right(xp));
                     }
                     if !self.red(self.left(w)) && !self.red(self.right(w)) {
                         self.set_red(w, true);
@@ -875,27 +912,27 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                     } else {
                         if !self.red(self.right(w)) {
                             let wl = self.left(w);
-                            self.set_red(wl, false);
+                            self.set_black_or_nil(wl);
                             self.set_red(w, true);
                             self.rotate_right(w);
-                            w = self.right(xp);
+                            w = expect_node(self.right(xp));
                         }
                         let pred = self.red(xp);
                         self.set_red(w, pred);
                         self.set_red(xp, false);
                         let wr = self.right(w);
-                        self.set_red(wr, false);
+                        self.set_black_or_nil(wr);
                         self.rotate_left(xp);
                         x = self.root;
                         break;
                     }
                 } else {
-                    let mut w = self.left(xp);
+                    let mut w = expect_node(self.left(xp));
                     if self.red(w) {
                         self.set_red(w, false);
                         self.set_red(xp, true);
                         self.rotate_right(xp);
-                        w = self.left(xp);
+                        w = expect_node(self.left(xp));
                     }
                     if !self.red(self.left(w)) && !self.red(self.right(w)) {
                         self.set_red(w, true);
@@ -904,25 +941,23 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                     } else {
                         if !self.red(self.left(w)) {
                             let wr = self.right(w);
-                            self.set_red(wr, false);
+                            self.set_black_or_nil(wr);
                             self.set_red(w, true);
                             self.rotate_left(w);
-                            w = self.left(xp);
+                            w = expect_node(self.left(xp));
                         }
                         let pred = self.red(xp);
                         self.set_red(w, pred);
                         self.set_red(xp, false);
                         let wl = self.left(w);
-                        self.set_red(wl, false);
+                        self.set_black_or_nil(wl);
                         self.rotate_right(xp);
                         x = self.root;
                         break;
                     }
                 }
             }
-            if x != NIL {
-                self.set_red(x, false);
-            }
+            self.set_black_or_nil(x);
         }
     }
 
