@@ -285,6 +285,10 @@ fn short_soak_finds_no_violation_and_reports_memory() {
     assert!(stdout.contains("violations: 0"), "{stdout}");
     assert!(stdout.contains("peak RSS (VmHWM)"), "{stdout}");
     assert!(stdout.contains("RSS curve"), "{stdout}");
+    assert!(
+        stdout.contains("measured bound") && !stdout.contains("KiB/min"),
+        "the RSS trend is a measured bound, not an extrapolation: {stdout}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["violations"], 0);
@@ -294,6 +298,11 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         assert!(v["ops_by_kind"][k].as_u64().unwrap() > 0, "no {k} in {v}");
     }
     assert!(v["peak_rss_kib"].as_u64().unwrap() > 0, "{v}");
+    let half = v["rss_second_half_kib"].as_array().unwrap();
+    assert!(
+        half[0].as_u64().unwrap() <= half[1].as_u64().unwrap(),
+        "{v}"
+    );
     let pts = v["rss_curve"].as_array().unwrap();
     assert!(pts.len() >= 10, "sampled over time: {pts:?}");
     let lines = std::fs::read_to_string(&curve).unwrap();
