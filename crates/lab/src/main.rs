@@ -87,10 +87,15 @@ struct BenchArgs {
     /// execl = exec -> faults -> exit; shell = fork -> exec -> exit. Repeatable.
     #[arg(long, value_enum, default_values_t = [Workload::Execl])]
     workload: Vec<Workload>,
-    /// Comma-separated designs (default: all): linux_shared_line, linux, numa_split,
-    /// numa_locks, sharded, aspace.
+    /// Comma-separated designs (default: all, with the ablation aspace_central and
+    /// the bound exclude): linux_shared_line, linux, numa_split, numa_locks, sharded,
+    /// aspace, aspace_central, exclude.
     #[arg(long)]
     designs: Option<String>,
+    /// Do not time lock holds (per-call-site hold times read as 0). Timing reads the
+    /// clock twice per lock hold, in every design alike.
+    #[arg(long)]
+    no_hold_timing: bool,
     /// How mm calls the reverse maps: per-vma (Linux 6.12: one lock hold per VMA on
     /// link and fork), batched (one hold per file per operation), or both.
     #[arg(long, value_enum, default_value_t = PatternArg::Both)]
@@ -296,7 +301,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     };
     let designs = match &a.designs {
         Some(s) => parse_designs(s)?,
-        None => Design::ALL.to_vec(),
+        None => Design::EVERY.to_vec(),
     };
     let (topology, topology_name) = match &a.topology {
         Some(s) => (
@@ -378,6 +383,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         resident * 5,
         nproc,
     );
+    rmap::stats::set_hold_timing(!a.no_hold_timing);
     let bar = ProgressBar::new((total * 10.0).ceil() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} ds  eta {eta}  {msg}")
@@ -409,6 +415,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             topology: topology_name,
             threads,
             repeat: a.repeat,
+            hold_timing: !a.no_hold_timing,
             call_patterns: patterns.iter().map(|p| p.name().to_owned()).collect(),
             designs: designs.iter().map(|d| d.name().to_owned()).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
@@ -454,6 +461,11 @@ fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
         Some(s) => parse_designs(s)?,
         None => Design::ALL.to_vec(),
     };
+    if let Some(b) = designs.iter().find(|d| d.is_bound()) {
+        return Err(format!(
+            "--designs: {b} is a bound that keeps no reverse map; a soak checks reverse maps"
+        ));
+    }
     let threads = a.threads.unwrap_or(2 * designs.len());
     if threads == 0 || threads > 4096 {
         return Err(format!("--threads: {threads} is out of range 1..=4096"));

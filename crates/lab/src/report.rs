@@ -383,7 +383,7 @@ fn memory_text(r: &Results) -> String {
             .map(|l| l.libc_rmap_bytes);
         let vs = match linux {
             Some(l) if l > 0 && x.design != "linux" => format!(
-                " ({:+.0}% vs linux)",
+                " ({:+.1}% vs linux)",
                 100.0 * (x.libc_rmap_bytes as f64 / l as f64 - 1.0)
             ),
             _ => String::new(),

@@ -232,6 +232,9 @@ pub struct Config {
     /// Call patterns.
     #[serde(default)]
     pub call_patterns: Vec<String>,
+    /// Whether lock hold times were measured.
+    #[serde(default)]
+    pub hold_timing: bool,
     /// Designs.
     pub designs: Vec<String>,
     /// Workloads.

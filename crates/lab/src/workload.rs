@@ -13,6 +13,7 @@
 
 use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
 use mm::{Access, CallPattern, Files, Mm, Program, RmapCalls};
+use rmap::stats::{set_call_site, CallSite};
 use rmap::{Design, Interval, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -140,7 +141,9 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             let (stop, libc) = (&stop, &libc);
             let period = Duration::from_secs_f64(1.0 / p.walk_rate);
             s.spawn(move || {
+                let _site = set_call_site(CallSite::Walk);
                 let mut latencies_ns: Vec<u64> = Vec::new();
+                let mut unsupported = None;
                 let mut next = Instant::now();
                 let mut page = 0u64;
                 // Relaxed: a stop flag; no data is published through it.
@@ -156,11 +159,15 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
                     let iv = Interval::new(page, page).expect("one page");
                     let mut n = 0u64;
                     let t0 = Instant::now();
-                    libc.rmap().walk(iv, &mut |_, _| n += 1);
+                    if let Err(e) = libc.rmap().try_walk(iv, &mut |_, _| n += 1) {
+                        // A bound that keeps no reverse map cannot answer.
+                        unsupported = Some(e.to_string());
+                        break;
+                    }
                     latencies_ns.push(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
                     std::hint::black_box(n);
                 }
-                latencies_ns
+                (latencies_ns, unsupported)
             })
         });
         while start.elapsed() < p.duration {
@@ -189,7 +196,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     let contended = after.contended.saturating_sub(before.contended);
     let secs = elapsed.as_secs_f64();
     let per = |x: u64| if ops > 0 { x as f64 / ops as f64 } else { 0.0 };
-    let walk = latencies.map(|mut l| {
+    let walk = latencies.map(|(mut l, unsupported)| {
         l.sort_unstable();
         let pct = |q: f64| {
             if l.is_empty() {
@@ -204,10 +211,37 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             walks: l.len() as u64,
             p50_ns: pct(0.5),
             p99_ns: pct(0.99),
-            unsupported: None,
+            unsupported,
         }
     });
-    let sites: Vec<SiteCost> = Vec::new();
+    let sites: Vec<SiteCost> = CallSite::ALL
+        .iter()
+        .map(|&site| {
+            let (a, b) = (before.site(site), after.site(site));
+            let holds = b.holds.saturating_sub(a.holds);
+            let contended = b.contended.saturating_sub(a.contended);
+            let hold_ns = b.hold_ns.saturating_sub(a.hold_ns);
+            SiteCost {
+                site: site.name().to_owned(),
+                holds_per_op: per(holds),
+                contended_pct: if holds > 0 {
+                    100.0 * contended as f64 / holds as f64
+                } else {
+                    0.0
+                },
+                mean_hold_ns: if holds > 0 {
+                    hold_ns as f64 / holds as f64
+                } else {
+                    0.0
+                },
+                hold_ns_per_op: per(hold_ns),
+            }
+        })
+        .collect();
+    let walk_holds = after
+        .site(CallSite::Walk)
+        .holds
+        .saturating_sub(before.site(CallSite::Walk).holds);
     Ok(Run {
         workload: p.workload.name().into(),
         design: p.design.name().into(),
@@ -238,7 +272,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             vmas_linked: per(calls.linked),
             vmas_unlinked: per(calls.unlinked),
         },
-        lock_holds_per_op: per(acquisitions),
+        lock_holds_per_op: per(acquisitions.saturating_sub(walk_holds)),
         sites,
         resident: p.resident,
         resident_libc_vmas,
@@ -246,7 +280,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         walk,
         topology: p.topology_name.clone(),
         libc_rmap_bytes,
-        bound: false,
+        bound: p.design.is_bound(),
     })
 }
 
@@ -280,7 +314,6 @@ fn worker(
         Workload::Shell => {
             let parent = Mm::new(files.clone());
             parent.exec_program(prog);
-            let base = parent.calls();
             // Relaxed: a stop flag; no data is published through it.
             while !stop.load(Ordering::Relaxed) {
                 let child = parent.fork();
@@ -290,11 +323,10 @@ fn worker(
                 calls.add(&child.calls());
                 ops += 1;
             }
-            let mut p = parent.calls();
-            p.insert -= base.insert;
-            p.insert_batch -= base.insert_batch;
-            p.linked -= base.linked;
-            calls.add(&p);
+            // The parent's own exec and exit run inside the measured interval and
+            // the maps count them, so mm's counts include them too.
+            parent.exit();
+            calls.add(&parent.calls());
         }
     }
     (ops, calls)

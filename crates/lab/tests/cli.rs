@@ -133,6 +133,34 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
             calls(p, "lock_holds") > calls(b, "lock_holds"),
             "{p} vs {b}"
         );
+        // Per call site, counted by the maps: linux takes one lock per call, so
+        // its counts equal mm's; every hold is at a declared site.
+        let site = |r: &serde_json::Value, name: &str| {
+            r["sites"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["site"] == name)
+                .unwrap_or_else(|| panic!("no site {name} in {r}"))
+                .clone()
+        };
+        if d == "linux" {
+            let holds = |name: &str| site(p, name)["holds_per_op"].as_f64().unwrap();
+            assert!(
+                (holds("fork_insert_after") - calls(p, "insert_after")).abs() < 1e-9,
+                "{p}"
+            );
+            assert!(
+                (holds("mmap_link") - calls(p, "insert")).abs() < 1e-9,
+                "{p}"
+            );
+            assert_eq!(holds("other"), 0.0, "{p}");
+            assert!(
+                site(p, "mmap_link")["mean_hold_ns"].as_f64().unwrap() > 0.0,
+                "{p}"
+            );
+            assert!(holds("walk") > 0.0, "walks counted at their own site: {p}");
+        }
         let (pe, be) = (find("execl", d, "per-vma"), find("execl", d, "batched"));
         assert_eq!(calls(pe, "insert_batch"), 0.0);
         assert!(
@@ -172,6 +200,7 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     assert!(html.contains("<svg") && html.contains("aspace"));
     assert!(!html.contains("All designs do the same work"));
     assert!(html.contains("libc rmap bytes") && html.contains("Ablations"));
+    assert!(html.contains("fork_insert_after") && html.contains("p99"));
     assert_eq!(html.contains("Projection (USL fit"), fitted);
     let svg = std::fs::read_to_string(out.join("execl.svg")).unwrap();
     assert!(svg.contains("min-max"), "error bars are explained");
