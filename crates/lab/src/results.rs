@@ -269,6 +269,20 @@ pub const PROJECT_TO: [usize; 2] = [112, 384];
 impl Results {
     /// Fills `ratio_to_linux` and recomputes `summary` and `fits` from `runs`.
     pub fn analyse(&mut self) {
+        for r in &mut self.runs {
+            // A JSON written before call patterns were an axis recorded a description
+            // in `call_pattern` and no counted holds: keep the description, label the
+            // pattern as what it was, and count holds from the acquisitions.
+            if r.call_pattern != "per-vma" && r.call_pattern != "batched" {
+                if r.call_pattern_detail.is_empty() {
+                    r.call_pattern_detail = std::mem::take(&mut r.call_pattern);
+                }
+                r.call_pattern = "legacy".into();
+            }
+            if r.lock_holds_per_op == 0.0 && r.ops > 0 {
+                r.lock_holds_per_op = r.acquisitions as f64 / r.ops as f64;
+            }
+        }
         let runs = self.runs.clone();
         let partner = |r: &Run, pattern: &str| {
             runs.iter().find(|l| {
@@ -547,6 +561,23 @@ mod tests {
         assert!(r.runs.iter().all(|x| x.ratio_to_linux.is_some()));
         // Fits use the medians: one point per series, so none.
         assert!(!r.any_fit());
+    }
+
+    /// A JSON from before the call-pattern axis (a description in `call_pattern`,
+    /// no counted holds) re-renders with its pattern labelled `legacy`.
+    #[test]
+    fn legacy_results_are_labelled_not_misread() {
+        let mut r = results(2, &[(1, 100.0)]);
+        r.runs[0].call_pattern = "exec/mmap: insert x1 per VMA".into();
+        r.runs[0].acquisitions = 180;
+        r.runs[0].ops = 10;
+        r.analyse();
+        r.analyse();
+        let x = &r.runs[0];
+        assert_eq!(x.call_pattern, "legacy");
+        assert_eq!(x.call_pattern_detail, "exec/mmap: insert x1 per VMA");
+        assert_eq!(x.lock_holds_per_op, 18.0);
+        assert_eq!(r.summary[0].call_pattern, "legacy");
     }
 
     /// Thread counts above the cores are marked and kept out of the fit.
