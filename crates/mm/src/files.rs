@@ -63,6 +63,12 @@ impl fmt::Debug for File {
 /// | exit (and exec's teardown) unlink | one `remove_batch` per run of consecutive VMAs of one file, at most 8 | one `remove_batch` per file |
 /// | fork | one `insert_after` per VMA | one `insert_after_batch` per file |
 ///
+/// One operation can touch several call sites (a `MAP_FIXED` over part of a VMA
+/// splits it, then links the new mapping): calls are never shared between call
+/// sites, so "per file" reads "per file and call site", and a per-VMA unlink run
+/// also ends where the call site changes. The call site of each call is declared to
+/// the reverse map (`rmap::stats::set_call_site`), which counts its lock holds there.
+///
 /// `PerVma` is how Linux 6.12 calls `i_mmap`: `vma_link_file` and `dup_mmap` take
 /// the lock once per VMA, while the unlink side (`free_pgtables` ->
 /// `unlink_file_vma_batch`, since 2024) already batches runs of consecutive VMAs of
@@ -103,12 +109,12 @@ impl CallPattern {
             CallPattern::PerVma => {
                 "per-vma (Linux 6.12): link on mmap/exec and of split pieces: insert x1 per VMA; \
                  fork: insert_after x1 per VMA; unlink (replace, munmap, split, exit): \
-                 remove_batch x1 per run of <= 8 consecutive VMAs of one file"
+                 remove_batch x1 per run of <= 8 consecutive VMAs of one file and call site"
             }
             CallPattern::Batched => {
-                "batched: link on mmap/exec and of split pieces: insert_batch x1 per file; \
-                 fork: insert_after_batch x1 per file; unlink (replace, munmap, split, \
-                 exit): remove_batch x1 per file"
+                "batched: link on mmap/exec and of split pieces: insert_batch x1 per file and \
+                 call site; fork: insert_after_batch x1 per file; unlink (replace, munmap, \
+                 split, exit): remove_batch x1 per file and call site"
             }
         }
     }

@@ -341,8 +341,8 @@ impl Mm {
     /// for; `[start, end)` may be wider by merged neighbours) give each reverse-map
     /// call its call site:
     ///
-    /// - a VMA cut by `[start, end)`, its remainders, a new VMA inside a cut one
-    ///   (mprotect of part of a VMA), a merged neighbour and a VMA merged with one:
+    /// - a VMA cut by `[start, end)`, its remainders, the changed piece of an
+    ///   mprotect of part of a VMA, a merged neighbour and a VMA merged with one:
     ///   `Split` (`__split_vma`, `vma_merge`);
     /// - the other removed VMAs: `ReplaceUnlink` for a map, `ExitUnlink` for an
     ///   unmap (munmap, brk shrink), `Other` for a protection change;
@@ -371,10 +371,14 @@ impl Mm {
             add.push(first.slice(first.start, start));
             add_sites.push(CallSite::Split);
         }
-        // A piece of a VMA that the range cuts (mprotect of part of a VMA) is a split.
+        // A piece of a VMA that the range cuts, with only its protection changed
+        // (mprotect of part of a VMA), is a split; a new mapping over part of a VMA
+        // is a link.
         let from_cut = |v: &Vma| {
-            old.iter()
-                .any(|o| o.start <= v.start && v.end <= o.end && (o.start < start || o.end > end))
+            why == Why::Protect
+                && old.iter().any(|o| {
+                    o.start <= v.start && v.end <= o.end && (o.start < start || o.end > end)
+                })
         };
         for v in new {
             add_sites.push(if !inside_core(v.start, v.end) || from_cut(&v) {

@@ -355,6 +355,19 @@ fn rmap_calls_are_counted_at_their_call_sites() {
         assert_eq!(holds(CallSite::ReplaceUnlink), 1, "{pattern}");
         assert_eq!(holds(CallSite::MmapLink), 2, "{pattern}");
         assert_eq!(holds(CallSite::Split), split, "nothing cut: {pattern}");
+        // MAP_FIXED over part of a VMA (ld.so's overlay of its reservation): the
+        // VMA is split, the new mapping linked as a link on mmap.
+        let split_before = holds(CallSite::Split);
+        mm.mmap(
+            base + 5 * PAGE_SIZE,
+            PAGE_SIZE,
+            Prot::RX,
+            fixed,
+            Some((&f, 50)),
+        )
+        .unwrap();
+        assert_eq!(holds(CallSite::MmapLink), 3, "{pattern}");
+        assert!(holds(CallSite::Split) > split_before, "{pattern}");
         let child = mm.fork();
         let vmas = child_file_vmas(&child) as u64;
         let fork_holds = holds(CallSite::ForkInsertAfter);
