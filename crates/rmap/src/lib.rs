@@ -25,6 +25,28 @@
 //! Every design is `Send + Sync`; each module's doc states its concurrency
 //! contract, its memory cost, and how it maps a thread to a shard.
 //!
+//! # Beyond files: a general interval multimap
+//!
+//! [`IntervalMultimap<V>`] is the `aspace` design's group tree on its own,
+//! single-threaded, with any value type: identical intervals coexist, one
+//! chosen entry is removed through its handle in O(1), overlap queries,
+//! insert-after ordering.
+//!
+//! ```
+//! use rmap::{Interval, IntervalMultimap};
+//!
+//! // Sensor alarms over time windows (seconds); two alarms share a window.
+//! let mut alarms = IntervalMultimap::new();
+//! let hot = alarms.insert(Interval::new(10, 20)?, "temperature")?;
+//! alarms.insert(Interval::new(10, 20)?, "pressure")?;
+//! alarms.insert(Interval::new(30, 40)?, "humidity")?;
+//! // Acknowledge one of the two identical windows.
+//! alarms.remove(hot)?;
+//! let at_15: Vec<_> = alarms.overlapping(Interval::new(15, 15)?).map(|(_, _, v)| *v).collect();
+//! assert_eq!(at_15, ["pressure"]);
+//! # Ok::<(), rmap::RmapError>(())
+//! ```
+//!
 //! # Handles
 //!
 //! [`Handle`]s are `Copy` and name one entry of one map: the issuing map's
@@ -53,6 +75,7 @@
 pub mod bench;
 pub mod designs;
 pub(crate) mod interval_tree;
+pub mod multimap;
 pub mod stats;
 pub(crate) mod sync;
 pub mod topology;
@@ -62,6 +85,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use multimap::IntervalMultimap;
 pub use stats::{CallSite, LockStats};
 pub use topology::Topology;
 
