@@ -25,6 +25,28 @@
 //! Every design is `Send + Sync`; each module's doc states its concurrency
 //! contract, its memory cost, and how it maps a thread to a shard.
 //!
+//! # Beyond files: a general interval multimap
+//!
+//! [`IntervalMultimap<V>`] is the `aspace` design's group tree on its own,
+//! single-threaded, with any value type: identical intervals coexist, one
+//! chosen entry is removed through its handle in O(1), overlap queries,
+//! insert-after ordering.
+//!
+//! ```
+//! use rmap::{Interval, IntervalMultimap};
+//!
+//! // Sensor alarms over time windows (seconds); two alarms share a window.
+//! let mut alarms = IntervalMultimap::new();
+//! let hot = alarms.insert(Interval::new(10, 20)?, "temperature")?;
+//! alarms.insert(Interval::new(10, 20)?, "pressure")?;
+//! alarms.insert(Interval::new(30, 40)?, "humidity")?;
+//! // Acknowledge one of the two identical windows.
+//! alarms.remove(hot)?;
+//! let at_15: Vec<_> = alarms.overlapping(Interval::new(15, 15)?).map(|(_, _, v)| *v).collect();
+//! assert_eq!(at_15, ["pressure"]);
+//! # Ok::<(), rmap::RmapError>(())
+//! ```
+//!
 //! # Handles
 //!
 //! [`Handle`]s are `Copy` and name one entry of one map: the issuing map's
@@ -53,6 +75,7 @@
 pub mod bench;
 pub mod designs;
 pub(crate) mod interval_tree;
+pub mod multimap;
 pub mod stats;
 pub(crate) mod sync;
 pub mod topology;
@@ -62,6 +85,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use multimap::IntervalMultimap;
 pub use stats::{CallSite, LockStats};
 pub use topology::Topology;
 
@@ -133,8 +157,11 @@ impl Handle {
     pub(crate) fn map(self) -> u32 {
         self.map
     }
+    /// The shard (independently locked part) the entry lives in: 0 for a
+    /// single-lock map; for the NUMA designs the node; for the sharded
+    /// designs the shard index.
     #[inline]
-    pub(crate) fn shard(self) -> u32 {
+    pub fn shard(self) -> u32 {
         self.shard
     }
     #[inline]
@@ -205,20 +232,30 @@ pub trait ReverseMap: Send + Sync {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError>;
+    /// `Ok` when `h` names a live entry of this map; the error
+    /// [`ReverseMap::remove`] would return otherwise. Takes the entry's
+    /// lock shared (counted as a hold).
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError>;
     /// Fork's batch: `insert_after` for each `(parent, iv, vma)`, appending
-    /// the new handles to `out` in order. All-or-nothing: every parent is
-    /// validated before anything is inserted.
+    /// the new handles to `out` in order. All-or-nothing: every interval and
+    /// every parent is validated before anything is inserted.
     ///
-    /// The default takes one lock hold per item, as Linux's `dup_mmap` does
-    /// (it takes `i_mmap_rwsem` around each VMA's `insert_after`); designs
-    /// that batch by design (`aspace`) override it with one hold per file.
+    /// Every design in this crate overrides it with one lock hold per batch
+    /// (one per involved shard), the batched call pattern; a caller that
+    /// wants Linux's `dup_mmap` pattern (one hold per VMA) calls
+    /// [`ReverseMap::insert_after`] per item. This default, for other
+    /// implementations, validates every item first, then inserts one at a
+    /// time; if a parent vanished meanwhile (the caller broke the contract
+    /// that parents stay live), it removes what it inserted and returns the
+    /// insert's error, or the rollback's if that failed too.
     fn insert_after_batch(
         &self,
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        for (_, iv, _) in items {
+        for &(parent, iv, _) in items {
             iv.validate()?;
+            self.check_handle(parent)?;
         }
         let start = out.len();
         for &(parent, iv, vma) in items {
@@ -227,7 +264,7 @@ pub trait ReverseMap: Send + Sync {
                 Err(e) => {
                     // Undo what this batch inserted, so nothing is half done.
                     let added: Vec<Handle> = out.drain(start..).collect();
-                    let _ = self.remove_batch(&added);
+                    self.remove_batch(&added)?;
                     return Err(e);
                 }
             }

@@ -125,6 +125,22 @@ pub(crate) fn ctx() -> u8 {
     CTX.with(Cell::get)
 }
 
+/// A nonzero number that differs between threads alive at the same time:
+/// the address of this thread's context byte (no extra state, and the
+/// address is computed anyway on the lock path).
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn thread_token() -> usize {
+    CTX.with(|c| c as *const Cell<u8> as usize)
+}
+
+/// Under loom every modelled thread shares one OS thread, so the token is
+/// loom's per-thread ticket plus one.
+#[cfg(loom)]
+pub(crate) fn thread_token() -> usize {
+    crate::topology::emulated_thread_id() as usize + 1
+}
+
 #[inline]
 pub(crate) fn set_recording(on: bool) -> bool {
     CTX.with(|c| {

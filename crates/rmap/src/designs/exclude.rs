@@ -86,6 +86,11 @@ impl ReverseMap for Exclude {
         Ok(self.fresh())
     }
 
+    /// Any handle of this map passes (the bound cannot tell).
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        self.check_map(h)
+    }
+
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
         self.check_map(h)
     }

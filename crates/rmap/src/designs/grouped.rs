@@ -54,6 +54,31 @@ impl GroupTree {
         self.t.set_gen_for_test(i, gen)
     }
 
+    /// Calls `f(interval, slot)` for every entry overlapping `range`: groups
+    /// in key order, each group's members in circle order (the head first).
+    pub(crate) fn walk_slots(&self, range: Interval, mut f: impl FnMut(Interval, u32)) {
+        let t = &self.t;
+        t.walk_nodes(range.first, range.last, |head, n| {
+            let iv = n.interval();
+            f(iv, head);
+            let mut m = n.payload.next;
+            while m != head {
+                f(iv, m);
+                m = t.node(m).payload.next;
+            }
+        });
+    }
+
+    /// The generation of live slot `slot`.
+    pub(crate) fn gen_of(&self, slot: u32) -> u32 {
+        self.t.gen(slot)
+    }
+
+    /// The interval of live slot `slot`.
+    pub(crate) fn interval_of(&self, slot: u32) -> Interval {
+        self.t.node(slot).interval()
+    }
+
     /// Links slot `i` into the circle right after `after`.
     #[inline]
     fn link_member_after(&mut self, after: u32, i: u32) {

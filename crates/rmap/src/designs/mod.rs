@@ -3,13 +3,13 @@
 
 pub mod aspace;
 pub mod exclude;
-mod grouped;
+pub(crate) mod grouped;
 pub mod linux;
 pub mod linux_shared_line;
 pub mod numa_locks;
 pub mod numa_split;
 pub mod sharded;
-mod shardset;
+pub(crate) mod shardset;
 mod single;
 
 use crate::interval_tree::IntervalTree;

@@ -111,6 +111,28 @@ impl ReverseMap for Sharded {
         self.shards.insert_after(parent, iv, vma)
     }
 
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        if h.map() != self.id {
+            return Err(RmapError::ForeignHandle);
+        }
+        self.shards.check(h)
+    }
+
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for &(p, iv, _) in items {
+            iv.validate()?;
+            if p.map() != self.id {
+                return Err(RmapError::ForeignHandle);
+            }
+        }
+        let _o = self.outer.counters.read(&self.outer.lock);
+        self.shards.insert_after_batch(items, out)
+    }
+
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
         if h.map() != self.id {
             return Err(RmapError::ForeignHandle);

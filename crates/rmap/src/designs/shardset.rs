@@ -168,6 +168,13 @@ impl<T: ShardTree> ShardSet<T> {
         Ok(Handle::new(parent.map(), parent.shard(), slot, gen))
     }
 
+    /// Validates `h` (map id already checked) under its shard's read lock.
+    pub(crate) fn check(&self, h: Handle) -> Result<(), RmapError> {
+        let sh = self.shard(h)?;
+        let t = sh.counters.read(&sh.lock);
+        t.check(h.slot(), h.gen())
+    }
+
     /// Removes `h` (map id already checked).
     #[inline]
     pub(crate) fn remove(&self, h: Handle) -> Result<(), RmapError> {
