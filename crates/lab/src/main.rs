@@ -549,6 +549,31 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// Every (design, pattern) of a thread count runs before the next thread count,
+    /// and every point's n-th sample before any (n+1)-th: drift hits all alike.
+    #[test]
+    fn samples_are_interleaved() {
+        let pairs = [
+            (Design::Linux, CallPattern::PerVma),
+            (Design::Aspace, CallPattern::PerVma),
+            (Design::Linux, CallPattern::Batched),
+        ];
+        let s = schedule(2, &[Workload::Execl], &[1, 2], &pairs);
+        assert_eq!(s.len(), 2 * 2 * 3);
+        let key = |x: &(usize, Workload, usize, Design, CallPattern)| (x.0, x.2, x.3, x.4);
+        let got: Vec<_> = s.iter().map(key).collect();
+        let mut want = Vec::new();
+        for r in 0..2 {
+            for t in [1, 2] {
+                for (d, p) in pairs {
+                    want.push((r, t, d, p));
+                }
+            }
+        }
+        assert_eq!(got, want);
+        assert_eq!(PatternArg::Both.patterns(), CallPattern::ALL.to_vec());
+    }
+
     #[test]
     fn args_parse_and_reject() {
         assert_eq!(parse_threads("1, 2,4,2").unwrap(), vec![1, 2, 4]);
@@ -562,6 +587,7 @@ mod tests {
         assert_eq!(default_threads(2), vec![1, 2, 3, 4]);
         assert_eq!(default_threads(16), vec![1, 2, 4, 8, 16, 32]);
         assert!(parse_designs("linux,nope").is_err());
+        assert_eq!(parse_designs("exclude").unwrap(), vec![Design::Exclude]);
         assert_eq!(parse_designs("aspace").unwrap(), vec![Design::Aspace]);
     }
 }

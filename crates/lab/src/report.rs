@@ -92,6 +92,15 @@ pub fn ablation_label(design: &str, pattern: &str) -> &'static str {
     }
 }
 
+/// The design's name, with " (bound)" for a bound that is not a design.
+fn design_label(x: &Summary) -> String {
+    if x.bound {
+        format!("{} (bound)", x.design)
+    } else {
+        x.design.clone()
+    }
+}
+
 fn workloads(r: &Results) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for x in &r.summary {
@@ -194,7 +203,7 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(
                 s,
                 "{:<18} {:<8} {:>3}{}  {:>26} {:>20} {:>8.1} {:>8.1} {:>9.1}% {:>11}",
-                x.design,
+                design_label(x),
                 x.call_pattern,
                 x.threads,
                 if x.oversubscribed { "*" } else { " " },
@@ -833,7 +842,7 @@ Lock hold times were {timing}.</p>\
             .filter(|x| &x.workload == w)
             .map(|x| {
                 vec![
-                    x.design.clone(),
+                    design_label(x),
                     x.call_pattern.clone(),
                     format!("{}{}", x.threads, if x.oversubscribed { "*" } else { "" }),
                     show(&x.ops_per_sec, fmt_rate),
