@@ -96,8 +96,9 @@ struct BenchArgs {
     /// clock twice per lock hold, in every design alike.
     #[arg(long)]
     no_hold_timing: bool,
-    /// How mm calls the reverse maps: per-vma (Linux 6.12: one lock hold per VMA on
-    /// link and fork), batched (one hold per file per operation), or both.
+    /// How mm calls the reverse maps: per-vma (Linux 6.12: one call per VMA on link
+    /// and fork, unlink batched per run of one file's VMAs), batched (one call per file
+    /// and call site per operation), or both. Lock holds are counted by the maps.
     #[arg(long, value_enum, default_value_t = PatternArg::Both)]
     call_pattern: PatternArg,
     /// Comma-separated thread counts, e.g. "1,2,4" (default: 1 to 2 x nproc).
@@ -117,7 +118,8 @@ struct BenchArgs {
     /// 6000 VMAs in libc's reverse map).
     #[arg(long)]
     resident: Option<usize>,
-    /// Reclaim-style rmap walks of libc per second (0 = none).
+    /// Reclaim-style rmap walks of libc per second (0 = none); the report gives the
+    /// rate achieved and the walks' p50/p99 latency.
     #[arg(long, default_value_t = 0.0)]
     walk_rate: f64,
     /// Emulated topology NODESxCPUS (e.g. 12x32); default: the OS's.
@@ -137,9 +139,9 @@ struct BenchArgs {
 /// `--call-pattern`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum PatternArg {
-    /// One lock hold per VMA on link and fork (Linux 6.12).
+    /// One reverse-map call per VMA on link and fork (Linux 6.12).
     PerVma,
-    /// One lock hold per file per operation.
+    /// One reverse-map call per file and call site per operation.
     Batched,
     /// Both, side by side.
     Both,
