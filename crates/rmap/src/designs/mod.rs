@@ -102,6 +102,8 @@ impl VmaTree {
 
     /// For the event recorder: the header and the live node `slot` written,
     /// its parent written, the rest of the path from the root read.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         trace_path(&self.t, slot);
