@@ -782,10 +782,20 @@ pub fn html(r: &Results) -> String {
         .iter()
         .map(|w| format!("<li>{}</li>", esc(workload_sentence(w))))
         .collect();
-    let mut patterns: Vec<(String, String)> = Vec::new();
+    // (pattern, what it did, the designs that ran with it)
+    let mut patterns: Vec<(String, String, Vec<String>)> = Vec::new();
     for x in &r.runs {
-        if !patterns.iter().any(|p| p.0 == x.call_pattern) {
-            patterns.push((x.call_pattern.clone(), x.call_pattern_detail.clone()));
+        match patterns
+            .iter_mut()
+            .find(|p| p.0 == x.call_pattern && p.1 == x.call_pattern_detail)
+        {
+            Some(p) if !p.2.contains(&x.design) => p.2.push(x.design.clone()),
+            Some(_) => {}
+            None => patterns.push((
+                x.call_pattern.clone(),
+                x.call_pattern_detail.clone(),
+                vec![x.design.clone()],
+            )),
         }
     }
     let _ = write!(
@@ -830,10 +840,18 @@ Lock hold times were {timing}.</p>\
     o.push_str(&html_table(
         &patterns
             .iter()
-            .map(|(n, d)| vec![n.clone(), d.clone()])
+            .map(|(n, d, ds)| vec![n.clone(), ds.join(", "), d.clone()])
             .collect::<Vec<_>>(),
-        &["pattern", "what mm did at each call site"],
+        &["pattern", "designs", "what mm did at each call site"],
     ));
+    if patterns.iter().any(|p| p.0 == "legacy") {
+        o.push_str(
+            "<p>legacy: written by an aspace from before the call pattern was an axis; the \
+             descriptions are as that version recorded them, unchecked, and its fork \
+             description was wrong for <code>aspace</code>, which forked with one \
+             <code>insert_after_batch</code> per file. It counted no holds per call site.</p>",
+        );
+    }
     for w in &ws {
         let _ = write!(o, "<h2>{}</h2>{}", esc(w), svg(r, w, false));
         let rows: Vec<Vec<String>> = r
