@@ -216,6 +216,7 @@ pub fn text(r: &Results) -> String {
             );
         }
         s.push_str(&ablation_text(r, &w));
+        s.push_str(&steps_text(r, &w));
         s.push_str(&sites_text(r, &w));
         s.push_str(&walk_text(r, &w));
     }
@@ -265,6 +266,82 @@ fn ablation_text(r: &Results, w: &str) -> String {
                 }
             });
             let _ = write!(s, " {cell:>18}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Where the headline's gain comes from: each idea added on top of the previous
+/// one, as a ratio paired by repeat.
+/// A (design, call pattern) series.
+type SeriesKey = (&'static str, &'static str);
+
+const STEPS: [(&str, SeriesKey, SeriesKey); 5] = [
+    (
+        "batching alone (linux batched / per-vma)",
+        ("linux", "batched"),
+        ("linux", "per-vma"),
+    ),
+    (
+        "grouping (aspace_central / linux, per-vma)",
+        ("aspace_central", "per-vma"),
+        ("linux", "per-vma"),
+    ),
+    (
+        "promotion (aspace / aspace_central, per-vma)",
+        ("aspace", "per-vma"),
+        ("aspace_central", "per-vma"),
+    ),
+    (
+        "batching on aspace (batched / per-vma)",
+        ("aspace", "batched"),
+        ("aspace", "per-vma"),
+    ),
+    (
+        "headroom to the bound (exclude / aspace, batched)",
+        ("exclude", "batched"),
+        ("aspace", "batched"),
+    ),
+];
+
+fn steps_text(r: &Results, w: &str) -> String {
+    let mut s = String::new();
+    let ts = thread_counts(r, w);
+    let rows: Vec<(&str, Vec<String>)> = STEPS
+        .iter()
+        .filter_map(|&(label, a, b)| {
+            let cells: Vec<String> = ts
+                .iter()
+                .map(|&t| {
+                    r.step(w, t, a, b).map_or("-".to_owned(), |(v, verdict)| {
+                        format!("{}{}", show(&v, fmt_ratio), mark(Some(verdict)))
+                    })
+                })
+                .collect();
+            cells.iter().any(|c| c != "-").then_some((label, cells))
+        })
+        .collect();
+    if rows.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nWhere the gain comes from ({w}): each step's ratio, paired by repeat; + faster, - slower, ~ tie"
+    );
+    let _ = write!(s, "{:<52}", "step");
+    for t in &ts {
+        let _ = write!(
+            s,
+            " {:>18}",
+            format!("{t} thr{}", if oversub(r, *t) { "*" } else { "" })
+        );
+    }
+    s.push('\n');
+    for (label, cells) in rows {
+        let _ = write!(s, "{label:<52}");
+        for c in cells {
+            let _ = write!(s, " {c:>18}");
         }
         s.push('\n');
     }
@@ -896,8 +973,9 @@ Lock hold times were {timing}.</p>\
         ));
         let _ = write!(
             o,
-            "<h3>Ablations</h3><pre>{}</pre>",
-            esc(&ablation_text(r, w))
+            "<h3>Ablations</h3><pre>{}{}</pre>",
+            esc(&ablation_text(r, w)),
+            esc(&steps_text(r, w))
         );
         let _ = write!(
             o,

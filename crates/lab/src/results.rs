@@ -328,6 +328,41 @@ impl Results {
         }
     }
 
+    /// `a` / `b` at one workload and thread count, paired by repeat (each a
+    /// (design, call pattern)), with the verdict of `a`'s throughput against `b`'s;
+    /// `None` unless both ran.
+    pub fn step(
+        &self,
+        workload: &str,
+        threads: usize,
+        a: (&str, &str),
+        b: (&str, &str),
+    ) -> Option<(Spread, Verdict)> {
+        let of = |(d, p): (&str, &str)| {
+            self.runs
+                .iter()
+                .filter(move |r| {
+                    r.workload == workload
+                        && r.threads == threads
+                        && r.design == d
+                        && r.call_pattern == p
+                })
+                .collect::<Vec<_>>()
+        };
+        let (ra, rb) = (of(a), of(b));
+        let ratios: Vec<f64> = ra
+            .iter()
+            .filter_map(|x| {
+                rb.iter()
+                    .find(|y| y.repeat == x.repeat && y.ops_per_sec > 0.0)
+                    .map(|y| x.ops_per_sec / y.ops_per_sec)
+            })
+            .collect();
+        let ops = |v: &[&Run]| Spread::of(&v.iter().map(|x| x.ops_per_sec).collect::<Vec<_>>());
+        let verdict = Verdict::compare(&ops(&ra)?, &ops(&rb)?);
+        Some((Spread::of(&ratios)?, verdict))
+    }
+
     /// Whether any series has a USL fit (else there is nothing to project).
     pub fn any_fit(&self) -> bool {
         self.fits.iter().any(|f| f.usl.is_some())
@@ -578,6 +613,27 @@ mod tests {
         assert_eq!(x.call_pattern_detail, "exec/mmap: insert x1 per VMA");
         assert_eq!(x.lock_holds_per_op, 18.0);
         assert_eq!(r.summary[0].call_pattern, "legacy");
+    }
+
+    /// A step between two series: paired ratios and the verdict of their spreads.
+    #[test]
+    fn steps_pair_by_repeat() {
+        let mut r = results(2, &[]);
+        for (rep, (a, b)) in [(100.0, 50.0), (90.0, 60.0), (120.0, 55.0)]
+            .into_iter()
+            .enumerate()
+        {
+            r.runs.push(sample("aspace", "batched", rep, a));
+            r.runs.push(sample("aspace", "per-vma", rep, b));
+        }
+        let (ratio, v) = r
+            .step("execl", 2, ("aspace", "batched"), ("aspace", "per-vma"))
+            .unwrap();
+        assert_eq!(v, Verdict::Faster);
+        assert!((ratio.median - 2.0).abs() < 1e-12 && (ratio.min - 1.5).abs() < 1e-12);
+        assert!(r
+            .step("execl", 2, ("aspace", "batched"), ("linux", "per-vma"))
+            .is_none());
     }
 
     /// Thread counts above the cores are marked and kept out of the fit.

@@ -39,6 +39,10 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     );
     assert!(stdout.contains("Ablations (execl)"), "{stdout}");
     assert!(
+        stdout.contains("batching on aspace (batched / per-vma)"),
+        "where the gain comes from: {stdout}"
+    );
+    assert!(
         stdout.contains("fork + exec"),
         "shell says what it does: {stdout}"
     );
