@@ -369,10 +369,15 @@ fn ablation_order(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
 }
 
 fn sites_text(r: &Results, w: &str) -> String {
+    match site_threads(r, w) {
+        Some(t) => sites_text_at(r, w, t),
+        None => String::new(),
+    }
+}
+
+/// The per-call-site table of one thread count.
+fn sites_text_at(r: &Results, w: &str, t: usize) -> String {
     let mut s = String::new();
-    let Some(t) = site_threads(r, w) else {
-        return s;
-    };
     let any = r
         .summary
         .iter()
@@ -386,7 +391,8 @@ fn sites_text(r: &Results, w: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\nPer call site ({w}, {t} thread(s)): lock holds per op / mean hold time, counted by the maps"
+        "\nPer call site ({w}, {t} thread(s){}): lock holds per op / mean hold time, counted by the maps",
+        if oversub(r, t) { ", oversubscribed" } else { "" }
     );
     let _ = write!(s, "{:<18} {:<8}", "design", "pattern");
     for site in SITES {
@@ -980,7 +986,18 @@ Lock hold times were {timing}.</p>\
         let _ = write!(
             o,
             "<h3>Per call site</h3><pre>{}</pre>",
-            esc(&sites_text(r, w))
+            esc(&if r
+                .summary
+                .iter()
+                .any(|x| &x.workload == w && !x.sites.is_empty())
+            {
+                thread_counts(r, w)
+                    .into_iter()
+                    .map(|t| sites_text_at(r, w, t))
+                    .collect::<String>()
+            } else {
+                sites_text(r, w)
+            })
         );
         let wt = walk_text(r, w);
         if !wt.is_empty() {
