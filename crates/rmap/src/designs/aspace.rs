@@ -469,8 +469,12 @@ impl ReverseMap for Aspace {
             Mode::Central(mut g) => {
                 out.reserve(items.len());
                 g.reserve(items.len());
+                let rec = g.recording();
                 for &(iv, vma) in items {
                     let (slot, gen) = g.insert(iv, vma);
+                    if rec {
+                        g.trace_entry(slot);
+                    }
                     out.push(Handle::new(self.id, 0, slot, gen));
                 }
                 self.counters.set_len(g.len());
@@ -499,8 +503,12 @@ impl ReverseMap for Aspace {
                 }
                 out.reserve(items.len());
                 g.reserve(items.len());
+                let rec = g.recording();
                 for &(parent, iv, vma) in items {
                     let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                    if rec {
+                        g.trace_entry(slot);
+                    }
                     out.push(Handle::new(self.id, 0, slot, gen));
                 }
                 self.counters.set_len(g.len());
@@ -518,7 +526,11 @@ impl ReverseMap for Aspace {
                     resolve_shard(*h, 1)?;
                     g.check(h.slot(), h.gen())?;
                 }
+                let rec = g.recording();
                 for h in handles {
+                    if rec {
+                        g.trace_entry(h.slot());
+                    }
                     g.remove_checked(h.slot());
                 }
                 self.counters.set_len(g.len());

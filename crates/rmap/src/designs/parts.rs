@@ -296,10 +296,14 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         out.reserve(items.len());
         let s = self.rule.pick(&self.topo, self.trees as usize);
         let mut g = self.counters.write(&self.lock);
+        let rec = g.recording();
         let t = g.tree_mut(s);
         t.reserve(items.len());
         for &(iv, vma) in items {
             let (slot, gen) = t.insert(iv, vma);
+            if rec {
+                t.trace_entry(slot);
+            }
             out.push(Handle::new(self.id, s as u32, slot, gen));
         }
         self.counters.set_len(g.total());
@@ -321,9 +325,13 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let s = resolve(self.id, p, g.count())?;
             g.tree(s).check(p.slot(), p.gen())?;
         }
+        let rec = g.recording();
         for &(p, iv, vma) in items {
             let s = p.shard() as usize;
             let (slot, gen) = g.tree_mut(s).insert_after(p.slot(), p.gen(), iv, vma)?;
+            if rec {
+                g.tree(s).trace_entry(slot);
+            }
             out.push(Handle::new(self.id, s as u32, slot, gen));
         }
         self.counters.set_len(g.total());
@@ -338,8 +346,13 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let s = resolve(self.id, h, g.count())?;
             g.tree(s).check(h.slot(), h.gen())?;
         }
+        let rec = g.recording();
         for &h in handles {
-            g.tree_mut(h.shard() as usize).remove_checked(h.slot());
+            let t = g.tree_mut(h.shard() as usize);
+            if rec {
+                t.trace_entry(h.slot());
+            }
+            t.remove_checked(h.slot());
         }
         self.counters.set_len(g.total());
         Ok(())

@@ -224,9 +224,13 @@ impl<T: ShardTree> ShardSet<T> {
         let sh = &self.shards[s];
         out.reserve(items.len());
         let mut t = sh.counters.write(&sh.lock);
+        let rec = t.recording();
         t.reserve(items.len());
         for &(iv, vma) in items {
             let (slot, gen) = t.insert(iv, vma);
+            if rec {
+                t.trace_entry(slot);
+            }
             out.push(Handle::new(map, s as u32, slot, gen));
         }
         sh.counters.set_len(t.len());
@@ -250,7 +254,11 @@ impl<T: ShardTree> ShardSet<T> {
             for h in handles {
                 t.check(h.slot(), h.gen())?;
             }
+            let rec = t.recording();
             for h in handles {
+                if rec {
+                    t.trace_entry(h.slot());
+                }
                 t.remove_checked(h.slot());
             }
             sh.counters.set_len(t.len());
@@ -261,7 +269,11 @@ impl<T: ShardTree> ShardSet<T> {
         for h in handles {
             guards[pos(h)].check(h.slot(), h.gen())?;
         }
+        let rec = crate::trace::recording();
         for h in handles {
+            if rec {
+                guards[pos(h)].trace_entry(h.slot());
+            }
             guards[pos(h)].remove_checked(h.slot());
         }
         for (g, &s) in guards.iter().zip(&ids) {
@@ -311,8 +323,12 @@ impl<T: ShardTree> ShardSet<T> {
             guards[pos(p)].check(p.slot(), p.gen())?;
         }
         out.reserve(items.len());
+        let rec = crate::trace::recording();
         for &(p, iv, vma) in items {
             let (slot, gen) = guards[pos(&p)].insert_after(p.slot(), p.gen(), iv, vma)?;
+            if rec {
+                guards[pos(&p)].trace_entry(slot);
+            }
             out.push(Handle::new(p.map(), p.shard(), slot, gen));
         }
         for (g, &s) in guards.iter().zip(&ids) {
