@@ -9,8 +9,17 @@
 //! adds no shared line to a modifier.
 //!
 //! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
-//! global flag): the default path reads one thread-local byte and one
-//! global flag per lock hold, and nothing else.
+//! global flag). The default path reads the thread-local context byte and
+//! the global flag once per map operation, tests them once, and indexes the
+//! hold counter by the call site; no clock is read. The cost is measured in
+//! `crates/rmap/BENCHMARKS.md` ("Lock-hold accounting cost").
+//!
+//! # Concurrency
+//!
+//! Counters are relaxed atomics: [`crate::ReverseMap::stats`] may run at any
+//! time and sees recent, not necessarily simultaneous, values. The call
+//! site and the recording switch are per thread; the timing switch is
+//! global and reaches other threads at their next map operation.
 //!
 //! # Example
 //!
