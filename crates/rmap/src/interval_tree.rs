@@ -1353,8 +1353,10 @@ mod tests {
             }
             let z = slots[big as usize];
             let n = *t.node(z);
-            let right = IntervalTree::<u64>::slot_of(n.right);
-            if n.left == NIL || n.right == NIL || t.node(right).left == NIL {
+            if n.left == NIL
+                || n.right == NIL
+                || t.node(IntervalTree::<u64>::slot_of(n.right)).left == NIL
+            {
                 continue;
             }
             exercised += 1;
