@@ -10,3 +10,5 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
 fi
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance -Zmiri-ignore-leaks}"
 cargo +nightly miri test -p aspace-maple --lib --tests "$@"
+# rmap: the interval tree addresses its arena unchecked (see its module docs).
+cargo +nightly miri test -p aspace-rmap --lib interval_tree

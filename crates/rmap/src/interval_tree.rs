@@ -7,14 +7,19 @@
 //!
 //! # Layout
 //!
-//! Nodes live in one `Vec` (the arena) and refer to each other by `u32`
-//! index, `NIL` (`u32::MAX`) meaning "none". A slot is allocated first
+//! Nodes live in one `Vec` (the arena). Callers name a slot by its `u32`
+//! index; inside, the links (`left`, `right`, `parent`, `root`, the free list)
+//! hold the slot's *word offset* in the arena (`index * size_of::<Node>() / 8`,
+//! a "ref"), so that following a link is one scaled address (`base + ref * 8`)
+//! with no multiply; `NIL` (`u32::MAX`) means "none" in both. A slot
+//! is allocated first
 //! ([`IntervalTree::alloc`]) and linked into the tree separately
 //! ([`IntervalTree::link`]), so that a design can keep slots *outside* the
 //! tree (the `aspace` design hangs the members of a group of identical
-//! intervals off one linked node). Freed slots go on a free list threaded
-//! through `left`, and each slot carries a generation so that a stale handle
-//! is detected instead of aliasing a new entry.
+//! intervals off one linked node). Freed slots go on a free list of indices
+//! threaded through `max_last` (not a link), and each slot carries a
+//! generation so that a stale handle is detected instead of aliasing a new
+//! entry.
 //!
 //! ```text
 //!  Node<P> (48 bytes with P = u64, 56 with P = 16 bytes)
@@ -24,13 +29,53 @@
 //!  +-------+------+----------+------+-------+--------+------------------+---------+
 //! ```
 //!
-//! Keys are `(first, last)`; equal keys go to the right on insert, as in the
-//! kernel. `max_last` is the largest `last` in the node's subtree.
+//! # Order
+//!
+//! The key order is a type parameter ([`KeyOrder`]). [`ByStart`], the
+//! default, is the kernel's: nodes are ordered by `first` alone, and a node
+//! goes to the right of every node with the same `first` (so equal intervals
+//! keep their insertion order, and [`IntervalTree::link_after`] puts a node
+//! right after its parent entry). [`ByInterval`] orders by `(first, last)`
+//! (equal keys to the right again) and is what
+//! [`IntervalTree::find_exact`] needs; the `aspace` group tree uses it.
+//! `max_last` is the largest `last` in the node's subtree.
+//!
+//! # The arena invariant
+//!
+//! Every link (`root`, and the `left`, `right` and `parent` of every slot,
+//! free ones included) holds `NIL` or the ref of a
+//! slot `< nodes.len()` (`index * WORDS`, `index < nodes.len()`). This holds
+//! whatever the caller does (a slot handed in the wrong state corrupts the
+//! tree's shape, never memory), because the arena never shrinks and a link is
+//! only ever written with `NIL`, a value read from another link, or the ref
+//! of an index that the entry point (`link`, `link_after`, `unlink`,
+//! `replace`, `free`) has bounds-checked. The slot states each entry point
+//! expects are checked in debug builds. The hot paths (descent, rebalancing, augmented
+//! propagation, walk) therefore address the arena unchecked with any
+//! non-`NIL` value read from a link; each such place says so. `alloc` refuses
+//! to grow the arena past the last index whose ref fits below `NIL` (more
+//! than 600 million slots, tens of GiB).
+//!
+//! # Augmented propagation
+//!
+//! After an insert, `max_last` is raised on the path upward only while it is
+//! below the new `last`. After a removal it is recomputed upward from the
+//! lowest node whose subtree changed, and stops at the first node whose value
+//! did not change (its ancestors' values were computed from that same
+//! value). When a node with two children is removed, its successor takes its
+//! place *and its old `max_last`* (the value its parent saw); the path from
+//! the successor's old parent up to the successor is recomputed first, then
+//! the successor and its ancestors, each leg stopping early.
 //!
 //! # Costs
 //!
 //! `link`/`unlink` are O(log n); `alloc`/`free`/`replace` are O(1); a walk is
 //! O(log n + k) for k reported nodes. Memory is `capacity * size_of::<Node<P>>()`.
+//! Instruction counts against the kernel's own tree: `crates/rmap/BENCHMARKS.md`
+//! (`scripts/callgrind-rmap.sh`).
+
+use std::fmt;
+use std::marker::PhantomData;
 
 use crate::Interval;
 
@@ -41,6 +86,37 @@ const RED: u32 = 1 << 31;
 const LIVE: u32 = 1 << 30;
 const IN_TREE: u32 = 1 << 29;
 const GEN_MASK: u32 = IN_TREE - 1;
+
+/// The order in which [`IntervalTree::link`] places a node.
+pub(crate) trait KeyOrder: fmt::Debug {
+    /// True when a node with interval `[kf, kl]` goes before (left of) `n`.
+    /// Must be a strict weak order consistent with `first`: a node never goes
+    /// before one with a smaller `first`.
+    fn before<P>(kf: u64, kl: u64, n: &Node<P>) -> bool;
+}
+
+/// The kernel's order: by `first` alone, equal starts in insertion order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ByStart;
+
+impl KeyOrder for ByStart {
+    #[inline(always)]
+    fn before<P>(kf: u64, _kl: u64, n: &Node<P>) -> bool {
+        kf < n.first
+    }
+}
+
+/// By `(first, last)`, equal intervals in insertion order; allows
+/// [`IntervalTree::find_exact`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ByInterval;
+
+impl KeyOrder for ByInterval {
+    #[inline(always)]
+    fn before<P>(kf: u64, kl: u64, n: &Node<P>) -> bool {
+        kf < n.first || (kf == n.first && kl < n.last)
+    }
+}
 
 /// One arena slot.
 #[derive(Clone, Copy, Debug)]
@@ -74,28 +150,43 @@ impl<P> Node<P> {
 }
 
 /// The tree. Not synchronised: every design wraps it in its own locks.
-#[derive(Debug)]
-pub(crate) struct IntervalTree<P> {
+pub(crate) struct IntervalTree<P, K: KeyOrder = ByStart> {
     nodes: Vec<Node<P>>,
+    /// The root's ref, NIL when empty.
     root: u32,
+    /// Head of the free list (an index), NIL when empty.
     free: u32,
     /// Number of allocated (live) slots.
     live: u32,
+    order: PhantomData<K>,
 }
 
-impl<P: Copy> Default for IntervalTree<P> {
+impl<P: fmt::Debug, K: KeyOrder> fmt::Debug for IntervalTree<P, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntervalTree")
+            .field("order", &std::any::type_name::<K>())
+            .field("nodes", &self.nodes)
+            .field("root", &self.root)
+            .field("free", &self.free)
+            .field("live", &self.live)
+            .finish()
+    }
+}
+
+impl<P: Copy, K: KeyOrder> Default for IntervalTree<P, K> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Copy> IntervalTree<P> {
+impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     pub(crate) const fn new() -> Self {
         IntervalTree {
             nodes: Vec::new(),
             root: NIL,
             free: NIL,
             live: 0,
+            order: PhantomData,
         }
     }
 
@@ -144,12 +235,19 @@ impl<P: Copy> IntervalTree<P> {
     }
 
     /// Allocates a slot (not linked into the tree). O(1) amortised.
+    ///
+    /// # Panics
+    ///
+    /// When the arena already holds [`IntervalTree::MAX_SLOTS`] slots (more
+    /// than 600 million; the memory runs out first).
+    #[inline]
     pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
-        self.live += 1;
         if self.free != NIL {
+            self.live += 1;
             let i = self.free;
+            // Checked: the free list is threaded through a non-link field.
             let n = &mut self.nodes[i as usize];
-            self.free = n.left;
+            let next_free = n.max_last as u32;
             let gen = n.meta & GEN_MASK;
             *n = Node {
                 first: iv.first,
@@ -161,8 +259,15 @@ impl<P: Copy> IntervalTree<P> {
                 meta: LIVE | gen,
                 payload,
             };
+            self.free = next_free;
             i
         } else {
+            assert!(
+                self.nodes.len() < Self::MAX_SLOTS as usize,
+                "interval tree arena full ({} slots)",
+                Self::MAX_SLOTS
+            );
+            self.live += 1;
             let i = self.nodes.len() as u32;
             self.nodes.push(Node {
                 first: iv.first,
@@ -182,232 +287,422 @@ impl<P: Copy> IntervalTree<P> {
     pub(crate) fn free(&mut self, i: u32) {
         let free = self.free;
         let n = &mut self.nodes[i as usize];
-        debug_assert!(n.meta & LIVE != 0 && n.meta & IN_TREE == 0);
+        debug_assert!(
+            n.meta & (LIVE | IN_TREE) == LIVE,
+            "free: slot not live or still linked"
+        );
         n.meta = (n.meta.wrapping_add(1)) & GEN_MASK;
-        n.left = free;
+        // A free slot's `max_last` holds the next free index (not a link).
+        n.max_last = u64::from(free);
         self.free = i;
         self.live -= 1;
     }
 
-    // ----- small helpers -------------------------------------------------
+    // ----- unchecked access ----------------------------------------------
 
-    #[inline]
-    fn left(&self, i: u32) -> u32 {
-        self.nodes[i as usize].left
+    /// Words (8 bytes) per slot: a slot's ref is `index * WORDS`.
+    const WORDS: u32 = {
+        let size = std::mem::size_of::<Node<P>>();
+        // Node holds u64 fields: its size is a non-zero multiple of 8.
+        assert!(size % 8 == 0 && size >= 8);
+        (size / 8) as u32
+    };
+
+    /// Slots beyond this index would have a ref that does not fit below NIL.
+    const MAX_SLOTS: u32 = (NIL - 1) / Self::WORDS;
+
+    /// The ref of slot `i` (which the caller has bounds-checked).
+    #[inline(always)]
+    fn ref_of(i: u32) -> u32 {
+        i * Self::WORDS
     }
-    #[inline]
-    fn right(&self, i: u32) -> u32 {
-        self.nodes[i as usize].right
+
+    /// `WORDS = odd << WORDS_SHIFT`.
+    const WORDS_SHIFT: u32 = Self::WORDS.trailing_zeros();
+
+    /// The inverse of `WORDS >> WORDS_SHIFT` (odd) modulo 2^32.
+    const WORDS_ODD_INVERSE: u32 = {
+        let odd = Self::WORDS >> Self::WORDS_SHIFT;
+        // Newton's iteration doubles the correct low bits each step; `odd` is
+        // its own inverse modulo 8 (3 bits), so 4 steps give 48 >= 32.
+        let mut x = odd;
+        let mut k = 0;
+        while k < 4 {
+            x = x.wrapping_mul(2u32.wrapping_sub(odd.wrapping_mul(x)));
+            k += 1;
+        }
+        assert!(odd.wrapping_mul(x) == 1);
+        x
+    };
+
+    /// The slot index of ref `r` (a multiple of `WORDS`): an exact division,
+    /// done as a shift and a multiplication by the modular inverse.
+    #[inline(always)]
+    fn slot_of(r: u32) -> u32 {
+        debug_assert!(r % Self::WORDS == 0);
+        (r >> Self::WORDS_SHIFT).wrapping_mul(Self::WORDS_ODD_INVERSE)
     }
-    #[inline]
-    fn parent(&self, i: u32) -> u32 {
-        self.nodes[i as usize].parent
+
+    /// The slot with ref `r`, unchecked.
+    ///
+    /// # Safety
+    ///
+    /// `r` is the ref of a slot `< self.nodes.len()`: a non-`NIL` value read
+    /// from a link, or the ref of an index the entry point bounds-checked
+    /// (the arena invariant).
+    #[inline(always)]
+    unsafe fn at(&self, r: u32) -> &Node<P> {
+        debug_assert!(r % Self::WORDS == 0 && ((r / Self::WORDS) as usize) < self.nodes.len());
+        // SAFETY: `r = i * WORDS` with `i < len` (the caller's guarantee), so
+        // the address is that of element `i`, in bounds and aligned.
+        unsafe {
+            &*self
+                .nodes
+                .as_ptr()
+                .cast::<u64>()
+                .add(r as usize)
+                .cast::<Node<P>>()
+        }
     }
-    #[inline]
-    fn red(&self, i: u32) -> bool {
-        i != NIL && self.nodes[i as usize].is_red()
+
+    /// Mutable [`IntervalTree::at`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn at_mut(&mut self, r: u32) -> &mut Node<P> {
+        debug_assert!(r % Self::WORDS == 0 && ((r / Self::WORDS) as usize) < self.nodes.len());
+        // SAFETY: as in `at`; `&mut self` makes the reference unique.
+        unsafe {
+            &mut *self
+                .nodes
+                .as_mut_ptr()
+                .cast::<u64>()
+                .add(r as usize)
+                .cast::<Node<P>>()
+        }
     }
-    #[inline]
-    fn set_red(&mut self, i: u32, red: bool) {
-        let n = &mut self.nodes[i as usize];
+
+    // The helpers below all take indices with the precondition of `at`
+    // (`red` also accepts NIL).
+
+    /// # Safety
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn left(&self, i: u32) -> u32 {
+        // SAFETY: forwarded precondition.
+        unsafe { self.at(i).left }
+    }
+    /// # Safety
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn right(&self, i: u32) -> u32 {
+        // SAFETY: forwarded precondition.
+        unsafe { self.at(i).right }
+    }
+    /// # Safety
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn parent(&self, i: u32) -> u32 {
+        // SAFETY: forwarded precondition.
+        unsafe { self.at(i).parent }
+    }
+    /// # Safety
+    /// `i` is NIL or as for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn red(&self, i: u32) -> bool {
+        // SAFETY: `i` is not NIL here; forwarded precondition.
+        i != NIL && unsafe { self.at(i).is_red() }
+    }
+    /// # Safety
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn set_red(&mut self, i: u32, red: bool) {
+        // SAFETY: forwarded precondition.
+        let n = unsafe { self.at_mut(i) };
         if red {
             n.meta |= RED;
         } else {
             n.meta &= !RED;
         }
     }
-    #[inline]
-    fn max_of(&self, i: u32) -> u64 {
-        if i == NIL {
-            0
-        } else {
-            self.nodes[i as usize].max_last
+
+    /// `max_last` of `i`'s subtree, recomputed from `i`'s own `last` and its
+    /// children's `max_last`.
+    ///
+    /// # Safety
+    /// As for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn computed_max(&self, i: u32) -> u64 {
+        // SAFETY: `i` by the precondition; the children are links, each
+        // dereferenced only when not NIL.
+        unsafe {
+            let n = self.at(i);
+            let mut m = n.last;
+            if n.left != NIL {
+                m = m.max(self.at(n.left).max_last);
+            }
+            if n.right != NIL {
+                m = m.max(self.at(n.right).max_last);
+            }
+            m
         }
     }
-    #[inline]
-    fn recompute(&mut self, i: u32) {
-        let n = &self.nodes[i as usize];
-        let m = n.last.max(self.max_of(n.left)).max(self.max_of(n.right));
-        self.nodes[i as usize].max_last = m;
-    }
 
-    /// Makes `new` take `old`'s place under `old`'s parent (or as root).
-    #[inline]
-    fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
+    /// Makes `new` take `old`'s place under `parent` (or as root).
+    ///
+    /// # Safety
+    /// `parent` is NIL or as for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
         if parent == NIL {
             self.root = new;
-        } else if self.left(parent) == old {
-            self.nodes[parent as usize].left = new;
         } else {
-            self.nodes[parent as usize].right = new;
+            // SAFETY: `parent` is not NIL; forwarded precondition.
+            let p = unsafe { self.at_mut(parent) };
+            if p.left == old {
+                p.left = new;
+            } else {
+                p.right = new;
+            }
         }
     }
 
-    fn rotate_left(&mut self, x: u32) {
-        let y = self.right(x);
-        let yl = self.left(y);
-        let xp = self.parent(x);
-        self.nodes[x as usize].right = yl;
-        if yl != NIL {
-            self.nodes[yl as usize].parent = x;
+    /// Rotates `x` down to the left; its right child `y` takes its place and
+    /// its `max_last` (the subtree's maximum does not change).
+    ///
+    /// # Safety
+    /// `x` as for [`IntervalTree::at`], with a non-NIL right link.
+    unsafe fn rotate_left(&mut self, x: u32) {
+        // SAFETY: `x` by the precondition; `y` is its non-NIL right link;
+        // `yl` and `xp` are links, dereferenced only when not NIL.
+        unsafe {
+            let y = self.right(x);
+            let yl = self.left(y);
+            let xp = self.parent(x);
+            let xmax = self.at(x).max_last;
+            self.at_mut(x).right = yl;
+            if yl != NIL {
+                self.at_mut(yl).parent = x;
+            }
+            self.replace_child(xp, x, y);
+            let yn = self.at_mut(y);
+            yn.parent = xp;
+            yn.left = x;
+            yn.max_last = xmax;
+            self.at_mut(x).parent = y;
+            self.at_mut(x).max_last = self.computed_max(x);
         }
-        self.nodes[y as usize].parent = xp;
-        self.replace_child(xp, x, y);
-        self.nodes[y as usize].left = x;
-        self.nodes[x as usize].parent = y;
-        // The subtree's maximum does not change; y now roots it.
-        self.nodes[y as usize].max_last = self.nodes[x as usize].max_last;
-        self.recompute(x);
     }
 
-    fn rotate_right(&mut self, x: u32) {
-        let y = self.left(x);
-        let yr = self.right(y);
-        let xp = self.parent(x);
-        self.nodes[x as usize].left = yr;
-        if yr != NIL {
-            self.nodes[yr as usize].parent = x;
+    /// Mirror of [`IntervalTree::rotate_left`].
+    ///
+    /// # Safety
+    /// `x` as for [`IntervalTree::at`], with a non-NIL left link.
+    unsafe fn rotate_right(&mut self, x: u32) {
+        // SAFETY: as in `rotate_left`, mirrored.
+        unsafe {
+            let y = self.left(x);
+            let yr = self.right(y);
+            let xp = self.parent(x);
+            let xmax = self.at(x).max_last;
+            self.at_mut(x).left = yr;
+            if yr != NIL {
+                self.at_mut(yr).parent = x;
+            }
+            self.replace_child(xp, x, y);
+            let yn = self.at_mut(y);
+            yn.parent = xp;
+            yn.right = x;
+            yn.max_last = xmax;
+            self.at_mut(x).parent = y;
+            self.at_mut(x).max_last = self.computed_max(x);
         }
-        self.nodes[y as usize].parent = xp;
-        self.replace_child(xp, x, y);
-        self.nodes[y as usize].right = x;
-        self.nodes[x as usize].parent = y;
-        self.nodes[y as usize].max_last = self.nodes[x as usize].max_last;
-        self.recompute(x);
-    }
-
-    #[inline]
-    fn key_less(a: (u64, u64), b: (u64, u64)) -> bool {
-        a < b
     }
 
     // ----- insertion -----------------------------------------------------
 
-    /// Links allocated slot `z` into the tree by key (equal keys to the right).
+    /// Links allocated slot `z` into the tree by key order `K` (equal keys to
+    /// the right).
     pub(crate) fn link(&mut self, z: u32) {
-        let key = {
+        let (kf, kl) = {
             let n = &self.nodes[z as usize];
+            debug_assert!(
+                n.meta & (LIVE | IN_TREE) == LIVE,
+                "link: slot not live or linked"
+            );
             (n.first, n.last)
         };
-        let mut parent = NIL;
+        let z = Self::ref_of(z);
         let mut cur = self.root;
-        let mut go_left = false;
-        while cur != NIL {
-            parent = cur;
-            let n = &self.nodes[cur as usize];
-            go_left = Self::key_less(key, (n.first, n.last));
-            cur = if go_left { n.left } else { n.right };
+        if cur == NIL {
+            // SAFETY: `z` is the ref of an index bounds-checked above.
+            unsafe { self.attach(z, NIL, false) };
+            return;
         }
-        self.attach(z, parent, go_left);
+        // Descend to the first free child slot; each step is one key compare
+        // and one link load (the kernel's descent compares the start only,
+        // and so does `ByStart`). Unrolled by two so that the parent and the
+        // child alternate between two variables instead of being copied.
+        let (parent, go_left) = loop {
+            // SAFETY: `cur` is a non-NIL link (root or a child link).
+            let n = unsafe { self.at(cur) };
+            let next = if K::before(kf, kl, n) {
+                if n.left == NIL {
+                    break (cur, true);
+                }
+                n.left
+            } else {
+                if n.right == NIL {
+                    break (cur, false);
+                }
+                n.right
+            };
+            // SAFETY: `next` is a non-NIL child link.
+            let n = unsafe { self.at(next) };
+            cur = if K::before(kf, kl, n) {
+                if n.left == NIL {
+                    break (next, true);
+                }
+                n.left
+            } else {
+                if n.right == NIL {
+                    break (next, false);
+                }
+                n.right
+            };
+        };
+        // SAFETY: `z` is the ref of an index bounds-checked above; `parent`
+        // is a non-NIL link.
+        unsafe { self.attach(z, parent, go_left) };
     }
 
     /// Links `z` immediately after `parent_node` in key order (fork's
     /// `insert_after`). The caller guarantees `z`'s key equals `parent_node`'s.
     pub(crate) fn link_after(&mut self, parent_node: u32, z: u32) {
-        debug_assert!(self.nodes[parent_node as usize].in_tree());
-        let r = self.right(parent_node);
-        if r == NIL {
-            self.attach(z, parent_node, false);
-        } else {
-            let mut q = r;
-            while self.left(q) != NIL {
-                q = self.left(q);
+        let p = &self.nodes[parent_node as usize];
+        debug_assert!(p.in_tree(), "link_after: parent slot not linked");
+        let r = p.right;
+        let zn = &self.nodes[z as usize];
+        debug_assert!(
+            zn.meta & (LIVE | IN_TREE) == LIVE,
+            "link_after: slot not live or linked"
+        );
+        let (parent_node, z) = (Self::ref_of(parent_node), Self::ref_of(z));
+        // SAFETY: `parent_node` and `z` are refs of indices bounds-checked
+        // above; `r` and the left links followed from it are non-NIL links.
+        unsafe {
+            if r == NIL {
+                self.attach(z, parent_node, false);
+            } else {
+                let mut q = r;
+                while self.left(q) != NIL {
+                    q = self.left(q);
+                }
+                self.attach(z, q, true);
             }
-            self.attach(z, q, true);
         }
     }
 
-    fn attach(&mut self, z: u32, parent: u32, as_left: bool) {
-        {
-            let n = &mut self.nodes[z as usize];
+    /// Hangs `z` (allocated, not in the tree) under `parent` (in the tree, or
+    /// NIL for an empty tree), raises `max_last` above it and rebalances.
+    ///
+    /// # Safety
+    /// `z` as for [`IntervalTree::at`]; `parent` NIL or as for it.
+    unsafe fn attach(&mut self, z: u32, parent: u32, as_left: bool) {
+        // SAFETY: `z` and `parent` by the precondition; `p` walks parent
+        // links, dereferenced only when not NIL.
+        unsafe {
+            let n = self.at_mut(z);
             n.left = NIL;
             n.right = NIL;
             n.parent = parent;
             n.max_last = n.last;
             n.meta |= RED | IN_TREE;
-        }
-        if parent == NIL {
-            self.root = z;
-        } else if as_left {
-            self.nodes[parent as usize].left = z;
-        } else {
-            self.nodes[parent as usize].right = z;
-        }
-        // Augment: raise max_last along the path until it already covers z.
-        let last = self.nodes[z as usize].last;
-        let mut p = parent;
-        while p != NIL && self.nodes[p as usize].max_last < last {
-            self.nodes[p as usize].max_last = last;
-            p = self.parent(p);
-        }
-        self.insert_fixup(z);
-    }
-
-    fn insert_fixup(&mut self, mut z: u32) {
-        loop {
-            let p = self.parent(z);
-            if !self.red(p) {
-                break;
-            }
-            // p is red, so it is not the root and has a parent.
-            let g = self.parent(p);
-            if p == self.left(g) {
-                let u = self.right(g);
-                if self.red(u) {
-                    self.set_red(p, false);
-                    self.set_red(u, false);
-                    self.set_red(g, true);
-                    z = g;
-                } else {
-                    if z == self.right(p) {
-                        z = p;
-                        self.rotate_left(z);
-                    }
-                    let p = self.parent(z);
-                    let g = self.parent(p);
-                    self.set_red(p, false);
-                    self.set_red(g, true);
-                    self.rotate_right(g);
-                }
+            let last = n.last;
+            if parent == NIL {
+                self.root = z;
             } else {
-                let u = self.left(g);
-                if self.red(u) {
-                    self.set_red(p, false);
-                    self.set_red(u, false);
-                    self.set_red(g, true);
-                    z = g;
+                let pn = self.at_mut(parent);
+                if as_left {
+                    pn.left = z;
                 } else {
-                    if z == self.left(p) {
-                        z = p;
-                        self.rotate_right(z);
-                    }
-                    let p = self.parent(z);
-                    let g = self.parent(p);
-                    self.set_red(p, false);
-                    self.set_red(g, true);
-                    self.rotate_left(g);
+                    pn.right = z;
                 }
             }
+            // Augment: raise max_last along the path until it covers z.
+            let mut p = parent;
+            while p != NIL {
+                let pn = self.at_mut(p);
+                if pn.max_last >= last {
+                    break;
+                }
+                pn.max_last = last;
+                p = pn.parent;
+            }
+            self.insert_fixup(z);
         }
-        let root = self.root;
-        self.set_red(root, false);
     }
 
-    // ----- lookup --------------------------------------------------------
-
-    /// Finds a linked node whose key is exactly `iv`.
-    pub(crate) fn find_exact(&self, iv: Interval) -> Option<u32> {
-        let key = (iv.first, iv.last);
-        let mut cur = self.root;
-        while cur != NIL {
-            let n = &self.nodes[cur as usize];
-            let k = (n.first, n.last);
-            if key == k {
-                return Some(cur);
+    /// Restores the red-black properties after `z` was attached red.
+    ///
+    /// # Safety
+    /// `z` as for [`IntervalTree::at`].
+    unsafe fn insert_fixup(&mut self, mut z: u32) {
+        // SAFETY: `z` by the precondition; every other index is a link read
+        // on the way. A red node is never the root, so a red `p` has a
+        // non-NIL parent `g`; `red` accepts NIL; the rotations get a node
+        // whose rotated-up child is the non-NIL `z` or `p`.
+        unsafe {
+            loop {
+                let p = self.parent(z);
+                if !self.red(p) {
+                    break;
+                }
+                let g = self.parent(p);
+                let gn = self.at(g);
+                if p == gn.left {
+                    let u = gn.right;
+                    if self.red(u) {
+                        self.set_red(p, false);
+                        self.set_red(u, false);
+                        self.set_red(g, true);
+                        z = g;
+                    } else {
+                        let mut p = p;
+                        if z == self.right(p) {
+                            self.rotate_left(p);
+                            p = z;
+                        }
+                        self.set_red(p, false);
+                        self.set_red(g, true);
+                        self.rotate_right(g);
+                        break;
+                    }
+                } else {
+                    let u = gn.left;
+                    if self.red(u) {
+                        self.set_red(p, false);
+                        self.set_red(u, false);
+                        self.set_red(g, true);
+                        z = g;
+                    } else {
+                        let mut p = p;
+                        if z == self.left(p) {
+                            self.rotate_right(p);
+                            p = z;
+                        }
+                        self.set_red(p, false);
+                        self.set_red(g, true);
+                        self.rotate_left(g);
+                        break;
+                    }
+                }
             }
-            cur = if key < k { n.left } else { n.right };
+            let root = self.root;
+            self.set_red(root, false);
         }
-        None
     }
 
     // ----- removal -------------------------------------------------------
@@ -416,9 +711,13 @@ impl<P: Copy> IntervalTree<P> {
     /// Both must have the same key. O(1). `old` leaves the tree (still live).
     pub(crate) fn replace(&mut self, old: u32, new: u32) {
         let o = self.nodes[old as usize];
-        debug_assert!(o.in_tree());
+        debug_assert!(o.in_tree(), "replace: slot not linked");
         {
             let n = &mut self.nodes[new as usize];
+            debug_assert!(
+                n.meta & (LIVE | IN_TREE) == LIVE,
+                "replace: slot not live or linked"
+            );
             debug_assert_eq!((n.first, n.last), (o.first, o.last));
             n.left = o.left;
             n.right = o.right;
@@ -426,12 +725,16 @@ impl<P: Copy> IntervalTree<P> {
             n.max_last = o.max_last;
             n.meta = (n.meta & !RED) | (o.meta & RED) | IN_TREE;
         }
-        self.replace_child(o.parent, old, new);
-        if o.left != NIL {
-            self.nodes[o.left as usize].parent = new;
-        }
-        if o.right != NIL {
-            self.nodes[o.right as usize].parent = new;
+        let (old_ref, new_ref) = (Self::ref_of(old), Self::ref_of(new));
+        // SAFETY: `o`'s links are links, dereferenced only when not NIL.
+        unsafe {
+            self.replace_child(o.parent, old_ref, new_ref);
+            if o.left != NIL {
+                self.at_mut(o.left).parent = new_ref;
+            }
+            if o.right != NIL {
+                self.at_mut(o.right).parent = new_ref;
+            }
         }
         let on = &mut self.nodes[old as usize];
         on.meta &= !(IN_TREE | RED);
@@ -440,130 +743,186 @@ impl<P: Copy> IntervalTree<P> {
         on.parent = NIL;
     }
 
+    /// Recomputes `max_last` from `i` upward, stopping before `stop` or at
+    /// the first node whose value did not change. Every node below the
+    /// changed path must already hold its exact value.
+    ///
+    /// # Safety
+    /// `i` NIL or as for [`IntervalTree::at`].
+    #[inline(always)]
+    unsafe fn propagate(&mut self, mut i: u32, stop: u32) {
+        while i != stop && i != NIL {
+            // SAFETY: `i` is not NIL: the caller's index or a parent link.
+            unsafe {
+                let m = self.computed_max(i);
+                let n = self.at_mut(i);
+                if n.max_last == m {
+                    return;
+                }
+                n.max_last = m;
+                i = n.parent;
+            }
+        }
+    }
+
     /// Takes linked node `z` out of the tree (the slot stays live).
     pub(crate) fn unlink(&mut self, z: u32) {
-        debug_assert!(self.nodes[z as usize].in_tree());
-        let zl = self.left(z);
-        let zr = self.right(z);
+        let (zl, zr, zp, zmax, zred) = {
+            let n = &self.nodes[z as usize];
+            debug_assert!(n.in_tree(), "unlink: slot not linked");
+            (n.left, n.right, n.parent, n.max_last, n.is_red())
+        };
+        let zi = z;
+        let z = Self::ref_of(z);
         let removed_red;
         let x;
         let xp;
-        if zl == NIL || zr == NIL {
-            x = if zl == NIL { zr } else { zl };
-            xp = self.parent(z);
-            removed_red = self.red(z);
-            self.replace_child(xp, z, x);
-            if x != NIL {
-                self.nodes[x as usize].parent = xp;
-            }
-        } else {
-            // y: z's in-order successor, which has no left child.
-            let mut y = zr;
-            while self.left(y) != NIL {
-                y = self.left(y);
-            }
-            removed_red = self.red(y);
-            x = self.right(y);
-            if self.parent(y) == z {
-                xp = y;
-            } else {
-                xp = self.parent(y);
-                self.replace_child(xp, y, x);
+        // SAFETY: every ref dereferenced below is `z` (of an index
+        // bounds-checked above) or a non-NIL value read from a link: `zl`, `zr` (both non-NIL
+        // in the second branch), `y` (found from `zr` along left links), `xp`
+        // (`y` or `y`'s parent), `x` only when not NIL; `zp` goes to
+        // `replace_child`/`propagate`, which accept NIL.
+        unsafe {
+            if zl == NIL || zr == NIL {
+                x = if zl == NIL { zr } else { zl };
+                xp = zp;
+                removed_red = zred;
+                self.replace_child(xp, z, x);
                 if x != NIL {
-                    self.nodes[x as usize].parent = xp;
+                    self.at_mut(x).parent = xp;
                 }
-                self.nodes[y as usize].right = zr;
-                self.nodes[zr as usize].parent = y;
+                // xp's subtree lost z; everything below xp is unchanged.
+                self.propagate(xp, NIL);
+            } else {
+                // y: z's in-order successor, which has no left child.
+                let mut y = zr;
+                loop {
+                    let l = self.left(y);
+                    if l == NIL {
+                        break;
+                    }
+                    y = l;
+                }
+                let yn = self.at(y);
+                removed_red = yn.is_red();
+                x = yn.right;
+                if y == zr {
+                    xp = y;
+                } else {
+                    xp = yn.parent;
+                    // y is the leftmost node under zr and not zr: a left child.
+                    self.at_mut(xp).left = x;
+                    if x != NIL {
+                        self.at_mut(x).parent = xp;
+                    }
+                    self.at_mut(y).right = zr;
+                    self.at_mut(zr).parent = y;
+                }
+                self.replace_child(zp, z, y);
+                let yn = self.at_mut(y);
+                yn.parent = zp;
+                yn.left = zl;
+                yn.meta = (yn.meta & !RED) | if zred { RED } else { 0 };
+                // y stands where z stood: it takes the value z's parent saw.
+                yn.max_last = zmax;
+                self.at_mut(zl).parent = y;
+                if y != zr {
+                    // The path from y's old parent up to (not including) y
+                    // lost y.
+                    self.propagate(xp, y);
+                }
+                // y's subtree lost z: from y up.
+                self.propagate(y, NIL);
             }
-            let zp = self.parent(z);
-            self.replace_child(zp, z, y);
-            self.nodes[y as usize].parent = zp;
-            self.nodes[y as usize].left = zl;
-            self.nodes[zl as usize].parent = y;
-            let zred = self.red(z);
-            self.set_red(y, zred);
+            if !removed_red {
+                self.delete_fixup(x, xp);
+            }
         }
-        // Augment: every node from xp to the root may have lost z's (or y's
-        // old) `last`; y itself sits on that path. Recompute them all.
-        let mut p = xp;
-        while p != NIL {
-            self.recompute(p);
-            p = self.parent(p);
-        }
-        if !removed_red {
-            self.delete_fixup(x, xp);
-        }
-        let zn = &mut self.nodes[z as usize];
+        let zn = &mut self.nodes[zi as usize];
         zn.meta &= !(IN_TREE | RED);
         zn.left = NIL;
         zn.right = NIL;
         zn.parent = NIL;
     }
 
-    fn delete_fixup(&mut self, mut x: u32, mut xp: u32) {
-        while x != self.root && !self.red(x) {
-            if x == self.left(xp) {
-                let mut w = self.right(xp);
-                if self.red(w) {
-                    self.set_red(w, false);
-                    self.set_red(xp, true);
-                    self.rotate_left(xp);
-                    w = self.right(xp);
-                }
-                if !self.red(self.left(w)) && !self.red(self.right(w)) {
-                    self.set_red(w, true);
-                    x = xp;
-                    xp = self.parent(x);
-                } else {
-                    if !self.red(self.right(w)) {
-                        let wl = self.left(w);
-                        self.set_red(wl, false);
-                        self.set_red(w, true);
-                        self.rotate_right(w);
+    /// Restores the red-black properties after a black node left `x`'s
+    /// place under `xp`.
+    ///
+    /// # Safety
+    /// `x` NIL or as for [`IntervalTree::at`]; `xp` likewise, and not NIL
+    /// while `x` is not the root.
+    unsafe fn delete_fixup(&mut self, mut x: u32, mut xp: u32) {
+        // SAFETY: every index is a parameter or a link read on the way. While
+        // x (doubly black) is not the root, xp is its non-NIL parent and x's
+        // sibling w is not NIL (x's side is one black short, so w's side
+        // holds at least one black node); a red w has two black, non-NIL
+        // children; the rotations get nodes whose rotated-up child is w or
+        // one of w's red children, all non-NIL.
+        unsafe {
+            while x != self.root && !self.red(x) {
+                if x == self.left(xp) {
+                    let mut w = self.right(xp);
+                    if self.red(w) {
+                        self.set_red(w, false);
+                        self.set_red(xp, true);
+                        self.rotate_left(xp);
                         w = self.right(xp);
                     }
-                    let pred = self.red(xp);
-                    self.set_red(w, pred);
-                    self.set_red(xp, false);
-                    let wr = self.right(w);
-                    self.set_red(wr, false);
-                    self.rotate_left(xp);
-                    x = self.root;
-                    break;
-                }
-            } else {
-                let mut w = self.left(xp);
-                if self.red(w) {
-                    self.set_red(w, false);
-                    self.set_red(xp, true);
-                    self.rotate_right(xp);
-                    w = self.left(xp);
-                }
-                if !self.red(self.left(w)) && !self.red(self.right(w)) {
-                    self.set_red(w, true);
-                    x = xp;
-                    xp = self.parent(x);
-                } else {
-                    if !self.red(self.left(w)) {
+                    if !self.red(self.left(w)) && !self.red(self.right(w)) {
+                        self.set_red(w, true);
+                        x = xp;
+                        xp = self.parent(x);
+                    } else {
+                        if !self.red(self.right(w)) {
+                            let wl = self.left(w);
+                            self.set_red(wl, false);
+                            self.set_red(w, true);
+                            self.rotate_right(w);
+                            w = self.right(xp);
+                        }
+                        let pred = self.red(xp);
+                        self.set_red(w, pred);
+                        self.set_red(xp, false);
                         let wr = self.right(w);
                         self.set_red(wr, false);
-                        self.set_red(w, true);
-                        self.rotate_left(w);
+                        self.rotate_left(xp);
+                        x = self.root;
+                        break;
+                    }
+                } else {
+                    let mut w = self.left(xp);
+                    if self.red(w) {
+                        self.set_red(w, false);
+                        self.set_red(xp, true);
+                        self.rotate_right(xp);
                         w = self.left(xp);
                     }
-                    let pred = self.red(xp);
-                    self.set_red(w, pred);
-                    self.set_red(xp, false);
-                    let wl = self.left(w);
-                    self.set_red(wl, false);
-                    self.rotate_right(xp);
-                    x = self.root;
-                    break;
+                    if !self.red(self.left(w)) && !self.red(self.right(w)) {
+                        self.set_red(w, true);
+                        x = xp;
+                        xp = self.parent(x);
+                    } else {
+                        if !self.red(self.left(w)) {
+                            let wr = self.right(w);
+                            self.set_red(wr, false);
+                            self.set_red(w, true);
+                            self.rotate_left(w);
+                            w = self.left(xp);
+                        }
+                        let pred = self.red(xp);
+                        self.set_red(w, pred);
+                        self.set_red(xp, false);
+                        let wl = self.left(w);
+                        self.set_red(wl, false);
+                        self.rotate_right(xp);
+                        x = self.root;
+                        break;
+                    }
                 }
             }
-        }
-        if x != NIL {
-            self.set_red(x, false);
+            if x != NIL {
+                self.set_red(x, false);
+            }
         }
     }
 
@@ -573,17 +932,23 @@ impl<P: Copy> IntervalTree<P> {
     /// key order. O(log n + k).
     #[inline]
     pub(crate) fn walk_nodes(&self, a: u64, b: u64, mut f: impl FnMut(u32, &Node<P>)) {
-        // Red-black height is at most 2*log2(n+1) <= 64 for n < 2^32.
-        let mut stack = [NIL; 64];
+        // The stack holds the ancestors of `cur` whose left subtree is being
+        // visited: at most the tree's height, which for a red-black tree is
+        // at most 2*log2(n+1) <= 64 for n < 2^32. Indexing it modulo 64 needs
+        // no bounds check and stays memory-safe even if that bound failed.
+        const DEPTH: usize = 64;
+        let mut stack = [NIL; DEPTH];
         let mut sp = 0usize;
         let mut cur = self.root;
         loop {
             while cur != NIL {
-                let n = &self.nodes[cur as usize];
+                // SAFETY: `cur` is `root` or a child link of a slot in the
+                // tree, not NIL: in bounds by the arena invariant.
+                let n = unsafe { self.at(cur) };
                 if n.max_last < a {
                     break;
                 }
-                stack[sp] = cur;
+                stack[sp % DEPTH] = cur;
                 sp += 1;
                 cur = n.left;
             }
@@ -591,65 +956,152 @@ impl<P: Copy> IntervalTree<P> {
                 return;
             }
             sp -= 1;
-            let i = stack[sp];
-            let n = &self.nodes[i as usize];
+            let i = stack[sp % DEPTH];
+            // SAFETY: `i` was pushed above as a non-NIL `cur`: in bounds.
+            let n = unsafe { self.at(i) };
             if n.first > b {
                 // Every later node in key order starts after b too.
                 return;
             }
             if n.last >= a {
-                f(i, n);
+                f(Self::slot_of(i), n);
             }
             cur = n.right;
         }
     }
 
-    /// Checks the red-black and augmentation invariants (tests only).
+    /// Checks the red-black, order, parent-link and augmentation invariants
+    /// (tests only); returns the number of linked nodes.
     #[cfg(test)]
     pub(crate) fn check(&self) -> usize {
-        fn rec<P: Copy>(
-            t: &IntervalTree<P>,
+        /// Returns (black height, exact subtree maximum); appends in order.
+        fn rec<P: Copy, K: KeyOrder>(
+            t: &IntervalTree<P, K>,
             i: u32,
-            lo: (u64, u64),
-            count: &mut usize,
+            parent: u32,
+            order: &mut Vec<u32>,
         ) -> (u32, u64) {
             if i == NIL {
                 return (1, 0);
             }
-            *count += 1;
-            let n = t.node(i);
-            assert!(n.in_tree());
-            assert!((n.first, n.last) >= lo, "order");
+            let slot = IntervalTree::<P, K>::slot_of;
+            let n = *t.node(slot(i));
+            assert!(n.in_tree(), "linked node not marked in the tree");
+            assert_eq!(n.parent, parent, "parent link");
             if n.is_red() {
-                assert!(!t.red(n.left) && !t.red(n.right), "red-red");
+                let red = |c: u32| c != NIL && t.node(slot(c)).is_red();
+                assert!(!red(n.left) && !red(n.right), "red-red");
             }
-            if n.left != NIL {
-                assert_eq!(t.parent(n.left), i);
-                assert!((t.node(n.left).first, t.node(n.left).last) <= (n.first, n.last));
-            }
-            if n.right != NIL {
-                assert_eq!(t.parent(n.right), i);
-            }
-            let (bl, ml) = rec(t, n.left, lo, count);
-            let (br, mr) = rec(t, n.right, (n.first, n.last), count);
+            let (bl, ml) = rec(t, n.left, i, order);
+            order.push(slot(i));
+            let (br, mr) = rec(t, n.right, i, order);
             assert_eq!(bl, br, "black height");
             let m = n.last.max(ml).max(mr);
-            assert_eq!(m, n.max_last, "augment");
+            assert_eq!(m, n.max_last, "augment: max_last of {i}");
             (bl + u32::from(!n.is_red()), m)
         }
-        let mut count = 0;
         if self.root != NIL {
-            assert_eq!(self.parent(self.root), NIL);
-            assert!(!self.red(self.root));
+            assert!(!self.node(Self::slot_of(self.root)).is_red(), "red root");
         }
-        rec(self, self.root, (0, 0), &mut count);
-        count
+        let mut order = Vec::new();
+        rec(self, self.root, NIL, &mut order);
+        for w in order.windows(2) {
+            let (a, b) = (self.node(w[0]), self.node(w[1]));
+            assert!(!K::before(b.first, b.last, a), "key order");
+        }
+        order.len()
+    }
+
+    /// The linked nodes in key order (tests only).
+    #[cfg(test)]
+    pub(crate) fn in_order(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.walk_nodes(0, u64::MAX, |i, _| out.push(i));
+        out
+    }
+}
+
+impl<P: Copy> IntervalTree<P, ByInterval> {
+    /// Finds a linked node whose interval is exactly `iv`. O(log n).
+    pub(crate) fn find_exact(&self, iv: Interval) -> Option<u32> {
+        let mut cur = self.root;
+        while cur != NIL {
+            // SAFETY: `cur` is a non-NIL link (root or a child link).
+            let n = unsafe { self.at(cur) };
+            if n.first == iv.first && n.last == iv.last {
+                return Some(Self::slot_of(cur));
+            }
+            cur = if ByInterval::before(iv.first, iv.last, n) {
+                n.left
+            } else {
+                n.right
+            };
+        }
+        None
+    }
+}
+
+/// The bare tree of the Linux-derived designs (one node per entry, kernel
+/// order), without lock, handle or counters: what the instruction-count
+/// harness (`examples/icount.rs`, `scripts/callgrind-rmap.sh`) compares with
+/// the kernel's own `mm/interval_tree.c`. Not part of the crate's API.
+#[doc(hidden)]
+pub mod bare {
+    use super::IntervalTree;
+    use crate::Interval;
+
+    /// See the module docs. Not synchronised.
+    #[derive(Debug, Default)]
+    pub struct BareTree(IntervalTree<u64>);
+
+    impl BareTree {
+        /// An empty tree.
+        pub fn new() -> Self {
+            BareTree(IntervalTree::new())
+        }
+
+        /// Inserts `[first, last]` (`first <= last`, else nothing is
+        /// inserted and `None` comes back); returns its slot.
+        #[inline]
+        pub fn insert(&mut self, first: u64, last: u64, payload: u64) -> Option<u32> {
+            let iv = Interval::new(first, last).ok()?;
+            let i = self.0.alloc(iv, payload);
+            self.0.link(i);
+            Some(i)
+        }
+
+        /// Removes the entry in `slot`; false when it holds none.
+        #[inline]
+        pub fn remove(&mut self, slot: u32) -> bool {
+            if (slot as usize) >= self.0.nodes.len() || !self.0.node(slot).in_tree() {
+                return false;
+            }
+            self.0.unlink(slot);
+            self.0.free(slot);
+            true
+        }
+
+        /// Calls `f(payload)` for every entry overlapping `[a, b]`, in order.
+        #[inline]
+        pub fn walk(&self, a: u64, b: u64, mut f: impl FnMut(u64)) {
+            self.0.walk_nodes(a, b, |_, n| f(n.payload));
+        }
+
+        /// Entries held.
+        pub fn len(&self) -> usize {
+            self.0.live()
+        }
+
+        /// True when empty.
+        pub fn is_empty(&self) -> bool {
+            self.0.live() == 0
+        }
     }
 }
 
 /// Methods added for the designs (generation retirement, the event
 /// recorder); kept apart from the tree algorithm above.
-impl<P: Copy> IntervalTree<P> {
+impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// Frees a live slot that is not in the tree, like [`IntervalTree::free`],
     /// except that a slot whose generation is the last one is *retired*
     /// instead: it is never reused, so no generation ever repeats and a
@@ -660,10 +1112,9 @@ impl<P: Copy> IntervalTree<P> {
     pub(crate) fn release(&mut self, i: u32) {
         if self.nodes[i as usize].meta & GEN_MASK == GEN_MASK {
             let n = &mut self.nodes[i as usize];
-            debug_assert!(n.meta & LIVE != 0 && n.meta & IN_TREE == 0);
+            debug_assert!(n.meta & (LIVE | IN_TREE) == LIVE);
             // Not live, not on the free list: dead for good.
             n.meta = GEN_MASK;
-            n.left = NIL;
             self.live -= 1;
         } else {
             self.free(i);
@@ -681,10 +1132,15 @@ impl<P: Copy> IntervalTree<P> {
         n.meta = (n.meta & !GEN_MASK) | (gen & GEN_MASK);
     }
 
-    /// The parent of linked node `i` (`NIL` at the root).
+    /// The parent slot of linked node `i` (`NIL` at the root).
     #[inline]
     pub(crate) fn parent_of(&self, i: u32) -> u32 {
-        self.nodes[i as usize].parent
+        let r = self.nodes[i as usize].parent;
+        if r == NIL {
+            NIL
+        } else {
+            Self::slot_of(r)
+        }
     }
 }
 
@@ -704,72 +1160,259 @@ mod tests {
             self.0 ^= self.0 << 17;
             self.0
         }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
     }
 
-    #[test]
-    fn random_against_vec() {
-        let mut t: IntervalTree<u64> = IntervalTree::new();
-        let mut model: Vec<(u32, u32, Interval)> = Vec::new();
-        let mut rng = Rng(0x9e3779b97f4a7c15);
-        for step in 0..20_000u64 {
-            let r = rng.next();
-            if model.is_empty() || r % 3 != 0 {
-                let a = rng.next() % 200;
-                let b = a + rng.next() % 50;
-                let i = t.alloc(iv(a, b), step);
-                if r % 7 == 0 && !model.is_empty() {
-                    // link_after an existing node with the same key.
-                    let (p, _, piv) = model[(rng.next() as usize) % model.len()];
-                    t.node_mut(i).first = piv.first;
-                    t.node_mut(i).last = piv.last;
-                    t.link_after(p, i);
-                    model.push((i, t.gen(i), piv));
-                } else {
-                    t.link(i);
-                    model.push((i, t.gen(i), iv(a, b)));
-                }
+    /// The reference: the linked slots as a `Vec` in the order the tree must
+    /// hold them (key order `K`, equal keys in insertion order, `link_after`
+    /// right behind its parent entry).
+    struct Model {
+        order: Vec<(u32, u32, Interval)>,
+    }
+
+    impl Model {
+        /// Where `link` must put `v`: after every entry it does not sort before.
+        fn link_pos<K: KeyOrder>(&self, v: Interval) -> usize {
+            let probe = |m: &(u32, u32, Interval)| Node {
+                first: m.2.first,
+                last: m.2.last,
+                max_last: 0,
+                left: NIL,
+                right: NIL,
+                parent: NIL,
+                meta: 0,
+                payload: (),
+            };
+            self.order
+                .iter()
+                .rposition(|m| !K::before(v.first, v.last, &probe(m)))
+                .map_or(0, |p| p + 1)
+        }
+    }
+
+    /// Random link / link_after / unlink / replace against the model; the
+    /// walks are compared in order (no sorting), and every invariant,
+    /// `max_last` above all, is checked after every step.
+    fn random_against_model<K: KeyOrder>(seed: u64, steps: u32, key_space: u64, max_len: u64) {
+        let mut t: IntervalTree<u64, K> = IntervalTree::new();
+        let mut model = Model { order: Vec::new() };
+        let mut rng = Rng(seed);
+        for step in 0..steps {
+            let r = rng.below(16);
+            if model.order.is_empty() || r < 7 {
+                let a = rng.below(key_space);
+                let v = iv(a, a + rng.below(max_len));
+                let i = t.alloc(v, u64::from(step));
+                let p = model.link_pos::<K>(v);
+                t.link(i);
+                model.order.insert(p, (i, t.gen(i), v));
+            } else if r < 10 {
+                // link_after an existing entry with the same interval.
+                let k = rng.below(model.order.len() as u64) as usize;
+                let (parent, _, v) = model.order[k];
+                let i = t.alloc(v, u64::from(step));
+                t.link_after(parent, i);
+                model.order.insert(k + 1, (i, t.gen(i), v));
+            } else if r < 11 {
+                // replace a linked node by a fresh slot with the same key.
+                let k = rng.below(model.order.len() as u64) as usize;
+                let (old, g, v) = model.order[k];
+                assert!(t.is_live(old, g));
+                let new = t.alloc(v, u64::from(step));
+                t.replace(old, new);
+                t.free(old);
+                assert!(!t.is_live(old, g));
+                model.order[k] = (new, t.gen(new), v);
             } else {
-                let k = (rng.next() as usize) % model.len();
-                let (i, g, _) = model.swap_remove(k);
+                let k = rng.below(model.order.len() as u64) as usize;
+                let (i, g, _) = model.order.remove(k);
                 assert!(t.is_live(i, g));
                 t.unlink(i);
                 t.free(i);
                 assert!(!t.is_live(i, g));
             }
-            if step % 512 == 0 {
-                assert_eq!(t.check(), model.len());
-                let a = rng.next() % 260;
-                let b = a + rng.next() % 40;
+            assert_eq!(t.check(), model.order.len(), "step {step}");
+            assert_eq!(t.live(), model.order.len());
+            let all: Vec<u32> = model.order.iter().map(|m| m.0).collect();
+            assert_eq!(t.in_order(), all, "order after step {step}");
+            if step % 8 == 0 {
+                let a = rng.below(key_space + max_len);
+                let b = a + rng.below(max_len);
                 let mut got: Vec<u32> = Vec::new();
-                t.walk_nodes(a, b, |i, _| got.push(i));
-                let mut want: Vec<u32> = model
+                t.walk_nodes(a, b, |i, n| {
+                    assert_eq!(t.node(i).interval(), n.interval());
+                    got.push(i);
+                });
+                let want: Vec<u32> = model
+                    .order
                     .iter()
                     .filter(|(_, _, v)| v.first <= b && v.last >= a)
                     .map(|m| m.0)
                     .collect();
-                got.sort_unstable();
-                want.sort_unstable();
-                assert_eq!(got, want);
+                assert_eq!(got, want, "walk [{a}, {b}] after step {step}");
             }
         }
-        assert_eq!(t.check(), model.len());
+        // Drain: every removal keeps the invariants down to the empty tree.
+        while !model.order.is_empty() {
+            let k = rng.below(model.order.len() as u64) as usize;
+            let (i, _, _) = model.order.remove(k);
+            t.unlink(i);
+            t.free(i);
+            assert_eq!(t.check(), model.order.len());
+        }
+        assert_eq!(t.live(), 0);
+    }
+
+    /// Model steps per run: fewer under Miri, which checks every unchecked
+    /// access of the tree.
+    const STEPS: u32 = if cfg!(miri) { 250 } else { 4000 };
+
+    #[test]
+    fn by_start_against_model() {
+        // Dense keys, varied lengths: many equal starts with different
+        // lasts, so a removed node is often its subtree's strict maximum.
+        random_against_model::<ByStart>(0x9e37_79b9_7f4a_7c15, STEPS, 40, 60);
+        random_against_model::<ByStart>(0x2545_f491_4f6c_dd1d, STEPS, 400, 8);
     }
 
     #[test]
-    fn replace_keeps_invariants() {
+    fn by_interval_against_model() {
+        random_against_model::<ByInterval>(0x9e37_79b9_7f4a_7c15, STEPS, 40, 60);
+        random_against_model::<ByInterval>(0x2545_f491_4f6c_dd1d, STEPS, 400, 8);
+    }
+
+    #[test]
+    fn identical_intervals_churn() {
+        // The rmap workload: thousands of identical intervals per segment,
+        // churned at the end of each run (where early-stop propagation and
+        // the successor's inherited maximum matter).
+        let segs = [
+            iv(0, 0x25),
+            iv(0x26, 0x17b),
+            iv(0x17c, 0x1ce),
+            iv(0x1cf, 0x1d2),
+        ];
+        let procs: u64 = if cfg!(miri) { 20 } else { 300 };
         let mut t: IntervalTree<u64> = IntervalTree::new();
-        let mut nodes = Vec::new();
-        for k in 0..100u64 {
-            let i = t.alloc(iv(k, k + 3), k);
+        let mut resident = Vec::new();
+        for p in 0..procs {
+            for &s in &segs {
+                let i = t.alloc(s, p);
+                t.link(i);
+                resident.push(i);
+            }
+        }
+        let mut rng = Rng(7);
+        for round in 0..procs {
+            let mut mine = Vec::new();
+            for &s in &segs {
+                let i = t.alloc(s, 1000 + round);
+                t.link(i);
+                mine.push(i);
+            }
+            // Remove one resident entry too, from anywhere, and put it back.
+            let k = rng.below(resident.len() as u64) as usize;
+            let r = resident[k];
+            let v = t.node(r).interval();
+            t.unlink(r);
+            t.free(r);
+            let i = t.alloc(v, 5000 + round);
             t.link(i);
-            nodes.push(i);
+            resident[k] = i;
+            for i in mine {
+                t.unlink(i);
+                t.free(i);
+            }
+            assert_eq!(t.check(), resident.len());
         }
-        for (k, &old) in nodes.iter().enumerate() {
-            let k = k as u64;
-            let new = t.alloc(iv(k, k + 3), 1000 + k);
-            t.replace(old, new);
-            t.free(old);
+        let mut hits = 0;
+        t.walk_nodes(0x10, 0x10, |_, n| {
+            assert_eq!(n.interval(), segs[0]);
+            hits += 1;
+        });
+        assert_eq!(hits, procs);
+    }
+
+    #[test]
+    fn removing_the_strict_maximum_with_a_deep_successor() {
+        // z holds its subtree's strict maximum and has two children, and its
+        // successor lies deeper than its right child. After unlink, the path
+        // from the successor's old parent keeps its value (early stop), yet
+        // the successor, which inherited z's maximum, must drop it.
+        let mut exercised = 0;
+        for big in 0..64u64 {
+            let mut t: IntervalTree<u64> = IntervalTree::new();
+            let mut slots = Vec::new();
+            for k in 0..64u64 {
+                let last = if k == big { 1000 } else { k * 5 + 2 };
+                let i = t.alloc(iv(k * 5, last), k);
+                t.link(i);
+                slots.push(i);
+            }
+            let z = slots[big as usize];
+            let n = *t.node(z);
+            if n.left == NIL
+                || n.right == NIL
+                || t.node(IntervalTree::<u64>::slot_of(n.right)).left == NIL
+            {
+                continue;
+            }
+            exercised += 1;
+            t.unlink(z);
+            t.free(z);
+            assert_eq!(t.check(), 63);
+            let mut got = 0;
+            t.walk_nodes(500, 600, |_, _| got += 1);
+            assert_eq!(got, 0, "a walk past every remaining interval");
         }
-        assert_eq!(t.check(), 100);
+        assert!(exercised > 0, "no node had the shape under test");
+    }
+
+    fn refs_round_trip<P: Copy>() {
+        type T<P> = IntervalTree<P>;
+        let words = T::<P>::WORDS;
+        assert_eq!(words as usize * 8, std::mem::size_of::<Node<P>>());
+        let max = T::<P>::MAX_SLOTS;
+        assert!(u64::from(max) * u64::from(words) < u64::from(NIL));
+        for i in (0..5000).chain(max - 5000..=max) {
+            assert_eq!(
+                T::<P>::slot_of(T::<P>::ref_of(i)),
+                i,
+                "slot {i}, {words} words"
+            );
+        }
+    }
+
+    #[test]
+    fn refs_round_trip_for_every_node_size() {
+        refs_round_trip::<()>(); // 5 words
+        refs_round_trip::<u64>(); // 6
+        refs_round_trip::<[u32; 4]>(); // 7
+        refs_round_trip::<[u64; 2]>(); // 8
+        refs_round_trip::<[u64; 6]>(); // 12
+    }
+
+    #[test]
+    fn find_exact_by_interval() {
+        let mut t: IntervalTree<u64, ByInterval> = IntervalTree::new();
+        let mut slots = Vec::new();
+        for k in 0..200u64 {
+            let i = t.alloc(iv(k % 10, k % 10 + k % 7), k);
+            t.link(i);
+            slots.push(i);
+        }
+        t.check();
+        for a in 0..10 {
+            for len in 0..8 {
+                let found = t.find_exact(iv(a, a + len));
+                let exists = (0..200u64).any(|k| k % 10 == a && k % 7 == len);
+                assert_eq!(found.is_some(), exists, "[{a}, {}]", a + len);
+                if let Some(i) = found {
+                    assert_eq!(t.node(i).interval(), iv(a, a + len));
+                }
+            }
+        }
     }
 }

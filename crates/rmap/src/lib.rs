@@ -89,6 +89,10 @@ pub use multimap::IntervalMultimap;
 pub use stats::{CallSite, LockStats};
 pub use topology::Topology;
 
+/// The bare interval tree, for the instruction-count harness only.
+#[doc(hidden)]
+pub use interval_tree::bare as __bare_interval_tree;
+
 /// Opaque id of a VMA (the mapping), chosen by the caller.
 pub type VmaId = u64;
 

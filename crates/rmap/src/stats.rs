@@ -9,8 +9,17 @@
 //! adds no shared line to a modifier.
 //!
 //! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
-//! global flag): the default path reads one thread-local byte and one
-//! global flag per lock hold, and nothing else.
+//! global flag). The default path reads the thread-local context byte and
+//! the global flag once per map operation, tests them once, and indexes the
+//! hold counter by the call site; no clock is read. The cost is measured in
+//! `crates/rmap/BENCHMARKS.md` ("Lock-hold accounting cost").
+//!
+//! # Concurrency
+//!
+//! Counters are relaxed atomics: [`crate::ReverseMap::stats`] may run at any
+//! time and sees recent, not necessarily simultaneous, values. The call
+//! site and the recording switch are per thread; the timing switch is
+//! global and reaches other threads at their next map operation.
 //!
 //! # Example
 //!
@@ -209,6 +218,40 @@ pub fn hold_timing() -> bool {
     timing_bits() != 0
 }
 
+/// The calling thread's context byte (call site, recording bit) with the
+/// global timing bit: read once per operation.
+#[inline(always)]
+pub(crate) fn op_ctx() -> u8 {
+    ctx() | timing_bits()
+}
+
+/// True when a hold under context byte `ctx` is timed or recorded.
+#[inline(always)]
+pub(crate) fn is_probed(ctx: u8) -> bool {
+    ctx & (RECORDING | TIMING) != 0
+}
+
+/// Runs one map operation `op(ctx, arg)` with the calling thread's context
+/// byte, read once. The default (neither timed nor recorded) case calls an
+/// inlined copy of `op` in which the compiler knows the probe bits are
+/// clear and drops every probe test of every hold; the probed case calls
+/// an out-of-line copy.
+#[inline(always)]
+pub(crate) fn with_op<A, R>(arg: A, op: impl FnOnce(u8, A) -> R + Copy) -> R {
+    let c = op_ctx();
+    if is_probed(c) {
+        probed_op(op, c, arg)
+    } else {
+        op(c, arg)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn probed_op<A, R>(op: impl FnOnce(u8, A) -> R, c: u8, arg: A) -> R {
+    op(c, arg)
+}
+
 /// [`TIMING`] when hold timing is on, else 0.
 #[inline(always)]
 fn timing_bits() -> u8 {
@@ -308,10 +351,22 @@ impl LockCounters {
         lock_word: *const u8,
         write: bool,
     ) -> Held<'_, G> {
-        // The site bits, the recording bit and the timing bit in one byte:
-        // one test covers both switches.
-        let ctx = ctx() | timing_bits();
-        if ctx & (RECORDING | TIMING) != 0 {
+        self.acquire_in(op_ctx(), try_lock, lock, lock_word, write)
+    }
+
+    /// [`LockCounters::acquire`] with the context byte read by the caller
+    /// ([`op_ctx`]) once per operation: where the caller has branched on
+    /// [`is_probed`] and inlined this, the compiler drops every probe test.
+    #[inline(always)]
+    pub(crate) fn acquire_in<G>(
+        &self,
+        ctx: u8,
+        try_lock: impl FnOnce() -> Option<G>,
+        lock: impl FnOnce() -> G,
+        lock_word: *const u8,
+        write: bool,
+    ) -> Held<'_, G> {
+        if is_probed(ctx) {
             return self.acquire_slow(ctx, try_lock, lock, lock_word, write);
         }
         let guard = match try_lock() {
@@ -373,14 +428,36 @@ impl LockCounters {
         }
     }
 
-    /// Write-locks `lock`, counting the hold and a failed try first.
+    /// Write-locks `lock` under the operation's context byte `ctx`
+    /// ([`with_op`]), counting the hold and a failed try first.
     #[inline(always)]
-    pub(crate) fn write<'a, T>(&'a self, lock: &'a RwLock<T>) -> Held<'a, WriteGuard<'a, T>> {
-        self.acquire(
+    pub(crate) fn write_in<'a, T>(
+        &'a self,
+        lock: &'a RwLock<T>,
+        ctx: u8,
+    ) -> Held<'a, WriteGuard<'a, T>> {
+        self.acquire_in(
+            ctx,
             || lock.try_write(),
             || lock.write(),
             (lock as *const RwLock<T>).cast(),
             true,
+        )
+    }
+
+    /// [`LockCounters::read`] with the operation's context byte.
+    #[inline(always)]
+    pub(crate) fn read_in<'a, T>(
+        &'a self,
+        lock: &'a RwLock<T>,
+        ctx: u8,
+    ) -> Held<'a, ReadGuard<'a, T>> {
+        self.acquire_in(
+            ctx,
+            || lock.try_read(),
+            || lock.read(),
+            (lock as *const RwLock<T>).cast(),
+            false,
         )
     }
 

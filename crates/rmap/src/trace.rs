@@ -6,8 +6,13 @@
 //! thread and returns one [`LockEvent`] per lock hold the closure made on
 //! any map, in the order the holds ended (an inner hold of a nested pair,
 //! such as a shard lock under an outer lock, ends first). Other threads are
-//! not recorded. When no thread records, a lock hold pays one thread-local
-//! byte test for it.
+//! not recorded. When the thread does not record, a map operation pays one
+//! test of a thread-local byte for it (shared with the timing switch; see
+//! [`crate::stats`]).
+//!
+//! Holds nest (`sharded` takes its outer lock, then a shard's); the
+//! recorder pairs each end with the innermost open hold, which is right
+//! because the crate releases holds last-in, first-out.
 //!
 //! # Lines
 //!

@@ -187,3 +187,35 @@ fn exclude_is_a_bound_with_a_documented_subset() {
         assert_eq!(seen, 1, "{d}");
     }
 }
+
+/// A batch is one hold that touches every entry it adds or removes: more
+/// lines than one insert, in one event.
+#[test]
+fn recorded_batches_count_every_entry() {
+    for d in Design::ALL {
+        let m = d.build(&Topology::Os);
+        for v in 0..200 {
+            m.insert(iv(v % 7, v % 7 + 3), v).unwrap();
+        }
+        let one = rmap::trace::record(|| {
+            m.insert(iv(50, 60), 1000).unwrap();
+        });
+        let items: Vec<(Interval, u64)> = (0..5).map(|k| (iv(50 + k, 60 + k), 2000 + k)).collect();
+        let mut hs = Vec::new();
+        let batch = rmap::trace::record(|| m.insert_batch(&items, &mut hs).unwrap());
+        let gone = rmap::trace::record(|| m.remove_batch(&hs).unwrap());
+        let modifier = |ev: &[rmap::trace::LockEvent]| {
+            ev.iter()
+                .filter(|e| e.write)
+                .map(|e| e.lines_written)
+                .max()
+                .unwrap_or(0)
+        };
+        assert!(
+            modifier(&batch) > modifier(&one),
+            "{d}: batch {batch:?} vs one {one:?}"
+        );
+        assert!(modifier(&gone) > 2, "{d}: {gone:?}");
+        assert_eq!(batch.iter().filter(|e| e.write).count(), 1, "{d}: one hold");
+    }
+}

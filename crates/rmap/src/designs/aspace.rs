@@ -243,7 +243,7 @@ impl Aspace {
         if !self.promotes {
             return;
         }
-        if let Mode::Central(mut g) = self.write_mode() {
+        if let Mode::Central(mut g) = self.write_mode(crate::stats::op_ctx()) {
             self.promote_locked(&mut g);
         }
     }
@@ -329,12 +329,13 @@ impl Aspace {
 
     /// For a modifier: the central write guard, or the shards.
     #[inline(always)]
-    fn write_mode(&self) -> Mode<'_, Held<'_, WriteGuard<'_, CentralData>>> {
+    fn write_mode(&self, c: u8) -> Mode<'_, Held<'_, WriteGuard<'_, CentralData>>> {
         if let Some(s) = self.promoted() {
             return Mode::Sharded(s);
         }
         let lock = &self.central.lock;
-        let mut g = self.counters.acquire(
+        let mut g = self.counters.acquire_in(
+            c,
             || lock.try_write(),
             || lock.write(),
             (lock as *const RwLock<CentralData>).cast(),
@@ -352,11 +353,11 @@ impl Aspace {
 
     /// For a walker: the central read guard, or the shards.
     #[inline]
-    fn read_mode(&self) -> Mode<'_, Held<'_, ReadGuard<'_, CentralData>>> {
+    fn read_mode(&self, c: u8) -> Mode<'_, Held<'_, ReadGuard<'_, CentralData>>> {
         if let Some(s) = self.promoted() {
             return Mode::Sharded(s);
         }
-        let g = self.counters.read(&self.central.lock);
+        let g = self.counters.read_in(&self.central.lock, c);
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
@@ -399,64 +400,72 @@ impl ReverseMap for Aspace {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                let (slot, gen) = g.insert(iv, vma);
-                if g.recording() {
-                    g.trace_entry(slot);
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    let (slot, gen) = g.insert(iv, vma);
+                    if g.recording() {
+                        g.trace_entry(slot);
+                    }
+                    self.counters.set_len(g.len());
+                    Ok(Handle::new(self.id, 0, slot, gen))
                 }
-                self.counters.set_len(g.len());
-                Ok(Handle::new(self.id, 0, slot, gen))
+                Mode::Sharded(s) => Ok(s.insert(c, self.id, self.my_shard(s), iv, vma)),
             }
-            Mode::Sharded(s) => Ok(s.insert(self.id, self.my_shard(s), iv, vma)),
-        }
+        })
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        self.check_map(parent)?;
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                resolve_shard(parent, 1)?;
-                let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-                if g.recording() {
-                    g.trace_entry(slot);
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            self.check_map(parent)?;
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    resolve_shard(parent, 1)?;
+                    let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                    if g.recording() {
+                        g.trace_entry(slot);
+                    }
+                    self.counters.set_len(g.len());
+                    Ok(Handle::new(self.id, 0, slot, gen))
                 }
-                self.counters.set_len(g.len());
-                Ok(Handle::new(self.id, 0, slot, gen))
+                Mode::Sharded(s) => s.insert_after(c, parent, iv, vma),
             }
-            Mode::Sharded(s) => s.insert_after(parent, iv, vma),
-        }
+        })
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        self.check_map(h)?;
-        match self.read_mode() {
-            Mode::Central(g) => {
-                resolve_shard(h, 1)?;
-                g.check(h.slot(), h.gen())
+        crate::stats::with_op((), |c, ()| {
+            self.check_map(h)?;
+            match self.read_mode(c) {
+                Mode::Central(g) => {
+                    resolve_shard(h, 1)?;
+                    g.check(h.slot(), h.gen())
+                }
+                Mode::Sharded(s) => s.check(h),
             }
-            Mode::Sharded(s) => s.check(h),
-        }
+        })
     }
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        self.check_map(h)?;
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                resolve_shard(h, 1)?;
-                g.check(h.slot(), h.gen())?;
-                if g.recording() {
-                    g.trace_entry(h.slot());
+        crate::stats::with_op((), |c, ()| {
+            self.check_map(h)?;
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    resolve_shard(h, 1)?;
+                    g.check(h.slot(), h.gen())?;
+                    if g.recording() {
+                        g.trace_entry(h.slot());
+                    }
+                    g.remove_checked(h.slot());
+                    self.counters.set_len(g.len());
+                    Ok(())
                 }
-                g.remove_checked(h.slot());
-                self.counters.set_len(g.len());
-                Ok(())
+                Mode::Sharded(s) => s.remove(c, h),
             }
-            Mode::Sharded(s) => s.remove(h),
-        }
+        })
     }
 
     fn insert_batch(
@@ -464,20 +473,26 @@ impl ReverseMap for Aspace {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::precheck_items(items)?;
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                out.reserve(items.len());
-                g.reserve(items.len());
-                for &(iv, vma) in items {
-                    let (slot, gen) = g.insert(iv, vma);
-                    out.push(Handle::new(self.id, 0, slot, gen));
+        crate::stats::with_op(out, |c, out| {
+            crate::precheck_items(items)?;
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    out.reserve(items.len());
+                    g.reserve(items.len());
+                    let rec = g.recording();
+                    for &(iv, vma) in items {
+                        let (slot, gen) = g.insert(iv, vma);
+                        if rec {
+                            g.trace_entry(slot);
+                        }
+                        out.push(Handle::new(self.id, 0, slot, gen));
+                    }
+                    self.counters.set_len(g.len());
                 }
-                self.counters.set_len(g.len());
+                Mode::Sharded(s) => s.insert_batch(c, self.id, self.my_shard(s), items, out),
             }
-            Mode::Sharded(s) => s.insert_batch(self.id, self.my_shard(s), items, out),
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// One lock hold for the whole batch (one per involved shard, ascending,
@@ -487,65 +502,81 @@ impl ReverseMap for Aspace {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        for &(parent, iv, _) in items {
-            iv.validate()?;
-            self.check_map(parent)?;
-        }
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                for &(parent, _, _) in items {
-                    resolve_shard(parent, 1)?;
-                    g.check(parent.slot(), parent.gen())?;
-                }
-                out.reserve(items.len());
-                g.reserve(items.len());
-                for &(parent, iv, vma) in items {
-                    let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-                    out.push(Handle::new(self.id, 0, slot, gen));
-                }
-                self.counters.set_len(g.len());
-                Ok(())
+        crate::stats::with_op(out, |c, out| {
+            for &(parent, iv, _) in items {
+                iv.validate()?;
+                self.check_map(parent)?;
             }
-            Mode::Sharded(s) => s.insert_after_batch(items, out),
-        }
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    for &(parent, _, _) in items {
+                        resolve_shard(parent, 1)?;
+                        g.check(parent.slot(), parent.gen())?;
+                    }
+                    out.reserve(items.len());
+                    g.reserve(items.len());
+                    let rec = g.recording();
+                    for &(parent, iv, vma) in items {
+                        let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                        if rec {
+                            g.trace_entry(slot);
+                        }
+                        out.push(Handle::new(self.id, 0, slot, gen));
+                    }
+                    self.counters.set_len(g.len());
+                    Ok(())
+                }
+                Mode::Sharded(s) => s.insert_after_batch(c, items, out),
+            }
+        })
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::precheck_batch(self.id, handles)?;
-        match self.write_mode() {
-            Mode::Central(mut g) => {
-                for h in handles {
-                    resolve_shard(*h, 1)?;
-                    g.check(h.slot(), h.gen())?;
+        crate::stats::with_op((), |c, ()| {
+            crate::precheck_batch(self.id, handles)?;
+            match self.write_mode(c) {
+                Mode::Central(mut g) => {
+                    for h in handles {
+                        resolve_shard(*h, 1)?;
+                        g.check(h.slot(), h.gen())?;
+                    }
+                    let rec = g.recording();
+                    for h in handles {
+                        if rec {
+                            g.trace_entry(h.slot());
+                        }
+                        g.remove_checked(h.slot());
+                    }
+                    self.counters.set_len(g.len());
+                    Ok(())
                 }
-                for h in handles {
-                    g.remove_checked(h.slot());
-                }
-                self.counters.set_len(g.len());
-                Ok(())
+                Mode::Sharded(s) => s.remove_batch(c, handles),
             }
-            Mode::Sharded(s) => s.remove_batch(handles),
-        }
+        })
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first > range.last {
-            return;
-        }
-        match self.read_mode() {
-            Mode::Central(g) => g.walk(range, f),
-            Mode::Sharded(s) => s.walk_stable(range, f),
-        }
+        crate::stats::with_op(f, |c, f| {
+            if range.first > range.last {
+                return;
+            }
+            match self.read_mode(c) {
+                Mode::Central(g) => g.walk(range, f),
+                Mode::Sharded(s) => s.walk_stable(range, f),
+            }
+        })
     }
 
     fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first > range.last {
-            return;
-        }
-        match self.read_mode() {
-            Mode::Central(g) => g.walk(range, f),
-            Mode::Sharded(s) => s.walk_each(range, f),
-        }
+        crate::stats::with_op(f, |c, f| {
+            if range.first > range.last {
+                return;
+            }
+            match self.read_mode(c) {
+                Mode::Central(g) => g.walk(range, f),
+                Mode::Sharded(s) => s.walk_each(range, f),
+            }
+        })
     }
 
     fn len(&self) -> usize {
@@ -579,7 +610,7 @@ mod tests {
     impl Aspace {
         /// Takes the central lock as if from the thread with `token`.
         fn hold_as(&self, token: usize) {
-            if let Mode::Central(mut g) = self.write_mode() {
+            if let Mode::Central(mut g) = self.write_mode(crate::stats::op_ctx()) {
                 if g.hot.last != token {
                     self.handoff(&mut g, token);
                 }

@@ -129,7 +129,10 @@ impl VmaTree {
 
 /// Touches node `slot` and its parent as written and the nodes above as
 /// read (a linked node), or only `slot` (an unlinked one).
-pub(crate) fn trace_path<P: Copy>(t: &IntervalTree<P>, slot: u32) {
+pub(crate) fn trace_path<P: Copy, K: crate::interval_tree::KeyOrder>(
+    t: &IntervalTree<P, K>,
+    slot: u32,
+) {
     use crate::interval_tree::NIL;
     let n = t.node(slot);
     crate::trace::touch_val(n, true);

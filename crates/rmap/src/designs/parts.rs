@@ -239,52 +239,61 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        let s = self.rule.pick(&self.topo, self.trees as usize);
-        let mut g = self.counters.write(&self.lock);
-        let rec = g.recording();
-        let t = g.tree_mut(s);
-        let (slot, gen) = t.insert(iv, vma);
-        if rec {
-            t.trace_entry(slot);
-        }
-        self.counters.set_len(g.total());
-        Ok(Handle::new(self.id, s as u32, slot, gen))
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            let s = self.rule.pick(&self.topo, self.trees as usize);
+            let mut g = self.counters.write_in(&self.lock, c);
+
+            let rec = g.recording();
+            let t = g.tree_mut(s);
+            let (slot, gen) = t.insert(iv, vma);
+            if rec {
+                t.trace_entry(slot);
+            }
+            self.counters.set_len(g.total());
+            Ok(Handle::new(self.id, s as u32, slot, gen))
+        })
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        let mut g = self.counters.write(&self.lock);
-        let s = resolve(self.id, parent, g.count())?;
-        let rec = g.recording();
-        let t = g.tree_mut(s);
-        let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-        if rec {
-            t.trace_entry(slot);
-        }
-        self.counters.set_len(g.total());
-        Ok(Handle::new(self.id, s as u32, slot, gen))
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            let mut g = self.counters.write_in(&self.lock, c);
+            let s = resolve(self.id, parent, g.count())?;
+            let rec = g.recording();
+            let t = g.tree_mut(s);
+            let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+            if rec {
+                t.trace_entry(slot);
+            }
+            self.counters.set_len(g.total());
+            Ok(Handle::new(self.id, s as u32, slot, gen))
+        })
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        let g = self.counters.read(&self.lock);
-        let s = resolve(self.id, h, g.count())?;
-        g.tree(s).check(h.slot(), h.gen())
+        crate::stats::with_op((), |c, ()| {
+            let g = self.counters.read_in(&self.lock, c);
+            let s = resolve(self.id, h, g.count())?;
+            g.tree(s).check(h.slot(), h.gen())
+        })
     }
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        let mut g = self.counters.write(&self.lock);
-        let s = resolve(self.id, h, g.count())?;
-        let rec = g.recording();
-        let t = g.tree_mut(s);
-        t.check(h.slot(), h.gen())?;
-        if rec {
-            t.trace_entry(h.slot());
-        }
-        t.remove_checked(h.slot());
-        self.counters.set_len(g.total());
-        Ok(())
+        crate::stats::with_op((), |c, ()| {
+            let mut g = self.counters.write_in(&self.lock, c);
+            let s = resolve(self.id, h, g.count())?;
+            let rec = g.recording();
+            let t = g.tree_mut(s);
+            t.check(h.slot(), h.gen())?;
+            if rec {
+                t.trace_entry(h.slot());
+            }
+            t.remove_checked(h.slot());
+            self.counters.set_len(g.total());
+            Ok(())
+        })
     }
 
     fn insert_batch(
@@ -292,18 +301,24 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::precheck_items(items)?;
-        out.reserve(items.len());
-        let s = self.rule.pick(&self.topo, self.trees as usize);
-        let mut g = self.counters.write(&self.lock);
-        let t = g.tree_mut(s);
-        t.reserve(items.len());
-        for &(iv, vma) in items {
-            let (slot, gen) = t.insert(iv, vma);
-            out.push(Handle::new(self.id, s as u32, slot, gen));
-        }
-        self.counters.set_len(g.total());
-        Ok(())
+        crate::stats::with_op(out, |c, out| {
+            crate::precheck_items(items)?;
+            out.reserve(items.len());
+            let s = self.rule.pick(&self.topo, self.trees as usize);
+            let mut g = self.counters.write_in(&self.lock, c);
+            let rec = g.recording();
+            let t = g.tree_mut(s);
+            t.reserve(items.len());
+            for &(iv, vma) in items {
+                let (slot, gen) = t.insert(iv, vma);
+                if rec {
+                    t.trace_entry(slot);
+                }
+                out.push(Handle::new(self.id, s as u32, slot, gen));
+            }
+            self.counters.set_len(g.total());
+            Ok(())
+        })
     }
 
     /// One lock hold; every parent is checked before anything is inserted.
@@ -312,47 +327,62 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        for &(_, iv, _) in items {
-            iv.validate()?;
-        }
-        out.reserve(items.len());
-        let mut g = self.counters.write(&self.lock);
-        for &(p, _, _) in items {
-            let s = resolve(self.id, p, g.count())?;
-            g.tree(s).check(p.slot(), p.gen())?;
-        }
-        for &(p, iv, vma) in items {
-            let s = p.shard() as usize;
-            let (slot, gen) = g.tree_mut(s).insert_after(p.slot(), p.gen(), iv, vma)?;
-            out.push(Handle::new(self.id, s as u32, slot, gen));
-        }
-        self.counters.set_len(g.total());
-        Ok(())
+        crate::stats::with_op(out, |c, out| {
+            for &(_, iv, _) in items {
+                iv.validate()?;
+            }
+            out.reserve(items.len());
+            let mut g = self.counters.write_in(&self.lock, c);
+            for &(p, _, _) in items {
+                let s = resolve(self.id, p, g.count())?;
+                g.tree(s).check(p.slot(), p.gen())?;
+            }
+            let rec = g.recording();
+            for &(p, iv, vma) in items {
+                let s = p.shard() as usize;
+                let (slot, gen) = g.tree_mut(s).insert_after(p.slot(), p.gen(), iv, vma)?;
+                if rec {
+                    g.tree(s).trace_entry(slot);
+                }
+                out.push(Handle::new(self.id, s as u32, slot, gen));
+            }
+            self.counters.set_len(g.total());
+            Ok(())
+        })
     }
 
     /// One lock hold; every handle is checked before anything is removed.
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::precheck_batch(self.id, handles)?;
-        let mut g = self.counters.write(&self.lock);
-        for &h in handles {
-            let s = resolve(self.id, h, g.count())?;
-            g.tree(s).check(h.slot(), h.gen())?;
-        }
-        for &h in handles {
-            g.tree_mut(h.shard() as usize).remove_checked(h.slot());
-        }
-        self.counters.set_len(g.total());
-        Ok(())
+        crate::stats::with_op((), |c, ()| {
+            crate::precheck_batch(self.id, handles)?;
+            let mut g = self.counters.write_in(&self.lock, c);
+            for &h in handles {
+                let s = resolve(self.id, h, g.count())?;
+                g.tree(s).check(h.slot(), h.gen())?;
+            }
+            let rec = g.recording();
+            for &h in handles {
+                let t = g.tree_mut(h.shard() as usize);
+                if rec {
+                    t.trace_entry(h.slot());
+                }
+                t.remove_checked(h.slot());
+            }
+            self.counters.set_len(g.total());
+            Ok(())
+        })
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first > range.last {
-            return;
-        }
-        let g = self.counters.read(&self.lock);
-        for s in 0..g.count() {
-            g.tree(s).walk(range, f);
-        }
+        crate::stats::with_op(f, |c, f| {
+            if range.first > range.last {
+                return;
+            }
+            let g = self.counters.read_in(&self.lock, c);
+            for s in 0..g.count() {
+                g.tree(s).walk(range, f);
+            }
+        })
     }
 
     fn len(&self) -> usize {
@@ -381,11 +411,13 @@ pub(crate) trait Outer: Debug + Send + Sync {
         Self: 'a;
     /// A lock for map `map`.
     fn new(map: u32) -> Self;
-    /// Taken by every modifier before its shard lock.
-    fn enter(&self) -> Self::Hold<'_>;
+    /// Taken by every modifier before its shard lock (`c`: the
+    /// operation's context byte).
+    fn enter(&self, c: u8) -> Self::Hold<'_>;
     /// A stable walk over `shards`.
     fn walk_stable<T: ShardTree>(
         &self,
+        c: u8,
         shards: &ShardSet<T>,
         range: Interval,
         f: &mut dyn FnMut(Interval, VmaId),
@@ -404,10 +436,11 @@ impl Outer for NoOuter {
     fn new(_: u32) -> Self {
         NoOuter
     }
-    #[inline]
-    fn enter(&self) {}
+    #[inline(always)]
+    fn enter(&self, _: u8) {}
     fn walk_stable<T: ShardTree>(
         &self,
+        _: u8,
         shards: &ShardSet<T>,
         range: Interval,
         f: &mut dyn FnMut(Interval, VmaId),
@@ -434,17 +467,18 @@ impl Outer for InvertedRw {
             counters: CachePadded::new(LockCounters::new(map, u32::MAX)),
         }
     }
-    #[inline]
-    fn enter(&self) -> Self::Hold<'_> {
-        self.counters.read(&self.lock)
+    #[inline(always)]
+    fn enter(&self, c: u8) -> Self::Hold<'_> {
+        self.counters.read_in(&self.lock, c)
     }
     fn walk_stable<T: ShardTree>(
         &self,
+        c: u8,
         shards: &ShardSet<T>,
         range: Interval,
         f: &mut dyn FnMut(Interval, VmaId),
     ) {
-        let _o = self.counters.write(&self.lock);
+        let _o = self.counters.write_in(&self.lock, c);
         shards.walk_excluded(range, f);
     }
     fn add_stats(&self, s: &mut LockStats) {
@@ -486,8 +520,9 @@ impl<O: Outer, R: ShardRule> Partitioned<O, R> {
         vma: VmaId,
     ) -> Result<Handle, RmapError> {
         let iv = iv.validate()?;
-        let _o = self.outer.enter();
-        Ok(self.shards.insert(self.id, shard, iv, vma))
+        let c = crate::stats::op_ctx();
+        let _o = self.outer.enter(c);
+        Ok(self.shards.insert(c, self.id, shard, iv, vma))
     }
 
     fn check_map(&self, h: Handle) -> Result<(), RmapError> {
@@ -501,17 +536,21 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        let s = self.rule.pick(&self.topo, self.shards.count());
-        let _o = self.outer.enter();
-        Ok(self.shards.insert(self.id, s, iv, vma))
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            let s = self.rule.pick(&self.topo, self.shards.count());
+            let _o = self.outer.enter(c);
+            Ok(self.shards.insert(c, self.id, s, iv, vma))
+        })
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        self.check_map(parent)?;
-        let _o = self.outer.enter();
-        self.shards.insert_after(parent, iv, vma)
+        crate::stats::with_op((), |c, ()| {
+            let iv = iv.validate()?;
+            self.check_map(parent)?;
+            let _o = self.outer.enter(c);
+            self.shards.insert_after(c, parent, iv, vma)
+        })
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
@@ -520,9 +559,11 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        self.check_map(h)?;
-        let _o = self.outer.enter();
-        self.shards.remove(h)
+        crate::stats::with_op((), |c, ()| {
+            self.check_map(h)?;
+            let _o = self.outer.enter(c);
+            self.shards.remove(c, h)
+        })
     }
 
     fn insert_batch(
@@ -530,11 +571,13 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::precheck_items(items)?;
-        let s = self.rule.pick(&self.topo, self.shards.count());
-        let _o = self.outer.enter();
-        self.shards.insert_batch(self.id, s, items, out);
-        Ok(())
+        crate::stats::with_op(out, |c, out| {
+            crate::precheck_items(items)?;
+            let s = self.rule.pick(&self.topo, self.shards.count());
+            let _o = self.outer.enter(c);
+            self.shards.insert_batch(c, self.id, s, items, out);
+            Ok(())
+        })
     }
 
     fn insert_after_batch(
@@ -542,24 +585,30 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        for &(p, iv, _) in items {
-            iv.validate()?;
-            self.check_map(p)?;
-        }
-        let _o = self.outer.enter();
-        self.shards.insert_after_batch(items, out)
+        crate::stats::with_op(out, |c, out| {
+            for &(p, iv, _) in items {
+                iv.validate()?;
+                self.check_map(p)?;
+            }
+            let _o = self.outer.enter(c);
+            self.shards.insert_after_batch(c, items, out)
+        })
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::precheck_batch(self.id, handles)?;
-        let _o = self.outer.enter();
-        self.shards.remove_batch(handles)
+        crate::stats::with_op((), |c, ()| {
+            crate::precheck_batch(self.id, handles)?;
+            let _o = self.outer.enter(c);
+            self.shards.remove_batch(c, handles)
+        })
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first <= range.last {
-            self.outer.walk_stable(&self.shards, range, f);
-        }
+        crate::stats::with_op(f, |c, f| {
+            if range.first <= range.last {
+                self.outer.walk_stable(c, &self.shards, range, f);
+            }
+        })
     }
 
     fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {

@@ -160,11 +160,11 @@ impl<T: ShardTree> ShardSet<T> {
     }
 
     /// Inserts into shard `s` (taken modulo the shard count).
-    #[inline]
-    pub(crate) fn insert(&self, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
+    #[inline(always)]
+    pub(crate) fn insert(&self, c: u8, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
         let s = s % self.shards.len();
         let sh = &self.shards[s];
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert(iv, vma);
         if t.recording() {
             t.trace_entry(slot);
@@ -175,14 +175,16 @@ impl<T: ShardTree> ShardSet<T> {
 
     /// Inserts next to `parent`, in the parent's shard. The map id of
     /// `parent` must have been checked.
+    #[inline(always)]
     pub(crate) fn insert_after(
         &self,
+        c: u8,
         parent: Handle,
         iv: Interval,
         vma: VmaId,
     ) -> Result<Handle, RmapError> {
         let sh = self.shard(parent)?;
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
         if t.recording() {
             t.trace_entry(slot);
@@ -199,10 +201,10 @@ impl<T: ShardTree> ShardSet<T> {
     }
 
     /// Removes `h` (map id already checked).
-    #[inline]
-    pub(crate) fn remove(&self, h: Handle) -> Result<(), RmapError> {
+    #[inline(always)]
+    pub(crate) fn remove(&self, c: u8, h: Handle) -> Result<(), RmapError> {
         let sh = self.shard(h)?;
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
         t.check(h.slot(), h.gen())?;
         if t.recording() {
             t.trace_entry(h.slot());
@@ -213,8 +215,10 @@ impl<T: ShardTree> ShardSet<T> {
     }
 
     /// Inserts validated `items` into shard `s` under one lock hold.
+    #[inline(always)]
     pub(crate) fn insert_batch(
         &self,
+        c: u8,
         map: u32,
         s: usize,
         items: &[(Interval, VmaId)],
@@ -223,10 +227,14 @@ impl<T: ShardTree> ShardSet<T> {
         let s = s % self.shards.len();
         let sh = &self.shards[s];
         out.reserve(items.len());
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
+        let rec = t.recording();
         t.reserve(items.len());
         for &(iv, vma) in items {
             let (slot, gen) = t.insert(iv, vma);
+            if rec {
+                t.trace_entry(slot);
+            }
             out.push(Handle::new(map, s as u32, slot, gen));
         }
         sh.counters.set_len(t.len());
@@ -234,7 +242,8 @@ impl<T: ShardTree> ShardSet<T> {
 
     /// Removes `handles` (prechecked for map id and duplicates): one hold of
     /// each shard involved, taken in ascending order; validates all first.
-    pub(crate) fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
+    #[inline(always)]
+    pub(crate) fn remove_batch(&self, c: u8, handles: &[Handle]) -> Result<(), RmapError> {
         let Some(first) = handles.first() else {
             return Ok(());
         };
@@ -246,22 +255,30 @@ impl<T: ShardTree> ShardSet<T> {
         }
         if handles.iter().all(|h| h.shard() == first.shard()) {
             let sh = &self.shards[first.shard() as usize];
-            let mut t = sh.counters.write(&sh.lock);
+            let mut t = sh.counters.write_in(&sh.lock, c);
             for h in handles {
                 t.check(h.slot(), h.gen())?;
             }
+            let rec = t.recording();
             for h in handles {
+                if rec {
+                    t.trace_entry(h.slot());
+                }
                 t.remove_checked(h.slot());
             }
             sh.counters.set_len(t.len());
             return Ok(());
         }
-        let (ids, mut guards) = self.lock_shards(handles.iter().map(|h| h.shard()));
+        let (ids, mut guards) = self.lock_shards(c, handles.iter().map(|h| h.shard()));
         let pos = |h: &Handle| ids.binary_search(&h.shard()).unwrap_or(0);
         for h in handles {
             guards[pos(h)].check(h.slot(), h.gen())?;
         }
+        let rec = crate::trace::recording();
         for h in handles {
+            if rec {
+                guards[pos(h)].trace_entry(h.slot());
+            }
             guards[pos(h)].remove_checked(h.slot());
         }
         for (g, &s) in guards.iter().zip(&ids) {
@@ -276,6 +293,7 @@ impl<T: ShardTree> ShardSet<T> {
     #[allow(clippy::type_complexity)]
     fn lock_shards(
         &self,
+        c: u8,
         shards: impl Iterator<Item = u32>,
     ) -> (Vec<u32>, Lifo<Held<'_, WriteGuard<'_, T>>>) {
         let mut ids: Vec<u32> = shards.collect();
@@ -285,7 +303,7 @@ impl<T: ShardTree> ShardSet<T> {
             .iter()
             .map(|&s| {
                 let sh = &self.shards[s as usize];
-                sh.counters.write(&sh.lock)
+                sh.counters.write_in(&sh.lock, c)
             })
             .collect();
         (ids, Lifo(guards))
@@ -296,6 +314,7 @@ impl<T: ShardTree> ShardSet<T> {
     /// order; validates every parent first.
     pub(crate) fn insert_after_batch(
         &self,
+        c: u8,
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
@@ -305,14 +324,18 @@ impl<T: ShardTree> ShardSet<T> {
         {
             return Err(RmapError::UnknownHandle);
         }
-        let (ids, mut guards) = self.lock_shards(items.iter().map(|(p, _, _)| p.shard()));
+        let (ids, mut guards) = self.lock_shards(c, items.iter().map(|(p, _, _)| p.shard()));
         let pos = |p: &Handle| ids.binary_search(&p.shard()).unwrap_or(0);
         for (p, _, _) in items {
             guards[pos(p)].check(p.slot(), p.gen())?;
         }
         out.reserve(items.len());
+        let rec = crate::trace::recording();
         for &(p, iv, vma) in items {
             let (slot, gen) = guards[pos(&p)].insert_after(p.slot(), p.gen(), iv, vma)?;
+            if rec {
+                guards[pos(&p)].trace_entry(slot);
+            }
             out.push(Handle::new(p.map(), p.shard(), slot, gen));
         }
         for (g, &s) in guards.iter().zip(&ids) {
