@@ -11,11 +11,15 @@
 //! segment `walk_rate_hz` times a second (a stable walk).
 //!
 //! One *op* is one process mapped and unmapped: 5 inserts and 5 removes.
+//! Inserts run under [`CallSite::MmapLink`], removals under
+//! [`CallSite::ExitUnlink`] and the walker under [`CallSite::Walk`], so the
+//! result's [`LockStats::per_site`] splits the holds.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use crate::stats::{set_call_site, CallSite};
 use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
 
 /// The five segments of a libc-like shared object, in page offsets: r--
@@ -143,12 +147,20 @@ pub fn churn_once(
                 .enumerate()
                 .map(|(i, &iv)| (iv, vma_base + i as u64)),
         );
-        map.insert_batch(items, hs).expect("valid intervals");
+        {
+            let _site = set_call_site(CallSite::MmapLink);
+            map.insert_batch(items, hs).expect("valid intervals");
+        }
+        let _site = set_call_site(CallSite::ExitUnlink);
         map.remove_batch(hs).expect("live handles");
     } else {
-        for (i, &iv) in intervals.iter().enumerate() {
-            hs.push(map.insert(iv, vma_base + i as u64).expect("valid interval"));
+        {
+            let _site = set_call_site(CallSite::MmapLink);
+            for (i, &iv) in intervals.iter().enumerate() {
+                hs.push(map.insert(iv, vma_base + i as u64).expect("valid interval"));
+            }
         }
+        let _site = set_call_site(CallSite::ExitUnlink);
         for &h in hs.iter() {
             map.remove(h).expect("live handle");
         }
@@ -247,6 +259,7 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> Result<ChurnResu
             let mut next = Instant::now();
             while !stop.load(Ordering::Relaxed) {
                 let mut k = 0u64;
+                let _site = set_call_site(CallSite::Walk);
                 map.walk(range, &mut |_, _| k += 1);
                 // Relaxed: a statistic, read after the threads are joined (join orders it).
                 walks.fetch_add(1, Ordering::Relaxed);

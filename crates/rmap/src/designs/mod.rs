@@ -1,18 +1,36 @@
-//! One module per design. Shared here: `VmaTree`, the interval tree of
-//! VMAs that every Linux-derived design uses (one tree node per entry).
+//! One module per design, each built from shared parts (the private
+//! `parts` module): a tree (`VmaTree` here, the interval tree of VMAs with
+//! one node per entry, or the group tree of `aspace`), a locking policy
+//! (one lock over one or more trees; one lock per shard, with or without an
+//! inverted outer lock; `aspace`'s promotion from the first to the second),
+//! a thread-to-shard rule (none, the NUMA node, groups of 8 CPUs, CPUs
+//! spread over the shards) and one handle resolver. A design module holds
+//! its documentation and names its composition:
+//!
+//! | design | trees | locking | thread -> shard |
+//! |---|---|---|---|
+//! | `linux_shared_line` | one `VmaTree`, header beside the lock word | one lock | - |
+//! | `linux` | one `VmaTree`, header on the next line | one lock | - |
+//! | `numa_split` | one `VmaTree` per node | one lock | node |
+//! | `numa_locks` | one `VmaTree` per node | one lock per shard | node |
+//! | `sharded` | one `VmaTree` per 8 CPUs | inverted outer lock + one per shard | cpu / 8 |
+//! | `aspace` | group tree | one lock, promoted to one per shard | cpu * shards / cpus |
+//! | `aspace_central` | group tree | one lock, never promoted | - |
+//! | `exclude` | none | none | - |
 
 pub mod aspace;
-mod grouped;
+pub mod exclude;
+pub(crate) mod grouped;
 pub mod linux;
 pub mod linux_shared_line;
 pub mod numa_locks;
 pub mod numa_split;
+mod parts;
 pub mod sharded;
-mod shardset;
-mod single;
+pub(crate) mod shardset;
 
 use crate::interval_tree::IntervalTree;
-use crate::{Handle, Interval, RmapError, VmaId};
+use crate::{Interval, RmapError, VmaId};
 
 /// One interval tree of VMAs, one node per entry (the kernel's `i_mmap`).
 #[derive(Debug, Default)]
@@ -82,30 +100,92 @@ impl VmaTree {
     #[inline]
     pub(crate) fn remove_checked(&mut self, slot: u32) {
         self.t.unlink(slot);
-        self.t.free(slot);
-    }
-
-    #[inline]
-    pub(crate) fn remove(&mut self, slot: u32, gen: u32) -> Result<(), RmapError> {
-        self.check(slot, gen)?;
-        self.remove_checked(slot);
-        Ok(())
+        self.t.release(slot);
     }
 
     #[inline]
     pub(crate) fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        if crate::trace::recording() {
+            crate::trace::touch_val(self, false);
+            self.t.walk_nodes(range.first, range.last, |_, n| {
+                crate::trace::touch_val(n, false);
+                f(n.interval(), n.payload)
+            });
+            return;
+        }
         self.t
             .walk_nodes(range.first, range.last, |_, n| f(n.interval(), n.payload));
     }
+
+    /// For the event recorder: the header and the live node `slot` written,
+    /// its parent written, the rest of the path from the root read.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_entry(&self, slot: u32) {
+        crate::trace::touch_val(self, true);
+        trace_path(&self.t, slot);
+    }
 }
 
-/// Removes a batch from one tree: validate all, then remove all.
-pub(crate) fn tree_remove_batch(t: &mut VmaTree, handles: &[Handle]) -> Result<(), RmapError> {
-    for h in handles {
-        t.check(h.slot(), h.gen())?;
+/// Touches node `slot` and its parent as written and the nodes above as
+/// read (a linked node), or only `slot` (an unlinked one).
+pub(crate) fn trace_path<P: Copy, K: crate::interval_tree::KeyOrder>(
+    t: &IntervalTree<P, K>,
+    slot: u32,
+) {
+    use crate::interval_tree::NIL;
+    let n = t.node(slot);
+    crate::trace::touch_val(n, true);
+    if !n.in_tree() {
+        return;
     }
-    for h in handles {
-        t.remove_checked(h.slot());
+    let mut p = t.parent_of(slot);
+    let mut first = true;
+    while p != NIL {
+        crate::trace::touch_val(t.node(p), first);
+        first = false;
+        p = t.parent_of(p);
     }
-    Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::grouped::GroupTree;
+    use super::shardset::ShardTree;
+    use super::*;
+    use crate::interval_tree::IntervalTree;
+
+    /// Drives one slot to its last generation, then frees it: the handle
+    /// of every generation stays dead and the slot is never handed out
+    /// again, so no handle can come back to life (it did after 2^29
+    /// insert/remove cycles when the generation wrapped).
+    fn forced_wrap<T: ShardTree>(t: &mut T, set_gen: impl Fn(&mut T, u32, u32)) {
+        let iv = Interval { first: 1, last: 5 };
+        let (slot, gen0) = t.insert(iv, 1);
+        t.remove_checked(slot);
+        // The slot is free; pretend it has been reused 2^29 - 2 times.
+        set_gen(t, slot, IntervalTree::<u64>::LAST_GEN);
+        let (s2, last) = t.insert(iv, 2);
+        assert_eq!(s2, slot, "the free slot is reused");
+        assert_eq!(last, IntervalTree::<u64>::LAST_GEN);
+        t.check(s2, last).unwrap();
+        t.remove_checked(s2);
+        // Retired: neither the stale handles nor a new entry reuse it.
+        assert_eq!(t.check(slot, last), Err(RmapError::UnknownHandle));
+        assert_eq!(t.check(slot, gen0), Err(RmapError::UnknownHandle));
+        assert_eq!(t.check(slot, 0), Err(RmapError::UnknownHandle));
+        let (s3, _) = t.insert(iv, 3);
+        assert_ne!(s3, slot, "a retired slot is never reused");
+        assert_eq!(t.check(slot, 0), Err(RmapError::UnknownHandle));
+        assert_eq!(t.len(), 1);
+        let mut seen = Vec::new();
+        t.walk(Interval::FULL, &mut |_, v| seen.push(v));
+        assert_eq!(seen, vec![3]);
+    }
+
+    #[test]
+    fn generation_wrap_retires_the_slot() {
+        forced_wrap(&mut VmaTree::new(), |t, s, g| t.t.set_gen_for_test(s, g));
+        forced_wrap(&mut GroupTree::new(), |t, s, g| t.set_gen_for_test(s, g));
+    }
 }

@@ -11,7 +11,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::stats::LockCounters;
+use crate::stats::{Held, LockCounters};
 use crate::sync::{RwLock, WriteGuard};
 use crate::{Handle, Interval, LockStats, RmapError, VmaId};
 
@@ -39,6 +39,9 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     fn heap_bytes(&self) -> usize;
     /// Room for `n` more entries.
     fn reserve(&mut self, n: usize);
+    /// For the event recorder: the lines an insert or removal of live
+    /// entry `slot` touches (call before a removal, after an insert).
+    fn trace_entry(&self, slot: u32);
 }
 
 impl ShardTree for super::VmaTree {
@@ -76,6 +79,32 @@ impl ShardTree for super::VmaTree {
     fn reserve(&mut self, n: usize) {
         super::VmaTree::reserve(self, n)
     }
+    fn trace_entry(&self, slot: u32) {
+        super::VmaTree::trace_entry(self, slot)
+    }
+}
+
+/// Guards of several locks, released in the reverse order of acquisition
+/// (the hold-timing stack in `stats` pairs holds last-in, first-out).
+pub(crate) struct Lifo<G>(Vec<G>);
+
+impl<G> std::ops::Deref for Lifo<G> {
+    type Target = Vec<G>;
+    fn deref(&self) -> &Vec<G> {
+        &self.0
+    }
+}
+
+impl<G> std::ops::DerefMut for Lifo<G> {
+    fn deref_mut(&mut self) -> &mut Vec<G> {
+        &mut self.0
+    }
+}
+
+impl<G> Drop for Lifo<G> {
+    fn drop(&mut self) {
+        while self.0.pop().is_some() {}
+    }
 }
 
 /// One shard: lock word, counters and tree header on one padded line.
@@ -93,19 +122,19 @@ pub(crate) struct ShardSet<T> {
 
 impl<T: ShardTree> ShardSet<T> {
     /// `n` empty shards (at least one); shard 0 starts as `first`.
-    pub(crate) fn with_first(n: usize, first: T) -> Self {
+    pub(crate) fn with_first(map: u32, n: usize, first: T) -> Self {
         let n = n.max(1);
         let mut v = Vec::with_capacity(n);
         let first_len = first.len();
         v.push(CachePadded::new(Shard {
             lock: RwLock::new(first),
-            counters: LockCounters::new(),
+            counters: LockCounters::new(map, 0),
         }));
         v[0].counters.set_len(first_len);
-        for _ in 1..n {
+        for i in 1..n {
             v.push(CachePadded::new(Shard {
                 lock: RwLock::new(T::default()),
-                counters: LockCounters::new(),
+                counters: LockCounters::new(map, i as u32),
             }));
         }
         ShardSet {
@@ -113,8 +142,8 @@ impl<T: ShardTree> ShardSet<T> {
         }
     }
 
-    pub(crate) fn new(n: usize) -> Self {
-        Self::with_first(n, T::default())
+    pub(crate) fn new(map: u32, n: usize) -> Self {
+        Self::with_first(map, n, T::default())
     }
 
     #[inline]
@@ -131,45 +160,65 @@ impl<T: ShardTree> ShardSet<T> {
     }
 
     /// Inserts into shard `s` (taken modulo the shard count).
-    #[inline]
-    pub(crate) fn insert(&self, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
+    #[inline(always)]
+    pub(crate) fn insert(&self, c: u8, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
         let s = s % self.shards.len();
         let sh = &self.shards[s];
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert(iv, vma);
+        if t.recording() {
+            t.trace_entry(slot);
+        }
         sh.counters.set_len(t.len());
         Handle::new(map, s as u32, slot, gen)
     }
 
     /// Inserts next to `parent`, in the parent's shard. The map id of
     /// `parent` must have been checked.
+    #[inline(always)]
     pub(crate) fn insert_after(
         &self,
+        c: u8,
         parent: Handle,
         iv: Interval,
         vma: VmaId,
     ) -> Result<Handle, RmapError> {
         let sh = self.shard(parent)?;
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+        if t.recording() {
+            t.trace_entry(slot);
+        }
         sh.counters.set_len(t.len());
         Ok(Handle::new(parent.map(), parent.shard(), slot, gen))
     }
 
-    /// Removes `h` (map id already checked).
-    #[inline]
-    pub(crate) fn remove(&self, h: Handle) -> Result<(), RmapError> {
+    /// Validates `h` (map id already checked) under its shard's read lock.
+    pub(crate) fn check(&self, h: Handle) -> Result<(), RmapError> {
         let sh = self.shard(h)?;
-        let mut t = sh.counters.write(&sh.lock);
+        let t = sh.counters.read(&sh.lock);
+        t.check(h.slot(), h.gen())
+    }
+
+    /// Removes `h` (map id already checked).
+    #[inline(always)]
+    pub(crate) fn remove(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        let sh = self.shard(h)?;
+        let mut t = sh.counters.write_in(&sh.lock, c);
         t.check(h.slot(), h.gen())?;
+        if t.recording() {
+            t.trace_entry(h.slot());
+        }
         t.remove_checked(h.slot());
         sh.counters.set_len(t.len());
         Ok(())
     }
 
     /// Inserts validated `items` into shard `s` under one lock hold.
+    #[inline(always)]
     pub(crate) fn insert_batch(
         &self,
+        c: u8,
         map: u32,
         s: usize,
         items: &[(Interval, VmaId)],
@@ -178,10 +227,14 @@ impl<T: ShardTree> ShardSet<T> {
         let s = s % self.shards.len();
         let sh = &self.shards[s];
         out.reserve(items.len());
-        let mut t = sh.counters.write(&sh.lock);
+        let mut t = sh.counters.write_in(&sh.lock, c);
+        let rec = t.recording();
         t.reserve(items.len());
         for &(iv, vma) in items {
             let (slot, gen) = t.insert(iv, vma);
+            if rec {
+                t.trace_entry(slot);
+            }
             out.push(Handle::new(map, s as u32, slot, gen));
         }
         sh.counters.set_len(t.len());
@@ -189,7 +242,8 @@ impl<T: ShardTree> ShardSet<T> {
 
     /// Removes `handles` (prechecked for map id and duplicates): one hold of
     /// each shard involved, taken in ascending order; validates all first.
-    pub(crate) fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
+    #[inline(always)]
+    pub(crate) fn remove_batch(&self, c: u8, handles: &[Handle]) -> Result<(), RmapError> {
         let Some(first) = handles.first() else {
             return Ok(());
         };
@@ -201,22 +255,30 @@ impl<T: ShardTree> ShardSet<T> {
         }
         if handles.iter().all(|h| h.shard() == first.shard()) {
             let sh = &self.shards[first.shard() as usize];
-            let mut t = sh.counters.write(&sh.lock);
+            let mut t = sh.counters.write_in(&sh.lock, c);
             for h in handles {
                 t.check(h.slot(), h.gen())?;
             }
+            let rec = t.recording();
             for h in handles {
+                if rec {
+                    t.trace_entry(h.slot());
+                }
                 t.remove_checked(h.slot());
             }
             sh.counters.set_len(t.len());
             return Ok(());
         }
-        let (ids, mut guards) = self.lock_shards(handles.iter().map(|h| h.shard()));
+        let (ids, mut guards) = self.lock_shards(c, handles.iter().map(|h| h.shard()));
         let pos = |h: &Handle| ids.binary_search(&h.shard()).unwrap_or(0);
         for h in handles {
             guards[pos(h)].check(h.slot(), h.gen())?;
         }
+        let rec = crate::trace::recording();
         for h in handles {
+            if rec {
+                guards[pos(h)].trace_entry(h.slot());
+            }
             guards[pos(h)].remove_checked(h.slot());
         }
         for (g, &s) in guards.iter().zip(&ids) {
@@ -228,18 +290,23 @@ impl<T: ShardTree> ShardSet<T> {
     /// Write-locks each distinct shard in `shards` (all in range), in
     /// ascending order: the order every multi-shard operation takes, so two
     /// of them never deadlock. Returns the sorted ids and their guards.
-    fn lock_shards(&self, shards: impl Iterator<Item = u32>) -> (Vec<u32>, Vec<WriteGuard<'_, T>>) {
+    #[allow(clippy::type_complexity)]
+    fn lock_shards(
+        &self,
+        c: u8,
+        shards: impl Iterator<Item = u32>,
+    ) -> (Vec<u32>, Lifo<Held<'_, WriteGuard<'_, T>>>) {
         let mut ids: Vec<u32> = shards.collect();
         ids.sort_unstable();
         ids.dedup();
-        let guards = ids
+        let guards: Vec<_> = ids
             .iter()
             .map(|&s| {
                 let sh = &self.shards[s as usize];
-                sh.counters.write(&sh.lock)
+                sh.counters.write_in(&sh.lock, c)
             })
             .collect();
-        (ids, guards)
+        (ids, Lifo(guards))
     }
 
     /// `insert_after` for every item (map ids already checked), each in its
@@ -247,6 +314,7 @@ impl<T: ShardTree> ShardSet<T> {
     /// order; validates every parent first.
     pub(crate) fn insert_after_batch(
         &self,
+        c: u8,
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
@@ -256,14 +324,18 @@ impl<T: ShardTree> ShardSet<T> {
         {
             return Err(RmapError::UnknownHandle);
         }
-        let (ids, mut guards) = self.lock_shards(items.iter().map(|(p, _, _)| p.shard()));
+        let (ids, mut guards) = self.lock_shards(c, items.iter().map(|(p, _, _)| p.shard()));
         let pos = |p: &Handle| ids.binary_search(&p.shard()).unwrap_or(0);
         for (p, _, _) in items {
             guards[pos(p)].check(p.slot(), p.gen())?;
         }
         out.reserve(items.len());
+        let rec = crate::trace::recording();
         for &(p, iv, vma) in items {
             let (slot, gen) = guards[pos(&p)].insert_after(p.slot(), p.gen(), iv, vma)?;
+            if rec {
+                guards[pos(&p)].trace_entry(slot);
+            }
             out.push(Handle::new(p.map(), p.shard(), slot, gen));
         }
         for (g, &s) in guards.iter().zip(&ids) {
@@ -275,12 +347,13 @@ impl<T: ShardTree> ShardSet<T> {
     /// Stable walk: read-locks every shard in ascending order, holds them
     /// all, walks, releases.
     pub(crate) fn walk_stable(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        let guards: Vec<_> = self
-            .shards
-            .iter()
-            .map(|sh| sh.counters.read(&sh.lock))
-            .collect();
-        for g in &guards {
+        let guards = Lifo(
+            self.shards
+                .iter()
+                .map(|sh| sh.counters.read(&sh.lock))
+                .collect(),
+        );
+        for g in guards.iter() {
             g.walk(range, f);
         }
     }
