@@ -21,6 +21,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use mm::CallPattern;
 use results::{Config, Results};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
@@ -89,6 +90,10 @@ struct BenchArgs {
     /// numa_locks, sharded, aspace.
     #[arg(long)]
     designs: Option<String>,
+    /// How mm calls the reverse maps: per-vma (Linux 6.12: one lock hold per VMA on
+    /// link and fork), batched (one hold per file per operation), or both.
+    #[arg(long, value_enum, default_value_t = PatternArg::Both)]
+    call_pattern: PatternArg,
     /// Comma-separated thread counts, e.g. "1,2,4" (default: 1 to 2 x nproc).
     #[arg(long)]
     threads: Option<String>,
@@ -114,6 +119,27 @@ struct BenchArgs {
     /// The binary each worker execs (a dynamically linked ELF file).
     #[arg(long, default_value = "/bin/true")]
     binary: PathBuf,
+}
+
+/// `--call-pattern`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PatternArg {
+    /// One lock hold per VMA on link and fork (Linux 6.12).
+    PerVma,
+    /// One lock hold per file per operation.
+    Batched,
+    /// Both, side by side.
+    Both,
+}
+
+impl PatternArg {
+    fn patterns(self) -> Vec<CallPattern> {
+        match self {
+            PatternArg::PerVma => vec![CallPattern::PerVma],
+            PatternArg::Batched => vec![CallPattern::Batched],
+            PatternArg::Both => CallPattern::ALL.to_vec(),
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -237,16 +263,24 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let mut workloads = a.workload.clone();
     workloads.dedup();
 
+    let patterns = a.call_pattern.patterns();
+    let mut pairs = Vec::new();
+    for &pattern in &patterns {
+        for &d in &designs {
+            pairs.push((d, pattern));
+        }
+    }
     let points: Vec<Point> = workloads
         .iter()
         .flat_map(|&w| {
-            designs.iter().flat_map({
+            pairs.iter().flat_map({
                 let (threads, topology, topology_name, binary) =
                     (&threads, &topology, &topology_name, &a.binary);
-                move |&d| {
+                move |&(d, pattern)| {
                     threads.iter().map(move |&t| Point {
                         workload: w,
                         design: d,
+                        pattern,
                         threads: t,
                         duration,
                         resident,

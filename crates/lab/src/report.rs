@@ -20,7 +20,7 @@ fn fmt_rate(x: f64) -> String {
 fn runs_of<'a>(r: &'a Results, w: &'a str, d: &'a str) -> impl Iterator<Item = &'a Run> {
     r.runs
         .iter()
-        .filter(move |x| x.workload == w && x.design == d)
+        .filter(move |x| x.workload == w && x.series_name() == d)
 }
 
 /// The plain-text table printed after a bench and by `aspace report`.

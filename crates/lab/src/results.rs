@@ -65,8 +65,11 @@ pub struct Run {
     pub seconds: f64,
     /// `ops_per_sec` / linux's at the same thread count, when linux ran.
     pub ratio_to_linux: Option<f64>,
-    /// How mm drives this design's reverse map.
+    /// How mm called the reverse maps: `per-vma` or `batched`.
     pub call_pattern: String,
+    /// What that pattern does at each call site.
+    #[serde(default)]
+    pub call_pattern_detail: String,
     /// Reverse-map calls per operation, measured.
     pub calls_per_op: CallsPerOp,
     /// Resident processes that map the binary, libc and ld.so.
@@ -79,6 +82,17 @@ pub struct Run {
     pub topology: String,
     /// Bytes libc's reverse map takes with the residents in it.
     pub libc_rmap_bytes: usize,
+}
+
+impl Run {
+    /// The series this run belongs to: `design` plus ` batched` when batched.
+    pub fn series_name(&self) -> String {
+        if self.call_pattern.is_empty() {
+            self.design.clone()
+        } else {
+            format!("{} {}", self.design, self.call_pattern)
+        }
+    }
 }
 
 /// A USL fit of one design's curve, with projections.
@@ -145,7 +159,12 @@ impl Results {
         for r in &mut self.runs {
             r.ratio_to_linux = runs
                 .iter()
-                .find(|l| l.design == "linux" && l.workload == r.workload && l.threads == r.threads)
+                .find(|l| {
+                    l.design == "linux"
+                        && l.call_pattern == r.call_pattern
+                        && l.workload == r.workload
+                        && l.threads == r.threads
+                })
                 .filter(|l| l.ops_per_sec > 0.0)
                 .map(|l| r.ops_per_sec / l.ops_per_sec);
         }
@@ -162,7 +181,7 @@ impl Results {
             let pts: Vec<(f64, f64)> = self
                 .runs
                 .iter()
-                .filter(|r| r.workload == w && r.design == d && r.threads <= cores)
+                .filter(|r| r.workload == w && r.series_name() == d && r.threads <= cores)
                 .map(|r| (r.threads as f64, r.ops_per_sec))
                 .collect();
             let usl = crate::usl::fit(&pts);
@@ -178,11 +197,11 @@ impl Results {
         }
     }
 
-    /// (workload, design) pairs in first-seen order.
+    /// (workload, series name) pairs in first-seen order.
     pub fn series(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
         for r in &self.runs {
-            let k = (r.workload.clone(), r.design.clone());
+            let k = (r.workload.clone(), r.series_name());
             if !out.contains(&k) {
                 out.push(k);
             }

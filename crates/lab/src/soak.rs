@@ -15,7 +15,7 @@
 //! through crossbeam-epoch, rmap slots reused) can be seen to stay bounded.
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
-use mm::{File, Files, MapFlags, Mm, Program, Prot, PAGE_SIZE};
+use mm::{CallPattern, File, Files, MapFlags, Mm, Program, Prot, PAGE_SIZE};
 use rmap::{Design, Interval, Topology, VmaId};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -343,8 +343,11 @@ pub fn run(cfg: &SoakConfig, tick: &dyn Fn(f64)) -> SoakReport {
     let worlds: Vec<World> = cfg
         .designs
         .iter()
-        .map(|&design| {
-            let files = Files::new(design, topo.clone());
+        .enumerate()
+        .map(|(i, &design)| {
+            // Alternate the call patterns so a soak exercises both.
+            let pattern = CallPattern::ALL[i % CallPattern::ALL.len()];
+            let files = Files::new(design, topo.clone(), pattern);
             let synth = (0..4)
                 .map(|i| files.register(Path::new(&format!("/soak/file{i}")), 256))
                 .collect();

@@ -12,7 +12,7 @@
 //! 5. lock statistics are the delta over the measured interval.
 
 use crate::results::{CallsPerOp, Run};
-use mm::{Access, Files, Mm, Program, RmapCalls};
+use mm::{Access, CallPattern, Files, Mm, Program, RmapCalls};
 use rmap::{Design, Interval, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +45,8 @@ pub struct Point {
     pub workload: Workload,
     /// Which design.
     pub design: Design,
+    /// How mm calls the reverse maps.
+    pub pattern: CallPattern,
     /// Worker threads.
     pub threads: usize,
     /// Measured time.
@@ -64,7 +66,7 @@ pub struct Point {
 /// Resolves `binary` once to check it before a sweep: a clear error for a missing,
 /// non-ELF or truncated file or a missing library.
 pub fn check_binary(binary: &Path) -> Result<(), String> {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     files
         .program(binary)
         .map(drop)
@@ -95,7 +97,7 @@ fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
 
 /// Runs one point; `tick` is called about every 100 ms with the fraction done.
 pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
-    let files = Files::new(p.design, p.topology.clone());
+    let files = Files::new(p.design, p.topology.clone(), p.pattern);
     let prog: Arc<Program> = files
         .program(&p.binary)
         .map_err(|e| format!("cannot exec {}: {e}", p.binary.display()))?;
@@ -195,7 +197,8 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         ops,
         seconds: secs,
         ratio_to_linux: None,
-        call_pattern: files.call_pattern().describe(),
+        call_pattern: p.pattern.name().into(),
+        call_pattern_detail: p.pattern.describe().into(),
         calls_per_op: CallsPerOp {
             insert: per(calls.insert),
             insert_batch: per(calls.insert_batch),

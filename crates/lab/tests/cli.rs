@@ -46,7 +46,11 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         assert!(v["machine"].get(k).is_some(), "machine.{k}");
     }
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2 * 2 * 3, "workloads x designs x threads");
+    assert_eq!(
+        runs.len(),
+        2 * 2 * 2 * 3,
+        "workloads x designs x call patterns x threads"
+    );
     for r in runs {
         for k in [
             "workload",
@@ -64,58 +68,33 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
             assert!((r["ratio_to_linux"].as_f64().unwrap() - 1.0).abs() < 1e-9);
         }
     }
-    let shell_aspace = runs
-        .iter()
-        .find(|r| r["workload"] == "shell" && r["design"] == "aspace")
-        .unwrap();
-    // Fork links the child's file VMAs with one batch per file for aspace
-    // (binary, libc, ld.so: at least 3) and none one by one...
-    assert!(
-        shell_aspace["calls_per_op"]["insert_after_batch"]
-            .as_f64()
-            .unwrap()
-            >= 3.0
-    );
-    assert_eq!(
-        shell_aspace["calls_per_op"]["insert_after"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    // ...while the Linux-derived designs take one hold per VMA, as dup_mmap.
-    let shell_linux = runs
-        .iter()
-        .find(|r| r["workload"] == "shell" && r["design"] == "linux")
-        .unwrap();
-    assert!(
-        shell_linux["calls_per_op"]["insert_after"]
-            .as_f64()
-            .unwrap()
-            >= 10.0
-    );
-    assert_eq!(
-        shell_linux["calls_per_op"]["insert_after_batch"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    assert!(
-        shell_aspace["calls_per_op"]["insert_batch"]
-            .as_f64()
-            .unwrap()
-            >= 3.0
-    );
-    let execl_linux = runs
-        .iter()
-        .find(|r| r["workload"] == "execl" && r["design"] == "linux")
-        .unwrap();
-    assert_eq!(
-        execl_linux["calls_per_op"]["insert_batch"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    assert!(v["fits"].as_array().unwrap().len() == 4);
+    let find = |w: &str, d: &str, p: &str| {
+        runs.iter()
+            .find(|r| r["workload"] == w && r["design"] == d && r["call_pattern"] == p)
+            .unwrap_or_else(|| panic!("no {w} {d} {p} run"))
+    };
+    let calls = |r: &serde_json::Value, k: &str| r["calls_per_op"][k].as_f64().unwrap();
+    // The call pattern is the caller's, the same for every design: batched
+    // fork links the child's file VMAs with one batch per file (binary,
+    // libc, ld.so: at least 3) and none one by one...
+    for d in ["linux", "aspace"] {
+        let b = find("shell", d, "batched");
+        assert!(calls(b, "insert_after_batch") >= 3.0, "{b}");
+        assert_eq!(calls(b, "insert_after"), 0.0, "{b}");
+        assert!(calls(b, "insert_batch") >= 3.0, "{b}");
+        assert_eq!(calls(b, "insert"), 0.0, "{b}");
+        // ...while per VMA takes one hold per VMA, as dup_mmap.
+        let p = find("shell", d, "per-vma");
+        assert!(calls(p, "insert_after") >= 10.0, "{p}");
+        assert_eq!(calls(p, "insert_after_batch"), 0.0, "{p}");
+        assert_eq!(calls(p, "insert_batch"), 0.0, "{p}");
+        assert!(
+            calls(p, "lock_holds") > calls(b, "lock_holds"),
+            "{p} vs {b}"
+        );
+        assert_eq!(calls(find("execl", d, "per-vma"), "insert_batch"), 0.0);
+    }
+    assert_eq!(v["fits"].as_array().unwrap().len(), 8);
 
     for f in [
         "report.html",

@@ -13,9 +13,9 @@
 //! space exactly as it was.
 //!
 //! ```
-//! use mm::{Files, Mm};
+//! use mm::{CallPattern, Files, Mm};
 //! use rmap::{Design, Topology};
-//! let files = Files::new(Design::Linux, Topology::detect());
+//! let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
 //! let mm = Mm::new(files.clone());
 //! mm.exec(std::path::Path::new("/bin/sleep")).unwrap();
 //! let libc = files.all().into_iter().find(|f| f.path().ends_with("libc.so.6")).unwrap();
@@ -30,7 +30,7 @@ pub mod files;
 pub mod vma;
 
 pub use error::Error;
-pub use files::{CallPattern, File, Files, InsertPattern, Program};
+pub use files::{CallPattern, File, Files, Program};
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
 use elf::ElfKind;
@@ -250,11 +250,11 @@ impl Mm {
         (self.id << 40) | (st.next_id & ((1 << 40) - 1))
     }
 
-    /// Links every file VMA of `vmas` into its file's reverse map, with this design's
-    /// call pattern.
+    /// Links every file VMA of `vmas` into its file's reverse map, with the registry's
+    /// call pattern: one `insert` per VMA, or one `insert_batch` per file.
     fn link(&self, st: &mut State, vmas: &mut [Vma]) {
-        match self.pattern.insert {
-            InsertPattern::PerVma => {
+        match self.pattern {
+            CallPattern::PerVma => {
                 for v in vmas.iter_mut() {
                     if let Backing::File { file, pgoff } = &v.backing {
                         let id = self.new_id(st);
@@ -268,7 +268,7 @@ impl Mm {
                     }
                 }
             }
-            InsertPattern::BatchPerFile => {
+            CallPattern::Batched => {
                 for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
                     let items: Vec<(Interval, VmaId)> = idx
                         .iter()
@@ -291,9 +291,16 @@ impl Mm {
         }
     }
 
-    /// Unlinks every file VMA of `vmas`: one `remove_batch` per file.
+    /// Unlinks every file VMA of `vmas` (in address order) with the registry's call
+    /// pattern: `Batched`, one `remove_batch` per file; `PerVma`, one `remove_batch` per
+    /// run of consecutive VMAs of one file, at most 8 (anonymous VMAs neither join nor
+    /// break a run), as Linux's `unlink_file_vma_batch`.
     fn unlink(&self, st: &mut State, vmas: &[Arc<Vma>]) {
-        for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
+        let groups = match self.pattern.unlink_run_limit() {
+            None => group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))),
+            Some(limit) => runs_by_file(vmas.iter().map(|v| v.file().map(|f| f.0)), limit),
+        };
+        for (file, idx) in groups {
             let handles: Vec<Handle> = idx
                 .iter()
                 .filter_map(|&i| vmas[i].link.map(|l| l.handle))
@@ -555,13 +562,12 @@ impl Mm {
         Ok(())
     }
 
-    /// Replaces this address space with `prog`: the old VMAs are removed (one
-    /// `remove_batch` per file), then, in the kernel's and ld.so's order: the stack,
+    /// Replaces this address space with `prog`: the old VMAs are unlinked (exit's
+    /// unlink, see [`CallPattern`]), then, in the kernel's and ld.so's order: the stack,
     /// the executable's `PT_LOAD`s (PIE at [`layout::ELF_ET_DYN_BASE`]) with their bss,
     /// the heap, the interpreter, the vvar/vdso pages, and each library, top-down. Each
     /// object's VMAs are the final ones after ld.so's RELRO `mprotect` (the RELRO piece
-    /// is its own read-only VMA), and are linked with this design's call pattern: one
-    /// insert per VMA, or one batch per file.
+    /// is its own read-only VMA), and are linked with the registry's [`CallPattern`].
     pub fn exec_program(&self, prog: &Program) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
@@ -617,7 +623,8 @@ impl Mm {
 
     /// `fork()`: a child with a copy of this address space. The tree is copied with
     /// the maple tree's `dup`; then each file VMA is linked into its file's map right
-    /// after the parent's (`insert_after`, one call per VMA, grouped per file) and the
+    /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
+    /// the registry's [`CallPattern`]) and the
     /// child's entry replaced with the linked copy.
     pub fn fork(&self) -> Mm {
         let st = self.state.lock();
@@ -654,8 +661,8 @@ impl Mm {
                 })
                 .collect();
             // The parent's handles stay live while we hold its mmap lock.
-            let handles: Vec<Handle> = match self.pattern.insert {
-                InsertPattern::BatchPerFile => {
+            let handles: Vec<Handle> = match self.pattern {
+                CallPattern::Batched => {
                     let mut out = Vec::with_capacity(items.len());
                     file.rmap()
                         .insert_after_batch(&items, &mut out)
@@ -663,7 +670,7 @@ impl Mm {
                     cst.calls.insert_after_batch += 1;
                     out
                 }
-                InsertPattern::PerVma => items
+                CallPattern::PerVma => items
                     .iter()
                     .map(|&(parent, iv, id)| {
                         cst.calls.insert_after += 1;
@@ -689,7 +696,7 @@ impl Mm {
         child
     }
 
-    /// `exit()`: removes every VMA (one `remove_batch` per file). The `Mm` is empty
+    /// `exit()`: removes every VMA (unlinked as [`CallPattern`] says). The `Mm` is empty
     /// afterwards and may exec again.
     pub fn exit(&self) {
         let mut st = self.state.lock();
@@ -835,6 +842,23 @@ fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {
         backing: Backing::Anon(kind),
         link: None,
     }
+}
+
+/// Splits items into runs of consecutive items of one file (pointer identity), each at
+/// most `limit` long; `None` items (anonymous VMAs) are skipped without ending a run.
+fn runs_by_file<'a>(
+    files: impl Iterator<Item = Option<&'a Arc<File>>>,
+    limit: usize,
+) -> Vec<(Arc<File>, Vec<usize>)> {
+    let mut runs: Vec<(Arc<File>, Vec<usize>)> = Vec::new();
+    for (i, f) in files.enumerate() {
+        let Some(f) = f else { continue };
+        match runs.last_mut() {
+            Some((g, v)) if Arc::ptr_eq(g, f) && v.len() < limit => v.push(i),
+            _ => runs.push((f.clone(), vec![i])),
+        }
+    }
+    runs
 }
 
 /// Groups items by file (pointer identity), keeping first-seen order.

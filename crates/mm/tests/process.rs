@@ -2,7 +2,7 @@
 //! address space unchanged.
 
 use mm::error::{EINVAL, ENOENT, ENOEXEC, ENOMEM};
-use mm::{Access, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{Access, CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,28 +30,41 @@ fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
 #[test]
 fn exec_fork_exit_keep_rmaps_exact() {
     for design in Design::ALL {
-        let files = Files::new(design, Topology::detect());
-        let parent = Mm::new(files.clone());
-        parent.exec(Path::new("/bin/sleep")).unwrap();
-        parent.check_invariants().unwrap();
-        let libc = libc(&files);
-        let per_process = libc.rmap().len();
-        assert!(per_process >= 5, "{design}: libc has {per_process} VMAs");
+        for pattern in CallPattern::ALL {
+            exec_fork_exit(design, pattern);
+        }
+    }
+}
 
-        let child = parent.fork();
-        child.check_invariants().unwrap();
-        parent.check_invariants().unwrap();
-        assert_eq!(libc.rmap().len(), 2 * per_process);
-        // Fork links every child file VMA: one insert_after (one lock hold)
-        // each for the Linux-derived designs, as dup_mmap; one batch per
-        // file for aspace.
-        let calls = child.calls();
-        assert_eq!(calls.linked as usize, child_file_vmas(&child), "{design}");
-        if design == Design::Aspace {
+fn exec_fork_exit(design: Design, pattern: CallPattern) {
+    let files = Files::new(design, Topology::detect(), pattern);
+    let parent = Mm::new(files.clone());
+    parent.exec(Path::new("/bin/sleep")).unwrap();
+    parent.check_invariants().unwrap();
+    let libc = libc(&files);
+    let per_process = libc.rmap().len();
+    assert!(per_process >= 5, "{design}: libc has {per_process} VMAs");
+
+    let child = parent.fork();
+    child.check_invariants().unwrap();
+    parent.check_invariants().unwrap();
+    assert_eq!(libc.rmap().len(), 2 * per_process);
+    // Fork links every child file VMA: one insert_after (one lock hold) each
+    // per VMA, as dup_mmap; one batch per file when batched, whatever the design.
+    let calls = child.calls();
+    let n_files = child
+        .vmas()
+        .iter()
+        .filter_map(|v| v.file().map(|f| Arc::as_ptr(f.0)))
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    assert_eq!(calls.linked as usize, child_file_vmas(&child), "{design}");
+    match pattern {
+        CallPattern::Batched => {
             assert_eq!(calls.insert_after, 0, "{design}");
-            assert!(calls.insert_after_batch >= 3, "{design}: {calls:?}");
-            assert!((calls.insert_after_batch as usize) < child_file_vmas(&child));
-        } else {
+            assert_eq!(calls.insert_after_batch, n_files, "{design}: {calls:?}");
+        }
+        CallPattern::PerVma => {
             assert_eq!(
                 calls.insert_after as usize,
                 child_file_vmas(&child),
@@ -59,21 +72,21 @@ fn exec_fork_exit_keep_rmaps_exact() {
             );
             assert_eq!(calls.insert_after_batch, 0, "{design}");
         }
-        assert_eq!(snapshot(&child), snapshot(&parent));
-
-        // The child execs something else: its old mappings go, the new ones come.
-        child.exec(Path::new("/bin/sed")).unwrap();
-        child.check_invariants().unwrap();
-        assert_eq!(
-            libc.rmap().len(),
-            2 * per_process - per_process + per_process
-        );
-        child.exit();
-        assert!(child.is_empty());
-        assert_eq!(libc.rmap().len(), per_process);
-        drop(parent);
-        assert_eq!(libc.rmap().len(), 0, "{design}: drop unlinks");
     }
+    assert_eq!(snapshot(&child), snapshot(&parent));
+
+    // The child execs something else: its old mappings go, the new ones come.
+    child.exec(Path::new("/bin/sed")).unwrap();
+    child.check_invariants().unwrap();
+    assert_eq!(
+        libc.rmap().len(),
+        2 * per_process - per_process + per_process
+    );
+    child.exit();
+    assert!(child.is_empty());
+    assert_eq!(libc.rmap().len(), per_process);
+    drop(parent);
+    assert_eq!(libc.rmap().len(), 0, "{design}: drop unlinks");
 }
 
 fn child_file_vmas(mm: &Mm) -> usize {
@@ -81,35 +94,76 @@ fn child_file_vmas(mm: &Mm) -> usize {
 }
 
 #[test]
-fn call_pattern_follows_the_design() {
-    for (design, batched) in [(Design::Linux, false), (Design::Aspace, true)] {
-        let files = Files::new(design, Topology::detect());
-        let mm = Mm::new(files.clone());
-        mm.exec(Path::new("/bin/sleep")).unwrap();
-        let c = mm.calls();
-        let objects = files
-            .program(Path::new("/bin/sleep"))
-            .unwrap()
-            .files()
-            .count() as u64;
-        if batched {
-            assert_eq!(c.insert, 0);
-            assert_eq!(c.insert_batch, objects, "one batch per file");
-        } else {
-            assert_eq!(c.insert_batch, 0);
-            assert_eq!(c.insert, c.linked, "one insert per VMA");
+fn call_pattern_is_the_callers_not_the_designs() {
+    for design in [Design::Linux, Design::Aspace] {
+        for pattern in CallPattern::ALL {
+            let files = Files::new(design, Topology::detect(), pattern);
+            let mm = Mm::new(files.clone());
+            mm.exec(Path::new("/bin/sleep")).unwrap();
+            let c = mm.calls();
+            let objects = files
+                .program(Path::new("/bin/sleep"))
+                .unwrap()
+                .files()
+                .count() as u64;
+            match pattern {
+                CallPattern::Batched => {
+                    assert_eq!(c.insert, 0, "{design}");
+                    assert_eq!(c.insert_batch, objects, "{design}: one batch per file");
+                }
+                CallPattern::PerVma => {
+                    assert_eq!(c.insert_batch, 0, "{design}");
+                    assert_eq!(c.insert, c.linked, "{design}: one insert per VMA");
+                }
+            }
+            mm.exit();
+            let c = mm.calls();
+            // Exit: each object's file VMAs are contiguous and fewer than 8, so
+            // both patterns unlink one run per file here.
+            assert_eq!(
+                c.remove_batch, objects,
+                "{design}: exit, one remove_batch per file"
+            );
+            assert_eq!(c.remove, 0);
+            assert_eq!(c.unlinked, c.linked);
         }
-        mm.exit();
-        let c = mm.calls();
-        assert_eq!(c.remove_batch, objects, "exit: one remove_batch per file");
-        assert_eq!(c.remove, 0);
-        assert_eq!(c.unlinked, c.linked);
+    }
+}
+
+#[test]
+fn per_vma_unlink_batches_runs_of_at_most_eight() {
+    // Ten 1-page VMAs of one file, each with a different protection pattern so
+    // they do not merge, then one munmap over all of them.
+    for (pattern, holds) in [(CallPattern::PerVma, 2), (CallPattern::Batched, 1)] {
+        let files = Files::new(Design::Linux, Topology::detect(), pattern);
+        let f = files.register(Path::new("/synthetic/ten"), 64);
+        let mm = Mm::new(files.clone());
+        let base = 0x10_0000_0000;
+        for i in 0..10u64 {
+            let prot = if i % 2 == 0 { Prot::R } else { Prot::RW };
+            mm.mmap(
+                base + i * PAGE_SIZE,
+                PAGE_SIZE,
+                prot,
+                MapFlags {
+                    fixed: true,
+                    shared: false,
+                },
+                Some((&f, i)),
+            )
+            .unwrap();
+        }
+        assert_eq!(f.rmap().len(), 10);
+        let before = mm.calls().remove_batch;
+        mm.munmap(base, 10 * PAGE_SIZE).unwrap();
+        assert_eq!(mm.calls().remove_batch - before, holds, "{pattern}");
+        assert_eq!(f.rmap().len(), 0);
     }
 }
 
 #[test]
 fn page_faults_respect_protection() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let vmas = mm.vmas();
@@ -129,7 +183,7 @@ fn page_faults_respect_protection() {
 
 #[test]
 fn brk_grows_and_shrinks_the_heap() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let (start, cur) = mm.brk_range();
@@ -155,7 +209,7 @@ fn brk_grows_and_shrinks_the_heap() {
 
 #[test]
 fn bad_input_is_an_error_and_changes_nothing() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files.clone());
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let before = snapshot(&mm);
@@ -233,7 +287,7 @@ fn fixed() -> MapFlags {
 
 #[test]
 fn mprotect_splits_then_merges_back() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     let a = mm
         .mmap(0, 8 * PAGE_SIZE, Prot::R, MapFlags::default(), None)
