@@ -73,6 +73,10 @@ pub struct Machine {
     /// The real kernel's fork + exec + wait cost, where measured.
     #[serde(default)]
     pub fork_exec_ns: Option<f64>,
+    /// The lab binary re-execing itself (UnixBench execl's loop), where
+    /// measured.
+    #[serde(default)]
+    pub self_execl_ns: Option<f64>,
     /// Field name -> the public source (or the measurement) of its value.
     pub sources: BTreeMap<String, String>,
 }

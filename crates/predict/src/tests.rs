@@ -31,6 +31,7 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         reader_spin_ns: 20_000.0,
         exec_ns: None,
         fork_exec_ns: None,
+        self_execl_ns: None,
         sources: BTreeMap::new(),
     }
 }
