@@ -248,14 +248,11 @@ impl Files {
         v
     }
 
-    /// Lock statistics summed over every file's reverse map.
+    /// Lock statistics summed over every file's reverse map, per call site too.
     pub fn lock_stats(&self) -> LockStats {
         let mut s = LockStats::default();
         for f in self.all() {
-            let t = f.rmap.stats();
-            s.acquisitions += t.acquisitions;
-            s.contended += t.contended;
-            s.shards = s.shards.max(t.shards);
+            s.merge(&f.rmap.stats());
         }
         s
     }

@@ -314,3 +314,59 @@ fn mprotect_splits_then_merges_back() {
         .unwrap();
     assert_eq!(c, a - 2 * PAGE_SIZE, "two pages do not fit the hole: below");
 }
+
+/// Each reverse-map call is declared at its call site, so the maps' per-site
+/// counts say where the lock was taken: link on mmap, unlink of a replaced
+/// mapping, split (mprotect / munmap cutting a VMA), exit unlink, fork.
+#[test]
+fn rmap_calls_are_counted_at_their_call_sites() {
+    use rmap::stats::CallSite;
+    for pattern in CallPattern::ALL {
+        let files = Files::new(Design::Linux, Topology::detect(), pattern);
+        let f = files.register(Path::new("/synthetic/sites"), 64);
+        let mm = Mm::new(files.clone());
+        let holds = |site: CallSite| f.rmap().stats().site(site).holds;
+        let fixed = MapFlags {
+            fixed: true,
+            shared: false,
+        };
+        let base = 0x10_0000_0000;
+        mm.mmap(base, 8 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
+            .unwrap();
+        assert_eq!(holds(CallSite::MmapLink), 1, "{pattern}");
+        // mprotect of the middle: the VMA is cut in three (a split).
+        mm.mprotect(base + 2 * PAGE_SIZE, 2 * PAGE_SIZE, Prot::RW)
+            .unwrap();
+        let split = holds(CallSite::Split);
+        assert!(
+            split >= 2,
+            "{pattern}: unlink + relink of the cut pieces: {split}"
+        );
+        assert_eq!(holds(CallSite::ReplaceUnlink), 0);
+        // MAP_FIXED over the whole middle piece: it is replaced.
+        mm.mmap(
+            base + 2 * PAGE_SIZE,
+            2 * PAGE_SIZE,
+            Prot::RX,
+            fixed,
+            Some((&f, 40)),
+        )
+        .unwrap();
+        assert_eq!(holds(CallSite::ReplaceUnlink), 1, "{pattern}");
+        assert_eq!(holds(CallSite::MmapLink), 2, "{pattern}");
+        assert_eq!(holds(CallSite::Split), split, "nothing cut: {pattern}");
+        let child = mm.fork();
+        let vmas = child_file_vmas(&child) as u64;
+        let fork_holds = holds(CallSite::ForkInsertAfter);
+        match pattern {
+            CallPattern::PerVma => assert_eq!(fork_holds, vmas),
+            CallPattern::Batched => assert!(fork_holds >= 1 && fork_holds <= vmas),
+        }
+        assert_eq!(holds(CallSite::ExitUnlink), 0);
+        child.exit();
+        assert!(holds(CallSite::ExitUnlink) >= 1, "{pattern}");
+        // Every lock hold was declared: nothing fell into Other.
+        assert_eq!(holds(CallSite::Other), 0, "{pattern}");
+        mm.check_invariants().unwrap();
+    }
+}

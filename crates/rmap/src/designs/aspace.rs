@@ -83,7 +83,7 @@ use crossbeam_utils::CachePadded;
 
 use super::grouped::GroupTree;
 use super::shardset::{ShardSet, ShardTree};
-use crate::stats::{LockCounters, PaddedCounters};
+use crate::stats::{Held, LockCounters, PaddedCounters};
 use crate::sync::{AtomicPtr, Ordering, ReadGuard, RwLock, WriteGuard};
 use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
 
@@ -120,6 +120,8 @@ pub struct Aspace {
     counters: PaddedCounters,
     topo: Topology,
     id: u32,
+    /// False for the `aspace_central` ablation: never promotes.
+    promotes: bool,
 }
 
 enum Mode<'a, G> {
@@ -140,14 +142,27 @@ pub fn shard_count(cpus: u32) -> u32 {
 impl Aspace {
     /// An empty, centralised map.
     pub fn new(topo: Topology) -> Self {
+        Self::build(topo, true)
+    }
+
+    /// The `aspace_central` ablation: the same grouped tree under the same
+    /// one lock, but it never promotes (so it shows what grouping alone
+    /// gives, without sharding). [`Aspace::promote`] does nothing on it.
+    pub fn new_central(topo: Topology) -> Self {
+        Self::build(topo, false)
+    }
+
+    fn build(topo: Topology, promotes: bool) -> Self {
+        let id = crate::next_map_id();
         Aspace {
             central: CachePadded::new(Central {
                 lock: RwLock::new(GroupTree::new()),
                 sharded: AtomicPtr::new(std::ptr::null_mut()),
             }),
-            counters: CachePadded::new(LockCounters::new()),
+            counters: CachePadded::new(LockCounters::new(id, 0)),
             topo,
-            id: crate::next_map_id(),
+            id,
+            promotes,
         }
     }
 
@@ -159,6 +174,9 @@ impl Aspace {
     /// Promotes now (tests and experiments; the map does this by itself
     /// under contention). Idempotent.
     pub fn promote(&self) {
+        if !self.promotes {
+            return;
+        }
         if let Mode::Central(mut g) = self.write_mode() {
             self.promote_locked(&mut g);
         }
@@ -194,9 +212,17 @@ impl Aspace {
     }
 
     fn should_promote(&self) -> bool {
-        let c = self.counters.contended_count();
-        c >= PROMOTE_MIN_CONTENDED
-            && c.saturating_mul(PROMOTE_RATIO) >= self.counters.acquisitions()
+        let st = self.stats_central();
+        let c = st.contended;
+        self.promotes
+            && c >= PROMOTE_MIN_CONTENDED
+            && c.saturating_mul(PROMOTE_RATIO) >= st.acquisitions
+    }
+
+    fn stats_central(&self) -> LockStats {
+        let mut st = LockStats::default();
+        st.add(&self.counters);
+        st
     }
 
     /// With the central write lock held and the map centralised.
@@ -205,7 +231,7 @@ impl Aspace {
             return;
         }
         let n = shard_count(self.topo.cpus()) as usize;
-        let set = Box::new(ShardSet::with_first(n, std::mem::take(g)));
+        let set = Box::new(ShardSet::with_first(self.id, n, std::mem::take(g)));
         self.counters.set_len(0);
         // Release: publishes the fully built set (see promoted()).
         self.central
@@ -214,26 +240,24 @@ impl Aspace {
     }
 
     /// For a modifier: the central write guard, or the shards.
-    #[inline]
-    fn write_mode(&self) -> Mode<'_, WriteGuard<'_, GroupTree>> {
+    #[inline(always)]
+    fn write_mode(&self) -> Mode<'_, Held<'_, WriteGuard<'_, GroupTree>>> {
         if let Some(s) = self.promoted() {
             return Mode::Sharded(s);
         }
-        let g = match self.central.lock.try_write() {
-            Some(g) => {
-                self.counters.acquired();
-                g
-            }
-            None => {
-                self.counters.contended();
-                let mut g = self.central.lock.write();
-                self.counters.acquired();
+        let lock = &self.central.lock;
+        let g = self.counters.acquire(
+            || lock.try_write(),
+            || {
+                let mut g = lock.write();
                 if self.should_promote() {
                     self.promote_locked(&mut g);
                 }
                 g
-            }
-        };
+            },
+            (lock as *const RwLock<GroupTree>).cast(),
+            true,
+        );
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
@@ -242,7 +266,7 @@ impl Aspace {
 
     /// For a walker: the central read guard, or the shards.
     #[inline]
-    fn read_mode(&self) -> Mode<'_, ReadGuard<'_, GroupTree>> {
+    fn read_mode(&self) -> Mode<'_, Held<'_, ReadGuard<'_, GroupTree>>> {
         if let Some(s) = self.promoted() {
             return Mode::Sharded(s);
         }
@@ -284,7 +308,11 @@ impl Drop for Aspace {
 
 impl ReverseMap for Aspace {
     fn design(&self) -> Design {
-        Design::Aspace
+        if self.promotes {
+            Design::Aspace
+        } else {
+            Design::AspaceCentral
+        }
     }
 
     #[inline]
@@ -293,6 +321,9 @@ impl ReverseMap for Aspace {
         match self.write_mode() {
             Mode::Central(mut g) => {
                 let (slot, gen) = g.insert(iv, vma);
+                if g.recording() {
+                    g.trace_entry(slot);
+                }
                 self.counters.set_len(g.len());
                 Ok(Handle::new(self.id, 0, slot, gen))
             }
@@ -309,6 +340,9 @@ impl ReverseMap for Aspace {
                     return Err(RmapError::UnknownHandle);
                 }
                 let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                if g.recording() {
+                    g.trace_entry(slot);
+                }
                 self.counters.set_len(g.len());
                 Ok(Handle::new(self.id, 0, slot, gen))
             }
@@ -325,6 +359,9 @@ impl ReverseMap for Aspace {
                     return Err(RmapError::UnknownHandle);
                 }
                 g.check(h.slot(), h.gen())?;
+                if g.recording() {
+                    g.trace_entry(h.slot());
+                }
                 g.remove_checked(h.slot());
                 self.counters.set_len(g.len());
                 Ok(())

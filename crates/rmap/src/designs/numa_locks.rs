@@ -40,10 +40,11 @@ pub struct NumaLocks {
 impl NumaLocks {
     /// An empty map with one shard per node of `topo`.
     pub fn new(topo: Topology) -> Self {
+        let id = crate::next_map_id();
         NumaLocks {
-            shards: ShardSet::new(topo.nodes().max(1) as usize),
+            shards: ShardSet::new(id, topo.nodes().max(1) as usize),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 }

@@ -43,11 +43,12 @@ impl NumaSplit {
     /// An empty map with one tree per node of `topo`.
     pub fn new(topo: Topology) -> Self {
         let n = topo.nodes().max(1) as usize;
+        let id = crate::next_map_id();
         NumaSplit {
             inner: CachePadded::new(RwLock::new((0..n).map(|_| VmaTree::new()).collect())),
-            counters: CachePadded::new(LockCounters::new()),
+            counters: CachePadded::new(LockCounters::new(id, 0)),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 
@@ -77,6 +78,9 @@ impl ReverseMap for NumaSplit {
         let mut g = self.counters.write(&self.inner);
         let node = node % g.len();
         let (slot, gen) = g[node].insert(iv, vma);
+        if g.recording() {
+            g[node].trace_entry(slot);
+        }
         self.counters.set_len(Self::total(&g));
         Ok(Handle::new(self.id, node as u32, slot, gen))
     }
@@ -87,6 +91,9 @@ impl ReverseMap for NumaSplit {
         self.check_handle(parent, g.len())?;
         let node = parent.shard() as usize;
         let (slot, gen) = g[node].insert_after(parent.slot(), parent.gen(), iv, vma)?;
+        if g.recording() {
+            g[node].trace_entry(slot);
+        }
         self.counters.set_len(Self::total(&g));
         Ok(Handle::new(self.id, node as u32, slot, gen))
     }
@@ -94,7 +101,12 @@ impl ReverseMap for NumaSplit {
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
         let mut g = self.counters.write(&self.inner);
         self.check_handle(h, g.len())?;
-        g[h.shard() as usize].remove(h.slot(), h.gen())?;
+        let t = &mut g[h.shard() as usize];
+        t.check(h.slot(), h.gen())?;
+        if crate::trace::recording() {
+            t.trace_entry(h.slot());
+        }
+        t.remove_checked(h.slot());
         self.counters.set_len(Self::total(&g));
         Ok(())
     }

@@ -59,14 +59,15 @@ impl Sharded {
     /// An empty map with `ceil(cpus / 8)` shards.
     pub fn new(topo: Topology) -> Self {
         let n = topo.cpus().div_ceil(CPUS_PER_SHARD).max(1) as usize;
+        let id = crate::next_map_id();
         Sharded {
             outer: CachePadded::new(Outer {
                 lock: RwLock::new(()),
-                counters: LockCounters::new(),
+                counters: LockCounters::new(id, u32::MAX),
             }),
-            shards: ShardSet::new(n),
+            shards: ShardSet::new(id, n),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 

@@ -19,6 +19,9 @@ macro_rules! single_tree_map {
                 let iv = iv.validate()?;
                 let mut t = self.counters.write(self.lock());
                 let (slot, gen) = t.insert(iv, vma);
+                if t.recording() {
+                    t.trace_entry(slot);
+                }
                 self.counters.set_len(t.len());
                 Ok($crate::Handle::new(self.id, 0, slot, gen))
             }
@@ -38,6 +41,9 @@ macro_rules! single_tree_map {
                 }
                 let mut t = self.counters.write(self.lock());
                 let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                if t.recording() {
+                    t.trace_entry(slot);
+                }
                 self.counters.set_len(t.len());
                 Ok($crate::Handle::new(self.id, 0, slot, gen))
             }
@@ -50,7 +56,11 @@ macro_rules! single_tree_map {
                     return Err($crate::RmapError::UnknownHandle);
                 }
                 let mut t = self.counters.write(self.lock());
-                t.remove(h.slot(), h.gen())?;
+                t.check(h.slot(), h.gen())?;
+                if t.recording() {
+                    t.trace_entry(h.slot());
+                }
+                t.remove_checked(h.slot());
                 self.counters.set_len(t.len());
                 Ok(())
             }
