@@ -227,7 +227,7 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            warmup: (4, Duration::from_millis(150)),
+            warmup: (4, Duration::from_millis(300)),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;

@@ -32,14 +32,33 @@ pub struct Event {
     pub lines_read: u32,
 }
 
-/// Runs `work` on this thread with its lock holds recorded.
-///
-/// Until `rmap::trace` (branch wip/rmap) is merged, no recorder is compiled
-/// in: this runs `work` and returns no events, and [`record_profile`] then
-/// fails with a clear error rather than predicting from nothing.
+fn site_of(s: rmap::stats::CallSite) -> Site {
+    use rmap::stats::CallSite as C;
+    match s {
+        C::MmapLink => Site::MmapLink,
+        C::ReplaceUnlink => Site::ReplaceUnlink,
+        C::Split => Site::Split,
+        C::ExitUnlink => Site::ExitUnlink,
+        C::ForkInsertAfter => Site::ForkInsertAfter,
+        C::Walk => Site::Walk,
+        C::Other => Site::Other,
+    }
+}
+
+/// Runs `work` on this thread with its lock holds recorded (`rmap::trace`).
 pub fn record(work: impl FnOnce()) -> Vec<Event> {
-    work();
-    Vec::new()
+    rmap::trace::record(work)
+        .into_iter()
+        .map(|e| Event {
+            map: e.map,
+            shard: e.shard,
+            write: e.write,
+            site: site_of(e.site),
+            hold_ns: e.hold_ns,
+            lines_written: e.lines_written,
+            lines_read: e.lines_read,
+        })
+        .collect()
 }
 
 /// What to record.
@@ -145,9 +164,26 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     }
                 });
             }
+            // A reclaim-style walker on every file the program maps: its
+            // stable walks hold each map's lock(s) for a long time, so the
+            // modifiers above meet a held lock even on a small, loaded host.
+            for f in prog.files() {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut n = 0usize;
+                    // Relaxed: a stop flag.
+                    while !stop.load(Ordering::Relaxed) {
+                        f.rmap().walk(rmap::Interval::FULL, &mut |_, _| n += 1);
+                    }
+                    n
+                });
+            }
             std::thread::sleep(wd);
             stop.store(true, Ordering::Relaxed);
         });
+        if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
+            eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
+        }
     }
     let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
     let mut names: Vec<LockDesc> = Vec::new();
