@@ -115,6 +115,11 @@ pub struct PredictOutput {
     pub curves: Vec<Curve>,
 }
 
+/// Each work step of a prediction is stretched by a factor uniform in
+/// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock
+/// into one phase and never meet (or always meet) at a lock.
+pub const WORK_JITTER: f64 = 0.2;
+
 /// The note printed beside every prediction.
 pub const VALIDATION_NOTE: &str = "validation against every published figure: docs/results/predict/validation.md (aspace predict --validate)";
 
@@ -265,6 +270,7 @@ pub fn simulate_all(
                 let mut cfg = SimConfig::new(cpus[c]);
                 cfg.duration_ns = seconds * 1e9;
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
+                cfg.work_jitter = WORK_JITTER;
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c] = Some(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),

@@ -62,6 +62,10 @@ pub struct SimConfig {
     /// Draw each work step from an exponential distribution with the
     /// recorded mean instead of taking it as recorded (for queueing tests).
     pub random_work: bool,
+    /// Otherwise, stretch each work step by a factor uniform in
+    /// `[1 - j, 1 + j]` (0: exactly as recorded). A little jitter keeps
+    /// copies from locking into one phase, as no real machine does.
+    pub work_jitter: f64,
 }
 
 impl SimConfig {
@@ -73,6 +77,7 @@ impl SimConfig {
             warmup_ns: 5e7,
             seed: 1,
             random_work: false,
+            work_jitter: 0.0,
         }
     }
 }
@@ -284,6 +289,7 @@ struct Sim<'a> {
     site_acc: Vec<Acc>,
     rng: u64,
     random_work: bool,
+    work_jitter: f64,
     events: u64,
 }
 
@@ -514,6 +520,8 @@ impl<'a> Sim<'a> {
                 let mut d = ns * self.cpus[c as usize].scale;
                 if self.random_work && d > 0.0 {
                     d *= -self.rand01().ln();
+                } else if self.work_jitter > 0.0 {
+                    d *= 1.0 + self.work_jitter * (2.0 * self.rand01() - 1.0);
                 }
                 self.cpus[c as usize].state = CpuState::Running;
                 self.push(t + d, c, Kind::Done);
@@ -598,10 +606,11 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         && cfg.duration_ns > 0.0
         && cfg.warmup_ns.is_finite()
         && cfg.warmup_ns >= 0.0
-        && cfg.duration_ns + cfg.warmup_ns <= 1e12)
+        && cfg.duration_ns + cfg.warmup_ns <= 1e12
+        && (0.0..1.0).contains(&cfg.work_jitter))
     {
         return Err(SimError::Config(
-            "duration and warm-up must be finite, duration positive, both at most 1000 s".into(),
+            "duration and warm-up must be finite, duration positive, both at most 1000 s; jitter in [0, 1)".into(),
         ));
     }
 
@@ -714,6 +723,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         site_acc: vec![Acc::default(); Site::ALL.len()],
         rng: cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
         random_work: cfg.random_work,
+        work_jitter: cfg.work_jitter,
         events: 0,
     };
     // Start each copy at a random point of its first work step, so that

@@ -11,7 +11,7 @@ use rmap::{Design, Topology};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One lock hold (mirrors `rmap::trace::LockEvent`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,6 +42,43 @@ fn site_of(s: rmap::stats::CallSite) -> Site {
         C::ForkInsertAfter => Site::ForkInsertAfter,
         C::Walk => Site::Walk,
         C::Other => Site::Other,
+    }
+}
+
+fn call_site(s: Site) -> rmap::stats::CallSite {
+    use rmap::stats::CallSite as C;
+    match s {
+        Site::MmapLink => C::MmapLink,
+        Site::ReplaceUnlink => C::ReplaceUnlink,
+        Site::Split => C::Split,
+        Site::ExitUnlink => C::ExitUnlink,
+        Site::ForkInsertAfter => C::ForkInsertAfter,
+        Site::Walk => C::Walk,
+        Site::Other => C::Other,
+    }
+}
+
+/// Scales each recorded hold so that, per call site, the holds of one
+/// iteration sum to `plain_hold[site index]`, the hold time the maps
+/// measured without recording (clamped to 5%..150% of the recorded time;
+/// a site without a plain measurement keeps its recorded times).
+pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
+    for (i, &site) in Site::ALL.iter().enumerate() {
+        let rec: f64 = events
+            .iter()
+            .filter(|e| e.site == site)
+            .map(|e| e.hold_ns as f64)
+            .sum();
+        let Some(&plain) = plain_hold.get(i) else {
+            continue;
+        };
+        if rec <= 0.0 || plain <= 0.0 {
+            continue;
+        }
+        let f = (plain / rec).clamp(0.05, 1.5);
+        for e in events.iter_mut().filter(|e| e.site == site) {
+            e.hold_ns = (e.hold_ns as f64 * f).round() as u64;
+        }
     }
 }
 
@@ -91,18 +128,100 @@ fn iteration(shell: bool, mm: &Mm, prog: &Program) {
     }
 }
 
-/// Builds one slot's steps from an iteration's events and its total time:
-/// the work outside the holds is spread evenly over the gaps.
+/// CPU time of the calling thread, ns: unlike wall time, it leaves out the
+/// time other processes on a loaded host take the CPU away.
+fn thread_cpu_ns() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime writes one through the
+    // valid pointer.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One typical iteration from several recorded ones: the runs with the
+/// most common number of holds; each hold's time and line counts the median
+/// over those runs at its position; the total the median total.
+pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for (_, e) in &runs {
+        *counts.entry(e.len()).or_insert(0) += 1;
+    }
+    let Some(len) = counts
+        .iter()
+        .max_by_key(|&(l, c)| (*c, *l))
+        .map(|(&l, _)| l)
+    else {
+        return (0.0, Vec::new());
+    };
+    let kept: Vec<&(f64, Vec<Event>)> = runs.iter().filter(|r| r.1.len() == len).collect();
+    let total = median_of(kept.iter().map(|r| r.0).collect());
+    let events = (0..len)
+        .map(|i| {
+            let mut e = kept[0].1[i];
+            e.hold_ns = median_of(kept.iter().map(|r| r.1[i].hold_ns as f64).collect()) as u64;
+            e.lines_written = median_of(
+                kept.iter()
+                    .map(|r| f64::from(r.1[i].lines_written))
+                    .collect(),
+            ) as u32;
+            e.lines_read =
+                median_of(kept.iter().map(|r| f64::from(r.1[i].lines_read)).collect()) as u32;
+            e
+        })
+        .collect();
+    (total, events)
+}
+
+/// Un-nests outer-lock holds. `rmap::trace` lists holds in the order they
+/// end, so an outer lock (shard `u32::MAX`) comes after the inner holds it
+/// enclosed and its time includes theirs. The simulator does not nest
+/// locks: the outer hold is moved before the inner holds of the same map
+/// just before it and keeps only its own time (outer minus inner), so it
+/// is taken and released around nothing. For an outer lock taken shared by
+/// modifiers (its purpose) this keeps its real cost, the shared line of
+/// its reader count; it leaves out that the outer lock stays held.
+pub fn unnest(events: &[Event]) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for e in events {
+        if e.shard != u32::MAX {
+            out.push(*e);
+            continue;
+        }
+        let mut k = out.len();
+        let mut inner = 0u64;
+        while k > 0 && out[k - 1].map == e.map && out[k - 1].shard != u32::MAX {
+            k -= 1;
+            inner += out[k].hold_ns;
+        }
+        let mut own = *e;
+        own.hold_ns = e.hold_ns.saturating_sub(inner);
+        out.insert(k, own);
+    }
+    out
+}
+
+/// Builds one slot's steps from an iteration's events (see [`unnest`]) and
+/// its total time: the work outside the holds is spread evenly over the
+/// gaps.
 pub fn steps_of(
     events: &[Event],
     total_ns: f64,
     locks: &mut HashMap<(u32, u32), u32>,
     names: &mut Vec<LockDesc>,
 ) -> Vec<Step> {
+    let events = unnest(events);
     let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
     let gap = (total_ns - hold).max(0.0) / (events.len() + 1) as f64;
     let mut steps = Vec::with_capacity(2 * events.len() + 1);
-    for e in events {
+    for e in &events {
         steps.push(Step::Work(gap));
         let n = locks.len() as u32;
         let lock = *locks.entry((e.map, e.shard)).or_insert_with(|| {
@@ -192,22 +311,48 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     // One thread per CPU of the machine, one after the other: each gets the
     // next emulated CPU, so `m.cpus()` threads cover every CPU once.
     for _ in 0..m.cpus() {
-        let (cpu, runs) = std::thread::scope(|s| {
+        let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
             s.spawn(|| {
                 let cpu = topo.current_cpu();
                 let mm = Mm::new(files.clone());
                 for _ in 0..2 {
                     iteration(cfg.shell, &mm, &prog);
                 }
-                let runs: Vec<(f64, Vec<Event>)> = (0..cfg.iterations.max(1))
+                let n = cfg.iterations.max(400 / m.cpus() as usize).clamp(1, 101);
+                // Recorded and plain iterations interleaved: the holds come
+                // from the recorded ones, the iteration's CPU time from the
+                // plain ones (recording adds its own cost inside each hold).
+                // Plain iterations first, with the maps' own hold timing on:
+                // their CPU time is the iteration's, their hold times per call
+                // site correct the recorded ones (recording adds its own cost
+                // inside each hold).
+                let was = rmap::stats::set_hold_timing(true);
+                let before = files.lock_stats();
+                let plain: Vec<f64> = (0..n)
                     .map(|_| {
-                        let t = Instant::now();
+                        let t = thread_cpu_ns();
+                        iteration(cfg.shell, &mm, &prog);
+                        thread_cpu_ns() - t
+                    })
+                    .collect();
+                let after = files.lock_stats();
+                rmap::stats::set_hold_timing(was);
+                let plain_hold: Vec<f64> = Site::ALL
+                    .iter()
+                    .map(|&site| {
+                        let i = call_site(site).index();
+                        (after.per_site[i].hold_ns - before.per_site[i].hold_ns) as f64 / n as f64
+                    })
+                    .collect();
+                let runs: Vec<(f64, Vec<Event>)> = (0..n)
+                    .map(|_| {
+                        let t = thread_cpu_ns();
                         let ev = record(|| iteration(cfg.shell, &mm, &prog));
-                        (t.elapsed().as_nanos() as f64, ev)
+                        (thread_cpu_ns() - t, ev)
                     })
                     .collect();
                 mm.exit();
-                (cpu, runs)
+                (cpu, runs, median_of(plain), plain_hold)
             })
             .join()
             .map_err(|_| "a recording thread panicked".to_string())
@@ -215,9 +360,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         if !seen.insert(cpu) {
             continue;
         }
-        let mut runs = runs;
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (total, events) = &runs[runs.len() / 2];
+        let (_, mut events) = summarise(runs);
+        correct_holds(&mut events, &plain_hold);
+        let total = plain_ns;
         if events.is_empty() {
             return Err(format!(
                 "design {}: an iteration recorded no lock hold (is rmap's recorder compiled in?)",
@@ -226,7 +371,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         }
         slots.push(CpuProfile {
             cpu,
-            steps: steps_of(events, *total, &mut locks, &mut names),
+            steps: steps_of(&events, total, &mut locks, &mut names),
         });
     }
     drop(residents);
@@ -334,6 +479,54 @@ mod tests {
             }
             _ => panic!("expected a hold"),
         }
+    }
+
+    #[test]
+    fn summary_takes_medians_of_the_common_shape() {
+        let run = |t: f64, h: u64| {
+            (
+                t,
+                vec![
+                    ev(1, 0, Site::MmapLink, h),
+                    ev(1, 0, Site::ExitUnlink, 2 * h),
+                ],
+            )
+        };
+        let mut runs = vec![run(100.0, 10), run(300.0, 30), run(200.0, 20)];
+        runs.push((5000.0, vec![ev(1, 0, Site::MmapLink, 999)]));
+        let (total, events) = summarise(runs);
+        assert_eq!(total, 200.0);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].hold_ns, 20);
+        assert_eq!(events[1].hold_ns, 40);
+        assert_eq!(events[1].site, Site::ExitUnlink);
+    }
+
+    #[test]
+    fn hold_correction_is_per_site() {
+        let mut evs = vec![
+            ev(1, 0, Site::MmapLink, 100),
+            ev(1, 0, Site::MmapLink, 300),
+            ev(1, 0, Site::ExitUnlink, 100),
+        ];
+        let mut plain = vec![0.0; Site::ALL.len()];
+        plain[Site::MmapLink.index()] = 200.0;
+        correct_holds(&mut evs, &plain);
+        assert_eq!(evs[0].hold_ns, 50);
+        assert_eq!(evs[1].hold_ns, 150);
+        assert_eq!(evs[2].hold_ns, 100, "no plain figure: unchanged");
+    }
+
+    #[test]
+    fn outer_holds_are_unnested() {
+        let inner = ev(7, 3, Site::MmapLink, 100);
+        let outer = ev(7, u32::MAX, Site::MmapLink, 130);
+        let other = ev(8, 0, Site::ExitUnlink, 50);
+        let out = unnest(&[other, inner, outer]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0], other);
+        assert_eq!((out[1].shard, out[1].hold_ns), (u32::MAX, 30));
+        assert_eq!(out[2], inner);
     }
 
     #[test]

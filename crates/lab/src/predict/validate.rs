@@ -112,7 +112,8 @@ fn site_share(p: &Prediction, site: &str, seconds: f64) -> f64 {
         .sum()
 }
 
-/// Measured ops/s of `design` at `threads` in an `aspace bench` results file.
+/// Measured ops/s per (design, threads) in an `aspace bench` results file
+/// (execl, per-vma): the median over repeats.
 fn measured(file: &Path) -> Result<Vec<(String, usize, f64)>, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
@@ -122,20 +123,30 @@ fn measured(file: &Path) -> Result<Vec<(String, usize, f64)>, String> {
         .get("runs")
         .and_then(|r| r.as_array())
         .ok_or_else(|| format!("{} has no runs", file.display()))?;
-    Ok(runs
-        .iter()
-        .filter(|r| r.get("workload").and_then(|w| w.as_str()) == Some("execl"))
-        .filter(|r| {
-            r.get("call_pattern")
+    let mut by: std::collections::BTreeMap<(String, usize), Vec<f64>> = Default::default();
+    for r in runs {
+        if r.get("workload").and_then(|w| w.as_str()) != Some("execl")
+            || !r
+                .get("call_pattern")
                 .and_then(|w| w.as_str())
                 .map_or(true, |p| p == "per-vma")
-        })
-        .filter_map(|r| {
-            Some((
-                r.get("design")?.as_str()?.to_owned(),
-                r.get("threads")?.as_u64()? as usize,
-                r.get("ops_per_sec")?.as_f64()?,
-            ))
+        {
+            continue;
+        }
+        let (Some(d), Some(t), Some(x)) = (
+            r.get("design").and_then(|d| d.as_str()),
+            r.get("threads").and_then(|t| t.as_u64()),
+            r.get("ops_per_sec").and_then(|x| x.as_f64()),
+        ) else {
+            continue;
+        };
+        by.entry((d.to_owned(), t as usize)).or_default().push(x);
+    }
+    Ok(by
+        .into_iter()
+        .map(|((d, t), mut v)| {
+            v.sort_by(f64::total_cmp);
+            (d, t, v[v.len() / 2])
         })
         .collect())
 }
