@@ -15,7 +15,9 @@
 //!   reader-owned lock it spins at most `reader_spin_ns`, then sleeps. At
 //!   release the first spinner gets the lock; with no spinner, the first
 //!   sleeper is woken and the lock handed off to it (reserved during the
-//!   `wake_ns` wake-up; a run of readers at the head is woken together). A
+//!   `wake_ns` wake-up; a run of readers at the head is woken together);
+//!   handing the lock to a spinner costs one line transfer to signal it
+//!   (the osq's MCS node) before its acquire. A
 //!   sleeper that has waited 4 ms (`RWSEM_WAIT_TIMEOUT`) gets the hand-off
 //!   ahead of spinners. Readers never spin; a reader that finds a writer,
 //!   a reservation or a sleeper queued goes to sleep.
@@ -473,14 +475,17 @@ impl<'a> Sim<'a> {
                 return;
             }
         }
-        let _ = c;
         let sleeper_first = self.locks[li]
             .sleepers
             .front()
             .is_some_and(|&s| t - self.cpus[s as usize].wait_start >= HANDOFF_TIMEOUT_NS);
         if !sleeper_first {
             if let Some(s) = self.locks[li].spinners.pop_front() {
-                self.grant(s, t);
+                // The osq is an MCS queue: the head learns it is next by a
+                // write to its queue node, one more line moved from the
+                // releaser before the head's own acquire.
+                let signal = self.transfer(c, s);
+                self.grant(s, t + signal);
                 return;
             }
         }
