@@ -283,16 +283,25 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     }
                 });
             }
-            // A reclaim-style walker on every file the program maps: its
-            // stable walks hold each map's lock(s) for a long time, so the
-            // modifiers above meet a held lock even on a small, loaded host.
+            // A slow reclaim-style walker on every file the program maps:
+            // each stable walk stalls 300 us inside (as a walk preempted or
+            // waiting on I/O does), so the modifiers above meet held locks
+            // as they would on a many-CPU machine, even on a small host.
             for f in prog.files() {
                 let stop = &stop;
                 s.spawn(move || {
                     let mut n = 0usize;
                     // Relaxed: a stop flag.
                     while !stop.load(Ordering::Relaxed) {
-                        f.rmap().walk(rmap::Interval::FULL, &mut |_, _| n += 1);
+                        let mut first = true;
+                        f.rmap().walk(rmap::Interval::FULL, &mut |_, _| {
+                            if first {
+                                first = false;
+                                std::thread::sleep(Duration::from_micros(300));
+                            }
+                            n += 1;
+                        });
+                        std::thread::sleep(Duration::from_micros(100));
                     }
                     n
                 });
