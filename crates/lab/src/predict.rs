@@ -90,6 +90,8 @@ pub struct Curve {
     pub holds_per_iteration: usize,
     /// Model reverse-map time per iteration, recorded ns.
     pub model_rmap_ns: f64,
+    /// How the profile was recorded.
+    pub profile_notes: String,
     /// Points, by CPU count.
     pub points: Vec<Prediction>,
 }
@@ -317,6 +319,16 @@ pub fn table(o: &PredictOutput) -> String {
         "design", "cpus", "execs/s", "x linux", "spin%", "wait%", "contended",
     );
     let linux = o.curves.iter().find(|c| c.design == "linux");
+    let notes: String = o
+        .curves
+        .iter()
+        .map(|c| {
+            format!(
+                "  {}: {} holds/iteration, {:.0} ns of reverse-map time on the host; {}\n",
+                c.design, c.holds_per_iteration, c.model_rmap_ns, c.profile_notes
+            )
+        })
+        .collect();
     for c in &o.curves {
         for p in &c.points {
             let ratio = linux
@@ -350,6 +362,7 @@ pub fn table(o: &PredictOutput) -> String {
             );
         }
     }
+    let _ = write!(s, "profiles:\n{notes}");
     s
 }
 
@@ -506,6 +519,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             call_pattern: p.call_pattern.clone(),
             holds_per_iteration: p.holds_per_iteration(),
             model_rmap_ns: p.times().0,
+            profile_notes: p.notes.clone(),
             points,
         })
         .collect();

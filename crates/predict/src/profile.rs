@@ -129,6 +129,9 @@ pub struct Profile {
     pub slots: Vec<CpuProfile>,
     /// Speed of the recording machine (see [`crate::Machine::core_ghz`]).
     pub recorded_ghz: f64,
+    /// How the profile was recorded, in words (for reports).
+    #[serde(default)]
+    pub notes: String,
 }
 
 /// What is wrong with a profile.
@@ -293,6 +296,7 @@ mod tests {
                 ],
             }],
             recorded_ghz: 2.0,
+            notes: String::new(),
         }
     }
 

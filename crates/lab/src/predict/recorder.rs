@@ -270,6 +270,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         })
         .collect();
     let (wt, wd) = cfg.warmup;
+    let mut warm = (0u64, 0u64);
     if wt > 0 && !wd.is_zero() {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -284,7 +285,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 });
             }
             // A slow reclaim-style walker on every file the program maps:
-            // each stable walk stalls 300 us inside (as a walk preempted or
+            // each stable walk stalls 1 ms inside (as a walk preempted or
             // waiting on I/O does), so the modifiers above meet held locks
             // as they would on a many-CPU machine, even on a small host.
             for f in prog.files() {
@@ -297,7 +298,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                         f.rmap().walk(rmap::Interval::FULL, &mut |_, _| {
                             if first {
                                 first = false;
-                                std::thread::sleep(Duration::from_micros(300));
+                                std::thread::sleep(Duration::from_micros(1000));
                             }
                             n += 1;
                         });
@@ -306,8 +307,28 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     n
                 });
             }
+            // At least `wd`; then in 100 ms rounds, up to 10 x `wd`, until the
+            // warm-up has seen the contention of a busy many-CPU machine: at
+            // least 1000 contended acquisitions and 5% of its acquisitions.
+            let start = files.lock_stats();
             std::thread::sleep(wd);
+            for _ in 0..(wd.as_millis() / 10).max(1) {
+                let now = files.lock_stats();
+                let (acq, cont) = (
+                    now.acquisitions - start.acquisitions,
+                    now.contended - start.contended,
+                );
+                if cont >= 1000 && cont * 20 >= acq {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
             stop.store(true, Ordering::Relaxed);
+            let now = files.lock_stats();
+            warm = (
+                now.acquisitions - start.acquisitions,
+                now.contended - start.contended,
+            );
         });
         if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
             eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
@@ -392,6 +413,13 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         locks: names,
         slots,
         recorded_ghz: 1.0,
+        notes: format!(
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%); {} locks seen while recording",
+            warm.1,
+            warm.0,
+            100.0 * warm.1 as f64 / warm.0.max(1) as f64,
+            locks.len()
+        ),
     };
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
@@ -554,6 +582,7 @@ mod tests {
             }],
             locks: names,
             recorded_ghz: 1.0,
+            notes: String::new(),
         };
         let q = unbatch_exit(&p);
         let exits: Vec<f64> = q.slots[0]
