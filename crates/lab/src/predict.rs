@@ -77,6 +77,10 @@ pub struct PredictArgs {
     /// host, to compare the 1- and 2-thread predictions with.
     #[arg(long)]
     pub measured: Option<PathBuf>,
+    /// The validation to print beside the predictions (as written by
+    /// --validate).
+    #[arg(long, default_value = "docs/results/predict/validation.json")]
+    pub validation: PathBuf,
 }
 
 /// One design's predicted curve.
@@ -113,6 +117,8 @@ pub struct PredictOutput {
     pub seconds: f64,
     /// Where the validation errors are.
     pub validation: String,
+    /// The validation's comparisons, where the file was found.
+    pub validation_checks: Vec<validate::Check>,
     /// The curves.
     pub curves: Vec<Curve>,
 }
@@ -363,6 +369,30 @@ pub fn table(o: &PredictOutput) -> String {
         }
     }
     let _ = write!(s, "profiles:\n{notes}");
+    if o.validation_checks.is_empty() {
+        let _ = writeln!(s, "validation: none found (run aspace predict --validate)");
+    } else {
+        let met = o.validation_checks.iter().filter(|c| c.met).count();
+        let _ = writeln!(
+            s,
+            "validation of these predictions against published figures: {met} of {} targets met",
+            o.validation_checks.len()
+        );
+        for c in &o.validation_checks {
+            let err = c
+                .error
+                .map_or_else(|| "-".to_owned(), |e| format!("{e:+.1}"));
+            let _ = writeln!(
+                s,
+                "  {} ({}): published {}, predicted {:.3}, error {err}{}",
+                c.what,
+                c.setting,
+                c.published,
+                c.predicted,
+                if c.met { "" } else { "  NOT MET" }
+            );
+        }
+    }
     s
 }
 
@@ -535,6 +565,10 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         },
         seconds: a.seconds,
         validation: VALIDATION_NOTE.into(),
+        validation_checks: std::fs::read_to_string(&a.validation)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
         curves,
     };
     print!("{}", table(&out));

@@ -26,8 +26,10 @@
 //!   `lines_written` lines and reads the next `lines_read`. A line's
 //!   transfer costs the [`Machine::latency`] between the CPU that last wrote
 //!   it and the CPU that now needs it; a reader keeps a shared copy until
-//!   the next write. Acquire and release each cost `atomic_rmw_ns` plus the
-//!   lock line's transfer; a hand-off therefore keeps the lock unavailable
+//!   the next write. Acquire and release cost the lock line's transfer (an
+//!   uncontended atomic's own cost is inside the recorded hold times, so
+//!   `atomic_rmw_ns` describes the machine but is not added); a hand-off
+//!   therefore keeps the lock unavailable
 //!   for the transfer to the next owner, which is what makes a lock slower
 //!   the farther apart its users are. When the lock word shares a line with
 //!   written data and a waiter spins on it, each hold pays one more
@@ -402,9 +404,10 @@ impl<'a> Sim<'a> {
             self.locks[li].writer = c;
         }
         let lock_line = self.locks[li].line;
-        let m = self.m;
-        // Acquire (RMW on the lock word) and, at the end, release.
-        let mut cost = 2.0 * m.atomic_rmw_ns + self.write_line(c, lock_line);
+        // Acquire and release: the lock word's line, if another CPU wrote
+        // it last. The atomics' own cost on a local line is already inside
+        // the recorded times (they were measured with the lock taken).
+        let mut cost = self.write_line(c, lock_line);
         for l in h.w_first..h.w_end {
             cost += self.write_line(c, l);
         }

@@ -307,12 +307,12 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     n
                 });
             }
-            // At least `wd`; then in 100 ms rounds, up to 10 x `wd`, until the
+            // At least `wd`; then up to `wd / 15` rounds of 100 ms more, until the
             // warm-up has seen the contention of a busy many-CPU machine: at
             // least 1000 contended acquisitions and 5% of its acquisitions.
             let start = files.lock_stats();
             std::thread::sleep(wd);
-            for _ in 0..(wd.as_millis() / 10).max(1) {
+            for _ in 0..(wd.as_millis() / 15).max(1) {
                 let now = files.lock_stats();
                 let (acq, cont) = (
                     now.acquisitions - start.acquisitions,
