@@ -3,7 +3,9 @@
 //! re-renders a saved run; `aspace soak` is a long randomized run that checks the
 //! model's invariants and tracks resident memory.
 
+mod calibrate;
 mod machine;
+mod predict;
 mod report;
 mod results;
 mod soak;
@@ -55,6 +57,13 @@ enum Cmd {
     /// on every design, checking invariants at intervals; prints operations done,
     /// violations (the exit status is 1 if any), peak RSS and the RSS curve.
     Soak(SoakArgs),
+    /// Measure this host (real exec cost, line transfer, atomics, wake-up) and write
+    /// a machine description for `aspace predict`.
+    Calibrate(calibrate::CalibrateArgs),
+    /// PREDICT every design's execs/s at many CPUs on a described machine, by
+    /// simulating profiles recorded from the real code; --validate compares with
+    /// every published figure.
+    Predict(predict::PredictArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -525,10 +534,13 @@ fn parse_soak_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
+    calibrate::execl_hook();
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Bench(a) => bench(a),
         Cmd::Report { file, out } => report_cmd(&file, out),
+        Cmd::Calibrate(a) => calibrate::run(a),
+        Cmd::Predict(a) => predict::run(a),
         Cmd::Soak(a) => match soak_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => {

@@ -1,0 +1,625 @@
+//! `aspace predict`: what each design does on a machine of many CPUs,
+//! predicted from profiles recorded here and a machine description.
+//!
+//! 1. For each design, a profile is recorded from the real code (see
+//!    [`recorder`]): one slot per CPU of the target machine, the maps built
+//!    for the target's topology.
+//! 2. Each iteration is stretched to the real kernel's exec cost measured
+//!    by `aspace calibrate` (the non-reverse-map work of a real exec is the
+//!    calibrated cost minus the model's reverse-map time), and the
+//!    simulator scales it by the target's per-core speed.
+//! 3. `predict::simulate` runs every design at every CPU count.
+//!
+//! Everything printed is labelled a PREDICTION, with the validation error
+//! (docs/results/predict/) beside it.
+
+pub mod recorder;
+pub mod validate;
+
+use mm::CallPattern;
+use predict::{simulate, Machine, Prediction, Profile, SimConfig};
+use rmap::Design;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// `aspace predict`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct PredictArgs {
+    /// A built-in machine (hygon-384, spr-224, emr-112, device-16) or a JSON
+    /// file (as written by `aspace calibrate`).
+    #[arg(long, default_value = "hygon-384")]
+    pub machine: String,
+    /// Comma-separated designs (default: all).
+    #[arg(long)]
+    pub designs: Option<String>,
+    /// per-vma (Linux 6.12's calls) or batched.
+    #[arg(long, default_value = "per-vma")]
+    pub call_pattern: String,
+    /// Comma-separated CPU counts (default: 1, 2, 4, ... up to the machine's).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// execl (exec replaces the image) or shell (fork + exec + exit).
+    #[arg(long, default_value = "execl")]
+    pub workload: String,
+    /// The host calibration (`aspace calibrate --out`); without it, a quick
+    /// calibration is run first.
+    #[arg(long)]
+    pub host: Option<PathBuf>,
+    /// The binary the model execs (and the calibration measured).
+    #[arg(long, default_value = "/bin/true")]
+    pub binary: PathBuf,
+    /// Simulated seconds per point.
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Resident processes keeping libc's map populated while recording.
+    #[arg(long, default_value_t = 1200)]
+    pub resident: usize,
+    /// Use the model's own exec cost (no calibration): predicts `aspace
+    /// bench` on the model rather than the kernel.
+    #[arg(long)]
+    pub model_cost: bool,
+    /// Write every figure to this JSON file (default: OUT/predict.json).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Directory for predict.json and predict.svg (with --validate:
+    /// validation.md and validation.json).
+    #[arg(long, default_value = "aspace-predict")]
+    pub out: PathBuf,
+    /// Instead of one machine: predict every published figure (all built-in
+    /// machines) and compare, writing the validation table.
+    #[arg(long)]
+    pub validate: bool,
+    /// With --validate: an `aspace bench` results.json measured on this
+    /// host, to compare the 1- and 2-thread predictions with.
+    #[arg(long)]
+    pub measured: Option<PathBuf>,
+    /// The validation to print beside the predictions (as written by
+    /// --validate).
+    #[arg(long, default_value = "docs/results/predict/validation.json")]
+    pub validation: PathBuf,
+}
+
+/// One design's predicted curve.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Curve {
+    /// Design name.
+    pub design: String,
+    /// Call pattern.
+    pub call_pattern: String,
+    /// Locks acquired per iteration (slot 0).
+    pub holds_per_iteration: usize,
+    /// Model reverse-map time per iteration, recorded ns.
+    pub model_rmap_ns: f64,
+    /// How the profile was recorded.
+    pub profile_notes: String,
+    /// Points, by CPU count.
+    pub points: Vec<Prediction>,
+}
+
+/// What `aspace predict` writes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PredictOutput {
+    /// Always "PREDICTION (simulated, not measured)".
+    pub kind: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The host calibration used.
+    pub host: Machine,
+    /// The workload.
+    pub workload: String,
+    /// Iteration cost on the host, ns (calibrated real exec, or the model's).
+    pub iteration_ns: f64,
+    /// Simulated seconds per point.
+    pub seconds: f64,
+    /// Where the validation errors are.
+    pub validation: String,
+    /// The validation's comparisons, where the file was found.
+    pub validation_checks: Vec<validate::Check>,
+    /// The curves.
+    pub curves: Vec<Curve>,
+}
+
+/// Each work step of a prediction is stretched by a factor uniform in
+/// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock
+/// into one phase and never meet (or always meet) at a lock.
+pub const WORK_JITTER: f64 = 0.2;
+
+/// The note printed beside every prediction.
+pub const VALIDATION_NOTE: &str = "validation against every published figure: docs/results/predict/validation.md (aspace predict --validate)";
+
+/// Resolves `--machine`: a built-in name or a JSON file.
+pub fn machine_arg(s: &str) -> Result<Machine, String> {
+    if let Some(m) = Machine::by_name(s) {
+        return Ok(m);
+    }
+    let p = Path::new(s);
+    if p.exists() {
+        return Machine::load(p).map_err(|e| e.to_string());
+    }
+    let names: Vec<String> = Machine::builtin().into_iter().map(|m| m.name).collect();
+    Err(format!(
+        "--machine: {s:?} is neither a built-in machine ({}) nor a file",
+        names.join(", ")
+    ))
+}
+
+/// Parses `--call-pattern`.
+pub fn pattern_arg(s: &str) -> Result<CallPattern, String> {
+    CallPattern::ALL
+        .into_iter()
+        .find(|p| p.name() == s.trim())
+        .ok_or_else(|| format!("--call-pattern: {s:?} is not per-vma or batched"))
+}
+
+/// Parses `--cpus` against the machine.
+pub fn cpus_arg(s: Option<&str>, m: &Machine) -> Result<Vec<u32>, String> {
+    let max = m.cpus();
+    let Some(s) = s else {
+        let mut v: Vec<u32> = std::iter::successors(Some(1u32), |n| Some(n * 2))
+            .take_while(|&n| n <= max)
+            .collect();
+        if v.last() != Some(&max) {
+            v.push(max);
+        }
+        return Ok(v);
+    };
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let n: u32 = part
+            .parse()
+            .map_err(|_| format!("--cpus: {part:?} is not a CPU count"))?;
+        if n == 0 || n > max {
+            return Err(format!("--cpus: {n} is outside 1..={max} ({})", m.name));
+        }
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    if v.is_empty() {
+        return Err("--cpus: give at least one CPU count".into());
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// The host description: loaded, or a quick calibration.
+pub fn host_arg(host: Option<&Path>, binary: &Path) -> Result<Machine, String> {
+    match host {
+        Some(p) => Machine::load(p).map_err(|e| e.to_string()),
+        None => {
+            eprintln!("aspace predict: no --host calibration given; running a quick one (aspace calibrate does a fuller one)");
+            crate::calibrate::calibrate(&crate::calibrate::CalibrateConfig {
+                binary: binary.to_path_buf(),
+                scale: 0.25,
+                self_exe: crate::calibrate::own_exe()?,
+            })
+        }
+    }
+}
+
+/// Settings shared by recording and simulation.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Target machine.
+    pub machine: Machine,
+    /// Host calibration.
+    pub host: Machine,
+    /// Shell (fork + exec + exit) rather than execl.
+    pub shell: bool,
+    /// The binary.
+    pub binary: PathBuf,
+    /// Resident processes.
+    pub resident: usize,
+    /// Keep the model's own iteration cost.
+    pub model_cost: bool,
+    /// Simulated seconds.
+    pub seconds: f64,
+}
+
+impl Plan {
+    /// The host's real cost of one iteration, ns.
+    pub fn real_iteration_ns(&self) -> Option<f64> {
+        if self.shell {
+            self.host.fork_exec_ns
+        } else {
+            self.host.exec_ns
+        }
+    }
+
+    /// Records `design`'s profile for this plan's machine, scaled to the
+    /// real iteration cost (unless `model_cost`).
+    pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
+        let cfg = recorder::RecordConfig {
+            design,
+            pattern,
+            shell: self.shell,
+            binary: self.binary.clone(),
+            resident: self.resident,
+            iterations: 5,
+            warmup: (4, Duration::from_millis(300)),
+        };
+        let mut p = recorder::record_profile(&self.machine, &cfg)?;
+        p.recorded_ghz = self.host.core_ghz;
+        if !self.model_cost {
+            let real = self.real_iteration_ns().ok_or(
+                "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
+            )?;
+            p = p.with_iteration_cost(real).map_err(|e| e.to_string())?;
+        }
+        Ok(p)
+    }
+}
+
+/// Simulates every (profile, CPU count) pair on `m`, on all host CPUs.
+pub fn simulate_all(
+    m: &Machine,
+    profiles: &[Profile],
+    cpus: &[u32],
+    seconds: f64,
+) -> Result<Vec<Vec<Prediction>>, String> {
+    let jobs: Vec<(usize, usize)> = (0..profiles.len())
+        .flat_map(|p| (0..cpus.len()).map(move |c| (p, c)))
+        .collect();
+    let out: Mutex<Vec<Vec<Option<Prediction>>>> =
+        Mutex::new(vec![vec![None; cpus.len()]; profiles.len()]);
+    let next = AtomicUsize::new(0);
+    let err: Mutex<Option<String>> = Mutex::new(None);
+    let workers = crate::machine::nproc().clamp(1, 16);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                // Relaxed: a work counter; results go through the mutex.
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(p, c)) = jobs.get(i) else { break };
+                let mut cfg = SimConfig::new(cpus[c]);
+                cfg.duration_ns = seconds * 1e9;
+                cfg.warmup_ns = (seconds * 5e7).min(5e7);
+                cfg.work_jitter = WORK_JITTER;
+                match simulate(m, &profiles[p], &cfg) {
+                    Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c] = Some(r),
+                    Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
+                }
+            });
+        }
+    });
+    if let Some(e) = err.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    Ok(out
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|v| v.into_iter().flatten().collect())
+        .collect())
+}
+
+fn rate(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The prediction table.
+pub fn table(o: &PredictOutput) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {:.0} us per iteration on the host\n{}",
+        o.machine.name,
+        o.machine.description,
+        o.workload,
+        o.iteration_ns / 1e3,
+        VALIDATION_NOTE
+    );
+    let _ = writeln!(
+        s,
+        "{:<18} {:>5} {:>10} {:>8} {:>7} {:>7} {:>10}  wait by call site (% of CPU time)",
+        "design", "cpus", "execs/s", "x linux", "spin%", "wait%", "contended",
+    );
+    let linux = o.curves.iter().find(|c| c.design == "linux");
+    let notes: String = o
+        .curves
+        .iter()
+        .map(|c| {
+            format!(
+                "  {}: {} holds/iteration, {:.0} ns of reverse-map time on the host; {}\n",
+                c.design, c.holds_per_iteration, c.model_rmap_ns, c.profile_notes
+            )
+        })
+        .collect();
+    for c in &o.curves {
+        for p in &c.points {
+            let ratio = linux
+                .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
+                .filter(|q| q.per_s > 0.0)
+                .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
+            let total = f64::from(p.cpus) * 1e9 * o.seconds;
+            let sites: Vec<String> = p
+                .sites
+                .iter()
+                .filter(|x| x.spin_ns + x.sleep_ns > 0.0)
+                .map(|x| {
+                    format!(
+                        "{} {:.1}",
+                        x.site,
+                        100.0 * (x.spin_ns + x.sleep_ns) / total.max(1.0)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "{:<18} {:>5} {:>10} {:>8} {:>6.1}% {:>6.1}% {:>9.1}%  {}",
+                c.design,
+                p.cpus,
+                rate(p.per_s),
+                ratio,
+                100.0 * p.spin_share,
+                100.0 * p.wait_share,
+                p.contended_pct,
+                sites.join(", ")
+            );
+        }
+    }
+    let _ = write!(s, "profiles:\n{notes}");
+    if o.validation_checks.is_empty() {
+        let _ = writeln!(s, "validation: none found (run aspace predict --validate)");
+    } else {
+        let met = o.validation_checks.iter().filter(|c| c.met).count();
+        let _ = writeln!(
+            s,
+            "validation of these predictions against published figures: {met} of {} targets met",
+            o.validation_checks.len()
+        );
+        for c in &o.validation_checks {
+            let err = c
+                .error
+                .map_or_else(|| "-".to_owned(), |e| format!("{e:+.1}"));
+            let _ = writeln!(
+                s,
+                "  {} ({}): published {}, predicted {:.3}, error {err}{}",
+                c.what,
+                c.setting,
+                c.published,
+                c.predicted,
+                if c.met { "" } else { "  NOT MET" }
+            );
+        }
+    }
+    s
+}
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Throughput against CPUs per design, labelled as a prediction.
+pub fn svg(o: &PredictOutput) -> String {
+    let (w, h) = (760.0, 440.0);
+    let (l, rt, t, b) = (80.0, 180.0, 40.0, 50.0);
+    let xmax = o
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| f64::from(p.cpus)))
+        .fold(1.0, f64::max);
+    let ymax = o
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.per_s))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let px = |x: f64| l + (w - l - rt) * x / xmax;
+    let py = |y: f64| h - b - (h - t - b) * y / ymax;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12"><rect width="{w}" height="{h}" fill="white"/><text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
+        (w - rt + l) / 2.0,
+        esc(&format!(
+            "PREDICTION: {} {} execs/s vs CPUs (simulated)",
+            o.machine.name, o.workload
+        ))
+    );
+    let _ = write!(
+        s,
+        r#"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{0}" stroke="black"/>"#,
+        h - b,
+        w - rt
+    );
+    for i in 0..=5 {
+        let y = ymax * f64::from(i) / 5.0;
+        let x = xmax * f64::from(i) / 5.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{3}" text-anchor="end">{4}</text><text x="{5}" y="{6}" text-anchor="middle">{7:.0}</text>"##,
+            py(y),
+            w - rt,
+            l - 6.0,
+            py(y) + 4.0,
+            rate(y),
+            px(x),
+            h - b + 16.0,
+            x
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">CPUs (copies)</text>"#,
+        (w - rt + l) / 2.0,
+        h - 10.0
+    );
+    for (i, c) in o.curves.iter().enumerate() {
+        let col = COLORS[i % COLORS.len()];
+        let pts: Vec<String> = c
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", px(f64::from(p.cpus)), py(p.per_s)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{col}" stroke-width="2" stroke-dasharray="6 3" points="{}"/>"#,
+            pts.join(" ")
+        );
+        let _ = write!(
+            s,
+            r#"<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{col}" stroke-width="2" stroke-dasharray="6 3"/><text x="{3}" y="{4}">{5}</text>"#,
+            w - rt + 10.0,
+            t + 20.0 * i as f64,
+            w - rt + 40.0,
+            w - rt + 46.0,
+            t + 20.0 * i as f64 + 4.0,
+            esc(&c.design)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Runs `aspace predict`.
+pub fn run(a: PredictArgs) -> Result<(), String> {
+    if a.validate {
+        return validate::run(&a);
+    }
+    let m = machine_arg(&a.machine)?;
+    let pattern = pattern_arg(&a.call_pattern)?;
+    let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
+    let designs = match &a.designs {
+        Some(s) => crate::parse_designs(s)?,
+        None => Design::ALL.to_vec(),
+    };
+    let shell = match a.workload.as_str() {
+        "execl" => false,
+        "shell" => true,
+        w => return Err(format!("--workload: {w:?} is not execl or shell")),
+    };
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 100.0) {
+        return Err(format!("--seconds: {} must be in (0, 100]", a.seconds));
+    }
+    if a.resident > 100_000 {
+        return Err(format!("--resident: {} is more than 100000", a.resident));
+    }
+    recorder::check(&a.binary)?;
+    let host = if a.model_cost {
+        match &a.host {
+            Some(p) => Machine::load(p).map_err(|e| e.to_string())?,
+            None => host_without_calibration(),
+        }
+    } else {
+        host_arg(a.host.as_deref(), &a.binary)?
+    };
+    let plan = Plan {
+        machine: m.clone(),
+        host: host.clone(),
+        shell,
+        binary: a.binary.clone(),
+        resident: a.resident,
+        model_cost: a.model_cost,
+        seconds: a.seconds,
+    };
+    eprintln!(
+        "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
+        designs.len(),
+        m.cpus(),
+        cpus.len(),
+        m.name
+    );
+    let profiles: Vec<Profile> = designs
+        .iter()
+        .map(|&d| plan.profile(d, pattern))
+        .collect::<Result<_, _>>()?;
+    let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
+    let curves: Vec<Curve> = profiles
+        .iter()
+        .zip(preds)
+        .map(|(p, points)| Curve {
+            design: p.label.clone(),
+            call_pattern: p.call_pattern.clone(),
+            holds_per_iteration: p.holds_per_iteration(),
+            model_rmap_ns: p.times().0,
+            profile_notes: p.notes.clone(),
+            points,
+        })
+        .collect();
+    let out = PredictOutput {
+        kind: "PREDICTION (simulated, not measured)".into(),
+        machine: m,
+        host,
+        workload: a.workload.clone(),
+        iteration_ns: if a.model_cost {
+            profiles.first().map_or(0.0, |p| p.times().0 + p.times().1)
+        } else {
+            plan.real_iteration_ns().unwrap_or(0.0)
+        },
+        seconds: a.seconds,
+        validation: VALIDATION_NOTE.into(),
+        validation_checks: std::fs::read_to_string(&a.validation)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
+        curves,
+    };
+    print!("{}", table(&out));
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
+    let json = a.json.clone().unwrap_or_else(|| a.out.join("predict.json"));
+    let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+    std::fs::write(&json, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    let svg_path = a.out.join("predict.svg");
+    std::fs::write(&svg_path, svg(&out))
+        .map_err(|e| format!("cannot write {}: {e}", svg_path.display()))?;
+    println!(
+        "\nWrote {} and {} (PREDICTIONS, not measurements).",
+        json.display(),
+        svg_path.display()
+    );
+    Ok(())
+}
+
+/// The host as the model sees it, without a calibration: the OS's CPU and
+/// node counts and a nominal clock (used with `--model-cost`, where only
+/// ratios between the host's own figures matter).
+pub fn host_without_calibration() -> Machine {
+    let mut m = Machine::by_name("device-16").expect("built-in");
+    let cpus = crate::machine::nproc() as u32;
+    m.name = "host".into();
+    m.description = "this host, uncalibrated (nominal latencies)".into();
+    m.cores_per_node = cpus.max(1);
+    m.cores_per_llc = cpus.max(1);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_parse_and_reject() {
+        let m = Machine::by_name("hygon-384").unwrap();
+        assert_eq!(
+            cpus_arg(None, &m).unwrap(),
+            vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 384]
+        );
+        assert_eq!(cpus_arg(Some("4, 2,4"), &m).unwrap(), vec![2, 4]);
+        assert!(cpus_arg(Some("0"), &m).is_err());
+        assert!(cpus_arg(Some("385"), &m).is_err());
+        assert!(cpus_arg(Some("x"), &m).is_err());
+        assert!(machine_arg("nope-machine").is_err());
+        assert_eq!(machine_arg("emr-112").unwrap().name, "emr-112");
+        assert!(pattern_arg("batched").is_ok());
+        assert!(pattern_arg("sometimes").is_err());
+    }
+}

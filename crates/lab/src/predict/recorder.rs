@@ -1,0 +1,599 @@
+//! Records profiles from the real code: an instrumented single-threaded run
+//! of the model's exec (or fork + exec + exit) loop, every reverse-map lock
+//! hold recorded by `rmap::trace`.
+//!
+//! The only place that knows the recorder's interface is [`record`] and the
+//! [`Event`] mirror of its event type: switching recorders is this file.
+
+use mm::{CallPattern, Files, Mm, Program};
+use predict::{CpuProfile, Hold, LockDesc, Machine, Profile, Site, Step};
+use rmap::{Design, Topology};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// One lock hold (mirrors `rmap::trace::LockEvent`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Event {
+    /// Map id.
+    pub map: u32,
+    /// Shard (`u32::MAX`: an outer lock).
+    pub shard: u32,
+    /// Exclusive.
+    pub write: bool,
+    /// Call site.
+    pub site: Site,
+    /// Hold time, ns.
+    pub hold_ns: u64,
+    /// Distinct shared lines written (lock word included).
+    pub lines_written: u32,
+    /// Distinct shared lines only read.
+    pub lines_read: u32,
+}
+
+fn site_of(s: rmap::stats::CallSite) -> Site {
+    use rmap::stats::CallSite as C;
+    match s {
+        C::MmapLink => Site::MmapLink,
+        C::ReplaceUnlink => Site::ReplaceUnlink,
+        C::Split => Site::Split,
+        C::ExitUnlink => Site::ExitUnlink,
+        C::ForkInsertAfter => Site::ForkInsertAfter,
+        C::Walk => Site::Walk,
+        C::Other => Site::Other,
+    }
+}
+
+fn call_site(s: Site) -> rmap::stats::CallSite {
+    use rmap::stats::CallSite as C;
+    match s {
+        Site::MmapLink => C::MmapLink,
+        Site::ReplaceUnlink => C::ReplaceUnlink,
+        Site::Split => C::Split,
+        Site::ExitUnlink => C::ExitUnlink,
+        Site::ForkInsertAfter => C::ForkInsertAfter,
+        Site::Walk => C::Walk,
+        Site::Other => C::Other,
+    }
+}
+
+/// Scales each recorded hold so that, per call site, the holds of one
+/// iteration sum to `plain_hold[site index]`, the hold time the maps
+/// measured without recording (clamped to 5%..150% of the recorded time;
+/// a site without a plain measurement keeps its recorded times).
+pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
+    for (i, &site) in Site::ALL.iter().enumerate() {
+        let rec: f64 = events
+            .iter()
+            .filter(|e| e.site == site)
+            .map(|e| e.hold_ns as f64)
+            .sum();
+        let Some(&plain) = plain_hold.get(i) else {
+            continue;
+        };
+        if rec <= 0.0 || plain <= 0.0 {
+            continue;
+        }
+        let f = (plain / rec).clamp(0.05, 1.5);
+        for e in events.iter_mut().filter(|e| e.site == site) {
+            e.hold_ns = (e.hold_ns as f64 * f).round() as u64;
+        }
+    }
+}
+
+/// Runs `work` on this thread with its lock holds recorded (`rmap::trace`).
+pub fn record(work: impl FnOnce()) -> Vec<Event> {
+    rmap::trace::record(work)
+        .into_iter()
+        .map(|e| Event {
+            map: e.map,
+            shard: e.shard,
+            write: e.write,
+            site: site_of(e.site),
+            hold_ns: e.hold_ns,
+            lines_written: e.lines_written,
+            lines_read: e.lines_read,
+        })
+        .collect()
+}
+
+/// What to record.
+#[derive(Clone, Debug)]
+pub struct RecordConfig {
+    /// The design.
+    pub design: Design,
+    /// The call pattern.
+    pub pattern: CallPattern,
+    /// `execl` (exec replaces the image) or `shell` (fork, exec, exit).
+    pub shell: bool,
+    /// The binary.
+    pub binary: std::path::PathBuf,
+    /// Resident processes keeping the maps populated.
+    pub resident: usize,
+    /// Iterations recorded per slot (the median one is kept).
+    pub iterations: usize,
+    /// Contended warm-up before recording (threads, time), so that a
+    /// design that adapts under contention is recorded adapted.
+    pub warmup: (usize, Duration),
+}
+
+fn iteration(shell: bool, mm: &Mm, prog: &Program) {
+    if shell {
+        let child = mm.fork();
+        child.exec_program(prog);
+        child.exit();
+    } else {
+        mm.exec_program(prog);
+    }
+}
+
+/// CPU time of the calling thread, ns: unlike wall time, it leaves out the
+/// time other processes on a loaded host take the CPU away.
+fn thread_cpu_ns() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime writes one through the
+    // valid pointer.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One typical iteration from several recorded ones: the runs with the
+/// most common number of holds; each hold's time and line counts the median
+/// over those runs at its position; the total the median total.
+pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for (_, e) in &runs {
+        *counts.entry(e.len()).or_insert(0) += 1;
+    }
+    let Some(len) = counts
+        .iter()
+        .max_by_key(|&(l, c)| (*c, *l))
+        .map(|(&l, _)| l)
+    else {
+        return (0.0, Vec::new());
+    };
+    let kept: Vec<&(f64, Vec<Event>)> = runs.iter().filter(|r| r.1.len() == len).collect();
+    let total = median_of(kept.iter().map(|r| r.0).collect());
+    let events = (0..len)
+        .map(|i| {
+            let mut e = kept[0].1[i];
+            e.hold_ns = median_of(kept.iter().map(|r| r.1[i].hold_ns as f64).collect()) as u64;
+            e.lines_written = median_of(
+                kept.iter()
+                    .map(|r| f64::from(r.1[i].lines_written))
+                    .collect(),
+            ) as u32;
+            e.lines_read =
+                median_of(kept.iter().map(|r| f64::from(r.1[i].lines_read)).collect()) as u32;
+            e
+        })
+        .collect();
+    (total, events)
+}
+
+/// Un-nests outer-lock holds. `rmap::trace` lists holds in the order they
+/// end, so an outer lock (shard `u32::MAX`) comes after the inner holds it
+/// enclosed and its time includes theirs. The simulator does not nest
+/// locks: the outer hold is moved before the inner holds of the same map
+/// just before it and keeps only its own time (outer minus inner), so it
+/// is taken and released around nothing. For an outer lock taken shared by
+/// modifiers (its purpose) this keeps its real cost, the shared line of
+/// its reader count; it leaves out that the outer lock stays held.
+pub fn unnest(events: &[Event]) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for e in events {
+        if e.shard != u32::MAX {
+            out.push(*e);
+            continue;
+        }
+        let mut k = out.len();
+        let mut inner = 0u64;
+        while k > 0 && out[k - 1].map == e.map && out[k - 1].shard != u32::MAX {
+            k -= 1;
+            inner += out[k].hold_ns;
+        }
+        let mut own = *e;
+        own.hold_ns = e.hold_ns.saturating_sub(inner);
+        out.insert(k, own);
+    }
+    out
+}
+
+/// Builds one slot's steps from an iteration's events (see [`unnest`]) and
+/// its total time: the work outside the holds is spread evenly over the
+/// gaps.
+pub fn steps_of(
+    events: &[Event],
+    total_ns: f64,
+    locks: &mut HashMap<(u32, u32), u32>,
+    names: &mut Vec<LockDesc>,
+) -> Vec<Step> {
+    let events = unnest(events);
+    let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
+    let gap = (total_ns - hold).max(0.0) / (events.len() + 1) as f64;
+    let mut steps = Vec::with_capacity(2 * events.len() + 1);
+    for e in &events {
+        steps.push(Step::Work(gap));
+        let n = locks.len() as u32;
+        let lock = *locks.entry((e.map, e.shard)).or_insert_with(|| {
+            names.push(LockDesc {
+                name: if e.shard == u32::MAX {
+                    format!("map{}#outer", e.map)
+                } else {
+                    format!("map{}#{}", e.map, e.shard)
+                },
+                shares_line_with_data: false,
+            });
+            n
+        });
+        steps.push(Step::Hold(Hold {
+            lock,
+            data: lock,
+            write: e.write,
+            site: e.site,
+            hold_ns: e.hold_ns as f64,
+            // The lock word is the simulator's own line.
+            lines_written: e.lines_written.saturating_sub(1),
+            lines_read: e.lines_read,
+        }));
+    }
+    steps.push(Step::Work(gap));
+    steps
+}
+
+/// Records a profile with one slot per CPU of `m` (the maps built for `m`'s
+/// emulated topology, so that each slot's holds go to the shards its CPU
+/// would use). Times are this host's; the caller sets `recorded_ghz`.
+pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String> {
+    let topo = Topology::Emulated {
+        nodes: m.nodes,
+        cpus_per_node: m.cpus_per_node(),
+    };
+    let files = Files::new(cfg.design, topo.clone(), cfg.pattern);
+    let prog = files
+        .program(&cfg.binary)
+        .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
+    let residents: Vec<Mm> = (0..cfg.resident)
+        .map(|_| {
+            let r = Mm::new(files.clone());
+            r.exec_program(&prog);
+            r
+        })
+        .collect();
+    let (wt, wd) = cfg.warmup;
+    let mut warm = (0u64, 0u64);
+    if wt > 0 && !wd.is_zero() {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..wt {
+                let (files, prog, stop) = (&files, &prog, &stop);
+                s.spawn(move || {
+                    let mm = Mm::new(files.clone());
+                    // Relaxed: a stop flag; nothing is published through it.
+                    while !stop.load(Ordering::Relaxed) {
+                        iteration(cfg.shell, &mm, prog);
+                    }
+                });
+            }
+            // A slow reclaim-style walker on every file the program maps:
+            // each stable walk stalls 1 ms inside (as a walk preempted or
+            // waiting on I/O does), so the modifiers above meet held locks
+            // as they would on a many-CPU machine, even on a small host.
+            for f in prog.files() {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut n = 0usize;
+                    // Relaxed: a stop flag.
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut first = true;
+                        f.rmap().walk(rmap::Interval::FULL, &mut |_, _| {
+                            if first {
+                                first = false;
+                                std::thread::sleep(Duration::from_micros(1000));
+                            }
+                            n += 1;
+                        });
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    n
+                });
+            }
+            // At least `wd`; then up to `wd / 15` rounds of 100 ms more, until the
+            // warm-up has seen the contention of a busy many-CPU machine: at
+            // least 1000 contended acquisitions and 5% of its acquisitions.
+            let start = files.lock_stats();
+            std::thread::sleep(wd);
+            for _ in 0..(wd.as_millis() / 15).max(1) {
+                let now = files.lock_stats();
+                let (acq, cont) = (
+                    now.acquisitions - start.acquisitions,
+                    now.contended - start.contended,
+                );
+                if cont >= 1000 && cont * 20 >= acq {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            stop.store(true, Ordering::Relaxed);
+            let now = files.lock_stats();
+            warm = (
+                now.acquisitions - start.acquisitions,
+                now.contended - start.contended,
+            );
+        });
+        if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
+            eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
+        }
+    }
+    let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut names: Vec<LockDesc> = Vec::new();
+    let mut slots: Vec<CpuProfile> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // One thread per CPU of the machine, one after the other: each gets the
+    // next emulated CPU, so `m.cpus()` threads cover every CPU once.
+    for _ in 0..m.cpus() {
+        let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let cpu = topo.current_cpu();
+                let mm = Mm::new(files.clone());
+                for _ in 0..2 {
+                    iteration(cfg.shell, &mm, &prog);
+                }
+                let n = cfg.iterations.max(400 / m.cpus() as usize).clamp(1, 101);
+                // Recorded and plain iterations interleaved: the holds come
+                // from the recorded ones, the iteration's CPU time from the
+                // plain ones (recording adds its own cost inside each hold).
+                // Plain iterations first, with the maps' own hold timing on:
+                // their CPU time is the iteration's, their hold times per call
+                // site correct the recorded ones (recording adds its own cost
+                // inside each hold).
+                let was = rmap::stats::set_hold_timing(true);
+                let before = files.lock_stats();
+                let plain: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let t = thread_cpu_ns();
+                        iteration(cfg.shell, &mm, &prog);
+                        thread_cpu_ns() - t
+                    })
+                    .collect();
+                let after = files.lock_stats();
+                rmap::stats::set_hold_timing(was);
+                let plain_hold: Vec<f64> = Site::ALL
+                    .iter()
+                    .map(|&site| {
+                        let i = call_site(site).index();
+                        (after.per_site[i].hold_ns - before.per_site[i].hold_ns) as f64 / n as f64
+                    })
+                    .collect();
+                let runs: Vec<(f64, Vec<Event>)> = (0..n)
+                    .map(|_| {
+                        let t = thread_cpu_ns();
+                        let ev = record(|| iteration(cfg.shell, &mm, &prog));
+                        (thread_cpu_ns() - t, ev)
+                    })
+                    .collect();
+                mm.exit();
+                (cpu, runs, median_of(plain), plain_hold)
+            })
+            .join()
+            .map_err(|_| "a recording thread panicked".to_string())
+        })?;
+        if !seen.insert(cpu) {
+            continue;
+        }
+        let (_, mut events) = summarise(runs);
+        correct_holds(&mut events, &plain_hold);
+        let total = plain_ns;
+        if events.is_empty() {
+            return Err(format!(
+                "design {}: an iteration recorded no lock hold (is rmap's recorder compiled in?)",
+                cfg.design
+            ));
+        }
+        slots.push(CpuProfile {
+            cpu,
+            steps: steps_of(&events, total, &mut locks, &mut names),
+        });
+    }
+    drop(residents);
+    slots.sort_by_key(|s| s.cpu);
+    let p = Profile {
+        label: cfg.design.name().to_owned(),
+        workload: if cfg.shell { "shell" } else { "execl" }.into(),
+        call_pattern: cfg.pattern.name().to_owned(),
+        locks: names,
+        slots,
+        recorded_ghz: 1.0,
+        notes: format!(
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%); {} locks seen while recording",
+            warm.1,
+            warm.0,
+            100.0 * warm.1 as f64 / warm.0.max(1) as f64,
+            locks.len()
+        ),
+    };
+    p.validate().map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+/// The profile with every exit-unlink hold on a map split into one hold
+/// per VMA it unlinks (the exit path before 2024's batching): `k` = links on
+/// that map in the iteration / exit holds on it; each piece holds `1/k` of
+/// the time and writes the same lines. Design-agnostic.
+pub fn unbatch_exit(p: &Profile) -> Profile {
+    let mut out = p.clone();
+    for s in &mut out.slots {
+        let mut links: HashMap<u32, usize> = HashMap::new();
+        let mut exits: HashMap<u32, usize> = HashMap::new();
+        for st in &s.steps {
+            if let Step::Hold(h) = st {
+                match h.site {
+                    Site::MmapLink => *links.entry(h.lock).or_insert(0) += 1,
+                    Site::ExitUnlink => *exits.entry(h.lock).or_insert(0) += 1,
+                    _ => {}
+                }
+            }
+        }
+        let mut steps = Vec::with_capacity(s.steps.len() * 2);
+        for st in s.steps.drain(..) {
+            match st {
+                Step::Hold(h) if h.site == Site::ExitUnlink => {
+                    let k = (links.get(&h.lock).copied().unwrap_or(1)
+                        / exits.get(&h.lock).copied().unwrap_or(1).max(1))
+                    .max(1);
+                    for i in 0..k {
+                        if i > 0 {
+                            steps.push(Step::Work(0.0));
+                        }
+                        let mut piece = h.clone();
+                        piece.hold_ns = h.hold_ns / k as f64;
+                        steps.push(Step::Hold(piece));
+                    }
+                }
+                other => steps.push(other),
+            }
+        }
+        s.steps = steps;
+    }
+    out.call_pattern = format!("{} (exit unbatched)", p.call_pattern);
+    out
+}
+
+/// True when `path` can be exec'd by the model.
+pub fn check(binary: &Path) -> Result<(), String> {
+    Files::new(Design::Linux, Topology::Os, CallPattern::PerVma)
+        .program(binary)
+        .map(drop)
+        .map_err(|e| format!("cannot exec {}: {e}", binary.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(map: u32, shard: u32, site: Site, hold: u64) -> Event {
+        Event {
+            map,
+            shard,
+            write: true,
+            site,
+            hold_ns: hold,
+            lines_written: 3,
+            lines_read: 2,
+        }
+    }
+
+    #[test]
+    fn steps_interleave_work_and_holds() {
+        let mut locks = HashMap::new();
+        let mut names = Vec::new();
+        let evs = [
+            ev(1, 0, Site::MmapLink, 100),
+            ev(2, 0, Site::MmapLink, 50),
+            ev(1, 0, Site::ExitUnlink, 50),
+        ];
+        let st = steps_of(&evs, 1000.0, &mut locks, &mut names);
+        assert_eq!(st.len(), 7);
+        assert_eq!(names.len(), 2);
+        let work: f64 = st
+            .iter()
+            .map(|s| if let Step::Work(t) = s { *t } else { 0.0 })
+            .sum();
+        assert!((work - 800.0).abs() < 1e-9);
+        match &st[1] {
+            Step::Hold(h) => {
+                assert_eq!(h.lines_written, 2);
+                assert_eq!(h.lines_read, 2);
+            }
+            _ => panic!("expected a hold"),
+        }
+    }
+
+    #[test]
+    fn summary_takes_medians_of_the_common_shape() {
+        let run = |t: f64, h: u64| {
+            (
+                t,
+                vec![
+                    ev(1, 0, Site::MmapLink, h),
+                    ev(1, 0, Site::ExitUnlink, 2 * h),
+                ],
+            )
+        };
+        let mut runs = vec![run(100.0, 10), run(300.0, 30), run(200.0, 20)];
+        runs.push((5000.0, vec![ev(1, 0, Site::MmapLink, 999)]));
+        let (total, events) = summarise(runs);
+        assert_eq!(total, 200.0);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].hold_ns, 20);
+        assert_eq!(events[1].hold_ns, 40);
+        assert_eq!(events[1].site, Site::ExitUnlink);
+    }
+
+    #[test]
+    fn hold_correction_is_per_site() {
+        let mut evs = vec![
+            ev(1, 0, Site::MmapLink, 100),
+            ev(1, 0, Site::MmapLink, 300),
+            ev(1, 0, Site::ExitUnlink, 100),
+        ];
+        let mut plain = vec![0.0; Site::ALL.len()];
+        plain[Site::MmapLink.index()] = 200.0;
+        correct_holds(&mut evs, &plain);
+        assert_eq!(evs[0].hold_ns, 50);
+        assert_eq!(evs[1].hold_ns, 150);
+        assert_eq!(evs[2].hold_ns, 100, "no plain figure: unchanged");
+    }
+
+    #[test]
+    fn outer_holds_are_unnested() {
+        let inner = ev(7, 3, Site::MmapLink, 100);
+        let outer = ev(7, u32::MAX, Site::MmapLink, 130);
+        let other = ev(8, 0, Site::ExitUnlink, 50);
+        let out = unnest(&[other, inner, outer]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0], other);
+        assert_eq!((out[1].shard, out[1].hold_ns), (u32::MAX, 30));
+        assert_eq!(out[2], inner);
+    }
+
+    #[test]
+    fn unbatching_exit_splits_by_links() {
+        let mut locks = HashMap::new();
+        let mut names = Vec::new();
+        let mut evs = vec![ev(1, 0, Site::ExitUnlink, 500)];
+        evs.extend((0..5).map(|_| ev(1, 0, Site::MmapLink, 100)));
+        let p = Profile {
+            label: "x".into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            slots: vec![CpuProfile {
+                cpu: 0,
+                steps: steps_of(&evs, 5000.0, &mut locks, &mut names),
+            }],
+            locks: names,
+            recorded_ghz: 1.0,
+            notes: String::new(),
+        };
+        let q = unbatch_exit(&p);
+        let exits: Vec<f64> = q.slots[0]
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Hold(h) if h.site == Site::ExitUnlink => Some(h.hold_ns),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(exits, vec![100.0; 5]);
+        assert_eq!(p.times().0, q.times().0);
+    }
+}

@@ -1,0 +1,405 @@
+//! Machine descriptions: CPUs, NUMA nodes, SMT, caches, line-transfer
+//! latencies and lock costs, each number with its public source.
+//!
+//! CPU numbering (the simulator's and `rmap`'s emulated topology agree on
+//! the node): CPU `c` is on node `c / cpus_per_node`; within a node, local
+//! id `l = c % cpus_per_node` is hardware thread `l / cores_per_node` of the
+//! node's physical core `l % cores_per_node` (Linux on x86 numbers every
+//! core's first thread before the siblings). Global core
+//! `g = node * cores_per_node + core`; its last-level cache is
+//! `g / cores_per_llc` and its socket `g / (cores / sockets)`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// Cache-line transfer latency (one line moved from the CPU that last wrote
+/// it to the CPU that now needs it), by distance, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Between the two hardware threads of one core.
+    pub same_core: f64,
+    /// Between cores that share a last-level cache.
+    pub same_llc: f64,
+    /// Between cores of one NUMA node but different last-level caches.
+    pub same_node: f64,
+    /// Between NUMA nodes of one socket.
+    pub other_node: f64,
+    /// Between sockets.
+    pub other_socket: f64,
+}
+
+/// One machine. Plain data; `validate` checks it before a simulation uses it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Short name (`hygon-384`, `host`, ...).
+    pub name: String,
+    /// What it is, in words.
+    pub description: String,
+    /// NUMA nodes.
+    pub nodes: u32,
+    /// Sockets (packages); may be more than `nodes` when the firmware
+    /// interleaves memory over sockets (one node spanning two sockets).
+    pub sockets: u32,
+    /// Physical cores per NUMA node.
+    pub cores_per_node: u32,
+    /// Hardware threads per core (1 or 2).
+    pub smt: u32,
+    /// Physical cores sharing one last-level cache.
+    pub cores_per_llc: u32,
+    /// Per-core speed: sustained all-core clock in GHz (times an IPC factor
+    /// where the source gives one). Work recorded on the host is scaled by
+    /// `host.core_ghz / machine.core_ghz`.
+    pub core_ghz: f64,
+    /// Throughput of one core with both hardware threads busy, relative to
+    /// one thread alone (e.g. 1.25): each sibling then runs at
+    /// `smt_yield / 2` of the core's speed.
+    pub smt_yield: f64,
+    /// Line-transfer latencies.
+    pub latency_ns: Latency,
+    /// An uncontended atomic read-modify-write on a line already in this
+    /// CPU's cache (lock acquire or release fast path).
+    pub atomic_rmw_ns: f64,
+    /// From a sleeping rwsem waiter being woken to it running (the
+    /// scheduler's wake-up path plus a context switch).
+    pub wake_ns: f64,
+    /// How long a writer spins on a reader-owned rwsem before sleeping.
+    pub reader_spin_ns: f64,
+    /// The real kernel's cost of one `execl` of the calibrated binary on
+    /// one core of this machine, where measured (`aspace calibrate`).
+    #[serde(default)]
+    pub exec_ns: Option<f64>,
+    /// The real kernel's fork + exec + wait cost, where measured.
+    #[serde(default)]
+    pub fork_exec_ns: Option<f64>,
+    /// The lab binary re-execing itself (UnixBench execl's loop), where
+    /// measured.
+    #[serde(default)]
+    pub self_execl_ns: Option<f64>,
+    /// Field name -> the public source (or the measurement) of its value.
+    pub sources: BTreeMap<String, String>,
+}
+
+/// What is wrong with a machine description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineError(pub String);
+
+impl fmt::Display for MachineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MachineError {}
+
+/// The most CPUs a machine may have (the simulator keeps per-CPU bitsets).
+pub const MAX_CPUS: u32 = 4096;
+
+/// Where two CPUs are relative to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Distance {
+    /// The same CPU.
+    Same,
+    /// SMT siblings.
+    Core,
+    /// Same last-level cache.
+    Llc,
+    /// Same node.
+    Node,
+    /// Same socket, other node.
+    OtherNode,
+    /// Other socket.
+    OtherSocket,
+}
+
+/// Where one CPU is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// NUMA node.
+    pub node: u32,
+    /// Global physical core.
+    pub core: u32,
+    /// Hardware thread within the core.
+    pub thread: u32,
+    /// Last-level cache.
+    pub llc: u32,
+    /// Socket.
+    pub socket: u32,
+}
+
+impl Machine {
+    /// Every hardware thread.
+    pub fn cpus(&self) -> u32 {
+        self.nodes * self.cores_per_node * self.smt
+    }
+
+    /// Hardware threads per node.
+    pub fn cpus_per_node(&self) -> u32 {
+        self.cores_per_node * self.smt
+    }
+
+    /// Physical cores.
+    pub fn cores(&self) -> u32 {
+        self.nodes * self.cores_per_node
+    }
+
+    /// Checks every field: counts at least 1 and consistent, times finite
+    /// and non-negative, speed positive.
+    pub fn validate(&self) -> Result<(), MachineError> {
+        let err = |s: String| Err(MachineError(format!("machine {:?}: {s}", self.name)));
+        for (n, v) in [
+            ("nodes", self.nodes),
+            ("sockets", self.sockets),
+            ("cores_per_node", self.cores_per_node),
+            ("smt", self.smt),
+            ("cores_per_llc", self.cores_per_llc),
+        ] {
+            if v == 0 {
+                return err(format!("{n} must be at least 1"));
+            }
+        }
+        let cpus = u64::from(self.nodes) * u64::from(self.cores_per_node) * u64::from(self.smt);
+        if cpus > u64::from(MAX_CPUS) {
+            return err(format!("{cpus} CPUs is more than {MAX_CPUS}"));
+        }
+        if self.smt > 2 {
+            return err("smt must be 1 or 2".into());
+        }
+        if self.cores() % self.sockets != 0 {
+            return err(format!(
+                "{} cores do not divide over {} sockets",
+                self.cores(),
+                self.sockets
+            ));
+        }
+        if !(self.core_ghz.is_finite() && self.core_ghz > 0.0 && self.core_ghz < 100.0) {
+            return err(format!("core_ghz {} must be in (0, 100)", self.core_ghz));
+        }
+        if !(self.smt_yield.is_finite() && self.smt_yield >= 1.0 && self.smt_yield <= 2.0) {
+            return err(format!("smt_yield {} must be in [1, 2]", self.smt_yield));
+        }
+        let l = self.latency_ns;
+        for (n, v) in [
+            ("latency_ns.same_core", l.same_core),
+            ("latency_ns.same_llc", l.same_llc),
+            ("latency_ns.same_node", l.same_node),
+            ("latency_ns.other_node", l.other_node),
+            ("latency_ns.other_socket", l.other_socket),
+            ("atomic_rmw_ns", self.atomic_rmw_ns),
+            ("wake_ns", self.wake_ns),
+            ("reader_spin_ns", self.reader_spin_ns),
+        ] {
+            if !(v.is_finite() && (0.0..=1e7).contains(&v)) {
+                return err(format!("{n} {v} must be between 0 and 1e7 ns"));
+            }
+        }
+        for (n, v) in [
+            ("exec_ns", self.exec_ns),
+            ("fork_exec_ns", self.fork_exec_ns),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0 && v < 1e10) {
+                    return err(format!("{n} {v} must be in (0, 1e10) ns"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where CPU `cpu` is (see the module docs for the numbering).
+    pub fn place(&self, cpu: u32) -> Place {
+        let cpn = self.cpus_per_node();
+        let node = cpu / cpn;
+        let l = cpu % cpn;
+        let thread = l / self.cores_per_node;
+        let core = node * self.cores_per_node + l % self.cores_per_node;
+        let cores_per_socket = (self.cores() / self.sockets).max(1);
+        Place {
+            node,
+            core,
+            thread,
+            llc: core / self.cores_per_llc,
+            socket: core / cores_per_socket,
+        }
+    }
+
+    /// How far apart two places are.
+    pub fn distance(a: &Place, b: &Place) -> Distance {
+        if a.core == b.core {
+            if a.thread == b.thread {
+                Distance::Same
+            } else {
+                Distance::Core
+            }
+        } else if a.llc == b.llc {
+            Distance::Llc
+        } else if a.node == b.node {
+            Distance::Node
+        } else if a.socket == b.socket {
+            Distance::OtherNode
+        } else {
+            Distance::OtherSocket
+        }
+    }
+
+    /// The transfer latency of one line over `d`.
+    pub fn latency(&self, d: Distance) -> f64 {
+        let l = &self.latency_ns;
+        match d {
+            Distance::Same => 0.0,
+            Distance::Core => l.same_core,
+            Distance::Llc => l.same_llc,
+            Distance::Node => l.same_node,
+            Distance::OtherNode => l.other_node,
+            Distance::OtherSocket => l.other_socket,
+        }
+    }
+
+    /// The CPUs `n` copies of a benchmark run on, in the order the
+    /// scheduler fills an idle machine: spread over nodes first, then over
+    /// last-level caches, one thread per physical core before any SMT
+    /// sibling. `n` is capped at [`Machine::cpus`].
+    pub fn placement(&self, n: u32) -> Vec<u32> {
+        let n = n.min(self.cpus());
+        let cpn = self.cpus_per_node();
+        let llcs_per_node = self.cores_per_node.div_ceil(self.cores_per_llc).max(1);
+        let mut order = Vec::with_capacity(self.cpus() as usize);
+        for thread in 0..self.smt {
+            for j in 0..self.cores_per_llc {
+                for llc in 0..llcs_per_node {
+                    let core = llc * self.cores_per_llc + j;
+                    if core >= self.cores_per_node {
+                        continue;
+                    }
+                    for node in 0..self.nodes {
+                        order.push(node * cpn + thread * self.cores_per_node + core);
+                    }
+                }
+            }
+        }
+        order.truncate(n as usize);
+        order
+    }
+
+    /// Reads a machine description from a JSON file and validates it.
+    pub fn load(path: &Path) -> Result<Machine, MachineError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| MachineError(format!("cannot read {}: {e}", path.display())))?;
+        Machine::from_json(&text).map_err(|e| MachineError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Parses and validates a machine description.
+    pub fn from_json(text: &str) -> Result<Machine, MachineError> {
+        let m: Machine = serde_json::from_str(text)
+            .map_err(|e| MachineError(format!("not a machine description: {e}")))?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// The descriptions shipped with the crate (`machines/*.json`), chosen
+    /// before any prediction was compared with a published result.
+    pub fn builtin() -> Vec<Machine> {
+        BUILTIN
+            .iter()
+            .map(|(name, text)| {
+                Machine::from_json(text)
+                    .unwrap_or_else(|e| panic!("built-in machine {name} is invalid: {e}"))
+            })
+            .collect()
+    }
+
+    /// A built-in machine by name.
+    pub fn by_name(name: &str) -> Option<Machine> {
+        Machine::builtin().into_iter().find(|m| m.name == name)
+    }
+}
+
+const BUILTIN: [(&str, &str); 4] = [
+    ("hygon-384", include_str!("../machines/hygon-384.json")),
+    ("spr-224", include_str!("../machines/spr-224.json")),
+    ("emr-112", include_str!("../machines/emr-112.json")),
+    ("device-16", include_str!("../machines/device-16.json")),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_machines_are_valid_and_sourced() {
+        let ms = Machine::builtin();
+        assert_eq!(ms.len(), 4);
+        for m in &ms {
+            m.validate().unwrap();
+            for field in [
+                "nodes",
+                "sockets",
+                "cores_per_node",
+                "smt",
+                "cores_per_llc",
+                "core_ghz",
+                "smt_yield",
+                "latency_ns",
+                "atomic_rmw_ns",
+                "wake_ns",
+                "reader_spin_ns",
+            ] {
+                assert!(
+                    m.sources.get(field).is_some_and(|s| !s.trim().is_empty()),
+                    "{}: no source for {field}",
+                    m.name
+                );
+            }
+        }
+        assert_eq!(Machine::by_name("hygon-384").unwrap().cpus(), 384);
+        assert_eq!(Machine::by_name("hygon-384").unwrap().nodes, 12);
+        assert_eq!(Machine::by_name("spr-224").unwrap().cpus(), 224);
+        assert_eq!(Machine::by_name("emr-112").unwrap().cores(), 112);
+        assert_eq!(Machine::by_name("emr-112").unwrap().nodes, 1);
+    }
+
+    #[test]
+    fn placement_spreads_nodes_then_cores_then_siblings() {
+        let m = Machine::by_name("hygon-384").unwrap();
+        let p = m.placement(384);
+        let mut sorted = p.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 384, "every CPU once");
+        let first12: Vec<u32> = p[..12].iter().map(|&c| m.place(c).node).collect();
+        assert_eq!(first12, (0..12).collect::<Vec<_>>());
+        // No SMT sibling before every physical core has a thread.
+        assert!(p[..192].iter().all(|&c| m.place(c).thread == 0));
+        assert!(p[192..].iter().all(|&c| m.place(c).thread == 1));
+    }
+
+    #[test]
+    fn distances_follow_the_hierarchy() {
+        let m = Machine::by_name("hygon-384").unwrap();
+        let a = m.place(0);
+        assert_eq!(Machine::distance(&a, &m.place(0)), Distance::Same);
+        assert_eq!(Machine::distance(&a, &m.place(16)), Distance::Core);
+        assert_eq!(Machine::distance(&a, &m.place(1)), Distance::Llc);
+        assert_eq!(Machine::distance(&a, &m.place(32)), Distance::OtherNode);
+        assert_eq!(Machine::distance(&a, &m.place(383)), Distance::OtherSocket);
+        let l = m.latency_ns;
+        assert!(l.same_core <= l.same_llc && l.same_llc <= l.same_node);
+        assert!(l.same_node <= l.other_node && l.other_node <= l.other_socket);
+    }
+
+    #[test]
+    fn bad_descriptions_are_errors() {
+        let mut m = Machine::by_name("spr-224").unwrap();
+        m.nodes = 0;
+        assert!(m.validate().is_err());
+        let mut m = Machine::by_name("spr-224").unwrap();
+        m.latency_ns.other_socket = f64::NAN;
+        assert!(m.validate().is_err());
+        let mut m = Machine::by_name("spr-224").unwrap();
+        m.sockets = 3;
+        assert!(m.validate().is_err());
+        assert!(Machine::from_json("{").is_err());
+        assert!(Machine::from_json("{\"name\": 1}").is_err());
+    }
+}
