@@ -40,6 +40,13 @@ pub enum MapleError {
         /// Last index of the refused range.
         last: u64,
     },
+    /// A range argument that holds no index (`5..5`, `..0`).
+    EmptyRange,
+    /// An alignment that is not a power of two.
+    BadAlignment {
+        /// The alignment given.
+        align: u64,
+    },
 }
 
 impl fmt::Display for MapleError {
@@ -58,6 +65,10 @@ impl fmt::Display for MapleError {
             ),
             MapleError::Occupied { first, last } => {
                 write!(f, "range [{first:#x}, {last:#x}] is already occupied")
+            }
+            MapleError::EmptyRange => f.write_str("the range holds no index"),
+            MapleError::BadAlignment { align } => {
+                write!(f, "alignment {align:#x} is not a power of two")
             }
         }
     }

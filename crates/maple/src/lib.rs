@@ -45,6 +45,7 @@
 
 mod cursor;
 mod error;
+mod map;
 mod node;
 mod read;
 mod sync;
@@ -54,6 +55,7 @@ mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
+pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
 pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader};
 
 /// Node size in bytes (leaf and internal alike).

@@ -292,11 +292,6 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         Ok(())
     }
 
-    /// [`insert_range`](Self::insert_range) of the single index `index`.
-    pub fn insert(&self, index: u64, value: T) -> Result<(), WriteError<T>> {
-        self.insert_range(index, index, value)
-    }
-
     /// Removes the whole entry containing `index` and returns it. The value
     /// is dropped once the returned [`Entry`] and every reader that could
     /// see it are gone.
@@ -512,7 +507,7 @@ pub struct Entry<'a, T> {
 }
 
 impl<'a, T> Entry<'a, T> {
-    fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
+    pub(crate) fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
         if v.is_null() {
             return None;
         }
