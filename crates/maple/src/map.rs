@@ -315,6 +315,28 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
+impl<T: Send + Sync + 'static> MapleTree<T> {
+    /// Removes the lowest entry and returns its range and value
+    /// (exclusive access: no lock, freed at once).
+    ///
+    /// ```
+    /// let mut tree: maple::MapleTree<u8> = [(5..=6, 1), (0..=1, 0)].into_iter().collect();
+    /// assert_eq!(tree.pop_first(), Some((0..=1, 0)));
+    /// assert_eq!(tree.pop_last(), Some((5..=6, 1)));
+    /// assert_eq!(tree.pop_first(), None);
+    /// ```
+    pub fn pop_first(&mut self) -> Option<(RangeInclusive<u64>, T)> {
+        let first = self.find(0)?.first();
+        self.remove(first)
+    }
+
+    /// Removes the highest entry and returns its range and value.
+    pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, T)> {
+        let first = self.prev(u64::MAX)?.first();
+        self.remove(first)
+    }
+}
+
 impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     /// Makes every index in `range` map to `value`, replacing whatever was
     /// there, as [`BTreeMap::insert`] replaces a key's value. Entries that
@@ -649,8 +671,7 @@ pub struct IntoIter<T: Send + Sync + 'static> {
 impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
     type Item = (RangeInclusive<u64>, T);
     fn next(&mut self) -> Option<Self::Item> {
-        let first = self.tree.find(0)?.first();
-        self.tree.remove(first)
+        self.tree.pop_first()
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.tree.len(), Some(self.tree.len()))
@@ -659,8 +680,7 @@ impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
 
 impl<T: Send + Sync + 'static> DoubleEndedIterator for IntoIter<T> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let last = self.tree.prev(u64::MAX)?.first();
-        self.tree.remove(last)
+        self.tree.pop_last()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Model-based tests of the idiomatic layer (`get`, `insert`, `try_insert`,
 //! `overlaps`, `first`/`last`, `iter`/`range` both ways, `gaps` both ways,
 //! `empty_area_aligned` / `alloc_aligned` in both fits, `FromIterator`,
-//! `Extend`, both `IntoIterator`s, `PartialEq`): random operation sequences
+//! `pop_first`/`pop_last`, `Extend`, both `IntoIterator`s, `PartialEq`): random operation sequences
 //! against a `BTreeMap` of non-overlapping ranges, and the aligned searches
 //! against a brute-force scan of every aligned start.
 //!
@@ -227,6 +227,7 @@ enum Op {
     Aligned(R, u64, u32, bool),
     Alloc(R, u64, u32, bool),
     Remove(u64),
+    Pop(bool),
     Extend(Vec<(R, u64)>),
     Eq,
 }
@@ -244,6 +245,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (small_window(), 0u64..48, 0u32..7, any::<bool>())
             .prop_map(|(r, s, a, h)| Op::Alloc(r, s, a, h)),
         2 => key().prop_map(Op::Remove),
+        1 => any::<bool>().prop_map(Op::Pop),
         1 => prop::collection::vec((any_range(), any::<u64>()), 0..4).prop_map(Op::Extend),
         1 => Just(Op::Eq),
     ]
@@ -362,6 +364,22 @@ fn apply(tree: &mut MapleTree<u64>, model: &mut Model, op: &Op) {
         Op::Remove(i) => {
             let want = model.get(*i);
             assert_eq!(tree.remove(*i), want);
+            if let Some((r, _)) = want {
+                model.0.remove(r.start());
+            }
+        }
+        Op::Pop(back) => {
+            let want = if *back {
+                model.entries().last().cloned()
+            } else {
+                model.entries().first().cloned()
+            };
+            let got = if *back {
+                tree.pop_last()
+            } else {
+                tree.pop_first()
+            };
+            assert_eq!(got, want, "pop (back: {back})");
             if let Some((r, _)) = want {
                 model.0.remove(r.start());
             }
