@@ -40,16 +40,45 @@ enum Op {
     Insert(R, u32),
     Erase(u64),
     Remove(u64),
+    RemoveRange(R),
     Load(u64),
     Find(u64),
     Prev(u64),
-    Iter { lo: u64, hi: u64, pattern: u32 },
+    Iter {
+        lo: u64,
+        hi: u64,
+        pattern: u32,
+    },
     EmptyArea(Gap),
     Alloc(Gap, u32),
-    Fill { start: u64, count: u8, stride: u8 },
+    Fill {
+        start: u64,
+        count: u8,
+        stride: u8,
+    },
     Clear,
-    Dup { keep_copy: bool },
-    Cursor { exclusive: bool, ops: Vec<COp> },
+    Dup {
+        keep_copy: bool,
+    },
+    Cursor {
+        exclusive: bool,
+        ops: Vec<COp>,
+    },
+    /// One reader's range iteration stepped from both ends, with writes
+    /// through the tree between the steps.
+    IterWrites {
+        lo: u64,
+        hi: u64,
+        steps: Vec<IStep>,
+    },
+}
+
+#[derive(Arbitrary, Debug)]
+enum IStep {
+    Front,
+    Back,
+    Store(R, u32),
+    Erase(u64),
 }
 
 #[derive(Arbitrary, Debug)]
@@ -356,6 +385,99 @@ fn run_cursor(
     }
 }
 
+/// Checks the iteration contract with writes between the steps: the front
+/// yields in increasing order, the back in decreasing order, the two never
+/// overlap, every yielded entry existed at some moment since the reader
+/// began, and once the iteration ends every entry unchanged throughout it
+/// was yielded.
+fn iter_writes(
+    tree: &MapleTree<Val>,
+    model: &mut Model,
+    keys: &Keys,
+    lo: u64,
+    hi: u64,
+    steps: &[IStep],
+) {
+    use std::collections::HashSet;
+    let (lo, hi) = (
+        keys.key(lo).min(keys.key(hi)),
+        keys.key(lo).max(keys.key(hi)),
+    );
+    let snap = tree.reader();
+    let mut it = snap.range(lo, hi);
+    let mut seen: HashSet<Item> = model.all().into_iter().collect();
+    let mut unchanged = seen.clone();
+    let (mut front, mut back): (Vec<Item>, Vec<Item>) = (Vec::new(), Vec::new());
+    let mut ended = false;
+    let check = |e: Item, is_front: bool, front: &[Item], back: &[Item], seen: &HashSet<Item>| {
+        assert!(e.0 <= hi && e.1 >= lo, "{e:?} outside [{lo}, {hi}]");
+        assert!(
+            seen.contains(&e),
+            "{e:?} never existed since the reader began"
+        );
+        let (own, other) = if is_front {
+            (front, back)
+        } else {
+            (back, front)
+        };
+        if let Some(p) = own.last() {
+            let ok = if is_front { p.1 < e.0 } else { e.1 < p.0 };
+            assert!(ok, "{e:?} out of order after {p:?}");
+        }
+        if let Some(o) = other.last() {
+            let ok = if is_front { e.1 < o.0 } else { o.1 < e.0 };
+            assert!(ok, "{e:?} overlaps {o:?} from the other end");
+        }
+    };
+    for step in steps.iter().take(64) {
+        match *step {
+            IStep::Front | IStep::Back => {
+                let is_front = matches!(step, IStep::Front);
+                let got = if is_front { it.next() } else { it.next_back() };
+                match item(got) {
+                    None => ended = true,
+                    Some(e) => {
+                        check(e, is_front, &front, &back, &seen);
+                        if is_front {
+                            front.push(e);
+                        } else {
+                            back.push(e);
+                        }
+                    }
+                }
+            }
+            IStep::Store(r, v) => {
+                let (f, l) = keys.range(r);
+                if f <= l {
+                    tree.store_range(f, l, Val(Box::new(v))).unwrap();
+                    model.store(f, l, v);
+                }
+            }
+            IStep::Erase(i) => {
+                let i = keys.key(i);
+                let got = tree.erase(i).map(|e| (e.first(), e.last(), *e.value().0));
+                assert_eq!(got, model.erase(i), "erase {i} during iteration");
+            }
+        }
+        let now: HashSet<Item> = model.all().into_iter().collect();
+        unchanged.retain(|e| now.contains(e));
+        seen.extend(now);
+    }
+    if !ended {
+        while let Some(e) = item(it.next()) {
+            check(e, true, &front, &back, &seen);
+            front.push(e);
+        }
+    }
+    let yielded: HashSet<Item> = front.into_iter().chain(back).collect();
+    for e in unchanged.iter().filter(|e| e.0 <= hi && e.1 >= lo) {
+        assert!(
+            yielded.contains(e),
+            "{e:?} unchanged throughout but not yielded"
+        );
+    }
+}
+
 fn run(input: Input) {
     let keys = Keys { large: input.large };
     let mut tree: MapleTree<Val> = MapleTree::new();
@@ -390,6 +512,33 @@ fn run(input: Input) {
                 let i = keys.key(i);
                 let got = tree.remove(i).map(|(r, v)| (*r.start(), *r.end(), *v.0));
                 assert_eq!(got, model.erase(i), "remove {i}");
+            }
+            Op::RemoveRange(r) => {
+                let (f, l) = keys.range(r);
+                match tree.remove_range(f, l) {
+                    Ok(removed) => {
+                        let got: Vec<Item> = removed
+                            .iter()
+                            .map(|(r, v)| (*r.start(), *r.end(), *v.0))
+                            .collect();
+                        let want: Vec<Item> = model
+                            .overlapping(f, l)
+                            .into_iter()
+                            .map(|(s, e, v)| (s.max(f), e.min(l), v))
+                            .collect();
+                        assert_eq!(got, want, "remove_range [{f}, {l}]");
+                        for (s, e, old) in model.overlapping(f, l) {
+                            model.m.remove(&s);
+                            if s < f {
+                                model.m.insert(s, (f - 1, old));
+                            }
+                            if e > l {
+                                model.m.insert(l + 1, (e, old));
+                            }
+                        }
+                    }
+                    Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
+                }
             }
             Op::Load(i) => {
                 let i = keys.key(i);
@@ -525,6 +674,9 @@ fn run(input: Input) {
             }
             Op::Cursor { exclusive, ref ops } => {
                 run_cursor(&mut tree, &mut model, &keys, exclusive, ops)
+            }
+            Op::IterWrites { lo, hi, ref steps } => {
+                iter_writes(&tree, &mut model, &keys, lo, hi, steps)
             }
         }
         check_contents(&tree, &model);

@@ -181,19 +181,27 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
 
     /// Reserves enough nodes that the next store of `[first, last]` through
     /// this cursor allocates no node (its value box aside: see
-    /// [`store_range_boxed`](Self::store_range_boxed)).
+    /// [`store_range_boxed`](Self::store_range_boxed)). The reservation is
+    /// a worst case; what the next write does not use is given back to the
+    /// allocator after it, or when the cursor is dropped.
     pub fn preallocate(&mut self, first: u64, last: u64) {
         let root = self.root();
         // SAFETY: the current version is kept alive by the lock / &mut.
         let need =
             unsafe { worst_case_nodes(height(root), leaves_spanned(root, first, last.max(first))) };
-        self.state().reserve_nodes(need);
+        self.state().pool.reserve(need);
     }
 
     /// Node allocations so far that preallocation did not cover
     /// (cumulative over the tree's life).
     pub fn unreserved_allocations(&mut self) -> u64 {
-        self.state().pool_misses
+        self.state().pool.misses
+    }
+
+    /// Free node blocks the writer holds now (for tests and diagnostics).
+    #[doc(hidden)]
+    pub fn pooled_blocks(&mut self) -> usize {
+        self.state().pool.len()
     }
 
     /// The cursor's path, when it is valid for the current version.
@@ -209,7 +217,19 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     }
 
     /// Runs one transaction: in place under `&mut`, else copy-on-write.
+    /// Afterwards the pool keeps only its usual few blocks: whatever a
+    /// preallocation reserved beyond what the write used goes back.
     fn run<R>(&mut self, cloner: Option<fn(&T) -> T>, f: impl FnOnce(&mut Txn<'_, T>) -> R) -> R {
+        let r = self.run_txn(cloner, f);
+        self.state().pool.trim();
+        r
+    }
+
+    fn run_txn<R>(
+        &mut self,
+        cloner: Option<fn(&T) -> T>,
+        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+    ) -> R {
         self.valid = false;
         match &mut self.access {
             Access::Shared(st) => {
@@ -324,5 +344,15 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         // SAFETY: the value was unlinked and taken out of the retire list,
         // so this is its only owner.
         taken.map(|p| (s..=e, *unsafe { Box::from_raw(p) }))
+    }
+}
+
+impl<T> Drop for Cursor<'_, T> {
+    /// Gives back a preallocation that no write used.
+    fn drop(&mut self) {
+        match &mut self.access {
+            Access::Shared(st) => st.pool.trim(),
+            Access::Exclusive(st) => st.pool.trim(),
+        }
     }
 }

@@ -35,6 +35,7 @@
 //! | [`insert(a..b, v)`](MapleTree::insert) (replaces) | [`store_range(a, b - 1, v)`](MapleTree::store_range) | `mtree_store_range` |
 //! | [`try_insert(a..=b, v)`](MapleTree::try_insert) (fails if occupied) | [`insert_range(a, b, v)`](MapleTree::insert_range) | `mtree_insert_range` |
 //! | [`remove(i)`](MapleTree::remove) (`&mut`, returns the value) | [`erase(i)`](MapleTree::erase) (`&self`, returns an [`Entry`]) | `mtree_erase` |
+//! | [`punch_hole(a..b)`](MapleTree::punch_hole) | [`remove_range(a, b - 1)`](MapleTree::remove_range) | store `NULL` over a range |
 //! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range), `for e in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
 //! | [`first()`](MapleTree::first), [`last()`](MapleTree::last) | [`find(0)`](MapleTree::find), [`prev(u64::MAX)`](MapleTree::prev) | `mt_find`, `mt_prev` |
 //! | [`gaps(range)`](MapleTree::gaps) | repeated [`empty_area(lo, hi, 1)`](MapleTree::empty_area) | `mas_empty_area` |
@@ -68,7 +69,7 @@
 //! | insert, replacing | `insert` | `insert` | (fails) | `insert` | `mtree_store_range` | `insert` / `store_range` |
 //! | insert, failing if occupied | - | `try_insert` (unstable) | `insert` | `get_or_insert` | `mtree_insert_range` | `try_insert` / `insert_range` |
 //! | remove one entry | `remove(range)` | `remove` | `remove` | `remove` | `mtree_erase` | `remove` / `erase` |
-//! | punch a hole in a range | `remove(range)` | - | - | - | store `NULL` over a range | see below |
+//! | punch a hole in a range | `remove(range)` | - | - | - | store `NULL` over a range | `punch_hole` / `remove_range` |
 //! | ordered iteration, both ends | yes | yes | forward | yes | `mas_next`/`mas_prev` | `iter()`, `.rev()`, `Reader::iter` |
 //! | range / overlap query | `overlapping`, `overlaps` | `range` | `range` | `range` | `mt_for_each` | `range`, `overlaps` |
 //! | first / last / pop | - | `first_key_value`, `pop_first` | - | `front`, `pop_front` | `mt_find` | `first`, `last`, `pop_first`, `pop_last` |
@@ -87,10 +88,6 @@
 //! | identical intervals coexisting (multimap) | - | - | - | - | (interval tree) | the `aspace-rmap` crate |
 //! | `serde` | feature | yes | feature | - | - | feature `serde` |
 //! | `no_std` + `alloc` | yes | yes | - | (epoch: `alloc`) | kernel | no: see below |
-//!
-//! Hole punching: `remove_range(range)` (empty every index of a range,
-//! trimming entries at its edges) belongs to the kernel-style core
-//! (store nothing over a range).
 //!
 //! # `no_std`
 //!
@@ -135,6 +132,7 @@
 mod cursor;
 mod error;
 mod map;
+mod mem;
 mod node;
 mod read;
 #[cfg(feature = "serde")]
@@ -147,7 +145,7 @@ mod write;
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
 pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
-pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader};
+pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;

@@ -13,7 +13,7 @@ use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, Rang
 use crossbeam_epoch as epoch;
 
 use crate::error::{MapleError, WriteError};
-use crate::tree::{Entry, Iter, MapleTree, Reader};
+use crate::tree::{Entry, Iter, MapleTree, Reader, Removed};
 
 mod sealed {
     pub trait Sealed {}
@@ -366,6 +366,30 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
                 value,
             }),
         }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+    /// Empties every index in `range`, trimming entries that cross its
+    /// edges and splitting one that spans it (what `rangemap`'s
+    /// `remove(range)` does; the kernel-style name is
+    /// [`remove_range`](Self::remove_range), the kernel's a store of `NULL`
+    /// over the range). One write: readers see all of it or none. Returns
+    /// what was removed, clipped to `range`; fails only on a range that
+    /// holds no index.
+    ///
+    /// ```
+    /// let tree: maple::MapleTree<char> = [(0..100, 'a'), (100..200, 'b')].into_iter().collect();
+    /// let removed = tree.punch_hole(50..150).unwrap();
+    /// assert_eq!(removed.to_vec(), [(50..=99, 'a'), (100..=149, 'b')]);
+    /// drop(removed);
+    /// let left: Vec<_> = tree.iter().map(|e| (e.range(), *e)).collect();
+    /// assert_eq!(left, [(0..=49, 'a'), (150..=199, 'b')]);
+    /// ```
+    #[inline]
+    pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T>, MapleError> {
+        let (a, b) = bounds_or_err(&range)?;
+        self.remove_range(a, b)
     }
 }
 

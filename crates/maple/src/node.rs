@@ -41,9 +41,10 @@
 //!    (copy-on-write); only the write in progress mutates nodes it allocated
 //!    itself (flag [`FRESH`]) or, under `&mut`, any node.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use crate::mem::{alloc_block, free_block};
 
 pub(crate) const LEAF_SLOTS: usize = 16;
 pub(crate) const INT_SLOTS: usize = 10;
@@ -129,182 +130,6 @@ impl Internal {
 const _: () = assert!(std::mem::size_of::<Leaf<u8>>() == NODE_BYTES);
 const _: () = assert!(std::mem::size_of::<Internal>() == NODE_BYTES);
 const _: () = assert!(std::mem::align_of::<Internal>() == 64);
-
-pub(crate) fn node_layout() -> Layout {
-    // 256 and 64 are a valid size/alignment pair.
-    Layout::from_size_align(NODE_BYTES, 64).unwrap_or_else(|_| unreachable!())
-}
-
-/// Node blocks kept per thread for reuse. Writers allocate and free a few
-/// nodes per write (copy-on-write), and 64-byte-aligned allocation goes
-/// through glibc's slow `memalign` path: recycling blocks took the
-/// allocator from about half of a sequential store's instructions to a few
-/// percent (callgrind, see BENCHMARKS.md). Epoch-deferred frees mostly run
-/// on the writing thread when it collects, so blocks flow back to it.
-struct BlockCache(Vec<NodePtr>);
-
-/// Blocks a thread keeps at most (512 KiB). crossbeam-epoch runs deferred
-/// frees in bursts (up to 8 bags of 64 batches every 128 pins), so the
-/// cache must absorb a burst for the writer to reuse it: with 256 blocks
-/// two thirds of node allocations still missed.
-const CACHE_BLOCKS: usize = 2048;
-
-impl Drop for BlockCache {
-    fn drop(&mut self) {
-        for &p in &self.0 {
-            // SAFETY: cached blocks are unused allocations of `node_layout`.
-            unsafe { dealloc(p.cast(), node_layout()) };
-        }
-    }
-}
-
-thread_local! {
-    static CACHE: std::cell::RefCell<BlockCache> = const { std::cell::RefCell::new(BlockCache(Vec::new())) };
-}
-
-// ----- recycling retired blocks to writers ------------------------------
-
-/// Most node pointers a [`RetireList`] block holds.
-pub(crate) const RETIRE_LIST_CAP: usize = 30;
-
-/// A node-sized block listing node blocks that one write retired. After
-/// the grace period the whole list is pushed, with one CAS, onto a stack
-/// that writers pop with one swap and reuse. The thread that runs the
-/// deferred function (often a reader: crossbeam-epoch runs deferred work
-/// in whichever thread pins) touches only this block, never the retired
-/// nodes, and frees nothing: with glibc, readers freeing the writer's
-/// blocks serialised both on malloc's arena lock (reads beside a writer
-/// fell to 0.05x of reads alone).
-#[repr(C, align(64))]
-pub(crate) struct RetireList {
-    next: NodePtr,
-    count: usize,
-    blocks: [NodePtr; RETIRE_LIST_CAP],
-}
-
-const _: () = assert!(std::mem::size_of::<RetireList>() == NODE_BYTES);
-
-/// Lists whose grace period has passed, for any writer to reuse.
-static RECYCLED: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
-
-/// Writes an empty retire list into `p`, chained before `next`.
-///
-/// # Safety
-/// `p` is a writable node block.
-pub(crate) unsafe fn init_retire_list(p: NodePtr, next: NodePtr) {
-    // SAFETY: p is a writable 256-byte block aligned for RetireList.
-    unsafe {
-        ptr::write(
-            p.cast::<RetireList>(),
-            RetireList {
-                next,
-                count: 0,
-                blocks: [ptr::null_mut(); RETIRE_LIST_CAP],
-            },
-        )
-    }
-}
-
-/// Adds `block` to the list `p`; false when the list is full.
-///
-/// # Safety
-/// `p` is a retire list owned by the caller.
-pub(crate) unsafe fn retire_list_push(p: NodePtr, block: NodePtr) -> bool {
-    // SAFETY: caller guarantees p is an owned retire list.
-    let list = unsafe { &mut *p.cast::<RetireList>() };
-    if list.count == RETIRE_LIST_CAP {
-        return false;
-    }
-    list.blocks[list.count] = block;
-    list.count += 1;
-    true
-}
-
-/// Hands a chain of retire lists to writers for reuse.
-///
-/// # Safety
-/// No reader can reach any block in the chain (its grace period is over),
-/// and the chain is not used by the caller afterwards.
-pub(crate) unsafe fn recycle(chain: NodePtr) {
-    if chain.is_null() {
-        return;
-    }
-    let mut tail = chain;
-    // SAFETY: the chain's lists are owned by the caller.
-    unsafe {
-        while !(*tail.cast::<RetireList>()).next.is_null() {
-            tail = (*tail.cast::<RetireList>()).next;
-        }
-    }
-    // Relaxed: only a hint for the first CAS, which re-reads on failure.
-    let mut head = RECYCLED.load(Ordering::Relaxed);
-    loop {
-        // SAFETY: tail is ours until the CAS publishes the chain.
-        unsafe { (*tail.cast::<RetireList>()).next = head };
-        // Release: the links (and the lists' contents) are visible to the
-        // writer whose Acquire swap takes the chain.
-        match RECYCLED.compare_exchange_weak(head, chain, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => return,
-            Err(h) => head = h,
-        }
-    }
-}
-
-/// Takes every recycled block: calls `take` for each (the lists' entries
-/// and the list blocks themselves). Taking the whole stack with one swap
-/// leaves no ABA window.
-pub(crate) fn take_recycled(mut take: impl FnMut(NodePtr)) {
-    // Acquire pairs with the Release CAS in `recycle`.
-    let mut l = RECYCLED.swap(ptr::null_mut(), Ordering::Acquire);
-    while !l.is_null() {
-        // SAFETY: the swap made the whole chain ours.
-        let list = unsafe { &*l.cast::<RetireList>() };
-        let next = list.next;
-        for &b in &list.blocks[..list.count] {
-            take(b);
-        }
-        take(l);
-        l = next;
-    }
-}
-
-/// Allocates one uninitialised node block.
-pub(crate) fn alloc_block() -> NodePtr {
-    let cached = CACHE
-        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
-        .ok()
-        .flatten();
-    if let Some(p) = cached {
-        return p;
-    }
-    let layout = node_layout();
-    // SAFETY: the layout has a non-zero size.
-    let p = unsafe { alloc(layout) };
-    if p.is_null() {
-        handle_alloc_error(layout);
-    }
-    p.cast()
-}
-
-/// Frees a node block without touching the values it points to.
-///
-/// # Safety
-/// `p` came from [`alloc_block`] and nothing will read it again.
-pub(crate) unsafe fn free_block(p: NodePtr) {
-    let kept = CACHE
-        .try_with(|c| match c.try_borrow_mut() {
-            Ok(mut c) if c.0.len() < CACHE_BLOCKS => {
-                c.0.push(p);
-                true
-            }
-            _ => false,
-        })
-        .unwrap_or(false);
-    if !kept {
-        // SAFETY: guaranteed by the caller; same layout as the allocation.
-        unsafe { dealloc(p.cast(), node_layout()) }
-    }
-}
 
 impl Header {
     pub(crate) fn new(kind: u8) -> Self {
@@ -478,37 +303,126 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
 /// Copies a subtree node by node, cloning each value (the fork path).
 /// Returns the new root and the number of nodes allocated.
 ///
+/// Unwind-safe: if a `T::clone` panics, everything built so far (cloned
+/// values and copied nodes) is dropped exactly once as the panic unwinds,
+/// and the source subtree is untouched.
+///
 /// # Safety
 /// `p` is a valid subtree that stays alive for the call.
 pub(crate) unsafe fn dup_subtree<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     if p.is_null() {
         return (ptr::null_mut(), 0);
     }
+    // SAFETY: p is valid for the call (caller).
+    if unsafe { (*p).kind } == KIND_LEAF {
+        // SAFETY: as above.
+        unsafe { dup_leaf::<T>(p) }
+    } else {
+        // SAFETY: as above.
+        unsafe { dup_internal::<T>(p) }
+    }
+}
+
+/// A copy under construction: on unwind, drops the first `done` slots
+/// (values or subtrees already copied) and frees the block. Forgotten once
+/// the copy is complete.
+struct PartialCopy<T> {
+    node: NodePtr,
+    done: usize,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T> Drop for PartialCopy<T> {
+    fn drop(&mut self) {
+        // SAFETY: the block is ours and unreachable; its first `done` slots
+        // hold values / subtrees this copy owns, the rest are not owned
+        // (they were nulled before the copy started).
+        unsafe {
+            if (*self.node).kind == KIND_LEAF {
+                let leaf = &*self.node.cast::<Leaf<T>>();
+                for &v in &leaf.slots[..self.done] {
+                    if !v.is_null() {
+                        drop(Box::from_raw(v));
+                    }
+                }
+            } else {
+                let node = &*self.node.cast::<Internal>();
+                for i in 0..self.done {
+                    free_subtree::<T>(node.child(i));
+                }
+            }
+            free_block(self.node);
+        }
+    }
+}
+
+/// # Safety
+/// `p` is a valid leaf that stays alive for the call.
+unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     let q = alloc_block();
-    // SAFETY: p is valid and q is a fresh block of the same size; the copy is
-    // made before any field of q is read.
-    unsafe {
+    // SAFETY: p is a valid leaf; q is a fresh block of the same size, so
+    // the whole-node copy is in bounds; the slots are nulled before the
+    // guard can look at them.
+    let src = unsafe {
         ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
         (*q).flags = 0;
         (*q).dirty = 0;
-        let mut nodes = 1;
-        if (*q).kind == KIND_LEAF {
-            let leaf = &mut *q.cast::<Leaf<T>>();
-            for v in &mut leaf.slots[..leaf.hdr.count as usize] {
-                if !v.is_null() {
-                    *v = Box::into_raw(Box::new((**v).clone()));
-                }
-            }
-        } else {
-            let node = &mut *q.cast::<Internal>();
-            for i in 0..node.hdr.count as usize {
-                let (d, n) = dup_subtree::<T>(node.child(i));
-                node.set_child(i, d);
-                nodes += n;
-            }
+        let leaf = &mut *q.cast::<Leaf<T>>();
+        leaf.slots = [ptr::null_mut(); LEAF_SLOTS];
+        &*p.cast::<Leaf<T>>()
+    };
+    let n = src.hdr.count as usize;
+    let mut guard = PartialCopy::<T> {
+        node: q,
+        done: 0,
+        _values: std::marker::PhantomData,
+    };
+    for i in 0..n {
+        let v = src.slots[i];
+        if !v.is_null() {
+            // SAFETY: v is a live value of the source tree.
+            let copy = Box::into_raw(Box::new(unsafe { (*v).clone() }));
+            // SAFETY: q is our block.
+            unsafe { (*q.cast::<Leaf<T>>()).slots[i] = copy };
         }
-        (q, nodes)
+        guard.done = i + 1;
     }
+    std::mem::forget(guard);
+    (q, 1)
+}
+
+/// # Safety
+/// `p` is a valid internal node that stays alive for the call.
+unsafe fn dup_internal<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+    let q = alloc_block();
+    // SAFETY: as in dup_leaf; children are nulled before the guard exists.
+    let src = unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), NODE_BYTES);
+        (*q).flags = 0;
+        (*q).dirty = 0;
+        let node = &*q.cast::<Internal>();
+        for i in 0..INT_SLOTS {
+            node.set_child(i, ptr::null_mut());
+        }
+        &*p.cast::<Internal>()
+    };
+    let n = src.hdr.count as usize;
+    let mut guard = PartialCopy::<T> {
+        node: q,
+        done: 0,
+        _values: std::marker::PhantomData,
+    };
+    let mut nodes = 1;
+    for i in 0..n {
+        // SAFETY: children of a valid node are valid.
+        let (d, k) = unsafe { dup_subtree::<T>(src.child(i)) };
+        // SAFETY: q is our block.
+        unsafe { (*q.cast::<Internal>()).set_child(i, d) };
+        nodes += k;
+        guard.done = i + 1;
+    }
+    std::mem::forget(guard);
+    (q, nodes)
 }
 
 #[cfg(test)]

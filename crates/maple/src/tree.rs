@@ -88,10 +88,18 @@ impl Core {
 ///   are lock-free and never block: they pin an epoch (`crossbeam-epoch`)
 ///   and walk the tree without locks, as RCU readers do. A lookup is
 ///   linearizable: it returns the value from before or after any concurrent
-///   write covering that index, never a mix, and never a torn node. An
-///   iteration yields entries in increasing order, never overlapping; it
-///   yields every entry that existed unchanged throughout it, and each
-///   entry it yields existed at some moment during it. A concurrent gap
+///   write covering that index, never a mix, and never a torn node.
+///   An iteration runs on a [`Reader`] and starts from the root that the
+///   `Reader` loaded when it was created. It yields entries from the front
+///   in increasing order and from the back in decreasing order, and no two
+///   entries it yields overlap, however `next` and `next_back` are mixed
+///   and whatever writes run between them. It yields every entry that
+///   existed unchanged from the `Reader`'s creation to the end of the
+///   iteration, and each entry it yields existed at some moment between the
+///   `Reader`'s creation and the step that yielded it: so an entry erased
+///   after the `Reader` was created, even before the iteration began, may
+///   still be yielded, and a write made during the iteration may or may not
+///   be seen. A concurrent gap
 ///   search returns a range that was free at some moment during the call;
 ///   it is the lowest (highest) fit when no write runs meanwhile, and always
 ///   under the writer lock ([`alloc_range`](Self::alloc_range), a
@@ -119,6 +127,18 @@ impl Core {
 /// long-lived [`Entry`] or [`Reader`]) delays the reclamation of every
 /// node replaced meanwhile.
 ///
+/// # Unwind safety
+///
+/// A panic in `T::clone` loses nothing and leaks nothing. In
+/// [`store_range`](Self::store_range) (which clones when it cuts an entry in
+/// two) the write is abandoned before it publishes, so the tree is as it was
+/// before the call. In [`dup`](Self::dup) / `Clone`, every value cloned and
+/// every node copied before the panic is dropped exactly once as the panic
+/// unwinds, and the source tree is untouched. The writer lock does not
+/// poison, so the tree stays usable after the panic is caught. Hence the tree
+/// is [`UnwindSafe`](std::panic::UnwindSafe) and
+/// [`RefUnwindSafe`](std::panic::RefUnwindSafe) when `T` is.
+///
 /// # Value requirements
 ///
 /// Writes through `&self` need `T: Send + Sync + 'static`: readers on other
@@ -138,6 +158,12 @@ unsafe impl<T: Send> Send for MapleTree<T> {}
 // thread insert or drop values (T: Send); the node protocol is synchronised
 // by the root's release/acquire and the writer mutex.
 unsafe impl<T: Send + Sync> Sync for MapleTree<T> {}
+
+// Unwind safety: see "Unwind safety" on MapleTree: no operation leaves a
+// broken invariant behind when `T::clone` panics, and the lock does not
+// poison.
+impl<T: std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for MapleTree<T> {}
+impl<T: std::panic::UnwindSafe> std::panic::UnwindSafe for MapleTree<T> {}
 
 /// What the tree occupies, from its own accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -389,6 +415,13 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         Cursor::exclusive(self)
     }
 
+    /// Free node blocks the writer keeps for reuse (for tests and
+    /// diagnostics; takes the writer lock).
+    #[doc(hidden)]
+    pub fn pooled_blocks(&self) -> usize {
+        self.writer.lock().pool.len()
+    }
+
     /// Removes the entry containing `index` and returns its range and value.
     pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
         self.cursor_mut().remove_at(index)
@@ -411,6 +444,44 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     /// [`store_range`](Self::store_range) of the single index `index`.
     pub fn store(&self, index: u64, value: T) -> Result<(), WriteError<T>> {
         self.store_range(index, index, value)
+    }
+
+    /// Makes every index in `[first, last]` free (the kernel's store of
+    /// `NULL` over a range): entries inside the range are removed, an entry
+    /// crossing one end is trimmed to the part outside, and an entry
+    /// spanning the whole range is split in two (its right part gets a
+    /// clone of the value, hence `T: Clone`). One write: concurrent readers
+    /// see all of it or none of it.
+    ///
+    /// Returns what was removed: for each entry that intersected
+    /// `[first, last]`, in increasing order, the part of its range that was
+    /// freed (clipped to `[first, last]`) and its value. The values are
+    /// borrowed: like an [`Entry`], the [`Removed`] holds an epoch guard, so
+    /// removed values are dropped once it and every reader that could see
+    /// them are gone (a trimmed entry's value stays in the tree). Fails only
+    /// on an inverted range, changing nothing.
+    pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T>, MapleError> {
+        check_range(first, last)?;
+        // Pinned before the write retires anything, so the removed values
+        // outlive their deferred drop for as long as `Removed` lives.
+        let guard = epoch::pin();
+        let mut st = self.writer.lock();
+        let root = self.core.writer_root();
+        let mut parts = Vec::new();
+        for (r, v) in Iter::<'_, T>::new(root, first, last) {
+            parts.push(((*r.start()).max(first), (*r.end()).min(last), v as *const T));
+        }
+        if !parts.is_empty() {
+            self.write_locked(&mut st, Some(T::clone), |t| {
+                t.store(first, last, ptr::null_mut())
+            });
+        }
+        drop(st);
+        Ok(Removed {
+            _guard: guard,
+            parts,
+            _tree: PhantomData,
+        })
     }
 
     /// Copies the tree node by node (the fork path), cloning every value.
@@ -554,14 +625,77 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
     }
 }
 
+/// What [`MapleTree::remove_range`] removed: for each entry that intersected
+/// the range, the freed part of its range and a reference to its value.
+///
+/// It holds an epoch guard, so the values stay valid while it lives (and
+/// memory retired by writers meanwhile is not reclaimed: keep it short).
+/// Not `Send`.
+pub struct Removed<'a, T> {
+    _guard: Guard,
+    parts: Vec<(u64, u64, *const T)>,
+    _tree: PhantomData<&'a T>,
+}
+
+impl<T> Removed<'_, T> {
+    /// Number of entries the removal touched.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether the range held no entry (nothing was written).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The freed part of each touched entry's range and its value, in
+    /// increasing order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, &T)> + '_ {
+        self.parts.iter().map(|&(s, e, v)| {
+            // SAFETY: the guard held by self delays the value's reclamation
+            // (pinned before the removal retired it).
+            (s..=e, unsafe { &*v })
+        })
+    }
+
+    /// The freed ranges with clones of their values.
+    pub fn to_vec(&self) -> Vec<(RangeInclusive<u64>, T)>
+    where
+        T: Clone,
+    {
+        self.iter().map(|(r, v)| (r, v.clone())).collect()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
 /// A read-side section: lock-free reads sharing one pinned epoch guard.
 ///
-/// Everything read through it stays valid while it lives, and each read
-/// follows the contract on [`MapleTree`]. It is not an isolated snapshot:
-/// writes that complete while it is in use may be seen by later reads
-/// through it (each leaf is seen whole, old or new). Holding it keeps
-/// everything replaced meanwhile from being reclaimed, so keep it short.
-/// Not `Send`.
+/// Everything read through it stays valid while it lives. It loads the
+/// tree's root once, when it is created, and every read through it starts
+/// there. It is not an isolated snapshot: a write that swaps a leaf in place
+/// (see [`MapleTree`]) is visible through the old root too, so writes that
+/// complete while it is in use may be seen by later reads through it, each
+/// leaf whole, old or new; a write that publishes a new root is not.
+///
+/// An iteration ([`iter`](Self::iter), [`range`](Self::range)) yields
+/// entries from the front in increasing order and from the back in
+/// decreasing order, and no two entries it yields overlap, however `next`
+/// and `next_back` are mixed and whatever writes run between them. It
+/// yields every entry that existed unchanged from the `Reader`'s creation
+/// to the end of the iteration, and each entry it yields existed at some
+/// moment between the `Reader`'s creation and the step that yielded it: so
+/// an entry erased after the `Reader` was created, even before the
+/// iteration began, may still be yielded, and a write made during the
+/// iteration may or may not be seen. (The same words are in
+/// [`MapleTree`]'s contract.)
+///
+/// Holding it keeps everything replaced meanwhile from being reclaimed, so
+/// keep it short. Not `Send`.
 pub struct Reader<'a, T> {
     guard: Guard,
     root: NodePtr,
@@ -642,12 +776,30 @@ impl<'s, T> IntoIterator for &'s Reader<'_, T> {
 
 /// Iterator over the entries of a [`Reader`] (or a cursor's version),
 /// from either end.
+///
+/// The two ends never cross: whatever mix of [`next`](Iterator::next) and
+/// [`next_back`](DoubleEndedIterator::next_back) is used, and whatever
+/// writes run between the calls, the entries yielded from the front are in
+/// increasing order, those from the back in decreasing order, and no entry
+/// yielded from one end overlaps or passes one yielded from the other. A
+/// concurrent write can replace the leaf an end is about to read (a leaf
+/// swap keeps the reader's upper levels), so each end checks what it finds
+/// against the other end's progress, and the iteration ends where they
+/// would overlap (the entries between them that a write replaced were not
+/// unchanged throughout the iteration, so the contract does not require
+/// them).
 pub struct Iter<'s, T> {
     front: Path,
     back: Path,
-    /// Lowest index the front may still yield / highest for the back.
+    /// The front may yield only entries starting at or after `lo` once it
+    /// has moved (`front_moved`); before that, `lo` is the range's first
+    /// index and the first entry may start below it.
     lo: u64,
+    /// The back may yield only entries ending at or before `hi` once it has
+    /// moved (`back_moved`); before that, `hi` is the range's last index.
     hi: u64,
+    front_moved: bool,
+    back_moved: bool,
     done: bool,
     _snap: PhantomData<&'s T>,
 }
@@ -659,6 +811,8 @@ impl<'s, T> Iter<'s, T> {
             back: Path::new(),
             lo: first,
             hi: last,
+            front_moved: false,
+            back_moved: false,
             done: true,
             _snap: PhantomData,
         };
@@ -689,22 +843,26 @@ impl<'s, T> Iterator for Iter<'s, T> {
             let mut i = l.idx;
             while i < n {
                 let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
-                if s > self.hi {
+                if s > self.hi || (self.back_moved && e > self.hi) {
+                    // Past the range, or overlapping what the back yielded
+                    // (a write replaced the entries in between).
                     self.done = true;
                     return None;
                 }
                 let v = leaf.slots[i];
                 i += 1;
-                if !v.is_null() {
-                    if e >= self.hi {
-                        self.done = true;
-                    } else {
-                        self.lo = e + 1;
-                        self.front.leaf_set_idx(i);
-                    }
-                    // SAFETY: the value lives as long as the version.
-                    return Some((s..=e, unsafe { &*v }));
+                if v.is_null() || (self.front_moved && s < self.lo) {
+                    continue;
                 }
+                if e >= self.hi {
+                    self.done = true;
+                } else {
+                    self.lo = e + 1;
+                    self.front_moved = true;
+                    self.front.leaf_set_idx(i);
+                }
+                // SAFETY: the value lives as long as the version.
+                return Some((s..=e, unsafe { &*v }));
             }
             self.front.leaf_set_idx(n - 1);
             // SAFETY: as above.
@@ -721,17 +879,22 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
         while !self.done {
             // SAFETY: the path is valid for the version 's keeps alive.
             let (s, e, v) = unsafe { path_entry::<T>(&self.back) };
-            if e < self.lo || s > self.hi {
+            if e < self.lo || (self.front_moved && s < self.lo) {
+                // Before the range, or overlapping what the front yielded.
                 self.done = true;
                 break;
             }
             // SAFETY: as above.
             let more = unsafe { step_prev(&mut self.back) };
-            if !v.is_null() {
+            // A slot ending above what the back already passed is stale
+            // (the path stepped into a leaf a write swapped in): skip it.
+            let stale = self.back_moved && e > self.hi;
+            if !v.is_null() && !stale {
                 if s <= self.lo || !more {
                     self.done = true;
                 } else {
                     self.hi = s - 1;
+                    self.back_moved = true;
                 }
                 // SAFETY: the value lives as long as the version.
                 return Some((s..=e, unsafe { &*v }));

@@ -26,10 +26,10 @@ use std::ptr;
 
 use crossbeam_epoch::Guard;
 
+use crate::mem::{free_block, BlockPool};
 use crate::node::{
-    alloc_block, free_block, init_internal, init_leaf, init_retire_list, internal_gap, leaf_gap,
-    recycle, retire_list_push, slot_in, slot_range, take_recycled, Internal, Leaf, NodePtr, FRESH,
-    INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF, NODE_BYTES,
+    init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal, Leaf, NodePtr,
+    FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF, NODE_BYTES,
 };
 use crate::read::{count, descend, is_leaf, Level, Path};
 
@@ -45,10 +45,13 @@ pub(crate) struct WriterState<T> {
     fresh: Vec<NodePtr>,
     retired_nodes: Vec<NodePtr>,
     retired_values: Vec<*mut T>,
-    /// Preallocated node blocks, used before the allocator.
-    pub(crate) pool: Vec<NodePtr>,
-    /// Node allocations that the pool could not serve (for tests and stats).
-    pub(crate) pool_misses: u64,
+    /// The tree's free node blocks and recycler (see `mem.rs`).
+    pub(crate) pool: BlockPool,
+    /// Under loom, deferred work waits here until the tree is dropped (no
+    /// reader can remain then): crossbeam-epoch would run it outside the
+    /// loom execution that owns its atomics.
+    #[cfg(loom)]
+    deferred: Vec<Box<dyn FnOnce() + Send>>,
 }
 
 // SAFETY: the raw pointers are owned node blocks and boxed values of the tree;
@@ -61,8 +64,9 @@ impl<T> WriterState<T> {
             fresh: Vec::new(),
             retired_nodes: Vec::new(),
             retired_values: Vec::new(),
-            pool: Vec::new(),
-            pool_misses: 0,
+            pool: BlockPool::new(),
+            #[cfg(loom)]
+            deferred: Vec::new(),
         }
     }
 
@@ -78,65 +82,29 @@ impl<T> WriterState<T> {
         self.retired_values.clear();
     }
 
-    pub(crate) fn reserve_nodes(&mut self, n: usize) {
-        if self.pool.len() < n {
-            self.refill();
-        }
-        while self.pool.len() < n {
-            self.pool.push(alloc_block());
-        }
-    }
-
-    /// Moves recycled blocks into the pool, keeping at most [`POOL_MAX`].
-    fn refill(&mut self) {
-        let pool = &mut self.pool;
-        take_recycled(|b| {
-            if pool.len() < POOL_MAX {
-                pool.push(b);
-            } else {
-                // SAFETY: a recycled block is unreachable and ours now.
-                unsafe { free_block(b) };
-            }
-        });
-    }
-
-    /// A free block: the pool, then recycled blocks, then the allocator.
-    fn block(&mut self) -> NodePtr {
-        if self.pool.is_empty() {
-            self.refill();
-        }
-        match self.pool.pop() {
-            Some(p) => p,
-            None => {
-                self.pool_misses += 1;
-                alloc_block()
-            }
-        }
-    }
-
-    /// Keeps a block this writer no longer needs for reuse.
-    fn keep(&mut self, b: NodePtr) {
-        if self.pool.len() < POOL_MAX {
-            self.pool.push(b);
-        } else {
-            // SAFETY: the caller hands over an unreachable block.
-            unsafe { free_block(b) };
+    /// Runs `f` once no reader pinned before now can still be pinned.
+    ///
+    /// # Safety
+    /// As `crossbeam_epoch::Guard::defer_unchecked`.
+    unsafe fn defer(&mut self, guard: &Guard, f: impl FnOnce() + Send + 'static) {
+        #[cfg(not(loom))]
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            guard.defer_unchecked(f)
+        };
+        #[cfg(loom)]
+        {
+            let _ = guard;
+            self.deferred.push(Box::new(f));
         }
     }
 }
 
-/// Most free node blocks a tree keeps for its writer (16 KiB): small,
-/// because a program may hold thousands of trees (one per process in
-/// `aspace-mm`). Surplus recycled blocks go to the per-thread block cache
-/// (`node::free_block`), which the same writer thread allocates from next.
-/// Preallocation may exceed it.
-const POOL_MAX: usize = 64;
-
+#[cfg(loom)]
 impl<T> Drop for WriterState<T> {
     fn drop(&mut self) {
-        for &p in &self.pool {
-            // SAFETY: pool blocks are unused allocations owned by the state.
-            unsafe { free_block(p) };
+        for f in self.deferred.drain(..) {
+            f();
         }
     }
 }
@@ -457,7 +425,7 @@ impl<'s, T> Txn<'s, T> {
     /// publishes its block itself.
     fn take_block(&mut self) -> NodePtr {
         self.nodes_delta += 1;
-        self.st.block()
+        self.st.pool.block()
     }
 
     fn flags(&self) -> u8 {
@@ -1107,7 +1075,7 @@ impl<'s, T> Txn<'s, T> {
     /// `None` in exclusive mode, where retired memory is freed at once.
     pub(crate) fn commit(self, publish: impl FnOnce(NodePtr), guard: Option<&Guard>) -> Committed
     where
-        T: Send,
+        T: Send + 'static,
     {
         if !self.root.is_null() {
             // SAFETY: the working root is valid and only fresh nodes are dirty.
@@ -1147,37 +1115,28 @@ impl<'s, T> Txn<'s, T> {
                 // Never-published nodes go straight back to the pool; the
                 // rest are listed in retire-list blocks and handed to
                 // writers after the grace period (see `node::RetireList`).
-                let mut chain: NodePtr = ptr::null_mut();
-                let retired = std::mem::take(&mut st.retired_nodes);
-                for &p in &retired {
+                let mut retired = std::mem::take(&mut st.retired_nodes);
+                retired.retain(|&p| {
                     // SAFETY: retired nodes stay allocated until handed on here.
                     if unsafe { (*p).flags } == DEAD {
-                        st.keep(p);
-                        continue;
+                        // SAFETY: never published, so unreachable.
+                        unsafe { st.pool.keep(p) };
+                        false
+                    } else {
+                        true
                     }
-                    // SAFETY: chain is null or a list this write owns.
-                    if chain.is_null() || !unsafe { retire_list_push(chain, p) } {
-                        let list = st.block();
-                        // SAFETY: list is a free block; the push cannot fail
-                        // on an empty list.
-                        unsafe {
-                            init_retire_list(list, chain);
-                            retire_list_push(list, p);
-                        }
-                        chain = list;
-                    }
-                }
+                });
+                // SAFETY: every listed node is unlinked from the new version;
+                // readers that still hold the old one are pinned, so the
+                // recycling below waits for them.
+                let batch = unsafe { st.pool.list_retired(retired.drain(..)) };
                 st.retired_nodes = retired;
-                st.retired_nodes.clear();
-                if !chain.is_null() {
-                    let chain = SendPtr(chain);
-                    // SAFETY: every listed node is unlinked from the new
-                    // version; readers that still hold the old one are
-                    // pinned, so the recycling waits for them.
+                if let Some(batch) = batch {
+                    // SAFETY: as above.
                     unsafe {
-                        guard.defer_unchecked(move || {
-                            let chain = chain;
-                            recycle(chain.0);
+                        st.defer(guard, move || {
+                            let batch = batch;
+                            batch.recycle();
                         })
                     };
                 }
@@ -1185,7 +1144,7 @@ impl<'s, T> Txn<'s, T> {
                     let batch = SendPtr(std::mem::take(&mut st.retired_values));
                     // SAFETY: as above; each value is owned by the tree alone.
                     unsafe {
-                        guard.defer_unchecked(move || {
+                        st.defer(guard, move || {
                             let batch = batch;
                             for v in batch.0 {
                                 drop(Box::from_raw(v));
@@ -1197,8 +1156,8 @@ impl<'s, T> Txn<'s, T> {
             None => {
                 let retired = std::mem::take(&mut st.retired_nodes);
                 for &p in &retired {
-                    // Exclusive mode: no reader can hold p; reuse it.
-                    st.keep(p);
+                    // SAFETY: exclusive mode: no reader can hold p; reuse it.
+                    unsafe { st.pool.keep(p) };
                 }
                 st.retired_nodes = retired;
                 st.retired_nodes.clear();

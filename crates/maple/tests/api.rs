@@ -1,5 +1,5 @@
 //! Model-based tests of the idiomatic layer (`get`, `insert`, `try_insert`,
-//! `overlaps`, `first`/`last`, `iter`/`range` both ways, `gaps` both ways,
+//! `overlaps`, `punch_hole`, `first`/`last`, `iter`/`range` both ways, `gaps` both ways,
 //! `empty_area_aligned` / `alloc_aligned` in both fits, `FromIterator`,
 //! `pop_first`/`pop_last`, `Extend`, both `IntoIterator`s, `PartialEq`): random operation sequences
 //! against a `BTreeMap` of non-overlapping ranges, and the aligned searches
@@ -227,6 +227,7 @@ enum Op {
     Aligned(R, u64, u32, bool),
     Alloc(R, u64, u32, bool),
     Remove(u64),
+    Punch(R),
     Pop(bool),
     Extend(Vec<(R, u64)>),
     Eq,
@@ -246,6 +247,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(r, s, a, h)| Op::Alloc(r, s, a, h)),
         2 => key().prop_map(Op::Remove),
         1 => any::<bool>().prop_map(Op::Pop),
+        3 => any_range().prop_map(Op::Punch),
         1 => prop::collection::vec((any_range(), any::<u64>()), 0..4).prop_map(Op::Extend),
         1 => Just(Op::Eq),
     ]
@@ -366,6 +368,22 @@ fn apply(tree: &mut MapleTree<u64>, model: &mut Model, op: &Op) {
             assert_eq!(tree.remove(*i), want);
             if let Some((r, _)) = want {
                 model.0.remove(r.start());
+            }
+        }
+        Op::Punch(r) => {
+            let got = with_range!(r, |x| tree.punch_hole(x)).map(|rm| rm.to_vec());
+            match r.model() {
+                Some((a, b)) => {
+                    let want: Vec<Ent> = model
+                        .intersecting(a, b)
+                        .into_iter()
+                        .map(|(er, v)| ((*er.start()).max(a)..=(*er.end()).min(b), v))
+                        .collect();
+                    assert_eq!(got, Ok(want), "punch_hole {r:?}");
+                    model.store(a, b, 0);
+                    model.0.remove(&a);
+                }
+                None => assert_eq!(got, Err(MapleError::EmptyRange)),
             }
         }
         Op::Pop(back) => {

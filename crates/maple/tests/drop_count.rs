@@ -22,6 +22,8 @@ struct Counters {
     dropped: AtomicUsize,
     double_drops: AtomicUsize,
     live: Mutex<HashSet<u64>>,
+    /// Clones that may still succeed; the next one panics at zero.
+    clones_left: AtomicU64,
 }
 
 impl Counters {
@@ -32,6 +34,7 @@ impl Counters {
             dropped: AtomicUsize::new(0),
             double_drops: AtomicUsize::new(0),
             live: Mutex::new(HashSet::new()),
+            clones_left: AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -65,6 +68,11 @@ struct Tracked {
 
 impl Clone for Tracked {
     fn clone(&self) -> Self {
+        let left = self.c.clones_left.load(Ordering::Relaxed);
+        if left == 0 {
+            panic!("clone budget exhausted (deliberate)");
+        }
+        self.c.clones_left.store(left - 1, Ordering::Relaxed);
         self.c.make(self.tag)
     }
 }
@@ -274,6 +282,90 @@ fn exclusive_path_every_operation() {
         c.created.load(Ordering::Relaxed),
         c.dropped.load(Ordering::Relaxed)
     );
+}
+
+/// `dup` and `Clone` whose `T::clone` panics part way: the values cloned so
+/// far and the copied nodes are dropped exactly once while the panic
+/// unwinds, and the source tree is untouched.
+#[test]
+fn dup_with_a_panicking_clone_drops_the_partial_copy() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let n: u64 = if cfg!(miri) { 60 } else { 2_000 };
+    for i in 0..n {
+        t.store_range(i * 4, i * 4 + 2, c.make(i)).unwrap();
+    }
+    settle(c, &held(&t));
+    let before = held(&t);
+    let budgets: &[u64] = if cfg!(miri) {
+        &[0, 1, 17, 59]
+    } else {
+        &[0, 1, 15, 16, 17, 150, 500, 1_999]
+    };
+    for (k, &budget) in budgets.iter().enumerate() {
+        c.clones_left.store(budget, Ordering::Relaxed);
+        let created = c.created.load(Ordering::Relaxed);
+        let r = std::panic::catch_unwind(|| if k % 2 == 0 { t.dup() } else { t.clone() });
+        assert!(
+            r.is_err(),
+            "clone budget {budget}: the copy should have panicked"
+        );
+        c.clones_left.store(u64::MAX, Ordering::Relaxed);
+        assert_eq!(
+            c.created.load(Ordering::Relaxed) - created,
+            budget as usize,
+            "clones made before the panic"
+        );
+        // Every clone made before the panic is gone, once; the source holds
+        // exactly what it held.
+        settle(c, &before);
+        assert_eq!(held(&t), before);
+        assert_eq!(t.len(), n as usize);
+        t.validate().unwrap();
+    }
+    // The tree still copies and drops normally afterwards.
+    let copy = t.dup();
+    assert_eq!(copy.len(), n as usize);
+    drop(copy);
+    drop(t);
+    settle(c, &HashSet::new());
+    assert_eq!(
+        c.created.load(Ordering::Relaxed),
+        c.dropped.load(Ordering::Relaxed)
+    );
+}
+
+/// `remove_range` retires the covered values (alive while the `Removed`
+/// lives, dropped once after), keeps trimmed ones in the tree, and clones
+/// the right part of a split entry.
+#[test]
+fn remove_range_drops_each_removed_value_once() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    for i in 0..300 {
+        t.store_range(i * 10, i * 10 + 9, c.make(i)).unwrap();
+    }
+    let removed = t.remove_range(105, 1_004).unwrap();
+    assert_eq!(removed.len(), 91);
+    let serials: Vec<u64> = removed.iter().map(|(_, v)| v.serial).collect();
+    assert!(serials.iter().all(|&s| c.is_live(s)));
+    let mut want = held(&t);
+    want.extend(serials.iter().copied());
+    settle(c, &want);
+    drop(removed);
+    settle(c, &held(&t));
+    // A split: [2000, 2009] loses [2003, 2005]; the right part is a clone.
+    let removed = t.remove_range(2_003, 2_005).unwrap();
+    assert_eq!(
+        removed.iter().next().map(|(r, v)| (r, v.tag)),
+        Some((2_003..=2_005, 200))
+    );
+    drop(removed);
+    assert_eq!(t.load(2_006).map(|e| e.tag), Some(200));
+    assert_eq!(t.load(2_002).map(|e| e.tag), Some(200));
+    settle(c, &held(&t));
+    drop(t);
+    settle(c, &HashSet::new());
 }
 
 /// splitmix64

@@ -121,6 +121,18 @@ impl Model {
         Ok(())
     }
 
+    /// Frees `[f, l]`; returns the freed part of each entry it touched.
+    fn remove_range(&mut self, f: u64, l: u64) -> Vec<Ent> {
+        let removed = self
+            .intersecting(f, l)
+            .into_iter()
+            .map(|(r, v)| ((*r.start()).max(f)..=(*r.end()).min(l), v))
+            .collect();
+        self.store(f, l, 0);
+        self.m.remove(&f);
+        removed
+    }
+
     fn erase(&mut self, i: u64) -> Option<Ent> {
         let e = self.containing(i)?;
         self.m.remove(e.0.start());
@@ -206,6 +218,8 @@ enum Op {
     },
     Erase(u64),
     Remove(u64),
+    /// `remove_range(first, last)` (store empty over the range)
+    RemoveRange(u64, u64),
     Load(u64),
     Find(u64),
     Prev(u64),
@@ -216,6 +230,18 @@ enum Op {
     Cursor(Vec<CurOp>, bool),
     Clear,
     Dup(bool),
+    /// One reader's range iteration over `[a, b]`, stepped from either end,
+    /// with writes through the tree between the steps.
+    IterWrites(u64, u64, Vec<IterStep>),
+}
+
+#[derive(Clone, Debug)]
+enum IterStep {
+    Front,
+    Back,
+    Store(u64, u64),
+    Erase(u64),
+    Insert(u64, u64),
 }
 
 fn key(space: Space) -> BoxedStrategy<u64> {
@@ -310,6 +336,17 @@ fn cur_op(space: Space) -> BoxedStrategy<CurOp> {
     .boxed()
 }
 
+fn iter_step(space: Space) -> BoxedStrategy<IterStep> {
+    prop_oneof![
+        4 => Just(IterStep::Front),
+        4 => Just(IterStep::Back),
+        3 => range(space).prop_map(|(f, l)| IterStep::Store(f.min(l), f.max(l))),
+        1 => key(space).prop_map(IterStep::Erase),
+        1 => range(space).prop_map(|(f, l)| IterStep::Insert(f.min(l), f.max(l))),
+    ]
+    .boxed()
+}
+
 fn op(space: Space) -> BoxedStrategy<Op> {
     let fill = match space {
         Space::Small => (0u64..64, 1u64..40, 1u64..4, 0u64..2).boxed(),
@@ -323,6 +360,7 @@ fn op(space: Space) -> BoxedStrategy<Op> {
         1 => fill.prop_map(|(start, count, stride, len)| Op::Fill { start, count, stride, len: len.min(stride - 1) }),
         5 => key(space).prop_map(Op::Erase),
         3 => key(space).prop_map(Op::Remove),
+        4 => range(space).prop_map(|(f, l)| Op::RemoveRange(f, l)),
         5 => key(space).prop_map(Op::Load),
         3 => key(space).prop_map(Op::Find),
         3 => key(space).prop_map(Op::Prev),
@@ -332,6 +370,8 @@ fn op(space: Space) -> BoxedStrategy<Op> {
         4 => (prop::collection::vec(cur_op(space), 1..12), any::<bool>()).prop_map(|(v, x)| Op::Cursor(v, x)),
         1 => Just(Op::Clear),
         1 => any::<bool>().prop_map(Op::Dup),
+        2 => (range(space), prop::collection::vec(iter_step(space), 1..24))
+            .prop_map(|((a, b), steps)| Op::IterWrites(a.min(b), a.max(b), steps)),
     ]
     .boxed()
 }
@@ -450,6 +490,16 @@ impl Harness {
                 let got = self.tree.remove(i);
                 assert_eq!(got, want, "remove({i})");
             }
+            Op::RemoveRange(f, l) => match self.tree.remove_range(f, l) {
+                Ok(removed) => {
+                    assert!(f <= l, "remove_range({f}, {l}) accepted an inverted range");
+                    let got: Vec<Ent> = removed.iter().map(|(r, v)| (r, *v)).collect();
+                    assert_eq!(removed.len(), got.len());
+                    assert_eq!(got, self.model.remove_range(f, l), "remove_range({f}, {l})");
+                    assert_eq!(removed.to_vec(), got);
+                }
+                Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
+            },
             Op::Load(i) => {
                 let want = self.model.containing(i);
                 assert_eq!(entry(self.tree.load(i)), want, "load({i})");
@@ -567,9 +617,133 @@ impl Harness {
                 drop(std::mem::replace(&mut self.tree, copy));
                 self.model = saved;
             }
+            Op::IterWrites(a, b, ref steps) => self.iter_writes(a, b, steps),
         }
         assert_eq!(self.tree.len(), self.model.len(), "len after {op:?}");
         assert_eq!(self.tree.is_empty(), self.model.len() == 0);
+    }
+}
+
+impl Harness {
+    /// Steps one iteration from both ends with writes in between, and checks
+    /// the iteration contract: the front yields in increasing order, the
+    /// back in decreasing order, nothing yielded overlaps anything else
+    /// yielded, each yielded entry existed (in the model) at some moment
+    /// between the reader's creation and the step, and once both ends are
+    /// exhausted every entry that existed unchanged throughout was yielded.
+    fn iter_writes(&mut self, a: u64, b: u64, steps: &[IterStep]) {
+        use std::collections::HashSet;
+        let tree = &self.tree;
+        let snap = tree.reader();
+        let mut it = snap.range(a, b);
+        let intersects = |r: &RangeInclusive<u64>| *r.start() <= b && *r.end() >= a;
+        let mut seen: HashSet<Ent> = self.model.entries().into_iter().collect();
+        let mut unchanged: HashSet<Ent> = seen.clone();
+        let mut front: Vec<Ent> = Vec::new();
+        let mut back: Vec<Ent> = Vec::new();
+        let mut fronts_done = false;
+        let mut backs_done = false;
+        for step in steps {
+            match *step {
+                IterStep::Front | IterStep::Back => {
+                    let is_front = matches!(step, IterStep::Front);
+                    let got = if is_front { it.next() } else { it.next_back() };
+                    let Some((r, &v)) = got else {
+                        if is_front {
+                            fronts_done = true;
+                        } else {
+                            backs_done = true;
+                        }
+                        continue;
+                    };
+                    let e = (r.clone(), v);
+                    assert!(intersects(&r), "{e:?} outside range [{a}, {b}]");
+                    assert!(
+                        seen.contains(&e),
+                        "{e:?} never existed since the reader began"
+                    );
+                    let (prev, other) = if is_front {
+                        (front.last(), back.last())
+                    } else {
+                        (back.last(), front.last())
+                    };
+                    if let Some((p, _)) = prev {
+                        let ordered = if is_front {
+                            p.end() < r.start()
+                        } else {
+                            r.end() < p.start()
+                        };
+                        assert!(ordered, "{e:?} out of order after {p:?} (front {is_front})");
+                    }
+                    if let Some((o, _)) = other {
+                        let apart = if is_front {
+                            r.end() < o.start()
+                        } else {
+                            o.end() < r.start()
+                        };
+                        assert!(
+                            apart,
+                            "{e:?} overlaps or passes {o:?} from the other end (front {is_front})"
+                        );
+                    }
+                    if is_front {
+                        front.push(e);
+                    } else {
+                        back.push(e);
+                    }
+                }
+                IterStep::Store(f, l) => {
+                    let v = self.next_value + 1;
+                    self.next_value = v;
+                    tree.store_range(f, l, v).unwrap();
+                    self.model.store(f, l, v);
+                }
+                IterStep::Erase(k) => {
+                    let want = self.model.erase(k);
+                    assert_eq!(entry(tree.erase(k)), want, "erase({k}) during iteration");
+                }
+                IterStep::Insert(f, l) => {
+                    let v = self.next_value + 1;
+                    self.next_value = v;
+                    let want = self.model.insert(f, l, v);
+                    let got = tree.insert_range(f, l, v).map_err(|e| e.kind);
+                    match (got, want) {
+                        (Ok(()), Ok(())) => {}
+                        (Err(g), Err(w)) => check_err_kind(g, w, "insert during iteration"),
+                        (g, w) => panic!("insert_range({f}, {l}): got {g:?}, want {w:?}"),
+                    }
+                }
+            }
+            let now: HashSet<Ent> = self.model.entries().into_iter().collect();
+            unchanged.retain(|e| now.contains(e));
+            seen.extend(now);
+            self.ops += 1;
+        }
+        // Run the front out (either end returning None ends the iteration),
+        // then every entry unchanged throughout must have been yielded.
+        if !fronts_done && !backs_done {
+            for (r, &v) in it.by_ref() {
+                let e = (r, v);
+                assert!(seen.contains(&e), "{e:?} never existed");
+                if let Some((p, _)) = front.last() {
+                    assert!(p.end() < e.0.start(), "{e:?} out of order after {p:?}");
+                }
+                if let Some((o, _)) = back.last() {
+                    assert!(e.0.end() < o.start(), "{e:?} overlaps the back's {o:?}");
+                }
+                front.push(e);
+            }
+        } else {
+            assert!(it.next().is_none() && it.next_back().is_none(), "not fused");
+        }
+        let mut yielded: HashSet<Ent> = front.into_iter().collect();
+        yielded.extend(back);
+        for e in unchanged.iter().filter(|e| intersects(&e.0)) {
+            assert!(
+                yielded.contains(e),
+                "{e:?} was unchanged throughout the iteration of [{a}, {b}] but not yielded"
+            );
+        }
     }
 }
 
@@ -854,5 +1028,42 @@ impl Rng {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         (z ^ (z >> 31)) % n
+    }
+}
+
+/// The case from issue 15: `next` yields `[10, 19]`, a store over
+/// `[15, 35]` swaps that leaf in place, and `next_back` must not then yield
+/// `[15, 35]` (it starts below what the front already passed).
+#[test]
+fn mixed_ends_with_a_write_between_never_overlap() {
+    let tree = MapleTree::new();
+    for i in 0..200u64 {
+        tree.store_range(i * 10, i * 10 + 9, i).unwrap();
+    }
+    let snap = tree.reader();
+    let mut it = snap.range(10, 39);
+    assert_eq!(owned(it.next()), Some((10..=19, 1)));
+    tree.store_range(15, 35, 1000).unwrap();
+    let back = owned(it.next_back());
+    if let Some((r, _)) = &back {
+        assert!(
+            *r.start() > 19,
+            "next_back yielded {r:?} after next passed 19"
+        );
+    }
+    let front = owned(it.next());
+    if let (Some((f, _)), Some((b, _))) = (&front, &back) {
+        assert!(f.end() < b.start(), "front {f:?} overlaps back {b:?}");
+    }
+    // The mirror image: the back goes first.
+    let snap = tree.reader();
+    let mut it = snap.range(100, 139);
+    assert_eq!(owned(it.next_back()), Some((130..=139, 13)));
+    tree.store_range(115, 135, 2000).unwrap();
+    if let Some((r, _)) = owned(it.next()) {
+        assert!(
+            *r.end() < 130,
+            "next yielded {r:?} after next_back passed 130"
+        );
     }
 }

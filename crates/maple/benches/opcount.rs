@@ -1,0 +1,242 @@
+//! A driver for instruction counts per operation (`scripts/callgrind-maple.sh`)
+//! and for a wall-clock scaling check of independent trees.
+//!
+//! `opcount <op> <n> [iters]` builds a tree of `n` entries `[10i, 10i + 4]`
+//! (value `i`; a free gap of 5 after each), then runs `iters` operations
+//! inside a function named `measure_<op>`, which callgrind counts alone
+//! (`--toggle-collect='*measure_*'`). Keys come from a fixed-seed splitmix64,
+//! so every run does the same work.
+//!
+//! `opcount threads <k> <ops>`: `k` threads, each overwriting random entries
+//! of its own tree of 10^5 entries, `ops` writes per thread; prints writes/s
+//! (wall clock: only meaningful on an idle machine, or A/B in one run).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use maple::MapleTree;
+
+/// splitmix64
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn first(i: u64) -> u64 {
+    10 * i
+}
+fn last(i: u64) -> u64 {
+    10 * i + 4
+}
+
+fn build(n: u64) -> MapleTree<u64> {
+    let mut t = MapleTree::new();
+    {
+        let mut c = t.cursor_mut();
+        for i in 0..n {
+            c.store_range(first(i), last(i), i).unwrap();
+        }
+    }
+    t
+}
+
+fn build_arc(n: u64) -> MapleTree<Arc<u64>> {
+    let mut t = MapleTree::new();
+    {
+        let mut c = t.cursor_mut();
+        for i in 0..n {
+            c.store_range(first(i), last(i), Arc::new(i)).unwrap();
+        }
+    }
+    t
+}
+
+fn keys(n: u64, iters: u64) -> Vec<u64> {
+    let mut r = Rng(0x5eed);
+    (0..iters).map(|_| r.below(n)).collect()
+}
+
+#[inline(never)]
+fn measure_load(t: &MapleTree<u64>, ks: &[u64]) {
+    for &k in ks {
+        black_box(t.load(first(k) + 2).map(|e| *e));
+    }
+}
+
+#[inline(never)]
+fn measure_reader_load(t: &MapleTree<u64>, ks: &[u64]) {
+    let r = t.reader();
+    for &k in ks {
+        black_box(r.load(first(k) + 2).map(|(_, v)| *v));
+    }
+}
+
+#[inline(never)]
+fn measure_overwrite_shared(t: &MapleTree<u64>, ks: &[u64]) {
+    for &k in ks {
+        t.store_range(first(k), last(k), k + 1).unwrap();
+    }
+}
+
+#[inline(never)]
+fn measure_overwrite_mut(t: &mut MapleTree<u64>, ks: &[u64]) {
+    let mut c = t.cursor_mut();
+    for &k in ks {
+        c.store_range(first(k), last(k), k + 1).unwrap();
+    }
+}
+
+#[inline(never)]
+fn measure_split_restore_mut(t: &mut MapleTree<u64>, ks: &[u64]) {
+    let mut c = t.cursor_mut();
+    for &k in ks {
+        c.store_range(first(k) + 2, first(k) + 2, 0).unwrap();
+        c.store_range(first(k), last(k), k).unwrap();
+    }
+}
+
+#[inline(never)]
+fn measure_split_restore_shared(t: &MapleTree<u64>, ks: &[u64]) {
+    for &k in ks {
+        t.store_range(first(k) + 2, first(k) + 2, 0).unwrap();
+        t.store_range(first(k), last(k), k).unwrap();
+    }
+}
+
+#[inline(never)]
+fn measure_insert(t: &MapleTree<u64>, ks: &[u64]) {
+    // Into the free gap after each entry: [10k + 5, 10k + 9].
+    for &k in ks {
+        let _ = black_box(t.insert_range(first(k) + 5, first(k) + 9, k));
+    }
+}
+
+#[inline(never)]
+fn measure_erase(t: &MapleTree<u64>, ks: &[u64]) {
+    for &k in ks {
+        black_box(t.erase(first(k)).is_some());
+    }
+}
+
+#[inline(never)]
+fn measure_empty_area(t: &MapleTree<u64>, ks: &[u64], rev: bool) {
+    for &k in ks {
+        let r = if rev {
+            t.empty_area_rev(0, first(k) + 9, 5)
+        } else {
+            t.empty_area(first(k), u64::MAX, 5)
+        };
+        black_box(r.ok());
+    }
+}
+
+#[inline(never)]
+fn measure_iter(t: &MapleTree<u64>, rounds: u64) {
+    let r = t.reader();
+    for _ in 0..rounds {
+        let mut s = 0u64;
+        for (_, v) in r.iter() {
+            s = s.wrapping_add(*v);
+        }
+        black_box(s);
+    }
+}
+
+#[inline(never)]
+fn measure_dup<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>, rounds: u64) {
+    for _ in 0..rounds {
+        drop(black_box(t.dup()));
+    }
+}
+
+fn threads(k: usize, ops: u64) {
+    let start = Instant::now();
+    let hs: Vec<_> = (0..k)
+        .map(|j| {
+            std::thread::spawn(move || {
+                let t = build(100_000);
+                let mut r = Rng(j as u64 + 1);
+                let t0 = Instant::now();
+                for _ in 0..ops {
+                    let i = r.below(100_000);
+                    t.store_range(first(i), last(i), i).unwrap();
+                }
+                t0.elapsed()
+            })
+        })
+        .collect();
+    let per: Vec<f64> = hs
+        .into_iter()
+        .map(|h| ops as f64 / h.join().unwrap().as_secs_f64())
+        .collect();
+    let total: f64 = per.iter().sum();
+    println!(
+        "threads {k}: {:.0} writes/s in all ({:?} per thread), wall {:?}",
+        total,
+        per.iter().map(|x| *x as u64).collect::<Vec<_>>(),
+        start.elapsed()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.is_empty() {
+        eprintln!("usage: opcount <op> <n> [iters] | opcount threads <k> <ops>");
+        return;
+    }
+    let op = args[0].as_str();
+    let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let iters: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    if op == "threads" {
+        threads(n as usize, iters);
+        return;
+    }
+    let ks = keys(n, iters);
+    match op {
+        "load" => measure_load(&build(n), &ks),
+        "reader_load" => measure_reader_load(&build(n), &ks),
+        "overwrite_shared" => measure_overwrite_shared(&build(n), &ks),
+        "overwrite_mut" => measure_overwrite_mut(&mut build(n), &ks),
+        "split_restore_mut" => measure_split_restore_mut(&mut build(n), &ks),
+        "split_restore_shared" => measure_split_restore_shared(&build(n), &ks),
+        "insert" => {
+            // Distinct gaps, so every insert succeeds.
+            let mut r = Rng(0x5eed);
+            let mut ks: Vec<u64> = (0..n).collect();
+            for i in (1..ks.len()).rev() {
+                ks.swap(i, r.below(i as u64 + 1) as usize);
+            }
+            ks.truncate(iters as usize);
+            measure_insert(&build(n), &ks)
+        }
+        "erase" => {
+            let mut r = Rng(0x5eed);
+            let mut ks: Vec<u64> = (0..n).collect();
+            for i in (1..ks.len()).rev() {
+                ks.swap(i, r.below(i as u64 + 1) as usize);
+            }
+            ks.truncate(iters as usize);
+            measure_erase(&build(n), &ks)
+        }
+        "empty_area" => measure_empty_area(&build(n), &ks, false),
+        "empty_area_rev" => measure_empty_area(&build(n), &ks, true),
+        "iter" => measure_iter(&build(n), iters),
+        "dup_arc" => measure_dup(&build_arc(n), iters),
+        "dup_u64" => measure_dup(&build(n), iters),
+        _ => eprintln!("unknown op {op}"),
+    }
+}

@@ -1,0 +1,444 @@
+//! Node memory: allocation, the writer's block pool, and the recycling of
+//! retired nodes, all scoped to one tree (or one thread), never to the
+//! process.
+//!
+//! # Where a node block comes from and goes to
+//!
+//! ```text
+//!            alloc_block()                         free_block()
+//!  allocator ------------> thread cache (<= 2048) <------------ writer, exclusive mode,
+//!      ^                        |                               tree drop, pool surplus
+//!      |                        v
+//!      |                 BlockPool.blocks (per tree, <= POOL_MAX kept between writes)
+//!      |                        |  ^
+//!      |        write: block()  |  | refill: take() (one swap)
+//!      |                        v  |
+//!      |                  the write's nodes      Recycler (per tree, one cache line)
+//!      |                        |                       ^
+//!      |                        v  retire               | push(): one CAS, after the
+//!      |                 RetireList blocks --epoch----->  grace period (any thread)
+//!      +-- trim(): surplus of a preallocation goes straight back
+//! ```
+//!
+//! - **Thread cache** ([`alloc_block`] / [`free_block`]): up to
+//!   [`CACHE_BLOCKS`] free blocks per thread, because 64-byte-aligned
+//!   allocation takes glibc's slow `memalign` path. Per thread: no line is
+//!   shared.
+//! - **Block pool** ([`BlockPool`], one per tree, under the writer lock):
+//!   blocks the tree's writer uses first, including preallocated ones.
+//!   Between writes it keeps at most [`POOL_MAX`] blocks; a preallocation
+//!   may make it larger for one write, and [`BlockPool::trim`] (after each
+//!   cursor write and when a cursor is dropped) returns the surplus to the
+//!   allocator.
+//! - **Recycler** ([`Recycler`], one per tree, on its own cache line): nodes
+//!   a write replaced are listed in retire-list blocks; after the epoch's
+//!   grace period the whole chain is pushed onto the tree's recycler with one
+//!   CAS, and the tree's writer takes everything with one swap when its pool
+//!   runs dry. Only threads retiring this tree's nodes and this tree's
+//!   writer touch the line: unrelated trees share nothing (before this
+//!   module, one process-wide stack took every tree's garbage).
+//!
+//! # Cost
+//!
+//! Per write through `&self`: at most one deferred function for nodes (it
+//! holds an `Arc` of the recycler: one increment now, one decrement when it
+//! runs) and one for values; one CAS on the tree's recycler line when the
+//! grace period ends; one swap of it when the writer refills. Retire lists
+//! are node blocks themselves, taken from the pool (one per 30 retired
+//! nodes). A write under `&mut` retires nothing: its blocks go straight back
+//! to the pool. Per tree: the recycler (one 64-byte line plus the `Arc`
+//! header) and at most `POOL_MAX` pooled blocks (16 KiB) between writes,
+//! plus blocks waiting for their grace period.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr;
+use std::sync::Arc;
+
+use crate::node::{Header, NodePtr, NODE_BYTES};
+use crate::sync::{AtomicPtr, Ordering};
+
+pub(crate) fn node_layout() -> Layout {
+    // 256 and 64 are a valid size/alignment pair.
+    Layout::from_size_align(NODE_BYTES, 64).unwrap_or_else(|_| unreachable!())
+}
+
+// ----- per-thread block cache ------------------------------------------------
+
+/// Node blocks kept per thread for reuse. Writers allocate and free a few
+/// nodes per write (copy-on-write), and 64-byte-aligned allocation goes
+/// through glibc's slow `memalign` path: recycling blocks took the
+/// allocator from about half of a sequential store's instructions to a few
+/// percent (callgrind, see BENCHMARKS.md).
+struct BlockCache(Vec<NodePtr>);
+
+/// Blocks a thread keeps at most (512 KiB). crossbeam-epoch runs deferred
+/// frees in bursts (up to 8 bags of 64 batches every 128 pins), so the
+/// cache must absorb a burst for the writer to reuse it: with 256 blocks
+/// two thirds of node allocations still missed.
+const CACHE_BLOCKS: usize = 2048;
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            // SAFETY: cached blocks are unused allocations of `node_layout`.
+            unsafe { dealloc(p.cast(), node_layout()) };
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: std::cell::RefCell<BlockCache> = const { std::cell::RefCell::new(BlockCache(Vec::new())) };
+}
+
+/// Allocates one uninitialised node block: the thread cache, else the
+/// allocator.
+pub(crate) fn alloc_block() -> NodePtr {
+    let cached = CACHE
+        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
+        .ok()
+        .flatten();
+    if let Some(p) = cached {
+        return p;
+    }
+    alloc_fresh()
+}
+
+fn alloc_fresh() -> NodePtr {
+    let layout = node_layout();
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { alloc(layout) };
+    if p.is_null() {
+        handle_alloc_error(layout);
+    }
+    p.cast()
+}
+
+/// Frees a node block without touching the values it points to: into the
+/// thread cache, else to the allocator.
+///
+/// # Safety
+/// `p` came from [`alloc_block`] and nothing will read it again.
+pub(crate) unsafe fn free_block(p: NodePtr) {
+    let kept = CACHE
+        .try_with(|c| match c.try_borrow_mut() {
+            Ok(mut c) if c.0.len() < CACHE_BLOCKS => {
+                c.0.push(p);
+                true
+            }
+            _ => false,
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: guaranteed by the caller; same layout as the allocation.
+        unsafe { release_block(p) }
+    }
+}
+
+/// Returns a block to the allocator, bypassing the thread cache.
+///
+/// # Safety
+/// As [`free_block`].
+unsafe fn release_block(p: NodePtr) {
+    // SAFETY: guaranteed by the caller; same layout as the allocation.
+    unsafe { dealloc(p.cast(), node_layout()) }
+}
+
+// ----- retire lists and the per-tree recycler ----------------------------------
+
+/// Most node pointers a [`RetireList`] block holds.
+const RETIRE_LIST_CAP: usize = 30;
+
+/// A node-sized block listing node blocks that one write retired. After
+/// the grace period the whole chain is pushed, with one CAS, onto the
+/// tree's [`Recycler`]. The thread that runs the deferred function (often
+/// a reader: crossbeam-epoch runs deferred work in whichever thread pins)
+/// touches only these list blocks and the recycler, never the retired
+/// nodes, and frees nothing: with glibc, readers freeing the writer's
+/// blocks serialised on malloc's arena lock (reads beside a writer fell to
+/// 0.05x of reads alone).
+#[repr(C, align(64))]
+struct RetireList {
+    next: NodePtr,
+    count: usize,
+    blocks: [NodePtr; RETIRE_LIST_CAP],
+}
+
+const _: () = assert!(std::mem::size_of::<RetireList>() == NODE_BYTES);
+
+/// The stack of retire lists whose grace period has passed, one per tree,
+/// alone on its cache line. Shared (through an `Arc`) by the tree's writer
+/// and the deferred functions of its writes, which may outlive the tree:
+/// the last owner frees whatever is still on it.
+#[repr(align(64))]
+pub(crate) struct Recycler {
+    head: AtomicPtr<Header>,
+}
+
+impl Recycler {
+    fn new() -> Self {
+        Recycler {
+            head: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Pushes a chain of retire lists.
+    ///
+    /// # Safety
+    /// No reader can reach any block in the chain or listed in it (its
+    /// grace period is over), and the caller gives the chain up.
+    unsafe fn push(&self, chain: NodePtr) {
+        let mut tail = chain;
+        // SAFETY: the chain's lists are owned by the caller.
+        unsafe {
+            while !(*tail.cast::<RetireList>()).next.is_null() {
+                tail = (*tail.cast::<RetireList>()).next;
+            }
+        }
+        // Relaxed: only a hint for the first CAS, which re-reads on failure.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: tail is ours until the CAS publishes the chain.
+            unsafe { (*tail.cast::<RetireList>()).next = head };
+            // Release: the links and the lists' contents are visible to the
+            // writer whose Acquire swap takes the chain. Relaxed on failure:
+            // nothing is read through the value but the next attempt's link.
+            match self
+                .head
+                .compare_exchange_weak(head, chain, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Takes every recycled block: calls `take` for each (the lists' entries
+    /// and the list blocks themselves). Taking the whole stack with one swap
+    /// leaves no ABA window.
+    fn take(&self, mut take: impl FnMut(NodePtr)) {
+        // Relaxed pre-check: an empty stack (the common case) costs a load,
+        // not a write to the shared line.
+        if self.head.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        // Acquire pairs with the Release CAS in `push`.
+        let mut l = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        while !l.is_null() {
+            // SAFETY: the swap made the whole chain ours.
+            let list = unsafe { &*l.cast::<RetireList>() };
+            let next = list.next;
+            for &b in &list.blocks[..list.count] {
+                take(b);
+            }
+            take(l);
+            l = next;
+        }
+    }
+}
+
+impl Drop for Recycler {
+    fn drop(&mut self) {
+        self.take(|b| {
+            // SAFETY: the last owner: every block on the stack is unreachable.
+            unsafe { free_block(b) }
+        });
+    }
+}
+
+/// Retired node blocks of one write, listed and waiting for their grace
+/// period; [`RetiredNodes::recycle`] hands them to the tree's recycler.
+pub(crate) struct RetiredNodes {
+    chain: NodePtr,
+    recycler: Arc<Recycler>,
+}
+
+// SAFETY: carries list blocks (plain memory owned by the batch) and an Arc
+// of a Sync recycler to the thread running deferred functions.
+unsafe impl Send for RetiredNodes {}
+
+impl RetiredNodes {
+    /// # Safety
+    /// The grace period of every listed block is over.
+    pub(crate) unsafe fn recycle(self) {
+        // SAFETY: forwarded from the caller; the chain is ours.
+        unsafe { self.recycler.push(self.chain) }
+    }
+}
+
+// ----- the writer's block pool ------------------------------------------------
+
+/// Most free node blocks a tree keeps for its writer between writes
+/// (16 KiB): small, because a program may hold thousands of trees (one per
+/// process in `aspace-mm`). A preallocation may exceed it until
+/// [`BlockPool::trim`].
+pub(crate) const POOL_MAX: usize = 64;
+
+/// The free blocks of one tree's writer (touched under the writer lock or
+/// `&mut` only), and the tree's recycler.
+pub(crate) struct BlockPool {
+    blocks: Vec<NodePtr>,
+    recycler: Arc<Recycler>,
+    /// Node allocations that the pool could not serve (for tests and stats).
+    pub(crate) misses: u64,
+}
+
+// SAFETY: the pointers are unused node blocks owned by the pool.
+unsafe impl Send for BlockPool {}
+
+impl BlockPool {
+    pub(crate) fn new() -> Self {
+        BlockPool {
+            blocks: Vec::new(),
+            recycler: Arc::new(Recycler::new()),
+            misses: 0,
+        }
+    }
+
+    /// Blocks held now.
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Makes sure at least `n` blocks are held (preallocation).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if self.blocks.len() < n {
+            self.refill();
+        }
+        while self.blocks.len() < n {
+            self.blocks.push(alloc_block());
+        }
+    }
+
+    /// Moves recycled blocks into the pool, keeping at most [`POOL_MAX`].
+    fn refill(&mut self) {
+        let blocks = &mut self.blocks;
+        self.recycler.take(|b| {
+            if blocks.len() < POOL_MAX {
+                blocks.push(b);
+            } else {
+                // SAFETY: a recycled block is unreachable and ours now.
+                unsafe { free_block(b) };
+            }
+        });
+    }
+
+    /// A free block: the pool, then recycled blocks, then the allocator.
+    pub(crate) fn block(&mut self) -> NodePtr {
+        if self.blocks.is_empty() {
+            self.refill();
+        }
+        match self.blocks.pop() {
+            Some(p) => p,
+            None => {
+                self.misses += 1;
+                alloc_block()
+            }
+        }
+    }
+
+    /// Keeps a block the writer no longer needs.
+    ///
+    /// # Safety
+    /// `b` is an unreachable block from [`alloc_block`].
+    pub(crate) unsafe fn keep(&mut self, b: NodePtr) {
+        if self.blocks.len() < POOL_MAX {
+            self.blocks.push(b);
+        } else {
+            // SAFETY: the caller hands over an unreachable block.
+            unsafe { free_block(b) };
+        }
+    }
+
+    /// Gives the surplus of a preallocation back: keeps [`POOL_MAX`] blocks
+    /// and returns the rest straight to the allocator (not to the thread
+    /// cache, so the memory really goes back).
+    pub(crate) fn trim(&mut self) {
+        if self.blocks.len() <= POOL_MAX {
+            return;
+        }
+        let surplus = self.blocks.len() - POOL_MAX;
+        for p in self.blocks.drain(POOL_MAX..) {
+            // SAFETY: pool blocks are unused allocations owned by the pool.
+            unsafe { release_block(p) };
+        }
+        self.blocks.shrink_to(POOL_MAX);
+        if surplus >= TRIM_RETURN_BLOCKS {
+            return_free_memory();
+        }
+    }
+
+    /// Lists the blocks of `retired` in retire-list blocks (taken from this
+    /// pool) for recycling after the grace period.
+    ///
+    /// # Safety
+    /// Every block is unlinked from the published version and used by no
+    /// one but the readers that may still hold the old version.
+    pub(crate) unsafe fn list_retired(
+        &mut self,
+        retired: impl Iterator<Item = NodePtr>,
+    ) -> Option<RetiredNodes> {
+        let mut chain: NodePtr = ptr::null_mut();
+        for p in retired {
+            // SAFETY: chain is null or a list this call built.
+            let full = chain.is_null()
+                || unsafe { (*chain.cast::<RetireList>()).count } == RETIRE_LIST_CAP;
+            if full {
+                let list = self.block();
+                // SAFETY: list is a free block of node size and alignment.
+                unsafe {
+                    ptr::write(
+                        list.cast::<RetireList>(),
+                        RetireList {
+                            next: chain,
+                            count: 0,
+                            blocks: [ptr::null_mut(); RETIRE_LIST_CAP],
+                        },
+                    )
+                };
+                chain = list;
+            }
+            // SAFETY: chain is a list this call owns, not full.
+            unsafe {
+                let l = &mut *chain.cast::<RetireList>();
+                l.blocks[l.count] = p;
+                l.count += 1;
+            }
+        }
+        (!chain.is_null()).then(|| RetiredNodes {
+            chain,
+            recycler: Arc::clone(&self.recycler),
+        })
+    }
+}
+
+/// A trim that frees at least this many blocks (1 MiB) also asks the C
+/// allocator to return free memory to the system.
+const TRIM_RETURN_BLOCKS: usize = 4096;
+
+/// Asks glibc's malloc to give free memory back to the system. Freed node
+/// blocks of a non-main arena are otherwise kept: measured, dropping an
+/// unused `preallocate(0, u64::MAX)` over 200 k entries (800 k blocks)
+/// left resident memory 246 MiB above where it started until this call
+/// (then within 1% of it; see BENCHMARKS.md). A no-op elsewhere, and
+/// harmless where Rust's global allocator is not malloc (the call only
+/// walks glibc's own arenas).
+fn return_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: malloc_trim has no preconditions; it only releases
+        // memory that malloc holds free.
+        unsafe { malloc_trim(0) };
+    }
+}
+
+impl Drop for BlockPool {
+    fn drop(&mut self) {
+        for &p in &self.blocks {
+            // SAFETY: pool blocks are unused allocations owned by the pool.
+            unsafe { free_block(p) };
+        }
+    }
+}
