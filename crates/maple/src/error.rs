@@ -77,6 +77,17 @@ impl fmt::Display for MapleError {
 impl std::error::Error for MapleError {}
 
 /// A refused write, handing the value back to the caller so nothing is lost.
+///
+/// ```
+/// use maple::{MapleError, MapleTree};
+///
+/// let tree = MapleTree::new();
+/// tree.try_insert(0..10, String::from("kept")).unwrap();
+/// let err = tree.try_insert(5..6, String::from("mine")).unwrap_err();
+/// assert_eq!(err.kind, MapleError::Occupied { first: 5, last: 5 });
+/// assert_eq!(err.into_value(), "mine"); // nothing lost
+/// assert_eq!(tree.empty_area(0, 9, 1), Err(MapleError::NoSpace { min: 0, max: 9, size: 1 }));
+/// ```
 pub struct WriteError<T> {
     /// Why the write was refused.
     pub kind: MapleError,

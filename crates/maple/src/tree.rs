@@ -696,6 +696,17 @@ impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
 ///
 /// Holding it keeps everything replaced meanwhile from being reclaimed, so
 /// keep it short. Not `Send`.
+///
+/// ```
+/// let tree = maple::MapleTree::new();
+/// tree.insert(0..10, 'a').unwrap();
+/// tree.insert(20..30, 'b').unwrap();
+/// let r = tree.reader(); // one pin for several reads
+/// assert_eq!(r.load(5).map(|(_, v)| *v), Some('a'));
+/// assert_eq!(r.find(10).map(|(range, _)| range), Some(20..=29));
+/// let back: Vec<char> = r.iter().rev().map(|(_, v)| *v).collect();
+/// assert_eq!(back, ['b', 'a']);
+/// ```
 pub struct Reader<'a, T> {
     guard: Guard,
     root: NodePtr,
