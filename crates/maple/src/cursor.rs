@@ -33,6 +33,19 @@ enum Access<'a, T> {
 ///
 /// References returned by its reads borrow the cursor, so they end before
 /// the next write through it.
+///
+/// ```
+/// let tree = maple::MapleTree::new();
+/// let mut c = tree.cursor(); // holds the writer lock
+/// c.preallocate(0x1000, 0x1fff); // the store below allocates no node
+/// c.store_range(0x1000, 0x1fff, "a").unwrap();
+/// c.store_range(0x3000, 0x3fff, "b").unwrap();
+/// assert_eq!(c.walk(0x1000).map(|(r, _)| r), Some(0x1000..=0x1fff));
+/// assert_eq!(c.next().map(|(_, v)| *v), Some("b"));
+/// assert_eq!(c.empty_area(0, u64::MAX, 0x1000), Ok(0));
+/// drop(c);
+/// assert_eq!(tree.len(), 2);
+/// ```
 pub struct Cursor<'a, T> {
     core: &'a Core,
     tree_ptr: *const MapleTree<T>,

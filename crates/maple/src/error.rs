@@ -40,6 +40,13 @@ pub enum MapleError {
         /// Last index of the refused range.
         last: u64,
     },
+    /// A range argument that holds no index (`5..5`, `..0`).
+    EmptyRange,
+    /// An alignment that is not a power of two.
+    BadAlignment {
+        /// The alignment given.
+        align: u64,
+    },
 }
 
 impl fmt::Display for MapleError {
@@ -59,6 +66,10 @@ impl fmt::Display for MapleError {
             MapleError::Occupied { first, last } => {
                 write!(f, "range [{first:#x}, {last:#x}] is already occupied")
             }
+            MapleError::EmptyRange => f.write_str("the range holds no index"),
+            MapleError::BadAlignment { align } => {
+                write!(f, "alignment {align:#x} is not a power of two")
+            }
         }
     }
 }
@@ -66,6 +77,17 @@ impl fmt::Display for MapleError {
 impl std::error::Error for MapleError {}
 
 /// A refused write, handing the value back to the caller so nothing is lost.
+///
+/// ```
+/// use maple::{MapleError, MapleTree};
+///
+/// let tree = MapleTree::new();
+/// tree.try_insert(0..10, String::from("kept")).unwrap();
+/// let err = tree.try_insert(5..6, String::from("mine")).unwrap_err();
+/// assert_eq!(err.kind, MapleError::Occupied { first: 5, last: 5 });
+/// assert_eq!(err.into_value(), "mine"); // nothing lost
+/// assert_eq!(tree.empty_area(0, 9, 1), Err(MapleError::NoSpace { min: 0, max: 9, size: 1 }));
+/// ```
 pub struct WriteError<T> {
     /// Why the write was refused.
     pub kind: MapleError,

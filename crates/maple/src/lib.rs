@@ -21,7 +21,93 @@
 //! a thin public skin over a raw core: `node` (layouts, diagram), `mem`
 //! (node memory: block pool, per-tree recycling),
 //! `read` (walks, stepping, gap search), `write` (the copy-on-write engine),
-//! and `tree` / `cursor` (the safe API).
+//! `tree` / `cursor` (the kernel-style API) and `map` (the idiomatic one).
+//!
+//! # Two vocabularies
+//!
+//! Kernel developers think in `load` / `store_range` / `erase` /
+//! `empty_area`; Rust users reach for `get` / `insert` / `remove` / `iter`
+//! with range arguments. Both are here, on the same tree, with the same
+//! concurrency contract and cost (the idiomatic calls are inlined wrappers):
+//!
+//! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
+//! |---|---|---|
+//! | [`get(i)`](MapleTree::get) | [`load(i)`](MapleTree::load) | `mtree_load` |
+//! | [`insert(a..b, v)`](MapleTree::insert) (replaces) | [`store_range(a, b - 1, v)`](MapleTree::store_range) | `mtree_store_range` |
+//! | [`try_insert(a..=b, v)`](MapleTree::try_insert) (fails if occupied) | [`insert_range(a, b, v)`](MapleTree::insert_range) | `mtree_insert_range` |
+//! | [`remove(i)`](MapleTree::remove) (`&mut`, returns the value) | [`erase(i)`](MapleTree::erase) (`&self`, returns an [`Entry`]) | `mtree_erase` |
+//! | [`punch_hole(a..b)`](MapleTree::punch_hole) | [`remove_range(a, b - 1)`](MapleTree::remove_range) | store `NULL` over a range |
+//! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range), `for e in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
+//! | [`first()`](MapleTree::first), [`last()`](MapleTree::last) | [`find(0)`](MapleTree::find), [`prev(u64::MAX)`](MapleTree::prev) | `mt_find`, `mt_prev` |
+//! | [`gaps(range)`](MapleTree::gaps) | repeated [`empty_area(lo, hi, 1)`](MapleTree::empty_area) | `mas_empty_area` |
+//! | [`empty_area_aligned(range, size, align, fit)`](MapleTree::empty_area_aligned) | [`empty_area`](MapleTree::empty_area) / [`empty_area_rev`](MapleTree::empty_area_rev) (no alignment) | `mas_empty_area(_rev)` |
+//! | [`alloc_aligned(range, size, align, fit, v)`](MapleTree::alloc_aligned) | [`alloc_range`](MapleTree::alloc_range) / [`alloc_range_rev`](MapleTree::alloc_range_rev) | `mtree_alloc_(r)range` |
+//! | `collect()`, [`extend`](Extend::extend), `into_iter()`, `==`, `{:?}` | [`cursor_mut()`](MapleTree::cursor_mut) stores, [`dup`](MapleTree::dup) | `__mt_dup` |
+//!
+//! Range arguments are anything [`IndexRange`]: one `u64` or any std range
+//! of `u64`; a range that holds no index (`5..5`) is refused with
+//! [`MapleError::EmptyRange`], never a panic.
+//!
+//! ```
+//! use maple::MapleTree;
+//!
+//! let tree: MapleTree<&str> = [(0x1000..0x2000, "text"), (0x4000..0x5000, "data")]
+//!     .into_iter()
+//!     .collect();
+//! assert_eq!(tree.get(0x1234).map(|e| *e), Some("text"));
+//! tree.insert(0x1800..0x2000, "rodata").unwrap(); // trims "text"
+//! let names: Vec<_> = tree.iter().map(|e| *e).collect();
+//! assert_eq!(names, ["text", "rodata", "data"]);
+//! let holes: Vec<_> = tree.gaps(0x1000..0x6000).collect();
+//! assert_eq!(holes, [0x2000..=0x3fff, 0x5000..=0x5fff]);
+//! ```
+//!
+//! # Against the peers
+//!
+//! | capability | rangemap | `BTreeMap` | scc `TreeIndex` | crossbeam `SkipMap` | Linux maple | here |
+//! |---|---|---|---|---|---|---|
+//! | point lookup | `get` | `get` | `peek` | `get` | `mtree_load` | `get` / `load` |
+//! | insert, replacing | `insert` | `insert` | (fails) | `insert` | `mtree_store_range` | `insert` / `store_range` |
+//! | insert, failing if occupied | - | `try_insert` (unstable) | `insert` | `get_or_insert` | `mtree_insert_range` | `try_insert` / `insert_range` |
+//! | remove one entry | `remove(range)` | `remove` | `remove` | `remove` | `mtree_erase` | `remove` / `erase` |
+//! | punch a hole in a range | `remove(range)` | - | - | - | store `NULL` over a range | `punch_hole` / `remove_range` |
+//! | ordered iteration, both ends | yes | yes | forward | yes | `mas_next`/`mas_prev` | `iter()`, `.rev()`, `Reader::iter` |
+//! | range / overlap query | `overlapping`, `overlaps` | `range` | `range` | `range` | `mt_for_each` | `range`, `overlaps` |
+//! | first / last / pop | - | `first_key_value`, `pop_first` | - | `front`, `pop_front` | `mt_find` | `first`, `last`, `pop_first`, `pop_last` |
+//! | gaps iterator | `gaps` (O(n) seek) | - | - | - | - | `gaps`, O(log n) per gap |
+//! | gap search by size, both fits | - | - | - | - | `mas_empty_area(_rev)` | `empty_area(_rev)` |
+//! | aligned allocation | - | - | - | - | - | `empty_area_aligned`, `alloc_aligned` |
+//! | readers beside writers | no (`&mut`) | no (`&mut`) | lock-free | lock-free | RCU | lock-free readers, one writer at a time |
+//! | concurrent writers | no | no | yes | yes | no (one lock) | no: writers serialise on one lock, as the kernel's do |
+//! | `get_mut`, `iter_mut`, entry API | `get_mut` asked (#85-#87) | yes | - | - | - | not provided: values are shared with lock-free readers, so they are immutable once stored; store a new value, or put interior mutability (atomics, a lock) in `T` |
+//! | coalescing equal neighbours | yes | - | - | - | - | not done: entries keep their identity (two adjacent mappings of one file stay two VMAs); merge explicitly |
+//! | `Index` operator | - | panics on a miss | - | - | - | not provided: it must panic on a miss, and no call here panics on input |
+//! | `FromIterator`, `Extend`, `IntoIterator`, `Debug`, `PartialEq`/`Eq` | yes | yes | partly | yes | - | yes |
+//! | `Hash`, `Ord` | yes | yes | - | - | - | not provided: no use seen for a concurrent map's hash; compare `iter()` sequences |
+//! | whole-tree copy | `Clone` | `Clone` | `Clone` | - | `__mt_dup` | `dup` / `Clone`, node by node |
+//! | write without allocating | - | - | - | - | `mas_preallocate` | [`Cursor::preallocate`] |
+//! | identical intervals coexisting (multimap) | - | - | - | - | (interval tree) | the `aspace-rmap` crate |
+//! | `serde` | feature | yes | feature | - | - | feature `serde` |
+//! | `no_std` + `alloc` | yes | yes | - | (epoch: `alloc`) | kernel | no: see below |
+//!
+//! # `no_std`
+//!
+//! Not supported, for a reason in the reclamation scheme: every lock-free
+//! read pins through `crossbeam-epoch`'s default collector
+//! (`crossbeam_epoch::pin`), which registers each thread in a thread-local
+//! and so needs `std`. Under `alloc` alone crossbeam-epoch offers a
+//! `Collector` whose threads register explicitly (`Collector::register`,
+//! a `LocalHandle` per thread that is not `Send`); a `no_std` tree would
+//! own such a collector and take the caller's handle on every read
+//! (`tree.reader_with(&handle)`), and its writer lock would need a `no_std`
+//! mutex in place of `parking_lot`. That is an API of its own, not a
+//! feature flag over this one.
+//!
+//! # Features
+//!
+//! - `serde`: `Serialize` / `Deserialize` for `MapleTree<T>`, as a sequence of
+//!   `(first, last, value)` triples; deserializing refuses inverted or
+//!   overlapping ranges with an error.
 //!
 //! # Reclamation: crossbeam-epoch
 //!
@@ -47,9 +133,12 @@
 
 mod cursor;
 mod error;
+mod map;
 mod mem;
 mod node;
 mod read;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod sync;
 mod tree;
 mod validate;
@@ -57,6 +146,7 @@ mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
+pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
 pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
 
 /// Node size in bytes (leaf and internal alike).
@@ -66,3 +156,8 @@ pub const NODE_SIZE: usize = node::NODE_BYTES;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// This crate's README, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

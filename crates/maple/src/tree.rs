@@ -338,11 +338,6 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         Ok(())
     }
 
-    /// [`insert_range`](Self::insert_range) of the single index `index`.
-    pub fn insert(&self, index: u64, value: T) -> Result<(), WriteError<T>> {
-        self.insert_range(index, index, value)
-    }
-
     /// Removes the whole entry containing `index` and returns it. The value
     /// is dropped once the returned [`Entry`] and every reader that could
     /// see it are gone.
@@ -618,7 +613,7 @@ pub struct Entry<'a, T> {
 }
 
 impl<'a, T> Entry<'a, T> {
-    fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
+    pub(crate) fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
         if v.is_null() {
             return None;
         }
@@ -736,6 +731,17 @@ impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
 ///
 /// Holding it keeps everything replaced meanwhile from being reclaimed, so
 /// keep it short. Not `Send`.
+///
+/// ```
+/// let tree = maple::MapleTree::new();
+/// tree.insert(0..10, 'a').unwrap();
+/// tree.insert(20..30, 'b').unwrap();
+/// let r = tree.reader(); // one pin for several reads
+/// assert_eq!(r.load(5).map(|(_, v)| *v), Some('a'));
+/// assert_eq!(r.find(10).map(|(range, _)| range), Some(20..=29));
+/// let back: Vec<char> = r.iter().rev().map(|(_, v)| *v).collect();
+/// assert_eq!(back, ['b', 'a']);
+/// ```
 pub struct Reader<'a, T> {
     guard: Guard,
     root: NodePtr,

@@ -79,7 +79,7 @@ fn occupied_inserts_hand_the_value_back() {
             "[{f}, {l}]"
         );
         assert_eq!(e.value, 77);
-        assert_eq!(t.insert(f, 78).unwrap_err().value, 78);
+        assert_eq!(t.try_insert(f, 78).unwrap_err().value, 78);
         assert!(t.cursor().insert_range(f, l, 79).is_err());
     }
     assert_eq!(contents(&t), before);
@@ -153,7 +153,7 @@ fn whole_space_and_extreme_indices() {
     assert_eq!(t.alloc_range(0, u64::MAX, u64::MAX, 1).unwrap(), 0);
     assert_eq!(t.load(u64::MAX - 1).unwrap().range(), 0..=u64::MAX - 1);
     assert!(t.load(u64::MAX).is_none());
-    t.insert(u64::MAX, 2).unwrap();
+    t.try_insert(u64::MAX, 2).unwrap();
     assert_eq!(
         t.empty_area(0, u64::MAX, 1),
         Err(MapleError::NoSpace {

@@ -182,7 +182,7 @@ fn shared_path_every_operation() {
     // alloc, insert, then clear
     for i in 0..40 {
         t.alloc_range(0, u64::MAX, 3, c.make(100 + i)).unwrap();
-        t.insert(1000 + i, c.make(200 + i)).unwrap();
+        t.try_insert(1000 + i, c.make(200 + i)).unwrap();
     }
     assert_eq!(t.len(), 80);
     settle(c, &held(&t));

@@ -122,7 +122,7 @@ fn index_zero() {
         })
     );
     assert_eq!(
-        t.insert(0, 1).unwrap_err().kind,
+        t.try_insert(0, 1).unwrap_err().kind,
         MapleError::Occupied { first: 0, last: 0 }
     );
     assert_eq!(t.erase(0).map(|e| (e.range(), *e)), Some((0..=0, 7)));
@@ -152,7 +152,7 @@ fn index_max() {
         })
     );
     // both ends taken: nothing of size MAX fits any more
-    t.insert(0, 1).unwrap();
+    t.try_insert(0, 1).unwrap();
     assert_eq!(
         t.empty_area(0, MAX, MAX),
         Err(MapleError::NoSpace {
@@ -286,7 +286,7 @@ fn adjacent_ranges() {
     // inserting one index into an adjacent range fails, at either edge
     for i in [10, 19, 20, 29, 30, 39] {
         assert!(matches!(
-            t.insert(i, 0).unwrap_err().kind,
+            t.try_insert(i, 0).unwrap_err().kind,
             MapleError::Occupied { .. }
         ));
     }
@@ -656,7 +656,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         same(&t);
     }
     assert!(matches!(
-        t.insert(45, val()).unwrap_err().kind,
+        t.try_insert(45, val()).unwrap_err().kind,
         MapleError::Occupied { .. }
     ));
     same(&t);
@@ -714,8 +714,8 @@ fn errors_are_std_errors() {
         assert!(!dynerr.to_string().is_empty());
     }
     let t = MapleTree::new();
-    t.insert(1, 5u64).unwrap();
-    let w = t.insert(1, 6u64).unwrap_err();
+    t.try_insert(1, 5u64).unwrap();
+    let w = t.try_insert(1, 6u64).unwrap_err();
     let dynerr: &dyn std::error::Error = &w;
     assert!(dynerr.source().is_some());
     assert!(!format!("{w:?}").is_empty());

@@ -88,7 +88,7 @@ fn root_split_vs_reader() {
     model(|| {
         let t = Arc::new(MapleTree::new());
         for i in 0..16u64 {
-            t.insert(i * 2, i).unwrap();
+            t.try_insert(i * 2, i).unwrap();
         }
         let r = {
             let t = t.clone();
@@ -116,8 +116,8 @@ fn root_split_vs_reader() {
                 }
             })
         };
-        t.insert(1, 100).unwrap();
-        t.insert(33, 101).unwrap();
+        t.try_insert(1, 100).unwrap();
+        t.try_insert(33, 101).unwrap();
         r.join().unwrap();
         assert_eq!(t.len(), 18);
         assert_eq!(entry(&t, 1), Some((1, 1, 100)));

@@ -470,7 +470,7 @@ impl Harness {
             Op::InsertPoint(i) => {
                 let v = self.value();
                 let want = self.model.insert(i, i, v);
-                match self.tree.insert(i, v) {
+                match self.tree.try_insert(i, v) {
                     Ok(()) => assert_eq!(want, Ok(()), "insert({i})"),
                     Err(e) => {
                         assert_eq!(e.value, v);

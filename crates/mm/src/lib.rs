@@ -160,6 +160,18 @@ static NEXT_MM: AtomicU64 = AtomicU64::new(1);
 /// per file VMA. An exec of a typical dynamically linked binary makes ~25 VMAs.
 ///
 /// Dropping an `Mm` unlinks every VMA (as `exit`).
+///
+/// ```
+/// use mm::{Mm, Files, MapFlags, Prot};
+/// use rmap::{Design, Topology};
+///
+/// let mm = Mm::new(Files::new(Design::Aspace, Topology::Os));
+/// let len = 4 * mm::PAGE_SIZE;
+/// let addr = mm.mmap(0, len, Prot::RW, MapFlags::default(), None).unwrap();
+/// assert_eq!(mm.vmas().len(), 1);
+/// mm.munmap(addr, len).unwrap();
+/// assert!(mm.vmas().is_empty());
+/// ```
 pub struct Mm {
     id: u64,
     files: Arc<Files>,

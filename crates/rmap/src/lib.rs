@@ -310,7 +310,23 @@ pub trait ReverseMap: Send + Sync {
     fn stats(&self) -> LockStats;
 }
 
-/// The designs, in the order of the issue.
+/// The reverse-map designs this crate implements, from the Linux baselines
+/// to the proposals on the kernel lists and this crate's own. Each builds a
+/// [`ReverseMap`]; [`Design::ALL`] lists them baseline first.
+///
+/// ```
+/// use rmap::{Design, Interval, Topology};
+///
+/// let d: Design = "aspace".parse().unwrap();
+/// assert_eq!(d, Design::Aspace);
+/// let map = d.build_arc(&Topology::Emulated { nodes: 2, cpus_per_node: 4 });
+/// let h = map.insert(Interval { first: 0, last: 0x25 }, 7).unwrap();
+/// let mut seen = Vec::new();
+/// map.walk(Interval { first: 0x10, last: 0x10 }, &mut |_, id| seen.push(id));
+/// assert_eq!(seen, [7]);
+/// map.remove(h).unwrap();
+/// assert!(map.is_empty());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Design {
     /// Linux before 2023: rwlock and tree root on one cache line.
@@ -323,7 +339,9 @@ pub enum Design {
     NumaLocks,
     /// Shards per 8 CPUs under an inverted outer lock.
     Sharded,
-    /// Ours.
+    /// Starts as one central tree and lock (no cost on files that are never
+    /// contended) and promotes itself to per-node shards once contention is
+    /// seen.
     Aspace,
     /// Ablation of `aspace`: grouped identical intervals under one lock that
     /// never promotes (grouping without sharding).
