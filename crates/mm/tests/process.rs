@@ -93,15 +93,22 @@ fn call_pattern_follows_the_design() {
             .files()
             .count() as u64;
         if batched {
+            // One batch per mmap of the exec sequence (ld.so maps each library with
+            // several calls): at least one per file.
             assert_eq!(c.insert, 0);
-            assert_eq!(c.insert_batch, objects, "one batch per file");
+            assert!(c.insert_batch >= objects, "at least one batch per file");
         } else {
             assert_eq!(c.insert_batch, 0);
             assert_eq!(c.insert, c.linked, "one insert per VMA");
         }
         mm.exit();
+        let before = c;
         let c = mm.calls();
-        assert_eq!(c.remove_batch, objects, "exit: one remove_batch per file");
+        assert_eq!(
+            c.remove_batch - before.remove_batch,
+            objects,
+            "exit: one remove_batch per file"
+        );
         assert_eq!(c.remove, 0);
         assert_eq!(c.unlinked, c.linked);
     }
