@@ -127,15 +127,15 @@ fn align_up(x: u64) -> Option<u64> {
 /// Where the bytes come from: a slice in memory, or an open regular file read in
 /// bounded pieces.
 enum Source<'a> {
-    Mem(&'a [u8]),
+    /// The file's first bytes and its length; bytes past the slice read as zeros.
+    Mem(&'a [u8], u64),
     File(&'a std::fs::File, u64),
 }
 
 impl Source<'_> {
     fn len(&self) -> u64 {
         match self {
-            Source::Mem(d) => d.len() as u64,
-            Source::File(_, len) => *len,
+            Source::Mem(_, len) | Source::File(_, len) => *len,
         }
     }
 
@@ -146,7 +146,16 @@ impl Source<'_> {
             return None;
         }
         match self {
-            Source::Mem(d) => Some(Cow::Borrowed(&d[off as usize..end as usize])),
+            Source::Mem(d, _) if end <= d.len() as u64 => {
+                Some(Cow::Borrowed(&d[off as usize..end as usize]))
+            }
+            Source::Mem(d, _) => {
+                let mut buf = vec![0; usize::try_from(len).ok()?];
+                if let Some(have) = d.get(off as usize..) {
+                    buf[..have.len()].copy_from_slice(have);
+                }
+                Some(Cow::Owned(buf))
+            }
             Source::File(f, _) => {
                 use std::os::unix::fs::FileExt as _;
                 let mut buf = vec![0; usize::try_from(len).ok()?];
@@ -196,7 +205,17 @@ impl ElfImage {
     /// Parses an ELF file already in memory; `path` is recorded as is and used for
     /// `$ORIGIN`.
     pub fn parse(path: &Path, data: &[u8]) -> Result<ElfImage, Error> {
-        ElfImage::parse_from(path, &Source::Mem(data))
+        ElfImage::parse_from(path, &Source::Mem(data, data.len() as u64))
+    }
+
+    /// Parses a file of `file_len` bytes of which `prefix` is the start (the rest
+    /// reads as zeros): for fuzzing the headers of a big file without its body. A
+    /// `prefix` longer than `file_len` is cut to it.
+    pub fn parse_prefix(path: &Path, prefix: &[u8], file_len: u64) -> Result<ElfImage, Error> {
+        let cut = &prefix[..prefix
+            .len()
+            .min(usize::try_from(file_len).unwrap_or(usize::MAX))];
+        ElfImage::parse_from(path, &Source::Mem(cut, file_len))
     }
 
     fn parse_from(path: &Path, src: &Source<'_>) -> Result<ElfImage, Error> {
