@@ -28,7 +28,9 @@
 //! 3. ld.so, for a dynamically linked program: one anonymous 8 KiB page pair (its
 //!    first allocation), then, before the first library it looks up in its cache,
 //!    `/etc/ld.so.cache` mapped read-only; then for each library in load order: one
-//!    `mmap` reserving the whole span with the first segment's protection (or, when a
+//!    `mmap` reserving the whole span with the first segment's protection (placed
+//!    top-down; one of 2 MiB or more at an address congruent to its file offset
+//!    modulo 2 MiB, as the kernel's `thp_get_unmapped_area` does; or, when a
 //!    segment asks for an alignment above the page size, an anonymous `PROT_NONE`
 //!    reservation of span + alignment, the file mapped `MAP_FIXED` at the aligned
 //!    address and both ends unmapped), a `PROT_NONE` `mprotect` from the first
@@ -52,6 +54,10 @@ use crate::layout::*;
 use crate::ldso::{Linkage, LD_SO_CACHE};
 use crate::vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 use crate::{Mm, State, PAGE_SIZE};
+
+/// The size a huge page maps on x86-64 (2 MiB): non-fixed file mappings at least this
+/// long are aligned to it.
+pub const PMD_SIZE: u64 = 2 << 20;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -296,6 +302,25 @@ impl Planner {
         fit(MMAP_MIN_ADDR, hi).ok_or_else(|| Self::bad(path, "no room in the mmap area"))
     }
 
+    /// Where a non-fixed file mapping of `len` bytes from page `pgoff` goes: top-down,
+    /// and, when it is at least [`PMD_SIZE`] and covers a whole PMD-aligned piece of
+    /// the file, at an address congruent to its file offset modulo `PMD_SIZE` (the
+    /// kernel's `thp_get_unmapped_area`, which ext4 and tmpfs use: it searches for
+    /// `len + PMD_SIZE` and moves the start up to the congruent address).
+    fn top_down_file(&self, path: &Path, len: u64, pgoff: u64) -> Result<u64, Error> {
+        let off = pgoff.saturating_mul(PAGE_SIZE);
+        let off_align = off.div_ceil(PMD_SIZE).saturating_mul(PMD_SIZE);
+        let off_end = off.saturating_add(len);
+        if len < PMD_SIZE || off_end <= off_align || off_end - off_align < PMD_SIZE {
+            return self.top_down(path, len, PAGE_SIZE);
+        }
+        match self.top_down(path, len + PMD_SIZE, PAGE_SIZE) {
+            Ok(at) => Ok(at + (off.wrapping_sub(at) & (PMD_SIZE - 1))),
+            // No padded gap: the kernel falls back to the plain search.
+            Err(_) => self.top_down(path, len, PAGE_SIZE),
+        }
+    }
+
     fn map(&mut self, s: u64, e: u64, prot: Prot, backing: Backing, fixed: bool, caller: Caller) {
         self.occupy(s, e);
         self.steps.push(ExecStep::Map {
@@ -450,7 +475,7 @@ impl Planner {
                 if let Some(c) = cache {
                     let len = c.pages() * PAGE_SIZE;
                     if len > 0 {
-                        let at = self.top_down(c.path(), len, PAGE_SIZE)?;
+                        let at = self.top_down_file(c.path(), len, 0)?;
                         self.map(
                             at,
                             at + len,
@@ -490,7 +515,7 @@ impl Planner {
 
     /// The kernel's placement of an `ET_DYN` with no fixed base: its span top-down.
     fn kernel_top_down(&self, img: &ElfImage) -> Result<i128, Error> {
-        let at = self.top_down(&img.path, img.span(), PAGE_SIZE)?;
+        let at = self.top_down_file(&img.path, img.span(), img.segments[0].pgoff)?;
         Ok(i128::from(at) - i128::from(img.segments[0].vaddr))
     }
 
@@ -557,7 +582,7 @@ impl Planner {
         let span = img.span();
         let align = img.max_align;
         let start = if align <= PAGE_SIZE {
-            let at = self.top_down(path, span, PAGE_SIZE)?;
+            let at = self.top_down_file(path, span, first.pgoff)?;
             self.map(
                 at,
                 at + span,
