@@ -11,7 +11,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mm::layout::{ELF_ET_DYN_BASE, MMAP_BASE, MMAP_MIN_ADDR};
-use mm::{Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Interval, Topology};
 use std::path::Path;
 
@@ -139,7 +139,8 @@ fn check_all(files: &Files, procs: &[Mm]) {
 
 fn run(input: Input) {
     let design = Design::ALL[usize::from(input.design) % Design::ALL.len()];
-    let files = Files::new(design, Topology::Os);
+    let pattern = CallPattern::ALL[usize::from(input.design / 128)];
+    let files = Files::new(design, Topology::Os, pattern);
     let synth: Vec<_> = (0..3)
         .map(|i| files.register(Path::new(&format!("/fuzz/file{i}")), 64))
         .collect();

@@ -14,7 +14,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mm::elf::{ElfImage, LoadPlan, SearchPath};
-use mm::{Files, Mm, Program, Prot};
+use mm::{CallPattern, Files, Mm, Program, Prot};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -50,7 +50,7 @@ struct World {
 fn world() -> &'static World {
     static W: OnceLock<World> = OnceLock::new();
     W.get_or_init(|| {
-        let files = Files::new(Design::Linux, Topology::Os);
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
         let sleep = files.program(Path::new("/bin/sleep")).expect("/bin/sleep");
         let search = SearchPath::default();
         let true_plan = LoadPlan::resolve(Path::new("/bin/true"), &search).expect("/bin/true");

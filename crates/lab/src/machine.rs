@@ -1,9 +1,9 @@
 //! A description of the machine, for the JSON and the report.
 
 use crate::results::Machine;
-use std::process::Command;
 
-/// Reads CPU model, core and node counts, kernel and git commit. Never fails: what
+/// Reads CPU model, core and node counts and kernel; adds the commit `aspace` was
+/// built from. Never fails: what
 /// cannot be read is "unknown" or 0.
 pub fn describe() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -29,13 +29,8 @@ pub fn describe() -> Machine {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|| "unknown".into());
+    // The build's own commit (build.rs), not the checkout the command runs in.
+    let commit = env!("ASPACE_BUILD_COMMIT").to_owned();
     Machine {
         cpu_model,
         cores: nproc(),

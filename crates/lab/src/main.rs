@@ -7,6 +7,7 @@ mod machine;
 mod report;
 mod results;
 mod soak;
+mod spread;
 mod usl;
 mod workload;
 
@@ -21,6 +22,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use mm::CallPattern;
 use results::{Config, Results};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
@@ -85,16 +87,32 @@ struct BenchArgs {
     /// execl = exec -> faults -> exit; shell = fork -> exec -> exit. Repeatable.
     #[arg(long, value_enum, default_values_t = [Workload::Execl])]
     workload: Vec<Workload>,
-    /// Comma-separated designs (default: all): linux_shared_line, linux, numa_split,
-    /// numa_locks, sharded, aspace.
+    /// Comma-separated designs (default: all, with the ablation aspace_central and
+    /// the bound exclude): linux_shared_line, linux, numa_split, numa_locks, sharded,
+    /// aspace, aspace_central, exclude.
     #[arg(long)]
     designs: Option<String>,
+    /// Do not time lock holds (per-call-site hold times read as 0). Timing reads the
+    /// clock twice per lock hold, in every design alike.
+    #[arg(long)]
+    no_hold_timing: bool,
+    /// How mm calls the reverse maps: per-vma (Linux 6.12: one lock hold per VMA on
+    /// link and fork), batched (one hold per file per operation), or both.
+    #[arg(long, value_enum, default_value_t = PatternArg::Both)]
+    call_pattern: PatternArg,
     /// Comma-separated thread counts, e.g. "1,2,4" (default: 1 to 2 x nproc).
     #[arg(long)]
     threads: Option<String>,
-    /// Measured time per point: seconds, or with a unit ("500ms", "2s").
-    #[arg(long, default_value = "2s")]
+    /// Measured time per sample: seconds, or with a unit ("500ms", "2s"). The
+    /// default keeps a default run (every design, both call patterns, 1 to 2 x nproc
+    /// threads, 3 repeats) under 3 minutes on 2 cores.
+    #[arg(long, default_value = "500ms")]
     duration: String,
+    /// Samples per point, interleaved across designs and call patterns (every
+    /// design's first sample, then every design's second, ...) so that drift hits
+    /// all alike; the table shows the median and min-max.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Resident processes mapping the binary, libc and ld.so (default: enough for
     /// 6000 VMAs in libc's reverse map).
     #[arg(long)]
@@ -114,6 +132,27 @@ struct BenchArgs {
     /// The binary each worker execs (a dynamically linked ELF file).
     #[arg(long, default_value = "/bin/true")]
     binary: PathBuf,
+}
+
+/// `--call-pattern`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PatternArg {
+    /// One lock hold per VMA on link and fork (Linux 6.12).
+    PerVma,
+    /// One lock hold per file per operation.
+    Batched,
+    /// Both, side by side.
+    Both,
+}
+
+impl PatternArg {
+    fn patterns(self) -> Vec<CallPattern> {
+        match self {
+            PatternArg::PerVma => vec![CallPattern::PerVma],
+            PatternArg::Batched => vec![CallPattern::Batched],
+            PatternArg::Both => CallPattern::ALL.to_vec(),
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -194,6 +233,9 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
     workloads.dedup();
     for w in workloads {
         for (proj, suffix) in [(false, ""), (true, "-projection")] {
+            if proj && !r.fits.iter().any(|f| f.workload == w && f.usl.is_some()) {
+                continue;
+            }
             let p = out.join(format!("{w}{suffix}.svg"));
             std::fs::write(&p, report::svg(r, w, proj))
                 .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
@@ -201,6 +243,53 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
     }
     let p = out.join("report.html");
     std::fs::write(&p, report::html(r)).map_err(|e| format!("cannot write {}: {e}", p.display()))
+}
+
+/// Checks before a run that `out` can hold files and that `json` can be written, so
+/// that a bad path fails at once rather than after the run. Leaves `out` created and
+/// `json` untouched (or absent, if it was).
+fn check_outputs(out: &Path, json: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| format!("--out: cannot create {}: {e}", out.display()))?;
+    let probe = out.join(format!(".aspace-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--out: cannot write in {}: {e}", out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    if json.is_dir() {
+        return Err(format!("--json: {} is a directory", json.display()));
+    }
+    let existed = json.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(json)
+        .map_err(|e| format!("--json: cannot write {}: {e}", json.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(json);
+    }
+    Ok(())
+}
+
+/// The samples of a bench in the order they run: for each repeat, for each workload,
+/// for each thread count, every (design, pattern). Drift over the run therefore hits
+/// every design alike.
+fn schedule(
+    repeat: usize,
+    workloads: &[Workload],
+    threads: &[usize],
+    pairs: &[(Design, CallPattern)],
+) -> Vec<(usize, Workload, usize, Design, CallPattern)> {
+    let mut v = Vec::new();
+    for r in 0..repeat {
+        for &w in workloads {
+            for &t in threads {
+                for &(d, p) in pairs {
+                    v.push((r, w, t, d, p));
+                }
+            }
+        }
+    }
+    v
 }
 
 fn bench(a: BenchArgs) -> Result<(), String> {
@@ -212,7 +301,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     };
     let designs = match &a.designs {
         Some(s) => parse_designs(s)?,
-        None => Design::ALL.to_vec(),
+        None => Design::EVERY.to_vec(),
     };
     let (topology, topology_name) = match &a.topology {
         Some(s) => (
@@ -227,54 +316,74 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             a.walk_rate
         ));
     }
-    workload::check_binary(&a.binary)?;
+    if a.repeat == 0 || a.repeat > 100 {
+        return Err(format!("--repeat: {} is out of range 1..=100", a.repeat));
+    }
     // Five libc VMAs per process: r--, r-x, r--, RELRO r--, rw-.
     let resident = a.resident.unwrap_or(6000 / 5);
     if resident > 100_000 {
         return Err(format!("--resident: {resident} is more than 100000"));
     }
     let json = a.json.clone().unwrap_or_else(|| a.out.join("results.json"));
+    check_outputs(&a.out, &json)?;
+    workload::check_binary(&a.binary)?;
     let mut workloads = a.workload.clone();
     workloads.dedup();
-
-    let points: Vec<Point> = workloads
-        .iter()
-        .flat_map(|&w| {
-            designs.iter().flat_map({
-                let (threads, topology, topology_name, binary) =
-                    (&threads, &topology, &topology_name, &a.binary);
-                move |&d| {
-                    threads.iter().map(move |&t| Point {
-                        workload: w,
-                        design: d,
-                        threads: t,
-                        duration,
-                        resident,
-                        walk_rate: a.walk_rate,
-                        topology: topology.clone(),
-                        topology_name: topology_name.clone(),
-                        binary: binary.clone(),
-                    })
-                }
-            })
+    let patterns = a.call_pattern.patterns();
+    let mut pairs = Vec::new();
+    for &pattern in &patterns {
+        for &d in &designs {
+            pairs.push((d, pattern));
+        }
+    }
+    let points: Vec<Point> = schedule(a.repeat, &workloads, &threads, &pairs)
+        .into_iter()
+        .map(|(repeat, w, t, d, pattern)| Point {
+            workload: w,
+            design: d,
+            pattern,
+            threads: t,
+            repeat,
+            oversubscribed: t > nproc,
+            duration,
+            resident,
+            walk_rate: a.walk_rate,
+            topology: topology.clone(),
+            topology_name: topology_name.clone(),
+            binary: a.binary.clone(),
         })
         .collect();
     let total = points.len() as f64 * duration.as_secs_f64();
+    let what: Vec<&str> = workloads
+        .iter()
+        .map(|w| match w {
+            Workload::Execl => "execl: each worker thread execs the binary, faults, exits (no fork)",
+            Workload::Shell => "shell: each worker thread forks a parent, execs the binary in the child, faults, exits the child",
+        })
+        .collect();
     eprintln!(
-        "aspace bench: {} points ({} workload(s) x {} designs x threads {:?}), {:.1} s each, about {:.0} s in all.\n\
-         Each worker thread execs {} on the address-space model in a loop; {} resident processes keep libc's\n\
-         reverse map at ~{} VMAs, as on a busy machine. Higher ops/s is better; \"x linux\" compares with the\n\
-         kernel's design (one interval tree under one rwsem) at the same thread count.",
+        "aspace bench: {} samples = {} workload(s) x {} design(s) x {} call pattern(s) x threads {:?} x {} repeat(s),
+         {:.2} s each (plus setup), about {:.0} s of measurement; repeats are interleaved across designs.
+         {}
+         Binary {}; {} resident processes keep libc's reverse map at ~{} VMAs, as on a busy machine.
+         Higher ops/s is better; \"x linux\" compares with the linux design (one interval tree under one
+         rwsem) under the same call pattern, thread count and repeat. Thread counts above {} (this machine's
+         cores) are marked oversubscribed.",
         points.len(),
         workloads.len(),
         designs.len(),
+        patterns.len(),
         threads,
+        a.repeat,
         duration.as_secs_f64(),
         total,
+        what.join("\n"),
         a.binary.display(),
         resident,
-        resident * 5
+        resident * 5,
+        nproc,
     );
+    rmap::stats::set_hold_timing(!a.no_hold_timing);
     let bar = ProgressBar::new((total * 10.0).ceil() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} ds  eta {eta}  {msg}")
@@ -283,10 +392,12 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let mut runs = Vec::new();
     for (i, p) in points.iter().enumerate() {
         bar.set_message(format!(
-            "{} {} x{}",
+            "{} {} {} x{} #{}",
             p.workload.name(),
             p.design.name(),
-            p.threads
+            p.pattern.name(),
+            p.threads,
+            p.repeat + 1
         ));
         let base = i as f64 * duration.as_secs_f64() * 10.0;
         let d10 = duration.as_secs_f64() * 10.0;
@@ -303,18 +414,21 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             walk_rate: a.walk_rate,
             topology: topology_name,
             threads,
+            repeat: a.repeat,
+            hold_timing: !a.no_hold_timing,
+            call_patterns: patterns.iter().map(|p| p.name().to_owned()).collect(),
             designs: designs.iter().map(|d| d.name().to_owned()).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
         },
         runs,
+        summary: Vec::new(),
         fits: Vec::new(),
     };
     r.analyse();
-    print!("{}", report::table(&r));
-    print!("{}", report::fits_text(&r));
+    print!("{}", report::text(&r));
     write_outputs(&r, &a.out, Some(&json))?;
     println!(
-        "\nWrote {} (every figure), {}/report.html (plots, table, projections) and the SVG plots in {}.\n\
+        "\nWrote {} (every sample and summary), {}/report.html and the SVG plots in {}.\n\
          Re-render later with: aspace report {}",
         json.display(),
         a.out.display(),
@@ -335,8 +449,7 @@ fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<(), String> {
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
-    print!("{}", report::table(&r));
-    print!("{}", report::fits_text(&r));
+    print!("{}", report::text(&r));
     write_outputs(&r, &out, None)?;
     println!("\nWrote {}/report.html and the SVG plots.", out.display());
     Ok(())
@@ -348,6 +461,11 @@ fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
         Some(s) => parse_designs(s)?,
         None => Design::ALL.to_vec(),
     };
+    if let Some(b) = designs.iter().find(|d| d.is_bound()) {
+        return Err(format!(
+            "--designs: {b} is a bound that keeps no reverse map; a soak checks reverse maps"
+        ));
+    }
     let threads = a.threads.unwrap_or(2 * designs.len());
     if threads == 0 || threads > 4096 {
         return Err(format!("--threads: {threads} is out of range 1..=4096"));

@@ -1,10 +1,28 @@
-//! Rendering: the terminal table, the SVG plots and the HTML report.
+//! Rendering: the terminal tables, the SVG plots and the HTML report.
+//!
+//! Every throughput and ratio is shown as `median [min-max]` over the repeats; a
+//! design is called faster or slower than linux only when the spreads do not overlap
+//! (see [`crate::spread`]). Nothing here claims more than the JSON holds: sentences
+//! about the run are built from what it recorded.
 
-use crate::results::{Fit, Results, Run, PROJECT_TO};
+use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
+use crate::spread::{show, Spread, Verdict};
 use std::fmt::Write as _;
 
-const COLORS: [&str; 8] = [
+const COLORS: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+    "#7f7f7f", "#bcbd22",
+];
+
+/// The call sites, in the order the tables show them.
+pub const SITES: [&str; 7] = [
+    "mmap_link",
+    "replace_unlink",
+    "split",
+    "exit_unlink",
+    "fork_insert_after",
+    "walk",
+    "other",
 ];
 
 fn fmt_rate(x: f64) -> String {
@@ -12,75 +30,390 @@ fn fmt_rate(x: f64) -> String {
         format!("{:.2}M", x / 1e6)
     } else if x >= 1e4 {
         format!("{:.1}k", x / 1e3)
-    } else {
+    } else if x >= 100.0 {
         format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
     }
 }
 
-fn runs_of<'a>(r: &'a Results, w: &'a str, d: &'a str) -> impl Iterator<Item = &'a Run> {
-    r.runs
-        .iter()
-        .filter(move |x| x.workload == w && x.design == d)
+fn fmt_ratio(x: f64) -> String {
+    format!("{x:.2}")
 }
 
-/// The plain-text table printed after a bench and by `aspace report`.
-pub fn table(r: &Results) -> String {
-    let mut s = String::new();
-    let mut workloads: Vec<&str> = r.runs.iter().map(|x| x.workload.as_str()).collect();
-    workloads.dedup();
-    for w in workloads {
-        let _ = writeln!(
-            s,
-            "\n{w}: operations/s per design and thread count (x linux = ratio to the linux design at the same thread count)"
-        );
-        let _ = writeln!(
-            s,
-            "{:<18} {:>7} {:>10} {:>8} {:>12} {:>10} {:>11}",
-            "design", "threads", "ops/s", "x linux", "lock acq/op", "contended", "lock holds"
-        );
-        for (wl, d) in r.series() {
-            if wl != w {
-                continue;
-            }
-            for x in runs_of(r, &wl, &d) {
-                let ratio = x
-                    .ratio_to_linux
-                    .map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
-                let acq = if x.ops > 0 {
-                    x.acquisitions as f64 / x.ops as f64
-                } else {
-                    0.0
-                };
-                let _ = writeln!(
-                    s,
-                    "{:<18} {:>7} {:>10} {:>8} {:>12.1} {:>9.1}% {:>11.1}",
-                    x.design,
-                    x.threads,
-                    fmt_rate(x.ops_per_sec),
-                    ratio,
-                    acq,
-                    x.contended_pct,
-                    x.calls_per_op.lock_holds
-                );
-            }
+fn fmt_ns(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.1}ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}us", x / 1e3)
+    } else {
+        format!("{x:.0}ns")
+    }
+}
+
+fn fmt_bytes(b: usize) -> String {
+    if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    } else if b >= 1 << 10 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// One character per verdict for the compact tables.
+fn mark(v: Option<Verdict>) -> &'static str {
+    match v {
+        Some(Verdict::Faster) => "+",
+        Some(Verdict::Slower) => "-",
+        Some(Verdict::Tie) => "~",
+        _ => "",
+    }
+}
+
+/// What a (design, call pattern) row isolates, for the ablation table.
+pub fn ablation_label(design: &str, pattern: &str) -> &'static str {
+    match (design, pattern) {
+        ("linux", "per-vma") => "today's kernel (reference)",
+        ("linux", "batched") => "batching alone",
+        ("linux_shared_line", _) => "linux with lock and tree on one line (6.12 layout)",
+        ("numa_split", _) => "split tree per node, one lock (v1)",
+        ("numa_locks", _) => "split tree and lock per node (v2)",
+        ("sharded", _) => "sharding without grouping",
+        ("aspace_central", _) => "grouping identical intervals only (never promotes)",
+        ("aspace", "per-vma") => "aspace without batching",
+        ("aspace", "batched") => "aspace: grouping + promotion + batching",
+        ("exclude", _) => "BOUND: no reverse map at all (cannot walk)",
+        _ => "",
+    }
+}
+
+fn workloads(r: &Results) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for x in &r.summary {
+        if !v.contains(&x.workload) {
+            v.push(x.workload.clone());
         }
+    }
+    v
+}
+
+fn thread_counts(r: &Results, w: &str) -> Vec<usize> {
+    let mut v: Vec<usize> = r
+        .summary
+        .iter()
+        .filter(|x| x.workload == w)
+        .map(|x| x.threads)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// (design, pattern) rows in first-seen order.
+fn rows(r: &Results, w: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    for x in r.summary.iter().filter(|x| x.workload == w) {
+        let k = (x.design.clone(), x.call_pattern.clone());
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+fn find<'a>(r: &'a Results, w: &str, d: &str, p: &str, t: usize) -> Option<&'a Summary> {
+    r.summary
+        .iter()
+        .find(|x| x.workload == w && x.design == d && x.call_pattern == p && x.threads == t)
+}
+
+/// The thread count the per-site table shows: the largest within the cores, else the
+/// smallest measured.
+fn site_threads(r: &Results, w: &str) -> Option<usize> {
+    let ts = thread_counts(r, w);
+    let cores = if r.machine.cores == 0 {
+        usize::MAX
+    } else {
+        r.machine.cores
+    };
+    ts.iter()
+        .copied()
+        .filter(|&t| t <= cores)
+        .max()
+        .or_else(|| ts.first().copied())
+}
+
+fn workload_sentence(w: &str) -> &'static str {
+    match w {
+        "execl" => "execl: each worker execs the binary, takes a few page faults and exits (no fork), like UnixBench execl",
+        "shell" => "shell: each worker forks a parent, execs the binary in the child, faults, and exits the child: fork + exec + exit, like UnixBench shell scripts",
+        _ => "",
+    }
+}
+
+/// Everything printed after a bench and by `aspace report`.
+pub fn text(r: &Results) -> String {
+    let mut s = String::new();
+    let samples = r.config.repeat.max(1);
+    let _ = writeln!(
+        s,
+        "\nEvery figure: median [min-max] over {samples} sample(s) per point, interleaved across designs.\n\
+         Verdict against linux with the same call pattern: + faster, - slower (spreads apart), ~ tie (spreads overlap).\n\
+         * = more threads than this machine's {} cores (oversubscribed: time-slicing, not contention).",
+        r.machine.cores
+    );
+    for w in workloads(r) {
+        let _ = writeln!(s, "\n{}", workload_sentence(&w));
+        let _ = writeln!(
+            s,
+            "{:<18} {:<8} {:>4}  {:>26} {:>20} {:>8} {:>8} {:>10} {:>11}",
+            "design",
+            "pattern",
+            "thr",
+            "ops/s",
+            "x linux",
+            "holds/op",
+            "calls/op",
+            "contended",
+            "libc rmap"
+        );
+        for x in r.summary.iter().filter(|x| x.workload == w) {
+            let ratio = if x.vs_linux == Some(Verdict::Reference) {
+                "ref".to_owned()
+            } else {
+                x.ratio_to_linux.as_ref().map_or_else(
+                    || "-".to_owned(),
+                    |v| format!("{}{}", show(v, fmt_ratio), mark(x.vs_linux)),
+                )
+            };
+            let _ = writeln!(
+                s,
+                "{:<18} {:<8} {:>3}{}  {:>26} {:>20} {:>8.1} {:>8.1} {:>9.1}% {:>11}",
+                x.design,
+                x.call_pattern,
+                x.threads,
+                if x.oversubscribed { "*" } else { " " },
+                show(&x.ops_per_sec, fmt_rate),
+                ratio,
+                x.lock_holds_per_op,
+                x.rmap_calls_per_op,
+                x.contended_pct.median,
+                fmt_bytes(x.libc_rmap_bytes),
+            );
+        }
+        s.push_str(&ablation_text(r, &w));
+        s.push_str(&sites_text(r, &w));
+        s.push_str(&walk_text(r, &w));
+    }
+    s.push_str(&memory_text(r));
+    s.push_str(&fits_text(r));
+    s
+}
+
+fn ablation_text(r: &Results, w: &str) -> String {
+    let mut s = String::new();
+    let ts = thread_counts(r, w);
+    let has_kernel = r
+        .summary
+        .iter()
+        .any(|x| x.workload == w && x.design == "linux" && x.call_pattern == "per-vma");
+    if !has_kernel {
+        let _ = writeln!(
+            s,
+            "\n(ablations: linux per-vma did not run, so there is no common baseline)"
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nAblations ({w}): x linux per-vma (today's kernel), median [min-max]; + faster, - slower, ~ tie"
+    );
+    let _ = write!(s, "{:<18} {:<8} {:<52}", "design", "pattern", "isolates");
+    for t in &ts {
+        let _ = write!(
+            s,
+            " {:>18}",
+            format!("{t} thr{}", if oversub(r, *t) { "*" } else { "" })
+        );
+    }
+    s.push('\n');
+    for (d, p) in ablation_order(rows(r, w)) {
+        let _ = write!(s, "{d:<18} {p:<8} {:<52}", ablation_label(&d, &p));
+        for &t in &ts {
+            let cell = find(r, w, &d, &p, t).map_or_else(String::new, |x| {
+                if x.design == "linux" && x.call_pattern == "per-vma" {
+                    "1 (ref)".to_owned()
+                } else {
+                    x.ratio_to_kernel.as_ref().map_or_else(
+                        || "-".to_owned(),
+                        |v| format!("{}{}", show(v, fmt_ratio), mark(x.vs_kernel)),
+                    )
+                }
+            });
+            let _ = write!(s, " {cell:>18}");
+        }
+        s.push('\n');
     }
     s
 }
 
-/// The USL fits and projections, as text.
-pub fn fits_text(r: &Results) -> String {
+fn oversub(r: &Results, t: usize) -> bool {
+    r.machine.cores != 0 && t > r.machine.cores
+}
+
+/// Rows in the ablation table's order: the reference, batching alone, the other
+/// designs, aspace's ablations, aspace, then the bound.
+fn ablation_order(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
+    let rank = |d: &str, p: &str| match (d, p) {
+        ("linux", "per-vma") => 0,
+        ("linux", _) => 1,
+        ("aspace_central", _) => 7,
+        ("aspace", "per-vma") => 8,
+        ("aspace", _) => 9,
+        ("exclude", _) => 10,
+        _ => 5,
+    };
+    v.sort_by_key(|(d, p)| rank(d, p));
+    v
+}
+
+fn sites_text(r: &Results, w: &str) -> String {
     let mut s = String::new();
+    let Some(t) = site_threads(r, w) else {
+        return s;
+    };
+    let any = r
+        .summary
+        .iter()
+        .any(|x| x.workload == w && !x.sites.is_empty());
+    if !any {
+        let _ = writeln!(
+            s,
+            "\nPer call site ({w}): not recorded (this build's reverse maps do not count per call site)"
+        );
+        return s;
+    }
     let _ = writeln!(
         s,
-        "\nUSL fit X(N) = lambda*N / (1 + sigma*(N-1) + kappa*N*(N-1)), and PROJECTIONS (not measurements) to {} cores:",
+        "\nPer call site ({w}, {t} thread(s)): lock holds per op / mean hold time, counted by the maps"
+    );
+    let _ = write!(s, "{:<18} {:<8}", "design", "pattern");
+    for site in SITES {
+        let _ = write!(s, " {site:>18}");
+    }
+    s.push('\n');
+    for (d, p) in rows(r, w) {
+        let Some(x) = find(r, w, &d, &p, t) else {
+            continue;
+        };
+        let _ = write!(s, "{d:<18} {p:<8}");
+        for site in SITES {
+            let cell = x.sites.iter().find(|c| c.site == site).map_or_else(
+                || "-".to_owned(),
+                |c| {
+                    if c.holds_per_op == 0.0 {
+                        "0".to_owned()
+                    } else {
+                        format!("{:.2} / {}", c.holds_per_op, fmt_ns(c.mean_hold_ns))
+                    }
+                },
+            );
+            let _ = write!(s, " {cell:>18}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn walk_text(r: &Results, w: &str) -> String {
+    let mut s = String::new();
+    if !r
+        .summary
+        .iter()
+        .any(|x| x.workload == w && x.walk.is_some())
+    {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nReclaim walks of libc ({w}): rate asked / achieved, latency p50 / p99 (lock wait included)"
+    );
+    for x in r.summary.iter().filter(|x| x.workload == w) {
+        let Some(k) = &x.walk else { continue };
+        let detail = match &k.unsupported {
+            Some(why) => format!("cannot walk: {why}"),
+            None => format!(
+                "{:.0}/s of {:.0}/s, p50 {}, p99 {}",
+                k.achieved_per_sec,
+                k.requested_per_sec,
+                fmt_ns(k.p50_ns as f64),
+                fmt_ns(k.p99_ns as f64)
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "{:<18} {:<8} {:>3}{}  {detail}",
+            x.design,
+            x.call_pattern,
+            x.threads,
+            if x.oversubscribed { "*" } else { " " }
+        );
+    }
+    s
+}
+
+fn memory_text(r: &Results) -> String {
+    let mut s = String::new();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let _ = writeln!(
+        s,
+        "\nMemory: libc's reverse map with the residents in it (median over samples), vs linux with the same call pattern"
+    );
+    for x in &r.summary {
+        let k = (x.design.clone(), x.call_pattern.clone());
+        if seen.contains(&k) {
+            continue;
+        }
+        seen.push(k);
+        let linux = r
+            .summary
+            .iter()
+            .find(|l| l.design == "linux" && l.call_pattern == x.call_pattern)
+            .map(|l| l.libc_rmap_bytes);
+        let vs = match linux {
+            Some(l) if l > 0 && x.design != "linux" => format!(
+                " ({:+.1}% vs linux)",
+                100.0 * (x.libc_rmap_bytes as f64 / l as f64 - 1.0)
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<18} {:<8} {:>10} B{vs}",
+            x.design, x.call_pattern, x.libc_rmap_bytes
+        );
+    }
+    s
+}
+
+/// The USL fits and projections, as text; one line saying so when nothing was fitted.
+pub fn fits_text(r: &Results) -> String {
+    let mut s = String::new();
+    if !r.any_fit() {
+        let _ = writeln!(s, "\nNo USL fit, so no projection: {NOT_FITTED}.");
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nUSL fit X(N) = lambda*N / (1 + sigma*(N-1) + kappa*N*(N-1)) of the medians, and PROJECTIONS (not measurements) to {} cores:",
         PROJECT_TO.map(|n| n.to_string()).join(" and ")
     );
     let _ = writeln!(
         s,
-        "{:<8} {:<18} {:>10} {:>9} {:>10} {:>9} {:>10} {:>14} {:>14}",
+        "{:<8} {:<26} {:>10} {:>9} {:>10} {:>9} {:>10} {:>14} {:>14}",
         "workload",
-        "design",
+        "series",
         "lambda",
         "sigma",
         "kappa",
@@ -100,7 +433,7 @@ pub fn fits_text(r: &Results) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "{:<8} {:<18} {:>10} {:>9.4} {:>10.6} {:>8.1}% {:>10} {:>14} {:>14}",
+                    "{:<8} {:<26} {:>10} {:>9.4} {:>10.6} {:>8.1}% {:>10} {:>14} {:>14}",
                     f.workload,
                     f.design,
                     fmt_rate(u.lambda),
@@ -113,39 +446,59 @@ pub fn fits_text(r: &Results) -> String {
                 );
             }
             None => {
-                let _ = writeln!(s, "{:<8} {:<18} (not fitted)", f.workload, f.design);
+                let _ = writeln!(s, "{:<8} {:<26} (not fitted)", f.workload, f.design);
             }
         }
     }
     if r.fits.iter().any(|f| f.usl.is_none()) {
-        let _ = writeln!(s, "{}", crate::results::NOT_FITTED);
+        let _ = writeln!(s, "{NOT_FITTED}");
     }
     s
 }
 
+// ------------------------------------------------------------------------ plots
+
 struct Series {
     name: String,
     color: &'static str,
-    points: Vec<(f64, f64)>,
-    fit: Option<Fit>,
+    dashed: bool,
+    /// (threads, spread)
+    points: Vec<(f64, Spread)>,
+    usl: Option<crate::usl::Usl>,
 }
 
 fn series(r: &Results, workload: &str) -> Vec<Series> {
+    let mut designs: Vec<String> = Vec::new();
+    for x in &r.summary {
+        if !designs.contains(&x.design) {
+            designs.push(x.design.clone());
+        }
+    }
     r.series()
         .into_iter()
         .filter(|(w, _)| w == workload)
-        .enumerate()
-        .map(|(i, (w, d))| Series {
-            points: runs_of(r, &w, &d)
-                .map(|x| (x.threads as f64, x.ops_per_sec))
-                .collect(),
-            fit: r
-                .fits
+        .map(|(w, name)| {
+            let pts: Vec<&Summary> = r
+                .summary
                 .iter()
-                .find(|f| f.workload == w && f.design == d)
-                .cloned(),
-            name: d,
-            color: COLORS[i % COLORS.len()],
+                .filter(|x| x.workload == w && x.series_name() == name)
+                .collect();
+            let design = pts.first().map_or("", |x| x.design.as_str());
+            let ci = designs.iter().position(|d| d == design).unwrap_or(0);
+            Series {
+                dashed: pts.first().is_some_and(|x| x.call_pattern == "batched"),
+                points: pts
+                    .iter()
+                    .map(|x| (x.threads as f64, x.ops_per_sec))
+                    .collect(),
+                usl: r
+                    .fits
+                    .iter()
+                    .find(|f| f.workload == w && f.design == name)
+                    .and_then(|f| f.usl),
+                color: COLORS[ci % COLORS.len()],
+                name,
+            }
         })
         .collect()
 }
@@ -157,25 +510,54 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// An SVG line plot of throughput against threads, one line per design. With
-/// `projection`, the x axis runs to the largest projection core count and only the
-/// fitted USL curves are drawn (dashed), labelled as projections.
+/// Tick values for an axis from 0 to `max`: 4 to 8 steps of 1, 2 or 5 x 10^k.
+pub fn nice_ticks(max: f64) -> Vec<f64> {
+    if !(max.is_finite() && max > 0.0) {
+        return vec![0.0, 1.0];
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|&st| max / st <= 8.0)
+        .unwrap_or(10.0 * mag);
+    let mut v = Vec::new();
+    let mut k = 0.0;
+    while k * step <= max * (1.0 + 1e-9) {
+        v.push(k * step);
+        k += 1.0;
+    }
+    if *v.last().unwrap_or(&0.0) < max {
+        v.push(k * step);
+    }
+    v
+}
+
+/// An SVG plot of throughput against threads: one line per design and call pattern
+/// (batched dashed), each point its median with a min-max error bar, oversubscribed
+/// thread counts shaded. With `projection`, the x axis runs to the largest projection
+/// core count and only the fitted USL curves are drawn, labelled as projections;
+/// call it only when [`Results::any_fit`].
 pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
-    let (w, h) = (760.0, 440.0);
-    let (l, rt, t, b) = (80.0, 180.0, 40.0, 50.0);
     let ser = series(r, workload);
+    let (w, h) = (860.0, 480.0);
+    let (l, rt, t, b) = (80.0, 260.0, 40.0, 50.0);
+    let measured_max = ser
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
     let xmax = if projection {
         PROJECT_TO[PROJECT_TO.len() - 1] as f64
     } else {
-        ser.iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .fold(1.0, f64::max)
+        measured_max + 0.5
     };
-    let curve = |s: &Series, n: f64| s.fit.as_ref().and_then(|f| f.usl).map(|u| u.at(n));
+    let xmin = if projection { 0.0 } else { 0.5 };
+    let curve = |s: &Series, n: f64| s.usl.map(|u| u.at(n));
     let mut ymax: f64 = 1.0;
     for s in &ser {
         for p in &s.points {
-            ymax = ymax.max(p.1);
+            ymax = ymax.max(p.1.max);
         }
         if projection {
             for i in 1..=200 {
@@ -185,14 +567,15 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
             }
         }
     }
-    ymax *= 1.1;
-    let px = |x: f64| l + (w - l - rt) * x / xmax;
-    let py = |y: f64| h - b - (h - t - b) * y / ymax;
+    let yticks = nice_ticks(ymax * 1.05);
+    let ytop = *yticks.last().unwrap_or(&ymax);
+    let px = |x: f64| l + (w - l - rt) * (x - xmin) / (xmax - xmin);
+    let py = |y: f64| h - b - (h - t - b) * y / ytop;
     let mut o = String::new();
     let title = if projection {
         format!("{workload}: USL PROJECTION to {xmax:.0} cores (not measured)")
     } else {
-        format!("{workload}: measured throughput vs threads")
+        format!("{workload}: throughput vs threads (median, bars: min-max)")
     };
     let _ = write!(
         o,
@@ -200,25 +583,34 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
         (w - rt + l) / 2.0,
         esc(&title)
     );
-    // Axes and ticks.
-    let _ = write!(
-        o,
-        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b,
-        w - rt,
-        h - b,
-        h - b
-    );
-    for i in 0..=5 {
-        let y = ymax * i as f64 / 5.0;
+    // Oversubscribed region.
+    let cores = r.machine.cores as f64;
+    if !projection && cores > 0.0 && measured_max > cores {
+        let x0 = px(cores + 0.5);
         let _ = write!(
             o,
-            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{3}" text-anchor="end">{4}</text>"##,
-            py(y),
+            r##"<rect x="{x0:.1}" y="{t}" width="{:.1}" height="{}" fill="#f4f4f4"/><text x="{:.1}" y="{}" fill="#777" text-anchor="middle">oversubscribed (&gt; {cores:.0} cores)</text>"##,
+            px(xmax) - x0,
+            h - t - b,
+            (x0 + px(xmax)) / 2.0,
+            t + 14.0
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{0}" stroke="black"/>"#,
+        h - b,
+        w - rt
+    );
+    for y in &yticks {
+        let _ = write!(
+            o,
+            r##"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            py(*y),
             w - rt,
             l - 6.0,
-            py(y) + 4.0,
-            fmt_rate(y)
+            py(*y) + 4.0,
+            fmt_rate(*y)
         );
     }
     let xticks: Vec<f64> = if projection {
@@ -235,7 +627,7 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
     for x in xticks {
         let _ = write!(
             o,
-            r#"<text x="{}" y="{}" text-anchor="middle">{x:.0}</text>"#,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{x:.0}</text>"#,
             px(x),
             h - b + 16.0
         );
@@ -252,16 +644,23 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
         },
         (h - b + t) / 2.0,
         if workload == "shell" {
-            "fork+exec"
+            "fork+exec+exit"
         } else {
-            "execs"
+            "exec+exit"
         }
     );
+    let nser = ser.len().max(1) as f64;
     for (i, s) in ser.iter().enumerate() {
-        let dash = if projection {
+        let dash = if s.dashed || projection {
             r#" stroke-dasharray="6 4""#
         } else {
             ""
+        };
+        // Spread the series a little along x so error bars do not hide each other.
+        let jitter = if projection {
+            0.0
+        } else {
+            0.3 * ((i as f64 + 0.5) / nser - 0.5)
         };
         if projection {
             let pts: Vec<String> = (1..=200)
@@ -282,28 +681,40 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
             let pts: Vec<String> = s
                 .points
                 .iter()
-                .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+                .map(|p| format!("{:.1},{:.1}", px(p.0 + jitter), py(p.1.median)))
                 .collect();
             let _ = write!(
                 o,
-                r#"<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
                 s.color,
                 pts.join(" ")
             );
         }
-        for p in &s.points {
+        for (x, sp) in &s.points {
+            let cx = px(x + jitter);
+            if !projection && sp.n > 1 {
+                let _ = write!(
+                    o,
+                    r#"<line x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5"/><line x1="{:.1}" y1="{1:.1}" x2="{:.1}" y2="{1:.1}" stroke="{2}"/><line x1="{3:.1}" y1="{0:.1}" x2="{4:.1}" y2="{0:.1}" stroke="{2}"/>"#,
+                    py(sp.min),
+                    py(sp.max),
+                    s.color,
+                    cx - 3.0,
+                    cx + 3.0
+                );
+            }
             let _ = write!(
                 o,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{} {} threads: {:.0}/s (measured)</title></circle>"#,
-                px(p.0),
-                py(p.1),
+                r#"<circle cx="{cx:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{} {} threads: {} /s (measured; median [min-max] of {})</title></circle>"#,
+                py(sp.median),
                 s.color,
                 esc(&s.name),
-                p.0,
-                p.1
+                x,
+                show(sp, fmt_rate),
+                sp.n
             );
         }
-        let ly = t + 18.0 * i as f64 + 10.0;
+        let ly = t + 17.0 * i as f64 + 10.0;
         let _ = write!(
             o,
             r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{2}" stroke-width="3"{dash}/><text x="{3}" y="{4}">{5}</text>"#,
@@ -315,48 +726,77 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
             esc(&s.name)
         );
     }
-    if projection {
-        let fitted = ser
-            .iter()
-            .any(|s| s.fit.as_ref().is_some_and(|f| f.usl.is_some()));
-        let _ = write!(
-            o,
-            r##"<text x="{}" y="{}" fill="#555">dots: measured</text><text x="{}" y="{}" fill="#555">{}</text>"##,
-            w - rt + 12.0,
-            t + 18.0 * ser.len() as f64 + 24.0,
-            w - rt + 12.0,
-            t + 18.0 * ser.len() as f64 + 40.0,
-            if fitted {
-                "dashes: USL fit"
-            } else {
-                "no USL fit: see report"
-            }
-        );
-    }
+    let note = if projection {
+        "dashes: USL fit of the medians"
+    } else {
+        "solid: per-vma; dashed: batched"
+    };
+    let _ = write!(
+        o,
+        r##"<text x="{}" y="{}" fill="#555">{note}</text>"##,
+        w - rt + 12.0,
+        t + 17.0 * nser + 24.0,
+    );
     o.push_str("</svg>");
     o
 }
 
-/// The self-contained HTML report: explanation, plots, table, fits, machine.
+// ------------------------------------------------------------------------- html
+
+fn html_table(rows: &[Vec<String>], head: &[&str]) -> String {
+    let mut o = String::from("<table><tr>");
+    for h in head {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o.push_str("</tr>");
+    for r in rows {
+        o.push_str("<tr>");
+        for c in r {
+            let _ = write!(o, "<td>{}</td>", esc(c));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
+    o
+}
+
+/// The self-contained HTML report: what ran, plots, tables, fits, machine.
 pub fn html(r: &Results) -> String {
     let mut o = String::new();
     let m = &r.machine;
+    let ws = workloads(r);
+    let what: Vec<String> = ws
+        .iter()
+        .map(|w| format!("<li>{}</li>", esc(workload_sentence(w))))
+        .collect();
+    let mut patterns: Vec<(String, String)> = Vec::new();
+    for x in &r.runs {
+        if !patterns.iter().any(|p| p.0 == x.call_pattern) {
+            patterns.push((x.call_pattern.clone(), x.call_pattern_detail.clone()));
+        }
+    }
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace bench report</title>\
-<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}}\
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
 th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
 <h1>aspace bench: reverse-map designs under exec churn</h1>\
-<p>Each point runs UnixBench-style <b>execl</b> (exec a real binary, take a few page faults, exit) or \
-<b>shell</b> (fork, exec in the child, exit) on the address-space model, with <b>{res}</b> resident processes \
-keeping libc's reverse map at about {libc} VMAs. All designs do the same work in the same run; \
-&ldquo;x linux&rdquo; is the ratio to the <code>linux</code> design (the kernel's i_mmap interval tree under one rwsem) \
-at the same thread count. Lock figures count reverse-map lock acquisitions; contended = found taken.</p>\
-<p>Machine: {cpu}, {cores} CPUs, {nodes} NUMA node(s), kernel {kernel}, commit <code>{commit}</code>. \
-Binary <code>{bin}</code>, {dur} s per point, topology {topo}, reclaim walks {walk}/s.</p>",
+<p>What ran, on the address-space model, with <b>{res}</b> resident processes keeping libc's reverse map at \
+{libc} VMAs:</p><ul>{what}</ul>\
+<p>Every design ran the same workload; how <code>mm</code> calls the reverse maps (the call pattern) is a \
+separate axis, listed below, and each row says which one it used. Every figure is the median and min-max of \
+{rep} sample(s) per point, taken interleaved across designs. &ldquo;x linux&rdquo; is the ratio to the \
+<code>linux</code> design (the kernel's i_mmap interval tree under one rwsem) with the same call pattern, \
+thread count and repeat; a design is called faster or slower only when the two spreads do not overlap, \
+otherwise it is a tie. Lock holds are counted by the reverse maps; rmap calls by <code>mm</code>. \
+Thread counts above the machine's {cores} cores are oversubscribed (marked *): they measure time-slicing.</p>\
+<p>Machine: {cpu}, {cores} CPUs, {nodes} NUMA node(s), kernel {kernel}; <code>aspace</code> built from commit \
+<code>{commit}</code>. Binary <code>{bin}</code>, {dur} s per sample, topology {topo}, reclaim walks asked {walk}/s.</p>",
         res = r.runs.first().map_or(0, |x| x.resident),
         libc = r.runs.first().map_or(0, |x| x.resident_libc_vmas),
+        what = what.join(""),
+        rep = r.config.repeat.max(1),
         cpu = esc(&m.cpu_model),
         cores = m.cores,
         nodes = m.nodes,
@@ -367,85 +807,103 @@ Binary <code>{bin}</code>, {dur} s per point, topology {topo}, reclaim walks {wa
         topo = esc(&r.config.topology),
         walk = r.config.walk_rate,
     );
-    let mut workloads: Vec<String> = r.runs.iter().map(|x| x.workload.clone()).collect();
-    workloads.dedup();
-    for w in &workloads {
+    o.push_str("<h2>Call patterns</h2>");
+    o.push_str(&html_table(
+        &patterns
+            .iter()
+            .map(|(n, d)| vec![n.clone(), d.clone()])
+            .collect::<Vec<_>>(),
+        &["pattern", "what mm did at each call site"],
+    ));
+    for w in &ws {
         let _ = write!(o, "<h2>{}</h2>{}", esc(w), svg(r, w, false));
-        o.push_str("<table><tr><th>design</th><th>threads</th><th>ops/s</th><th>x linux</th><th>lock acquisitions</th><th>contended %</th><th>lock holds / op</th><th>calls per op</th></tr>");
-        for x in r.runs.iter().filter(|x| &x.workload == w) {
-            let c = &x.calls_per_op;
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>insert {:.1}, batch {:.1}, insert_after {:.1}, insert_after_batch {:.1}, remove_batch {:.1}</td></tr>",
-                esc(&x.design),
-                x.threads,
-                x.ops_per_sec,
-                x.ratio_to_linux.map_or("-".into(), |v| format!("{v:.2}")),
-                x.acquisitions,
-                x.contended_pct,
-                c.lock_holds,
-                c.insert,
-                c.insert_batch,
-                c.insert_after,
-                c.insert_after_batch,
-                c.remove_batch
-            );
-        }
-        o.push_str("</table>");
+        let rows: Vec<Vec<String>> = r
+            .summary
+            .iter()
+            .filter(|x| &x.workload == w)
+            .map(|x| {
+                vec![
+                    x.design.clone(),
+                    x.call_pattern.clone(),
+                    format!("{}{}", x.threads, if x.oversubscribed { "*" } else { "" }),
+                    show(&x.ops_per_sec, fmt_rate),
+                    if x.vs_linux == Some(Verdict::Reference) {
+                        "ref".into()
+                    } else {
+                        x.ratio_to_linux
+                            .as_ref()
+                            .map_or("-".into(), |v| show(v, fmt_ratio))
+                    },
+                    x.vs_linux.map_or("-".into(), |v| v.to_string()),
+                    format!("{:.1}", x.lock_holds_per_op),
+                    format!("{:.1}", x.rmap_calls_per_op),
+                    format!("{:.1}", x.contended_pct.median),
+                    fmt_bytes(x.libc_rmap_bytes),
+                ]
+            })
+            .collect();
+        o.push_str(&html_table(
+            &rows,
+            &[
+                "design",
+                "pattern",
+                "threads",
+                "ops/s",
+                "x linux",
+                "vs linux",
+                "lock holds / op",
+                "rmap calls / op",
+                "contended %",
+                "libc rmap bytes",
+            ],
+        ));
         let _ = write!(
             o,
-            "<h3 class=\"proj\">Projection (USL fit, not measured)</h3>{}",
-            svg(r, w, true)
+            "<h3>Ablations</h3><pre>{}</pre>",
+            esc(&ablation_text(r, w))
         );
-    }
-    o.push_str("<h2>USL fits and projections</h2><p class=\"proj\">Projections extrapolate the fitted curve far beyond the measured thread counts: read them as the shape the measured points imply, not as measurements.</p><table><tr><th>workload</th><th>design</th><th>lambda (1-thread ops/s)</th><th>sigma</th><th>kappa</th><th>fit error (RMS %)</th>");
-    for n in PROJECT_TO {
-        let _ = write!(o, "<th class=\"proj\">projected {n} cores</th>");
-    }
-    o.push_str("</tr>");
-    for f in &r.fits {
-        match f.usl {
-            Some(u) => {
-                let _ = write!(
-                    o,
-                    "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.4}</td><td>{:.6}</td><td>{:.1}</td>",
-                    esc(&f.workload),
-                    esc(&f.design),
-                    u.lambda,
-                    u.sigma,
-                    u.kappa,
-                    u.rms_error_pct
-                );
-                for (_, y) in &f.projections {
-                    let _ = write!(o, "<td class=\"proj\">{y:.0}</td>");
-                }
-                o.push_str("</tr>");
-            }
-            None => {
-                let _ = write!(
-                    o,
-                    "<tr><td>{}</td><td>{}</td><td colspan=\"{}\">{}</td></tr>",
-                    esc(&f.workload),
-                    esc(&f.design),
-                    4 + PROJECT_TO.len(),
-                    esc(crate::results::NOT_FITTED)
-                );
-            }
+        let _ = write!(
+            o,
+            "<h3>Per call site</h3><pre>{}</pre>",
+            esc(&sites_text(r, w))
+        );
+        let wt = walk_text(r, w);
+        if !wt.is_empty() {
+            let _ = write!(o, "<h3>Walks</h3><pre>{}</pre>", esc(&wt));
         }
-    }
-    o.push_str("</table><h2>Call patterns</h2><table><tr><th>design</th><th>how mm drives its reverse map</th></tr>");
-    let mut seen: Vec<&str> = Vec::new();
-    for x in &r.runs {
-        if !seen.contains(&x.design.as_str()) {
-            seen.push(&x.design);
+        if r.fits.iter().any(|f| &f.workload == w && f.usl.is_some()) {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
-                esc(&x.design),
-                esc(&x.call_pattern)
+                "<h3 class=\"proj\">Projection (USL fit, not measured)</h3>{}",
+                svg(r, w, true)
             );
         }
     }
-    o.push_str("</table></body></html>\n");
+    let _ = write!(o, "<h2>Memory</h2><pre>{}</pre>", esc(&memory_text(r)));
+    o.push_str("<h2>USL fits and projections</h2>");
+    if !r.any_fit() {
+        let _ = write!(o, "<p>No fit, no projection: {}.</p>", esc(NOT_FITTED));
+    } else {
+        o.push_str("<p class=\"proj\">Projections extrapolate the fitted curve far beyond the measured thread counts: read them as the shape the measured points imply, not as measurements.</p>");
+        let _ = write!(o, "<pre>{}</pre>", esc(&fits_text(r)));
+    }
+    o.push_str("</body></html>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(nice_ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let t = nice_ticks(73_400.0);
+        assert_eq!(t.first(), Some(&0.0));
+        assert!(*t.last().unwrap() >= 73_400.0);
+        assert!(t.len() >= 4 && t.len() <= 10, "{t:?}");
+        let step = t[1] - t[0];
+        assert!([1e4, 2e4, 5e4].contains(&step), "{t:?}");
+        assert_eq!(nice_ticks(0.0), vec![0.0, 1.0]);
+    }
 }

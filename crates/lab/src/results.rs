@@ -1,5 +1,6 @@
 //! What a bench run records: the JSON schema of `--json` and `aspace report`.
 
+use crate::spread::{Spread, Verdict};
 use crate::usl::Usl;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +15,8 @@ pub struct Machine {
     pub nodes: usize,
     /// Kernel release.
     pub kernel: String,
-    /// `git rev-parse HEAD` of the working directory, or "unknown".
+    /// The commit the `aspace` binary was built from (`git rev-parse HEAD` at build
+    /// time), or "unknown" when it was built outside a git checkout.
     pub commit: String,
     /// Seconds since the Unix epoch when the run started.
     pub timestamp: u64,
@@ -36,13 +38,51 @@ pub struct CallsPerOp {
     pub remove: f64,
     /// `remove_batch` calls.
     pub remove_batch: f64,
-    /// Reverse-map lock holds (all calls).
+    /// Reverse-map calls of every kind, counted by mm (each takes the map's lock once).
     pub lock_holds: f64,
     /// VMAs linked.
     pub vmas_linked: f64,
+    /// VMAs unlinked.
+    #[serde(default)]
+    pub vmas_unlinked: f64,
 }
 
-/// One measured point: one design at one thread count.
+/// The lock costs of one call site, per operation, counted by the reverse maps.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SiteCost {
+    /// `mmap_link`, `replace_unlink`, `split`, `exit_unlink`, `fork_insert_after`,
+    /// `walk` or `other`.
+    pub site: String,
+    /// Lock acquisitions per operation at this site.
+    pub holds_per_op: f64,
+    /// Of all acquisitions at this site, the % that found the lock taken.
+    pub contended_pct: f64,
+    /// Mean nanoseconds a lock was held per acquisition at this site (0 when
+    /// hold timing was off or nothing was held).
+    pub mean_hold_ns: f64,
+    /// Lock-held nanoseconds per operation at this site.
+    pub hold_ns_per_op: f64,
+}
+
+/// What the reclaim thread's walks did.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WalkCost {
+    /// Walks per second asked for.
+    pub requested_per_sec: f64,
+    /// Walks per second done.
+    pub achieved_per_sec: f64,
+    /// Walks done.
+    pub walks: u64,
+    /// Median latency of one walk (lock wait included), ns.
+    pub p50_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Set when the design cannot walk (a bound that keeps no reverse map).
+    #[serde(default)]
+    pub unsupported: Option<String>,
+}
+
+/// One sample: one design, one call pattern, one thread count, one repeat.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Run {
     /// `execl` or `shell`.
@@ -51,6 +91,12 @@ pub struct Run {
     pub design: String,
     /// Worker threads.
     pub threads: usize,
+    /// Which repeat of this point (0-based); repeats are interleaved across designs.
+    #[serde(default)]
+    pub repeat: usize,
+    /// More worker threads than the machine has cores (time-slicing, not contention).
+    #[serde(default)]
+    pub oversubscribed: bool,
     /// Operations (execs) per second, all workers together.
     pub ops_per_sec: f64,
     /// Reverse-map lock acquisitions that found the lock taken, in %.
@@ -63,12 +109,26 @@ pub struct Run {
     pub ops: u64,
     /// Measured seconds.
     pub seconds: f64,
-    /// `ops_per_sec` / linux's at the same thread count, when linux ran.
+    /// `ops_per_sec` / that of linux with the same call pattern, thread count and
+    /// repeat, when linux ran.
     pub ratio_to_linux: Option<f64>,
-    /// How mm drives this design's reverse map.
+    /// How mm called the reverse maps: `per-vma` or `batched`.
     pub call_pattern: String,
-    /// Reverse-map calls per operation, measured.
+    /// What that pattern does at each call site.
+    #[serde(default)]
+    pub call_pattern_detail: String,
+    /// Reverse-map calls per operation, counted by mm.
     pub calls_per_op: CallsPerOp,
+    /// Reverse-map lock acquisitions per operation, counted by the maps (walks
+    /// excluded when per-site counts are known).
+    #[serde(default)]
+    pub lock_holds_per_op: f64,
+    /// Per call site, counted by the maps.
+    #[serde(default)]
+    pub sites: Vec<SiteCost>,
+    /// The walks, when `--walk-rate` was set.
+    #[serde(default)]
+    pub walk: Option<WalkCost>,
     /// Resident processes that map the binary, libc and ld.so.
     pub resident: usize,
     /// VMAs in libc's reverse map while the workers ran (residents only).
@@ -79,6 +139,62 @@ pub struct Run {
     pub topology: String,
     /// Bytes libc's reverse map takes with the residents in it.
     pub libc_rmap_bytes: usize,
+    /// Set for a bound rather than a design (`exclude`: no reverse map at all).
+    #[serde(default)]
+    pub bound: bool,
+}
+
+/// One point summarised over its repeats: what the table, the plots and the report
+/// show. Recomputed from `runs` by [`Results::analyse`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// `execl` or `shell`.
+    pub workload: String,
+    /// Design name.
+    pub design: String,
+    /// `per-vma` or `batched`.
+    pub call_pattern: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// More threads than cores.
+    pub oversubscribed: bool,
+    /// A bound, not a design (`exclude`).
+    pub bound: bool,
+    /// Operations per second over the repeats.
+    pub ops_per_sec: Spread,
+    /// Ratios to linux with the same call pattern, paired by repeat.
+    pub ratio_to_linux: Option<Spread>,
+    /// This point's throughput against linux's with the same call pattern.
+    pub vs_linux: Option<Verdict>,
+    /// Ratios to linux driven per VMA (today's kernel), paired by repeat: the
+    /// ablation table's baseline.
+    pub ratio_to_kernel: Option<Spread>,
+    /// This point's throughput against linux per VMA.
+    pub vs_kernel: Option<Verdict>,
+    /// Lock acquisitions per operation, counted by the maps (median).
+    pub lock_holds_per_op: f64,
+    /// Reverse-map calls per operation, counted by mm (median).
+    pub rmap_calls_per_op: f64,
+    /// Contended acquisitions, % (over the repeats).
+    pub contended_pct: Spread,
+    /// Bytes libc's reverse map takes with the residents in it (median).
+    pub libc_rmap_bytes: usize,
+    /// Per call site, the median of each figure over the repeats.
+    pub sites: Vec<SiteCost>,
+    /// The walks (medians over the repeats), when `--walk-rate` was set.
+    pub walk: Option<WalkCost>,
+}
+
+impl Summary {
+    /// The series this point belongs to: `design call-pattern`.
+    pub fn series_name(&self) -> String {
+        format!("{} {}", self.design, self.call_pattern)
+    }
+}
+
+fn median_of(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    Spread::of(&v).map_or(0.0, |s| s.median)
 }
 
 /// A USL fit of one design's curve, with projections.
@@ -110,6 +226,15 @@ pub struct Config {
     pub topology: String,
     /// Thread counts.
     pub threads: Vec<usize>,
+    /// Samples per point.
+    #[serde(default)]
+    pub repeat: usize,
+    /// Call patterns.
+    #[serde(default)]
+    pub call_patterns: Vec<String>,
+    /// Whether lock hold times were measured.
+    #[serde(default)]
+    pub hold_timing: bool,
     /// Designs.
     pub designs: Vec<String>,
     /// Workloads.
@@ -124,8 +249,11 @@ pub struct Results {
     /// With what settings.
     #[serde(default)]
     pub config: Config,
-    /// Every measured point.
+    /// Every sample, in the order taken.
     pub runs: Vec<Run>,
+    /// Every point over its repeats (recomputed by `aspace report`).
+    #[serde(default)]
+    pub summary: Vec<Summary>,
     /// USL fits (recomputed by `aspace report`).
     #[serde(default)]
     pub fits: Vec<Fit>,
@@ -139,16 +267,38 @@ pub const NOT_FITTED: &str =
 pub const PROJECT_TO: [usize; 2] = [112, 384];
 
 impl Results {
-    /// Fills `ratio_to_linux` and recomputes `fits` from `runs`.
+    /// Fills `ratio_to_linux` and recomputes `summary` and `fits` from `runs`.
     pub fn analyse(&mut self) {
-        let runs = self.runs.clone();
         for r in &mut self.runs {
-            r.ratio_to_linux = runs
-                .iter()
-                .find(|l| l.design == "linux" && l.workload == r.workload && l.threads == r.threads)
+            // A JSON written before call patterns were an axis recorded a description
+            // in `call_pattern` and no counted holds: keep the description, label the
+            // pattern as what it was, and count holds from the acquisitions.
+            if r.call_pattern != "per-vma" && r.call_pattern != "batched" {
+                if r.call_pattern_detail.is_empty() {
+                    r.call_pattern_detail = std::mem::take(&mut r.call_pattern);
+                }
+                r.call_pattern = "legacy".into();
+            }
+            if r.lock_holds_per_op == 0.0 && r.ops > 0 {
+                r.lock_holds_per_op = r.acquisitions as f64 / r.ops as f64;
+            }
+        }
+        let runs = self.runs.clone();
+        let partner = |r: &Run, pattern: &str| {
+            runs.iter().find(|l| {
+                l.design == "linux"
+                    && l.call_pattern == pattern
+                    && l.workload == r.workload
+                    && l.threads == r.threads
+                    && l.repeat == r.repeat
+            })
+        };
+        for r in &mut self.runs {
+            r.ratio_to_linux = partner(r, &r.call_pattern)
                 .filter(|l| l.ops_per_sec > 0.0)
                 .map(|l| r.ops_per_sec / l.ops_per_sec);
         }
+        self.summary = self.summarise();
         self.fits.clear();
         // Only thread counts the machine can run at once: past its cores the
         // curve measures time-slicing, not contention, and a USL fit to it
@@ -160,10 +310,10 @@ impl Results {
         };
         for (w, d) in self.series() {
             let pts: Vec<(f64, f64)> = self
-                .runs
+                .summary
                 .iter()
-                .filter(|r| r.workload == w && r.design == d && r.threads <= cores)
-                .map(|r| (r.threads as f64, r.ops_per_sec))
+                .filter(|r| r.workload == w && r.series_name() == d && r.threads <= cores)
+                .map(|r| (r.threads as f64, r.ops_per_sec.median))
                 .collect();
             let usl = crate::usl::fit(&pts);
             let projections = usl
@@ -178,11 +328,140 @@ impl Results {
         }
     }
 
-    /// (workload, design) pairs in first-seen order.
+    /// Whether any series has a USL fit (else there is nothing to project).
+    pub fn any_fit(&self) -> bool {
+        self.fits.iter().any(|f| f.usl.is_some())
+    }
+
+    /// The summaries of every (workload, design, call pattern, threads), in the
+    /// order first sampled.
+    fn summarise(&self) -> Vec<Summary> {
+        type Key = (String, String, String, usize);
+        let key = |r: &Run| -> Key {
+            (
+                r.workload.clone(),
+                r.design.clone(),
+                r.call_pattern.clone(),
+                r.threads,
+            )
+        };
+        let mut keys: Vec<Key> = Vec::new();
+        for r in &self.runs {
+            let k = key(r);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        let ops = |k: &Key| -> Option<Spread> {
+            let v: Vec<f64> = self
+                .runs
+                .iter()
+                .filter(|r| key(r) == *k)
+                .map(|r| r.ops_per_sec)
+                .collect();
+            Spread::of(&v)
+        };
+        // Paired by repeat: drift between repeats cancels in the ratio.
+        let paired = |k: &Key, pattern: &str| -> Option<Spread> {
+            let v: Vec<f64> = self
+                .runs
+                .iter()
+                .filter(|r| key(r) == *k)
+                .filter_map(|r| {
+                    self.runs
+                        .iter()
+                        .find(|l| {
+                            l.design == "linux"
+                                && l.call_pattern == pattern
+                                && l.workload == r.workload
+                                && l.threads == r.threads
+                                && l.repeat == r.repeat
+                                && l.ops_per_sec > 0.0
+                        })
+                        .map(|l| r.ops_per_sec / l.ops_per_sec)
+                })
+                .collect();
+            Spread::of(&v)
+        };
+        let verdict = |k: &Key, mine: &Spread, pattern: &str| -> Option<Verdict> {
+            let lk = (k.0.clone(), "linux".to_owned(), pattern.to_owned(), k.3);
+            if lk == *k {
+                return Some(Verdict::Reference);
+            }
+            ops(&lk).map(|l| Verdict::compare(mine, &l))
+        };
+        keys.iter()
+            .filter_map(|k| {
+                let samples: Vec<&Run> = self.runs.iter().filter(|r| key(r) == *k).collect();
+                let first = samples.first()?;
+                let ops_per_sec = ops(k)?;
+                let site_names: Vec<String> = {
+                    let mut v: Vec<String> = Vec::new();
+                    for s in samples.iter().flat_map(|r| &r.sites) {
+                        if !v.contains(&s.site) {
+                            v.push(s.site.clone());
+                        }
+                    }
+                    v
+                };
+                let sites = site_names
+                    .into_iter()
+                    .map(|name| {
+                        let of =
+                            |f: fn(&SiteCost) -> f64| {
+                                median_of(samples.iter().map(|r| {
+                                    r.sites.iter().find(|s| s.site == name).map_or(0.0, f)
+                                }))
+                            };
+                        SiteCost {
+                            holds_per_op: of(|s| s.holds_per_op),
+                            contended_pct: of(|s| s.contended_pct),
+                            mean_hold_ns: of(|s| s.mean_hold_ns),
+                            hold_ns_per_op: of(|s| s.hold_ns_per_op),
+                            site: name,
+                        }
+                    })
+                    .collect();
+                let walks: Vec<&WalkCost> =
+                    samples.iter().filter_map(|r| r.walk.as_ref()).collect();
+                let walk = walks.first().map(|w0| WalkCost {
+                    requested_per_sec: w0.requested_per_sec,
+                    achieved_per_sec: median_of(walks.iter().map(|w| w.achieved_per_sec)),
+                    walks: walks.iter().map(|w| w.walks).sum(),
+                    p50_ns: median_of(walks.iter().map(|w| w.p50_ns as f64)) as u64,
+                    p99_ns: median_of(walks.iter().map(|w| w.p99_ns as f64)) as u64,
+                    unsupported: w0.unsupported.clone(),
+                });
+                let pcts: Vec<f64> = samples.iter().map(|r| r.contended_pct).collect();
+                Some(Summary {
+                    workload: k.0.clone(),
+                    design: k.1.clone(),
+                    call_pattern: k.2.clone(),
+                    threads: k.3,
+                    oversubscribed: samples.iter().any(|r| r.oversubscribed),
+                    bound: first.bound,
+                    ratio_to_linux: paired(k, &k.2),
+                    vs_linux: verdict(k, &ops_per_sec, &k.2),
+                    ratio_to_kernel: paired(k, "per-vma"),
+                    vs_kernel: verdict(k, &ops_per_sec, "per-vma"),
+                    ops_per_sec,
+                    lock_holds_per_op: median_of(samples.iter().map(|r| r.lock_holds_per_op)),
+                    rmap_calls_per_op: median_of(samples.iter().map(|r| r.calls_per_op.lock_holds)),
+                    contended_pct: Spread::of(&pcts).unwrap_or_default(),
+                    libc_rmap_bytes: median_of(samples.iter().map(|r| r.libc_rmap_bytes as f64))
+                        as usize,
+                    sites,
+                    walk,
+                })
+            })
+            .collect()
+    }
+
+    /// (workload, series name) pairs in first-seen order.
     pub fn series(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for r in &self.runs {
-            let k = (r.workload.clone(), r.design.clone());
+        for r in &self.summary {
+            let k = (r.workload.clone(), r.series_name());
             if !out.contains(&k) {
                 out.push(k);
             }
@@ -207,13 +486,115 @@ mod tests {
                 .map(|&(threads, ops_per_sec)| Run {
                     workload: "execl".into(),
                     design: "linux".into(),
+                    call_pattern: "per-vma".into(),
                     threads,
                     ops_per_sec,
                     ..Run::default()
                 })
                 .collect(),
+            summary: Vec::new(),
             fits: Vec::new(),
         }
+    }
+
+    fn sample(design: &str, pattern: &str, repeat: usize, ops_per_sec: f64) -> Run {
+        Run {
+            workload: "execl".into(),
+            design: design.into(),
+            call_pattern: pattern.into(),
+            threads: 2,
+            repeat,
+            ops_per_sec,
+            ..Run::default()
+        }
+    }
+
+    /// Three interleaved repeats of three series: median and min-max of every
+    /// point, ratios paired by repeat, and a difference inside the spread a tie.
+    #[test]
+    fn repeats_summarise_with_spread_and_ties() {
+        let mut r = results(2, &[]);
+        for (rep, (lp, lb, a)) in [
+            (100.0, 110.0, 130.0),
+            (80.0, 120.0, 150.0),
+            (90.0, 100.0, 135.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            r.runs.push(sample("linux", "per-vma", rep, lp));
+            r.runs.push(sample("linux", "batched", rep, lb));
+            r.runs.push(sample("aspace", "per-vma", rep, a));
+        }
+        r.analyse();
+        assert_eq!(r.summary.len(), 3);
+        let get = |d: &str, p: &str| {
+            r.summary
+                .iter()
+                .find(|s| s.design == d && s.call_pattern == p)
+                .unwrap()
+        };
+        let lp = get("linux", "per-vma");
+        assert_eq!(
+            (
+                lp.ops_per_sec.median,
+                lp.ops_per_sec.min,
+                lp.ops_per_sec.max,
+                lp.ops_per_sec.n
+            ),
+            (90.0, 80.0, 100.0, 3)
+        );
+        assert_eq!(lp.vs_linux, Some(Verdict::Reference));
+        // aspace per-vma: 130/100, 150/80, 135/90 paired by repeat.
+        let a = get("aspace", "per-vma");
+        let ratio = a.ratio_to_linux.unwrap();
+        assert!((ratio.min - 1.3).abs() < 1e-12 && (ratio.max - 1.875).abs() < 1e-12);
+        assert!((ratio.median - 1.5).abs() < 1e-12);
+        assert_eq!(a.vs_linux, Some(Verdict::Faster));
+        // linux batched [100, 120] overlaps linux per-vma [80, 100]: a tie.
+        let lb = get("linux", "batched");
+        assert_eq!(lb.vs_linux, Some(Verdict::Reference));
+        assert_eq!(lb.vs_kernel, Some(Verdict::Tie));
+        // 110/100, 120/80, 100/90: the median is 100/90.
+        assert!((lb.ratio_to_kernel.unwrap().median - 100.0 / 90.0).abs() < 1e-12);
+        // Per-run ratios are paired too.
+        assert!(r.runs.iter().all(|x| x.ratio_to_linux.is_some()));
+        // Fits use the medians: one point per series, so none.
+        assert!(!r.any_fit());
+    }
+
+    /// A JSON from before the call-pattern axis (a description in `call_pattern`,
+    /// no counted holds) re-renders with its pattern labelled `legacy`.
+    #[test]
+    fn legacy_results_are_labelled_not_misread() {
+        let mut r = results(2, &[(1, 100.0)]);
+        r.runs[0].call_pattern = "exec/mmap: insert x1 per VMA".into();
+        r.runs[0].acquisitions = 180;
+        r.runs[0].ops = 10;
+        r.analyse();
+        r.analyse();
+        let x = &r.runs[0];
+        assert_eq!(x.call_pattern, "legacy");
+        assert_eq!(x.call_pattern_detail, "exec/mmap: insert x1 per VMA");
+        assert_eq!(x.lock_holds_per_op, 18.0);
+        assert_eq!(r.summary[0].call_pattern, "legacy");
+    }
+
+    /// Thread counts above the cores are marked and kept out of the fit.
+    #[test]
+    fn oversubscribed_points_stay_marked() {
+        let mut r = results(2, &[(1, 1.0), (2, 2.0), (4, 2.0)]);
+        for x in &mut r.runs {
+            x.oversubscribed = x.threads > 2;
+        }
+        r.analyse();
+        let over: Vec<usize> = r
+            .summary
+            .iter()
+            .filter(|s| s.oversubscribed)
+            .map(|s| s.threads)
+            .collect();
+        assert_eq!(over, vec![4]);
     }
 
     /// Oversubscribed points (more threads than cores) never enter the

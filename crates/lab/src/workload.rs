@@ -11,11 +11,12 @@
 //!    (one page each, the stable walk);
 //! 5. lock statistics are the delta over the measured interval.
 
-use crate::results::{CallsPerOp, Run};
-use mm::{Access, Files, Mm, Program, RmapCalls};
+use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
+use mm::{Access, CallPattern, Files, Mm, Program, RmapCalls};
+use rmap::stats::{set_call_site, CallSite};
 use rmap::{Design, Interval, Topology};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,8 +46,14 @@ pub struct Point {
     pub workload: Workload,
     /// Which design.
     pub design: Design,
+    /// How mm calls the reverse maps.
+    pub pattern: CallPattern,
     /// Worker threads.
     pub threads: usize,
+    /// Which repeat of this point (0-based).
+    pub repeat: usize,
+    /// More worker threads than the machine's cores.
+    pub oversubscribed: bool,
     /// Measured time.
     pub duration: Duration,
     /// Resident processes.
@@ -64,7 +71,7 @@ pub struct Point {
 /// Resolves `binary` once to check it before a sweep: a clear error for a missing,
 /// non-ELF or truncated file or a missing library.
 pub fn check_binary(binary: &Path) -> Result<(), String> {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     files
         .program(binary)
         .map(drop)
@@ -95,7 +102,7 @@ fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
 
 /// Runs one point; `tick` is called about every 100 ms with the fraction done.
 pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
-    let files = Files::new(p.design, p.topology.clone());
+    let files = Files::new(p.design, p.topology.clone(), p.pattern);
     let prog: Arc<Program> = files
         .program(&p.binary)
         .map_err(|e| format!("cannot exec {}: {e}", p.binary.display()))?;
@@ -121,20 +128,22 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     let libc_pages = libc.pages().max(1);
 
     let stop = AtomicBool::new(false);
-    let walks = AtomicU64::new(0);
     let before = files.lock_stats();
     let start = Instant::now();
-    let (ops, calls, elapsed) = std::thread::scope(|s| {
+    let (ops, calls, elapsed, latencies) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..p.threads)
             .map(|_| {
                 let (files, prog, stop, faults) = (&files, &prog, &stop, &faults);
                 s.spawn(move || worker(p.workload, files, prog, stop, faults))
             })
             .collect();
-        if p.walk_rate > 0.0 {
-            let (stop, walks, libc) = (&stop, &walks, &libc);
+        let walker = (p.walk_rate > 0.0).then(|| {
+            let (stop, libc) = (&stop, &libc);
             let period = Duration::from_secs_f64(1.0 / p.walk_rate);
             s.spawn(move || {
+                let _site = set_call_site(CallSite::Walk);
+                let mut latencies_ns: Vec<u64> = Vec::new();
+                let mut unsupported = None;
                 let mut next = Instant::now();
                 let mut page = 0u64;
                 // Relaxed: a stop flag; no data is published through it.
@@ -149,13 +158,18 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
                     page = (page + 7919) % libc_pages;
                     let iv = Interval::new(page, page).expect("one page");
                     let mut n = 0u64;
-                    libc.rmap().walk(iv, &mut |_, _| n += 1);
+                    let t0 = Instant::now();
+                    if let Err(e) = libc.rmap().try_walk(iv, &mut |_, _| n += 1) {
+                        // A bound that keeps no reverse map cannot answer.
+                        unsupported = Some(e.to_string());
+                        break;
+                    }
+                    latencies_ns.push(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
                     std::hint::black_box(n);
-                    // Relaxed: a statistic, read after the threads are joined (join orders it).
-                    walks.fetch_add(1, Ordering::Relaxed);
                 }
-            });
-        }
+                (latencies_ns, unsupported)
+            })
+        });
         while start.elapsed() < p.duration {
             tick(start.elapsed().as_secs_f64() / p.duration.as_secs_f64());
             std::thread::sleep(
@@ -171,7 +185,9 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             ops += n;
             calls.add(&c);
         }
-        (ops, calls, start.elapsed())
+        let elapsed = start.elapsed();
+        let latencies = walker.map(|w| w.join().expect("walk thread panicked"));
+        (ops, calls, elapsed, latencies)
     });
     tick(1.0);
     let after = files.lock_stats();
@@ -180,10 +196,58 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     let contended = after.contended.saturating_sub(before.contended);
     let secs = elapsed.as_secs_f64();
     let per = |x: u64| if ops > 0 { x as f64 / ops as f64 } else { 0.0 };
+    let walk = latencies.map(|(mut l, unsupported)| {
+        l.sort_unstable();
+        let pct = |q: f64| {
+            if l.is_empty() {
+                0
+            } else {
+                l[((l.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        WalkCost {
+            requested_per_sec: p.walk_rate,
+            achieved_per_sec: l.len() as f64 / secs,
+            walks: l.len() as u64,
+            p50_ns: pct(0.5),
+            p99_ns: pct(0.99),
+            unsupported,
+        }
+    });
+    let sites: Vec<SiteCost> = CallSite::ALL
+        .iter()
+        .map(|&site| {
+            let (a, b) = (before.site(site), after.site(site));
+            let holds = b.holds.saturating_sub(a.holds);
+            let contended = b.contended.saturating_sub(a.contended);
+            let hold_ns = b.hold_ns.saturating_sub(a.hold_ns);
+            SiteCost {
+                site: site.name().to_owned(),
+                holds_per_op: per(holds),
+                contended_pct: if holds > 0 {
+                    100.0 * contended as f64 / holds as f64
+                } else {
+                    0.0
+                },
+                mean_hold_ns: if holds > 0 {
+                    hold_ns as f64 / holds as f64
+                } else {
+                    0.0
+                },
+                hold_ns_per_op: per(hold_ns),
+            }
+        })
+        .collect();
+    let walk_holds = after
+        .site(CallSite::Walk)
+        .holds
+        .saturating_sub(before.site(CallSite::Walk).holds);
     Ok(Run {
         workload: p.workload.name().into(),
         design: p.design.name().into(),
         threads: p.threads,
+        repeat: p.repeat,
+        oversubscribed: p.oversubscribed,
         ops_per_sec: ops as f64 / secs,
         contended_pct: if acquisitions > 0 {
             100.0 * contended as f64 / acquisitions as f64
@@ -195,7 +259,8 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         ops,
         seconds: secs,
         ratio_to_linux: None,
-        call_pattern: files.call_pattern().describe(),
+        call_pattern: p.pattern.name().into(),
+        call_pattern_detail: p.pattern.describe().into(),
         calls_per_op: CallsPerOp {
             insert: per(calls.insert),
             insert_batch: per(calls.insert_batch),
@@ -205,13 +270,17 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             remove_batch: per(calls.remove_batch),
             lock_holds: per(calls.lock_holds()),
             vmas_linked: per(calls.linked),
+            vmas_unlinked: per(calls.unlinked),
         },
+        lock_holds_per_op: per(acquisitions.saturating_sub(walk_holds)),
+        sites,
         resident: p.resident,
         resident_libc_vmas,
-        // Relaxed: a statistic, read after the threads are joined (join orders it).
-        walks_per_sec: walks.load(Ordering::Relaxed) as f64 / secs,
+        walks_per_sec: walk.as_ref().map_or(0.0, |w| w.achieved_per_sec),
+        walk,
         topology: p.topology_name.clone(),
         libc_rmap_bytes,
+        bound: p.design.is_bound(),
     })
 }
 
@@ -245,7 +314,6 @@ fn worker(
         Workload::Shell => {
             let parent = Mm::new(files.clone());
             parent.exec_program(prog);
-            let base = parent.calls();
             // Relaxed: a stop flag; no data is published through it.
             while !stop.load(Ordering::Relaxed) {
                 let child = parent.fork();
@@ -255,11 +323,10 @@ fn worker(
                 calls.add(&child.calls());
                 ops += 1;
             }
-            let mut p = parent.calls();
-            p.insert -= base.insert;
-            p.insert_batch -= base.insert_batch;
-            p.linked -= base.linked;
-            calls.add(&p);
+            // The parent's own exec and exit run inside the measured interval and
+            // the maps count them, so mm's counts include them too.
+            parent.exit();
+            calls.add(&parent.calls());
         }
     }
     (ops, calls)

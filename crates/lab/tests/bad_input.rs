@@ -27,6 +27,7 @@ fn soak_arguments_out_of_range() {
         &["soak", "--threads", "-1"],
         &["soak", "--designs", ""],
         &["soak", "--designs", "linux,bogus"],
+        &["soak", "--designs", "linux,exclude"],
         &["soak", "--binary", "/no/such/binary"],
         &["soak", "--binary", "/etc/hostname"],
         &["soak", "--seed", "x"],

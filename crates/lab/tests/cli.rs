@@ -15,6 +15,8 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         "1,2,3",
         "--duration",
         "150ms",
+        "--repeat",
+        "2",
         "--resident",
         "50",
         "--walk-rate",
@@ -32,11 +34,16 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(
-        stdout.contains("x linux") && stdout.contains("PROJECTIONS"),
+        stdout.contains("x linux") && stdout.contains("median [min-max]"),
         "{stdout}"
     );
+    assert!(stdout.contains("Ablations (execl)"), "{stdout}");
     assert!(
-        stderr.contains("Higher ops/s is better"),
+        stdout.contains("fork + exec"),
+        "shell says what it does: {stdout}"
+    );
+    assert!(
+        stderr.contains("Higher ops/s is better") && stderr.contains("interleaved"),
         "explains itself: {stderr}"
     );
 
@@ -45,88 +52,163 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     for k in ["cpu_model", "cores", "nodes", "kernel", "commit"] {
         assert!(v["machine"].get(k).is_some(), "machine.{k}");
     }
+    // The commit is the build's own: 40 hex digits, "-dirty" when built from a
+    // modified tree (this test runs in a checkout).
+    let commit = v["machine"]["commit"].as_str().unwrap();
+    let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
+    assert!(
+        hash.len() == 40 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{commit}"
+    );
+    let cores = v["machine"]["cores"].as_u64().unwrap() as usize;
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2 * 2 * 3, "workloads x designs x threads");
+    assert_eq!(
+        runs.len(),
+        2 * 2 * 2 * 3 * 2,
+        "workloads x designs x call patterns x threads x repeats"
+    );
+    // Interleaved: every (design, pattern) of a thread count before the next
+    // thread count, and every point's first repeat before any second one.
+    let first_second = runs.iter().position(|r| r["repeat"] == 1).unwrap();
+    assert_eq!(first_second, runs.len() / 2);
+    assert_eq!(runs[0]["design"], "linux");
+    assert_eq!(runs[1]["design"], "aspace");
     for r in runs {
         for k in [
             "workload",
             "design",
             "threads",
+            "repeat",
             "ops_per_sec",
             "contended_pct",
             "call_pattern",
+            "call_pattern_detail",
+            "lock_holds_per_op",
+            "libc_rmap_bytes",
         ] {
             assert!(r.get(k).is_some(), "run.{k} in {r}");
         }
         assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(r["resident_libc_vmas"].as_u64().unwrap(), 50 * 5, "{r}");
+        let threads = r["threads"].as_u64().unwrap() as usize;
+        assert_eq!(
+            r["oversubscribed"].as_bool().unwrap(),
+            threads > cores,
+            "{r}"
+        );
         if r["design"] == "linux" {
             assert!((r["ratio_to_linux"].as_f64().unwrap() - 1.0).abs() < 1e-9);
         }
+        // Lock holds are counted by the maps: at least one per rmap call.
+        let holds = r["lock_holds_per_op"].as_f64().unwrap();
+        assert!(
+            holds >= r["calls_per_op"]["lock_holds"].as_f64().unwrap(),
+            "{r}"
+        );
+        let walk = &r["walk"];
+        assert_eq!(walk["requested_per_sec"].as_f64().unwrap(), 100.0, "{r}");
+        assert!(walk["walks"].as_u64().unwrap() > 0, "{r}");
+        assert!(walk["p99_ns"].as_u64().unwrap() >= walk["p50_ns"].as_u64().unwrap());
+        assert!(walk["p50_ns"].as_u64().unwrap() > 0, "{r}");
     }
-    let shell_aspace = runs
+    let find = |w: &str, d: &str, p: &str| {
+        runs.iter()
+            .find(|r| r["workload"] == w && r["design"] == d && r["call_pattern"] == p)
+            .unwrap_or_else(|| panic!("no {w} {d} {p} run"))
+    };
+    let calls = |r: &serde_json::Value, k: &str| r["calls_per_op"][k].as_f64().unwrap();
+    // The call pattern is the caller's, the same for every design: batched
+    // fork links the child's file VMAs with one batch per file (binary,
+    // libc, ld.so: at least 3) and none one by one...
+    for d in ["linux", "aspace"] {
+        let b = find("shell", d, "batched");
+        assert!(calls(b, "insert_after_batch") >= 3.0, "{b}");
+        assert_eq!(calls(b, "insert_after"), 0.0, "{b}");
+        assert!(calls(b, "insert_batch") >= 3.0, "{b}");
+        assert_eq!(calls(b, "insert"), 0.0, "{b}");
+        // ...while per VMA takes one hold per VMA, as dup_mmap.
+        let p = find("shell", d, "per-vma");
+        assert!(calls(p, "insert_after") >= 10.0, "{p}");
+        assert_eq!(calls(p, "insert_after_batch"), 0.0, "{p}");
+        assert_eq!(calls(p, "insert_batch"), 0.0, "{p}");
+        assert!(
+            calls(p, "lock_holds") > calls(b, "lock_holds"),
+            "{p} vs {b}"
+        );
+        // Per call site, counted by the maps: linux takes one lock per call, so
+        // its counts equal mm's; every hold is at a declared site.
+        let site = |r: &serde_json::Value, name: &str| {
+            r["sites"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["site"] == name)
+                .unwrap_or_else(|| panic!("no site {name} in {r}"))
+                .clone()
+        };
+        if d == "linux" {
+            let holds = |name: &str| site(p, name)["holds_per_op"].as_f64().unwrap();
+            assert!(
+                (holds("fork_insert_after") - calls(p, "insert_after")).abs() < 1e-9,
+                "{p}"
+            );
+            assert!(
+                (holds("mmap_link") - calls(p, "insert")).abs() < 1e-9,
+                "{p}"
+            );
+            assert_eq!(holds("other"), 0.0, "{p}");
+            assert!(
+                site(p, "mmap_link")["mean_hold_ns"].as_f64().unwrap() > 0.0,
+                "{p}"
+            );
+            assert!(holds("walk") > 0.0, "walks counted at their own site: {p}");
+        }
+        let (pe, be) = (find("execl", d, "per-vma"), find("execl", d, "batched"));
+        assert_eq!(calls(pe, "insert_batch"), 0.0);
+        assert!(
+            pe["lock_holds_per_op"].as_f64().unwrap() > be["lock_holds_per_op"].as_f64().unwrap(),
+            "the maps count fewer holds when batched: {pe} vs {be}"
+        );
+    }
+    // One summary per point, with its spread.
+    let summary = v["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2 * 2 * 2 * 3);
+    for x in summary {
+        let s = &x["ops_per_sec"];
+        assert_eq!(s["n"], 2, "{x}");
+        let (lo, med, hi) = (
+            s["min"].as_f64().unwrap(),
+            s["median"].as_f64().unwrap(),
+            s["max"].as_f64().unwrap(),
+        );
+        assert!(lo <= med && med <= hi, "{x}");
+        assert!(x["libc_rmap_bytes"].as_u64().unwrap() > 0, "{x}");
+        assert!(x.get("vs_linux").is_some() && x.get("ratio_to_kernel").is_some());
+    }
+    let fitted = v["fits"]
+        .as_array()
+        .unwrap()
         .iter()
-        .find(|r| r["workload"] == "shell" && r["design"] == "aspace")
-        .unwrap();
-    // Fork links the child's file VMAs with one batch per file for aspace
-    // (binary, libc, ld.so: at least 3) and none one by one...
-    assert!(
-        shell_aspace["calls_per_op"]["insert_after_batch"]
-            .as_f64()
-            .unwrap()
-            >= 3.0
-    );
-    assert_eq!(
-        shell_aspace["calls_per_op"]["insert_after"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    // ...while the Linux-derived designs take one hold per VMA, as dup_mmap.
-    let shell_linux = runs
-        .iter()
-        .find(|r| r["workload"] == "shell" && r["design"] == "linux")
-        .unwrap();
-    assert!(
-        shell_linux["calls_per_op"]["insert_after"]
-            .as_f64()
-            .unwrap()
-            >= 10.0
-    );
-    assert_eq!(
-        shell_linux["calls_per_op"]["insert_after_batch"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    assert!(
-        shell_aspace["calls_per_op"]["insert_batch"]
-            .as_f64()
-            .unwrap()
-            >= 3.0
-    );
-    let execl_linux = runs
-        .iter()
-        .find(|r| r["workload"] == "execl" && r["design"] == "linux")
-        .unwrap();
-    assert_eq!(
-        execl_linux["calls_per_op"]["insert_batch"]
-            .as_f64()
-            .unwrap(),
-        0.0
-    );
-    assert!(v["fits"].as_array().unwrap().len() == 4);
-
-    for f in [
-        "report.html",
-        "execl.svg",
-        "shell.svg",
-        "execl-projection.svg",
-    ] {
+        .any(|f| !f["usl"].is_null());
+    for f in ["report.html", "execl.svg", "shell.svg"] {
         assert!(out.join(f).exists(), "{f}");
     }
+    assert_eq!(
+        out.join("execl-projection.svg").exists(),
+        fitted,
+        "a projection plot only when something was fitted"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("<svg") && html.contains("not measured") && html.contains("aspace"));
+    assert!(html.contains("<svg") && html.contains("aspace"));
+    assert!(!html.contains("All designs do the same work"));
+    assert!(html.contains("libc rmap bytes") && html.contains("Ablations"));
+    assert!(html.contains("fork_insert_after") && html.contains("p99"));
+    assert_eq!(html.contains("Projection (USL fit"), fitted);
+    let svg = std::fs::read_to_string(out.join("execl.svg")).unwrap();
+    assert!(svg.contains("min-max"), "error bars are explained");
+    if cores < 3 {
+        assert!(svg.contains("oversubscribed"), "3 threads on {cores} cores");
+    }
 
     // Re-render from the JSON into a fresh directory.
     let out2 = tmpdir("cli-report");
@@ -143,6 +225,40 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         "report must re-render the same page from the JSON"
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("x linux"));
+}
+
+/// Bad output paths fail before any sample runs (the banner that opens a run is
+/// never printed), and so do bad --repeat and --call-pattern values.
+#[test]
+fn outputs_and_arguments_are_checked_before_the_run() {
+    let d = tmpdir("cli-early");
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["--out".into(), file.join("sub").display().to_string()],
+        vec!["--json".into(), "/no/such/dir/r.json".into()],
+        vec!["--json".into(), d.display().to_string()],
+        vec!["--repeat".into(), "0".into()],
+        vec!["--repeat".into(), "x".into()],
+        vec!["--call-pattern".into(), "sometimes".into()],
+    ];
+    for extra in cases {
+        let out = d.join("out").display().to_string();
+        let mut args: Vec<&str> = vec!["bench", "--threads", "1", "--duration", "30s"];
+        if extra[0] != "--out" {
+            args.extend(["--out", out.as_str()]);
+        }
+        args.extend(extra.iter().map(String::as_str));
+        let o = aspace(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(err.contains("error"), "{args:?}: {err}");
+        assert!(
+            !err.contains("aspace bench:"),
+            "{args:?} started the run: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -200,6 +316,10 @@ fn short_soak_finds_no_violation_and_reports_memory() {
     assert!(stdout.contains("violations: 0"), "{stdout}");
     assert!(stdout.contains("peak RSS (VmHWM)"), "{stdout}");
     assert!(stdout.contains("RSS curve"), "{stdout}");
+    assert!(
+        stdout.contains("measured bound") && !stdout.contains("KiB/min"),
+        "the RSS trend is a measured bound, not an extrapolation: {stdout}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["violations"], 0);
@@ -209,6 +329,11 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         assert!(v["ops_by_kind"][k].as_u64().unwrap() > 0, "no {k} in {v}");
     }
     assert!(v["peak_rss_kib"].as_u64().unwrap() > 0, "{v}");
+    let half = v["rss_second_half_kib"].as_array().unwrap();
+    assert!(
+        half[0].as_u64().unwrap() <= half[1].as_u64().unwrap(),
+        "{v}"
+    );
     let pts = v["rss_curve"].as_array().unwrap();
     assert!(pts.len() >= 10, "sampled over time: {pts:?}");
     let lines = std::fs::read_to_string(&curve).unwrap();

@@ -12,13 +12,13 @@
 //! `scripts/exec-sweep.sh`; run with
 //! `cargo run --release -p aspace-mm --example exec_maps -- /bin/ls /bin/sed`.
 
-use mm::{Backing, Files, Mm};
+use mm::{Backing, CallPattern, Files, Mm};
 use rmap::{Design, Topology};
 use std::io::Write as _;
 use std::path::Path;
 
 fn main() {
-    let files = Files::new(Design::Linux, Topology::Os);
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
     let mm = Mm::new(files.clone());
     let mut out = std::io::stdout().lock();
     let paths: Vec<String> = std::env::args().skip(1).collect();

@@ -53,7 +53,7 @@ use crate::files::{File, Files};
 use crate::layout::*;
 use crate::ldso::{Linkage, LD_SO_CACHE};
 use crate::vma::{AnonKind, Backing, Prot, VmFlags, Vma};
-use crate::{Mm, State, PAGE_SIZE};
+use crate::{Mm, State, Why, PAGE_SIZE};
 
 /// The size a huge page maps on x86-64 (2 MiB): non-fixed file mappings at least this
 /// long are aligned to it.
@@ -718,7 +718,7 @@ impl Mm {
                     backing: backing.clone(),
                     link: None,
                 };
-                self.place(st, vec![vma]);
+                self.place(st, vec![vma], Why::Map);
             }
             ExecStep::Protect {
                 start, end, prot, ..
@@ -735,10 +735,12 @@ impl Mm {
                     })
                     .collect();
                 if !pieces.is_empty() {
-                    self.place(st, pieces);
+                    self.place(st, pieces, Why::Protect);
                 }
             }
-            ExecStep::Unmap { start, end, .. } => self.replace(st, *start, *end, Vec::new()),
+            ExecStep::Unmap { start, end, .. } => {
+                self.replace(st, *start, *end, Vec::new(), Why::Unmap, (*start, *end))
+            }
         }
     }
 }

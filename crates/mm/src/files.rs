@@ -50,49 +50,93 @@ impl fmt::Debug for File {
     }
 }
 
-/// How `mm` drives a reverse-map design, modelled on the code each design comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InsertPattern {
-    /// One `insert` per VMA, each its own lock hold (Linux's `mmap_region` /
-    /// `vma_link_file`).
+/// How `mm` calls the reverse maps: chosen by the caller, the same for every design
+/// (an axis of the experiment, not a property of a design).
+///
+/// What each pattern does, per call site (every "hold" is one call into the
+/// reverse map, which takes its lock(s) once):
+///
+/// | call site | [`CallPattern::PerVma`] | [`CallPattern::Batched`] |
+/// |---|---|---|
+/// | link on mmap / exec (each new file VMA) | one `insert` per VMA | one `insert_batch` per file |
+/// | link of the pieces of a split or merge | one `insert` per piece | one `insert_batch` per file |
+/// | unlink of a replaced mapping, munmap, split | one `remove_batch` per run of consecutive VMAs of one file, at most 8 | one `remove_batch` per file |
+/// | exit (and exec's teardown) unlink | one `remove_batch` per run of consecutive VMAs of one file, at most 8 | one `remove_batch` per file |
+/// | fork | one `insert_after` per VMA | one `insert_after_batch` per file |
+///
+/// One operation can touch several call sites (a `MAP_FIXED` over part of a VMA
+/// splits it, then links the new mapping): calls are never shared between call
+/// sites, so "per file" reads "per file and call site", and a per-VMA unlink run
+/// also ends where the call site changes. The call site of each call is declared to
+/// the reverse map (`rmap::stats::set_call_site`), which counts its lock holds there.
+///
+/// `PerVma` is how Linux 6.12 calls `i_mmap`: `vma_link_file` and `dup_mmap` take
+/// the lock once per VMA, while the unlink side (`free_pgtables` ->
+/// `unlink_file_vma_batch`, since 2024) already batches runs of consecutive VMAs of
+/// one file, up to 8, skipping anonymous ones. `Batched` is the reviewers' proposal:
+/// every operation takes each file's lock once, as exit already does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallPattern {
+    /// Linux 6.12's calls: link and fork one hold per VMA; unlink batched per run.
     PerVma,
-    /// One `insert_batch` per file per operation (aspace's batch API: all of one
-    /// library's VMAs under one lock hold).
-    BatchPerFile,
-}
-
-/// The call pattern one design gets; recorded by the lab in its JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CallPattern {
-    /// How new VMAs are linked (exec, mmap, and the pieces of a split or merge).
-    pub insert: InsertPattern,
+    /// One hold per file per operation on every call site.
+    Batched,
 }
 
 impl CallPattern {
-    /// The pattern for `design`: `aspace` batches inserts, the Linux-derived designs
-    /// insert one VMA at a time. Every design removes with one `remove_batch` per file
-    /// per operation (Linux's exit path since 2024) and forks with one `insert_after`
-    /// per VMA, grouped per file.
-    pub fn for_design(design: Design) -> CallPattern {
-        CallPattern {
-            insert: if design == Design::Aspace {
-                InsertPattern::BatchPerFile
-            } else {
-                InsertPattern::PerVma
-            },
+    /// Both patterns, per-VMA first.
+    pub const ALL: [CallPattern; 2] = [CallPattern::PerVma, CallPattern::Batched];
+
+    /// The name used on the command line and in JSON: `per-vma` or `batched`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallPattern::PerVma => "per-vma",
+            CallPattern::Batched => "batched",
         }
     }
 
-    /// A one-line description for reports.
-    pub fn describe(&self) -> String {
-        let ins = match self.insert {
-            InsertPattern::PerVma => "insert x1 per VMA (own lock hold each)",
-            InsertPattern::BatchPerFile => "insert_batch x1 per file (one lock hold)",
-        };
-        format!(
-            "exec/mmap: {ins}; munmap/exit: remove_batch x1 per file; \
-             fork: insert_after x1 per VMA, grouped per file"
-        )
+    /// The most VMAs one unlink call takes in this pattern (`None`: no limit).
+    /// Linux's `unlink_file_vma_batch` holds 8.
+    pub fn unlink_run_limit(self) -> Option<usize> {
+        match self {
+            CallPattern::PerVma => Some(8),
+            CallPattern::Batched => None,
+        }
+    }
+
+    /// A one-line description of what `mm` does with this pattern, per call site.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CallPattern::PerVma => {
+                "per-vma (Linux 6.12): link on mmap/exec and of split pieces: insert x1 per VMA; \
+                 fork: insert_after x1 per VMA; unlink (replace, munmap, split, exit): \
+                 remove_batch x1 per run of <= 8 consecutive VMAs of one file and call site"
+            }
+            CallPattern::Batched => {
+                "batched: link on mmap/exec and of split pieces: insert_batch x1 per file and \
+                 call site; fork: insert_after_batch x1 per file; unlink (replace, munmap, \
+                 split, exit): remove_batch x1 per file and call site"
+            }
+        }
+    }
+}
+
+impl fmt::Display for CallPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CallPattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "per-vma" => Ok(CallPattern::PerVma),
+            "batched" => Ok(CallPattern::Batched),
+            _ => Err(format!(
+                "unknown call pattern {s:?} (expected per-vma or batched)"
+            )),
+        }
     }
 }
 
@@ -103,6 +147,7 @@ impl CallPattern {
 /// [`Program`] handles, which touch no registry lock). Costs one `File` per path seen.
 pub struct Files {
     design: Design,
+    pattern: CallPattern,
     topo: Topology,
     search: SearchPath,
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
@@ -110,10 +155,12 @@ pub struct Files {
 }
 
 impl Files {
-    /// An empty registry whose files use `design`, built for `topo`.
-    pub fn new(design: Design, topo: Topology) -> Arc<Files> {
+    /// An empty registry whose files use `design`, built for `topo`, and which every
+    /// [`crate::Mm`] made on it calls with `pattern`.
+    pub fn new(design: Design, topo: Topology, pattern: CallPattern) -> Arc<Files> {
         Arc::new(Files {
             design,
+            pattern,
             topo,
             search: SearchPath::default(),
             files: Mutex::new(HashMap::new()),
@@ -128,7 +175,7 @@ impl Files {
 
     /// How `mm` calls this registry's reverse maps.
     pub fn call_pattern(&self) -> CallPattern {
-        CallPattern::for_design(self.design)
+        self.pattern
     }
 
     /// The file at `path` (canonicalized), registered on first use.
@@ -181,14 +228,11 @@ impl Files {
         v
     }
 
-    /// Lock statistics summed over every file's reverse map.
+    /// Lock statistics summed over every file's reverse map, per call site too.
     pub fn lock_stats(&self) -> LockStats {
         let mut s = LockStats::default();
         for f in self.all() {
-            let t = f.rmap.stats();
-            s.acquisitions += t.acquisitions;
-            s.contended += t.contended;
-            s.shards = s.shards.max(t.shards);
+            s.merge(&f.rmap.stats());
         }
         s
     }
@@ -198,6 +242,7 @@ impl fmt::Debug for Files {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Files")
             .field("design", &self.design)
+            .field("pattern", &self.pattern)
             .field("files", &self.files.lock().len())
             .finish()
     }

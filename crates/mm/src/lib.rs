@@ -16,9 +16,9 @@
 //! space exactly as it was.
 //!
 //! ```
-//! use mm::{Files, Mm};
+//! use mm::{CallPattern, Files, Mm};
 //! use rmap::{Design, Topology};
-//! let files = Files::new(Design::Linux, Topology::detect());
+//! let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
 //! let mm = Mm::new(files.clone());
 //! mm.exec(std::path::Path::new("/bin/sleep")).unwrap();
 //! let libc = files.all().into_iter().find(|f| f.path().ends_with("libc.so.6")).unwrap();
@@ -36,12 +36,13 @@ pub mod vma;
 
 pub use error::Error;
 pub use exec::{Caller, ExecStep, Program};
-pub use files::{CallPattern, File, Files, InsertPattern};
+pub use files::{CallPattern, File, Files};
 pub use ldso::Linkage;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
 use maple::MapleTree;
 use parking_lot::{Mutex, MutexGuard};
+use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -260,26 +261,34 @@ impl Mm {
         (self.id << 40) | (st.next_id & ((1 << 40) - 1))
     }
 
-    /// Links every file VMA of `vmas` into its file's reverse map, with this design's
-    /// call pattern.
-    fn link(&self, st: &mut State, vmas: &mut [Vma]) {
-        match self.pattern.insert {
-            InsertPattern::PerVma => {
-                for v in vmas.iter_mut() {
+    /// Links every file VMA of `vmas` into its file's reverse map, with the registry's
+    /// call pattern: one `insert` per VMA, or one `insert_batch` per file and call
+    /// site. `sites[i]` is the call site `vmas[i]` is linked from (declared to the
+    /// reverse map with [`rmap::stats::set_call_site`]).
+    fn link(&self, st: &mut State, vmas: &mut [Vma], sites: &[CallSite]) {
+        match self.pattern {
+            CallPattern::PerVma => {
+                for (v, &site) in vmas.iter_mut().zip(sites) {
                     if let Backing::File { file, pgoff } = &v.backing {
                         let id = self.new_id(st);
-                        let handle = file
-                            .rmap()
-                            .insert(interval(v, *pgoff), id)
-                            .expect("valid interval");
+                        let handle = {
+                            let _site = set_call_site(site);
+                            file.rmap()
+                                .insert(interval(v, *pgoff), id)
+                                .expect("valid interval")
+                        };
                         st.calls.insert += 1;
                         st.calls.linked += 1;
                         v.link = Some(Link { handle, id });
                     }
                 }
             }
-            InsertPattern::BatchPerFile => {
-                for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
+            CallPattern::Batched => {
+                let keys = vmas
+                    .iter()
+                    .zip(sites)
+                    .map(|(v, &s)| v.file().map(|f| (f.0, s)));
+                for ((file, site), idx) in group_by_file_and_site(keys) {
                     let items: Vec<(Interval, VmaId)> = idx
                         .iter()
                         .map(|&i| {
@@ -288,9 +297,12 @@ impl Mm {
                         })
                         .collect();
                     let mut handles = Vec::with_capacity(items.len());
-                    file.rmap()
-                        .insert_batch(&items, &mut handles)
-                        .expect("valid intervals");
+                    {
+                        let _site = set_call_site(site);
+                        file.rmap()
+                            .insert_batch(&items, &mut handles)
+                            .expect("valid intervals");
+                    }
                     st.calls.insert_batch += 1;
                     st.calls.linked += items.len() as u64;
                     for ((&i, h), (_, id)) in idx.iter().zip(handles).zip(items) {
@@ -301,16 +313,31 @@ impl Mm {
         }
     }
 
-    /// Unlinks every file VMA of `vmas`: one `remove_batch` per file.
-    fn unlink(&self, st: &mut State, vmas: &[Arc<Vma>]) {
-        for (file, idx) in group_by_file(vmas.iter().map(|v| v.file().map(|f| f.0))) {
+    /// Unlinks every file VMA of `vmas` (in address order) with the registry's call
+    /// pattern: `Batched`, one `remove_batch` per file and call site; `PerVma`, one
+    /// `remove_batch` per run of consecutive VMAs of one file and call site, at most
+    /// 8 (anonymous VMAs neither join nor break a run), as Linux's
+    /// `unlink_file_vma_batch`.
+    fn unlink(&self, st: &mut State, vmas: &[Arc<Vma>], sites: &[CallSite]) {
+        let keys = vmas
+            .iter()
+            .zip(sites)
+            .map(|(v, &s)| v.file().map(|f| (f.0, s)));
+        let groups = match self.pattern.unlink_run_limit() {
+            None => group_by_file_and_site(keys),
+            Some(limit) => runs_by_file_and_site(keys, limit),
+        };
+        for ((file, site), idx) in groups {
             let handles: Vec<Handle> = idx
                 .iter()
                 .filter_map(|&i| vmas[i].link.map(|l| l.handle))
                 .collect();
-            file.rmap()
-                .remove_batch(&handles)
-                .expect("every file VMA in the tree is linked");
+            {
+                let _site = set_call_site(site);
+                file.rmap()
+                    .remove_batch(&handles)
+                    .expect("every file VMA in the tree is linked");
+            }
             st.calls.remove_batch += 1;
             st.calls.unlinked += handles.len() as u64;
         }
@@ -320,27 +347,76 @@ impl Mm {
 
     /// Replaces `[start, end)` with `new` (sorted, inside `[start, end)`): VMAs that
     /// stick out are split, the pieces outside kept; everything removed is unlinked and
-    /// everything added is linked.
-    fn replace(&self, st: &mut State, start: u64, end: u64, new: Vec<Vma>) {
+    /// everything added is linked. `why` and `core` (the range the system call asked
+    /// for; `[start, end)` may be wider by merged neighbours) give each reverse-map
+    /// call its call site:
+    ///
+    /// - a VMA cut by `[start, end)`, its remainders, the changed piece of an
+    ///   mprotect of part of a VMA, a merged neighbour and a VMA merged with one:
+    ///   `Split` (`__split_vma`, `vma_merge`);
+    /// - the other removed VMAs: `ReplaceUnlink` for a map, `ExitUnlink` for an
+    ///   unmap (munmap, brk shrink), `Other` for a protection change;
+    /// - the other added VMAs: `MmapLink` for a map, `Other` for a protection change
+    ///   (the model re-links a VMA whose protection changes; Linux does not touch
+    ///   `i_mmap` there).
+    fn replace(
+        &self,
+        st: &mut State,
+        start: u64,
+        end: u64,
+        new: Vec<Vma>,
+        why: Why,
+        core: (u64, u64),
+    ) {
         let old: Vec<Arc<Vma>> = self
             .tree
             .reader()
             .range(start, end - 1)
             .map(|(_, v)| v.clone())
             .collect();
+        let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
         let mut add = Vec::with_capacity(new.len() + 2);
+        let mut add_sites = Vec::with_capacity(new.len() + 2);
         if let Some(first) = old.first().filter(|v| v.start < start) {
             add.push(first.slice(first.start, start));
+            add_sites.push(CallSite::Split);
         }
-        add.extend(new);
+        // A piece of a VMA that the range cuts, with only its protection changed
+        // (mprotect of part of a VMA), is a split; a new mapping over part of a VMA
+        // is a link.
+        let from_cut = |v: &Vma| {
+            why == Why::Protect
+                && old.iter().any(|o| {
+                    o.start <= v.start && v.end <= o.end && (o.start < start || o.end > end)
+                })
+        };
+        for v in new {
+            add_sites.push(if !inside_core(v.start, v.end) || from_cut(&v) {
+                CallSite::Split
+            } else {
+                why.link_site()
+            });
+            add.push(v);
+        }
         if let Some(last) = old.last().filter(|v| v.end > end) {
             add.push(last.slice(end, last.end));
+            add_sites.push(CallSite::Split);
         }
+        let old_sites: Vec<CallSite> = old
+            .iter()
+            .map(|v| {
+                if v.start < start || v.end > end || !inside_core(v.start, v.end) {
+                    CallSite::Split
+                } else {
+                    why.unlink_site()
+                }
+            })
+            .collect();
         for v in &old {
             self.tree.erase(v.start);
         }
-        self.unlink(st, &old);
-        self.link(st, &mut add);
+        self.unlink(st, &old, &old_sites);
+        self.link(st, &mut add, &add_sites);
         for v in add {
             let (s, e) = (v.start, v.end);
             self.tree
@@ -350,9 +426,10 @@ impl Mm {
     }
 
     /// Places `list` (sorted, contiguous or not), merging its ends with compatible
-    /// neighbours, as `vma_merge` does.
-    fn place(&self, st: &mut State, mut list: Vec<Vma>) {
+    /// neighbours, as `vma_merge` does; `why` says what for (see [`Mm::replace`]).
+    fn place(&self, st: &mut State, mut list: Vec<Vma>, why: Why) {
         let (mut lo, mut hi) = (list[0].start, list[list.len() - 1].end);
+        let core = (lo, hi);
         if lo > 0 {
             if let Some(e) = self.tree.load(lo - 1) {
                 let left = e.slice(e.start, lo);
@@ -370,7 +447,7 @@ impl Mm {
             }
         }
         merge_adjacent(&mut list);
-        self.replace(st, lo, hi, list);
+        self.replace(st, lo, hi, list, why, core);
     }
 
     fn check_range(start: u64, len: u64) -> Result<u64, Error> {
@@ -468,7 +545,7 @@ impl Mm {
             backing,
             link: None,
         };
-        self.place(&mut st, vec![vma]);
+        self.place(&mut st, vec![vma], Why::Map);
         Ok(start)
     }
 
@@ -484,7 +561,7 @@ impl Mm {
                 len: end - start,
             });
         }
-        self.replace(&mut st, start, end, Vec::new());
+        self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
     }
 
@@ -520,7 +597,11 @@ impl Mm {
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }
-        self.place(&mut st, pieces.into_iter().map(|(p, _)| p).collect());
+        self.place(
+            &mut st,
+            pieces.into_iter().map(|(p, _)| p).collect(),
+            Why::Protect,
+        );
         Ok(())
     }
 
@@ -536,7 +617,14 @@ impl Mm {
             return st.brk;
         };
         if new_end < old_end {
-            self.replace(&mut st, new_end, old_end, Vec::new());
+            self.replace(
+                &mut st,
+                new_end,
+                old_end,
+                Vec::new(),
+                Why::Unmap,
+                (new_end, old_end),
+            );
         } else if new_end > old_end {
             if new_end > MMAP_BASE
                 || self
@@ -549,7 +637,7 @@ impl Mm {
                 return st.brk;
             }
             let heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
-            self.place(&mut st, vec![heap]);
+            self.place(&mut st, vec![heap], Why::Map);
         }
         st.brk = new;
         new
@@ -557,7 +645,8 @@ impl Mm {
 
     /// `fork()`: a child with a copy of this address space. The tree is copied with
     /// the maple tree's `dup`; then each file VMA is linked into its file's map right
-    /// after the parent's (`insert_after`, one call per VMA, grouped per file) and the
+    /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
+    /// the registry's [`CallPattern`]) and the
     /// child's entry replaced with the linked copy.
     pub fn fork(&self) -> Mm {
         let st = self.state.lock();
@@ -594,19 +683,21 @@ impl Mm {
                 })
                 .collect();
             // The parent's handles stay live while we hold its mmap lock.
-            let handles: Vec<Handle> = match self.pattern.insert {
-                InsertPattern::BatchPerFile => {
+            let handles: Vec<Handle> = match self.pattern {
+                CallPattern::Batched => {
                     let mut out = Vec::with_capacity(items.len());
+                    let _site = set_call_site(CallSite::ForkInsertAfter);
                     file.rmap()
                         .insert_after_batch(&items, &mut out)
                         .expect("the parent's handles are live while we hold its VMAs");
                     cst.calls.insert_after_batch += 1;
                     out
                 }
-                InsertPattern::PerVma => items
+                CallPattern::PerVma => items
                     .iter()
                     .map(|&(parent, iv, id)| {
                         cst.calls.insert_after += 1;
+                        let _site = set_call_site(CallSite::ForkInsertAfter);
                         file.rmap()
                             .insert_after(parent, iv, id)
                             .expect("the parent's handle is live while we hold its VMA")
@@ -629,7 +720,7 @@ impl Mm {
         child
     }
 
-    /// `exit()`: removes every VMA (one `remove_batch` per file). The `Mm` is empty
+    /// `exit()`: removes every VMA (unlinked as [`CallPattern`] says). The `Mm` is empty
     /// afterwards and may exec again.
     pub fn exit(&self) {
         let mut st = self.state.lock();
@@ -639,7 +730,8 @@ impl Mm {
     fn teardown(&self, st: &mut MutexGuard<'_, State>) {
         let all: Vec<Arc<Vma>> = self.tree.reader().iter().map(|(_, v)| v.clone()).collect();
         self.tree.clear();
-        self.unlink(st, &all);
+        let sites = vec![CallSite::ExitUnlink; all.len()];
+        self.unlink(st, &all, &sites);
         st.brk_start = 0;
         st.brk = 0;
     }
@@ -778,17 +870,78 @@ fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {
     }
 }
 
+/// Why [`Mm::replace`] runs: what the system call does to the range it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Why {
+    /// mmap, exec, brk growth: new mappings replace what was there.
+    Map,
+    /// munmap, brk shrink: the range is emptied.
+    Unmap,
+    /// mprotect: the range's protection changes.
+    Protect,
+}
+
+impl Why {
+    /// The call site of linking a VMA this call adds (not a split piece or merge).
+    fn link_site(self) -> CallSite {
+        match self {
+            Why::Map => CallSite::MmapLink,
+            Why::Unmap | Why::Protect => CallSite::Other,
+        }
+    }
+
+    /// The call site of unlinking a VMA inside the range (not cut, not merged).
+    fn unlink_site(self) -> CallSite {
+        match self {
+            Why::Map => CallSite::ReplaceUnlink,
+            Why::Unmap => CallSite::ExitUnlink,
+            Why::Protect => CallSite::Other,
+        }
+    }
+}
+
+type FileSite<'a> = Option<(&'a Arc<File>, CallSite)>;
+
+/// Item indices that go into one reverse-map call, with the file and call site.
+type Groups = Vec<((Arc<File>, CallSite), Vec<usize>)>;
+
+/// Splits items into runs of consecutive items of one file and call site (file by
+/// pointer identity), each at most `limit` long; `None` items (anonymous VMAs) are
+/// skipped without ending a run.
+fn runs_by_file_and_site<'a>(keys: impl Iterator<Item = FileSite<'a>>, limit: usize) -> Groups {
+    let mut runs: Groups = Vec::new();
+    for (i, k) in keys.enumerate() {
+        let Some((f, site)) = k else { continue };
+        match runs.last_mut() {
+            Some(((g, s), v)) if Arc::ptr_eq(g, f) && *s == site && v.len() < limit => v.push(i),
+            _ => runs.push(((f.clone(), site), vec![i])),
+        }
+    }
+    runs
+}
+
+/// Groups items by file (pointer identity) and call site, keeping first-seen order.
+fn group_by_file_and_site<'a>(keys: impl Iterator<Item = FileSite<'a>>) -> Groups {
+    let mut groups: Groups = Vec::new();
+    for (i, k) in keys.enumerate() {
+        let Some((f, site)) = k else { continue };
+        match groups
+            .iter_mut()
+            .find(|((g, s), _)| Arc::ptr_eq(g, f) && *s == site)
+        {
+            Some((_, v)) => v.push(i),
+            None => groups.push(((f.clone(), site), vec![i])),
+        }
+    }
+    groups
+}
+
 /// Groups items by file (pointer identity), keeping first-seen order.
 fn group_by_file<'a>(
     files: impl Iterator<Item = Option<&'a Arc<File>>>,
 ) -> Vec<(Arc<File>, Vec<usize>)> {
-    let mut groups: Vec<(Arc<File>, Vec<usize>)> = Vec::new();
-    for (i, f) in files.enumerate() {
-        let Some(f) = f else { continue };
-        match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, f)) {
-            Some((_, v)) => v.push(i),
-            None => groups.push((f.clone(), vec![i])),
-        }
-    }
-    groups
+    group_by_file_and_site(files.map(|f| f.map(|f| (f, CallSite::Other))))
+        .into_iter()
+        .map(|((f, _), v)| (f, v))
+        .collect()
 }

@@ -4,13 +4,13 @@
 
 use mm::elf::{ElfImage, LoadPlan, SearchPath};
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
-use mm::{Access, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{Access, CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Topology};
 use std::path::Path;
 use std::sync::Arc;
 
 fn setup(design: Design) -> (Arc<Files>, Mm) {
-    let files = Files::new(design, Topology::Os);
+    let files = Files::new(design, Topology::Os, CallPattern::PerVma);
     let mm = Mm::new(files.clone());
     let f = files.register(Path::new("/bad/file"), 16);
     mm.mmap(0, 4 * PAGE_SIZE, Prot::RW, MapFlags::default(), None)
@@ -240,7 +240,7 @@ fn faults_outside_mappings_or_rights() {
 
 #[test]
 fn odd_but_valid_inputs() {
-    let files = Files::new(Design::NumaSplit, Topology::Os);
+    let files = Files::new(Design::NumaSplit, Topology::Os, CallPattern::PerVma);
     // A zero-page file, and a mapping past its end (Linux allows it; access would
     // SIGBUS), are accepted and linked.
     let f = files.register(Path::new("/bad/empty"), 0);

@@ -9,7 +9,7 @@
 
 use mm::elf::{ElfImage, LoadPlan, SearchPath};
 use mm::layout::ELF_ET_DYN_BASE;
-use mm::{Backing, Error, Files, Linkage, Mm, Prot};
+use mm::{Backing, CallPattern, Error, Files, Linkage, Mm, Prot};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,9 +39,18 @@ fn rmap_lens(files: &Files) -> Vec<(PathBuf, usize)> {
         .collect()
 }
 
+/// Linux's calls for the Linux design, batched for aspace: both patterns covered.
+fn pattern_for(design: Design) -> CallPattern {
+    if design == Design::Aspace {
+        CallPattern::Batched
+    } else {
+        CallPattern::PerVma
+    }
+}
+
 /// A process that has exec'd `/bin/sleep`: the old image every failed exec must keep.
 fn old_image(design: Design) -> (Arc<Files>, Mm) {
-    let files = Files::new(design, Topology::Os);
+    let files = Files::new(design, Topology::Os, pattern_for(design));
     let mm = Mm::new(files.clone());
     mm.exec(Path::new("/bin/sleep")).unwrap();
     (files, mm)
@@ -344,7 +353,7 @@ fn huge_sparse_files_are_answered_from_their_headers() {
 /// segments) and on the machine's static-pie and ld.so.
 #[test]
 fn pie_alignment_holes_and_static_pie_placement() {
-    let files = Files::new(Design::Linux, Topology::Os);
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
     let mm = Mm::new(files.clone());
     let dir = tmpdir("pie");
     let src = dir.join("hole.c");

@@ -12,7 +12,7 @@
 //! Skipped, with a notice, when `strace` cannot run here (not installed, or ptrace
 //! not permitted).
 
-use mm::{Backing, Caller, ExecStep, Files, Prot};
+use mm::{Backing, CallPattern, Caller, ExecStep, Files, Prot};
 use rmap::{Design, Topology};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -203,7 +203,7 @@ fn strace(argv: &[&str], kernel: &[(u64, u64, PathBuf)]) -> Option<BTreeMap<Path
 /// The model's per-file calls, and the kernel's file mappings.
 #[allow(clippy::type_complexity)]
 fn model(path: &str) -> (BTreeMap<PathBuf, Vec<Call>>, Vec<(u64, u64, PathBuf)>) {
-    let files = Files::new(Design::Linux, Topology::Os);
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
     let prog = files.program(Path::new(path)).unwrap();
     let mut a = Attributor::default();
     let mut kernel = Vec::new();
@@ -274,7 +274,7 @@ fn compare(argv: &[&str]) {
     // Every file the model's ld.so touches, the real one touches, and vice versa
     // for the files the model maps at all.
     let mapped: Vec<PathBuf> = {
-        let files = Files::new(Design::Linux, Topology::Os);
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
         let prog = files.program(Path::new(argv[0])).unwrap();
         prog.files().map(|f| f.path().to_path_buf()).collect()
     };

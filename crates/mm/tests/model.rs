@@ -2,7 +2,7 @@
 //! plus the reverse-map invariants after every step.
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
-use mm::{Backing, Error, File, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{Backing, CallPattern, Error, File, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use proptest::prelude::*;
 use rmap::{Design, Topology};
 use std::collections::BTreeMap;
@@ -191,8 +191,8 @@ fn model_vmas(mm: &Mm, files: &[Arc<File>]) -> Vec<(u64, u64, PageAttr)> {
         .collect()
 }
 
-fn run(design: Design, ops: &[Op]) -> Result<(), TestCaseError> {
-    let reg = Files::new(design, Topology::detect());
+fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseError> {
+    let reg = Files::new(design, Topology::detect(), pattern);
     let files = vec![
         reg.register(Path::new("/model/a"), 64),
         reg.register(Path::new("/model/b"), 64),
@@ -247,11 +247,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
     #[test]
     fn linux_matches_reference(ops in proptest::collection::vec(op(), 1..40)) {
-        run(Design::Linux, &ops)?;
+        run(Design::Linux, CallPattern::PerVma, &ops)?;
+    }
+
+    #[test]
+    fn linux_batched_matches_reference(ops in proptest::collection::vec(op(), 1..40)) {
+        run(Design::Linux, CallPattern::Batched, &ops)?;
     }
 
     #[test]
     fn aspace_matches_reference(ops in proptest::collection::vec(op(), 1..40)) {
-        run(Design::Aspace, &ops)?;
+        run(Design::Aspace, CallPattern::Batched, &ops)?;
+    }
+
+    #[test]
+    fn aspace_per_vma_matches_reference(ops in proptest::collection::vec(op(), 1..40)) {
+        run(Design::Aspace, CallPattern::PerVma, &ops)?;
     }
 }

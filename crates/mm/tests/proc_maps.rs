@@ -9,7 +9,7 @@
 //! The child runs with an empty environment so that no locale archive or other data
 //! file gets mapped (the model only maps what exec and ld.so map).
 
-use mm::{Files, Mm, Prot};
+use mm::{CallPattern, Files, Mm, Prot};
 use rmap::{Design, Topology};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -97,7 +97,7 @@ fn real_maps(argv: &[&str]) -> String {
 }
 
 fn model_maps(path: &str) -> (BTreeMap<String, Vec<Piece>>, Mm) {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     mm.exec(Path::new(path)).expect("model exec");
     mm.check_invariants().expect("invariants after exec");

@@ -2,7 +2,7 @@
 //! address space unchanged.
 
 use mm::error::{EINVAL, ENOENT, ENOEXEC, ENOMEM};
-use mm::{Access, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{Access, CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,28 +30,41 @@ fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
 #[test]
 fn exec_fork_exit_keep_rmaps_exact() {
     for design in Design::ALL {
-        let files = Files::new(design, Topology::detect());
-        let parent = Mm::new(files.clone());
-        parent.exec(Path::new("/bin/sleep")).unwrap();
-        parent.check_invariants().unwrap();
-        let libc = libc(&files);
-        let per_process = libc.rmap().len();
-        assert!(per_process >= 5, "{design}: libc has {per_process} VMAs");
+        for pattern in CallPattern::ALL {
+            exec_fork_exit(design, pattern);
+        }
+    }
+}
 
-        let child = parent.fork();
-        child.check_invariants().unwrap();
-        parent.check_invariants().unwrap();
-        assert_eq!(libc.rmap().len(), 2 * per_process);
-        // Fork links every child file VMA: one insert_after (one lock hold)
-        // each for the Linux-derived designs, as dup_mmap; one batch per
-        // file for aspace.
-        let calls = child.calls();
-        assert_eq!(calls.linked as usize, child_file_vmas(&child), "{design}");
-        if design == Design::Aspace {
+fn exec_fork_exit(design: Design, pattern: CallPattern) {
+    let files = Files::new(design, Topology::detect(), pattern);
+    let parent = Mm::new(files.clone());
+    parent.exec(Path::new("/bin/sleep")).unwrap();
+    parent.check_invariants().unwrap();
+    let libc = libc(&files);
+    let per_process = libc.rmap().len();
+    assert!(per_process >= 5, "{design}: libc has {per_process} VMAs");
+
+    let child = parent.fork();
+    child.check_invariants().unwrap();
+    parent.check_invariants().unwrap();
+    assert_eq!(libc.rmap().len(), 2 * per_process);
+    // Fork links every child file VMA: one insert_after (one lock hold) each
+    // per VMA, as dup_mmap; one batch per file when batched, whatever the design.
+    let calls = child.calls();
+    let n_files = child
+        .vmas()
+        .iter()
+        .filter_map(|v| v.file().map(|f| Arc::as_ptr(f.0)))
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    assert_eq!(calls.linked as usize, child_file_vmas(&child), "{design}");
+    match pattern {
+        CallPattern::Batched => {
             assert_eq!(calls.insert_after, 0, "{design}");
-            assert!(calls.insert_after_batch >= 3, "{design}: {calls:?}");
-            assert!((calls.insert_after_batch as usize) < child_file_vmas(&child));
-        } else {
+            assert_eq!(calls.insert_after_batch, n_files, "{design}: {calls:?}");
+        }
+        CallPattern::PerVma => {
             assert_eq!(
                 calls.insert_after as usize,
                 child_file_vmas(&child),
@@ -59,21 +72,21 @@ fn exec_fork_exit_keep_rmaps_exact() {
             );
             assert_eq!(calls.insert_after_batch, 0, "{design}");
         }
-        assert_eq!(snapshot(&child), snapshot(&parent));
-
-        // The child execs something else: its old mappings go, the new ones come.
-        child.exec(Path::new("/bin/sed")).unwrap();
-        child.check_invariants().unwrap();
-        assert_eq!(
-            libc.rmap().len(),
-            2 * per_process - per_process + per_process
-        );
-        child.exit();
-        assert!(child.is_empty());
-        assert_eq!(libc.rmap().len(), per_process);
-        drop(parent);
-        assert_eq!(libc.rmap().len(), 0, "{design}: drop unlinks");
     }
+    assert_eq!(snapshot(&child), snapshot(&parent));
+
+    // The child execs something else: its old mappings go, the new ones come.
+    child.exec(Path::new("/bin/sed")).unwrap();
+    child.check_invariants().unwrap();
+    assert_eq!(
+        libc.rmap().len(),
+        2 * per_process - per_process + per_process
+    );
+    child.exit();
+    assert!(child.is_empty());
+    assert_eq!(libc.rmap().len(), per_process);
+    drop(parent);
+    assert_eq!(libc.rmap().len(), 0, "{design}: drop unlinks");
 }
 
 fn child_file_vmas(mm: &Mm) -> usize {
@@ -81,42 +94,81 @@ fn child_file_vmas(mm: &Mm) -> usize {
 }
 
 #[test]
-fn call_pattern_follows_the_design() {
-    for (design, batched) in [(Design::Linux, false), (Design::Aspace, true)] {
-        let files = Files::new(design, Topology::detect());
-        let mm = Mm::new(files.clone());
-        mm.exec(Path::new("/bin/sleep")).unwrap();
-        let c = mm.calls();
-        let objects = files
-            .program(Path::new("/bin/sleep"))
-            .unwrap()
-            .files()
-            .count() as u64;
-        if batched {
-            // One batch per mmap of the exec sequence (ld.so maps each library with
-            // several calls): at least one per file.
-            assert_eq!(c.insert, 0);
-            assert!(c.insert_batch >= objects, "at least one batch per file");
-        } else {
-            assert_eq!(c.insert_batch, 0);
-            assert_eq!(c.insert, c.linked, "one insert per VMA");
+fn call_pattern_is_the_callers_not_the_designs() {
+    for design in [Design::Linux, Design::Aspace] {
+        for pattern in CallPattern::ALL {
+            let files = Files::new(design, Topology::detect(), pattern);
+            let mm = Mm::new(files.clone());
+            mm.exec(Path::new("/bin/sleep")).unwrap();
+            let c = mm.calls();
+            let objects = files
+                .program(Path::new("/bin/sleep"))
+                .unwrap()
+                .files()
+                .count() as u64;
+            match pattern {
+                CallPattern::Batched => {
+                    // One batch per file and call of the exec sequence (ld.so maps
+                    // each library with several mmaps): at least one per file.
+                    assert_eq!(c.insert, 0, "{design}");
+                    assert!(c.insert_batch >= objects, "{design}: a batch per file");
+                }
+                CallPattern::PerVma => {
+                    assert_eq!(c.insert_batch, 0, "{design}");
+                    assert_eq!(c.insert, c.linked, "{design}: one insert per VMA");
+                }
+            }
+            mm.exit();
+            let before = c;
+            let c = mm.calls();
+            // Exit: each object's file VMAs are contiguous and fewer than 8, so
+            // both patterns unlink one run per file here (exec's own overlays
+            // and unmaps made the earlier removals).
+            assert_eq!(
+                c.remove_batch - before.remove_batch,
+                objects,
+                "{design}: exit, one remove_batch per file"
+            );
+            assert_eq!(c.remove, 0);
+            assert_eq!(c.unlinked, c.linked);
         }
-        mm.exit();
-        let before = c;
-        let c = mm.calls();
-        assert_eq!(
-            c.remove_batch - before.remove_batch,
-            objects,
-            "exit: one remove_batch per file"
-        );
-        assert_eq!(c.remove, 0);
-        assert_eq!(c.unlinked, c.linked);
+    }
+}
+
+#[test]
+fn per_vma_unlink_batches_runs_of_at_most_eight() {
+    // Ten 1-page VMAs of one file, each with a different protection pattern so
+    // they do not merge, then one munmap over all of them.
+    for (pattern, holds) in [(CallPattern::PerVma, 2), (CallPattern::Batched, 1)] {
+        let files = Files::new(Design::Linux, Topology::detect(), pattern);
+        let f = files.register(Path::new("/synthetic/ten"), 64);
+        let mm = Mm::new(files.clone());
+        let base = 0x10_0000_0000;
+        for i in 0..10u64 {
+            let prot = if i % 2 == 0 { Prot::R } else { Prot::RW };
+            mm.mmap(
+                base + i * PAGE_SIZE,
+                PAGE_SIZE,
+                prot,
+                MapFlags {
+                    fixed: true,
+                    shared: false,
+                },
+                Some((&f, i)),
+            )
+            .unwrap();
+        }
+        assert_eq!(f.rmap().len(), 10);
+        let before = mm.calls().remove_batch;
+        mm.munmap(base, 10 * PAGE_SIZE).unwrap();
+        assert_eq!(mm.calls().remove_batch - before, holds, "{pattern}");
+        assert_eq!(f.rmap().len(), 0);
     }
 }
 
 #[test]
 fn page_faults_respect_protection() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let vmas = mm.vmas();
@@ -136,7 +188,7 @@ fn page_faults_respect_protection() {
 
 #[test]
 fn brk_grows_and_shrinks_the_heap() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let (start, cur) = mm.brk_range();
@@ -162,7 +214,7 @@ fn brk_grows_and_shrinks_the_heap() {
 
 #[test]
 fn bad_input_is_an_error_and_changes_nothing() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files.clone());
     mm.exec(Path::new("/bin/sleep")).unwrap();
     let before = snapshot(&mm);
@@ -240,7 +292,7 @@ fn fixed() -> MapFlags {
 
 #[test]
 fn mprotect_splits_then_merges_back() {
-    let files = Files::new(Design::Linux, Topology::detect());
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let mm = Mm::new(files);
     let a = mm
         .mmap(0, 8 * PAGE_SIZE, Prot::R, MapFlags::default(), None)
@@ -266,4 +318,73 @@ fn mprotect_splits_then_merges_back() {
         .mmap(0, 2 * PAGE_SIZE, Prot::R, MapFlags::default(), None)
         .unwrap();
     assert_eq!(c, a - 2 * PAGE_SIZE, "two pages do not fit the hole: below");
+}
+
+/// Each reverse-map call is declared at its call site, so the maps' per-site
+/// counts say where the lock was taken: link on mmap, unlink of a replaced
+/// mapping, split (mprotect / munmap cutting a VMA), exit unlink, fork.
+#[test]
+fn rmap_calls_are_counted_at_their_call_sites() {
+    use rmap::stats::CallSite;
+    for pattern in CallPattern::ALL {
+        let files = Files::new(Design::Linux, Topology::detect(), pattern);
+        let f = files.register(Path::new("/synthetic/sites"), 64);
+        let mm = Mm::new(files.clone());
+        let holds = |site: CallSite| f.rmap().stats().site(site).holds;
+        let fixed = MapFlags {
+            fixed: true,
+            shared: false,
+        };
+        let base = 0x10_0000_0000;
+        mm.mmap(base, 8 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
+            .unwrap();
+        assert_eq!(holds(CallSite::MmapLink), 1, "{pattern}");
+        // mprotect of the middle: the VMA is cut in three (a split).
+        mm.mprotect(base + 2 * PAGE_SIZE, 2 * PAGE_SIZE, Prot::RW)
+            .unwrap();
+        let split = holds(CallSite::Split);
+        assert!(
+            split >= 2,
+            "{pattern}: unlink + relink of the cut pieces: {split}"
+        );
+        assert_eq!(holds(CallSite::ReplaceUnlink), 0);
+        // MAP_FIXED over the whole middle piece: it is replaced.
+        mm.mmap(
+            base + 2 * PAGE_SIZE,
+            2 * PAGE_SIZE,
+            Prot::RX,
+            fixed,
+            Some((&f, 40)),
+        )
+        .unwrap();
+        assert_eq!(holds(CallSite::ReplaceUnlink), 1, "{pattern}");
+        assert_eq!(holds(CallSite::MmapLink), 2, "{pattern}");
+        assert_eq!(holds(CallSite::Split), split, "nothing cut: {pattern}");
+        // MAP_FIXED over part of a VMA (ld.so's overlay of its reservation): the
+        // VMA is split, the new mapping linked as a link on mmap.
+        let split_before = holds(CallSite::Split);
+        mm.mmap(
+            base + 5 * PAGE_SIZE,
+            PAGE_SIZE,
+            Prot::RX,
+            fixed,
+            Some((&f, 50)),
+        )
+        .unwrap();
+        assert_eq!(holds(CallSite::MmapLink), 3, "{pattern}");
+        assert!(holds(CallSite::Split) > split_before, "{pattern}");
+        let child = mm.fork();
+        let vmas = child_file_vmas(&child) as u64;
+        let fork_holds = holds(CallSite::ForkInsertAfter);
+        match pattern {
+            CallPattern::PerVma => assert_eq!(fork_holds, vmas),
+            CallPattern::Batched => assert!(fork_holds >= 1 && fork_holds <= vmas),
+        }
+        assert_eq!(holds(CallSite::ExitUnlink), 0);
+        child.exit();
+        assert!(holds(CallSite::ExitUnlink) >= 1, "{pattern}");
+        // Every lock hold was declared: nothing fell into Other.
+        assert_eq!(holds(CallSite::Other), 0, "{pattern}");
+        mm.check_invariants().unwrap();
+    }
 }

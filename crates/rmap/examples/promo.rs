@@ -1,38 +1,101 @@
-//! Experiment: `aspace` centralised vs forced-promoted, at 1, 2, 4 threads.
+//! Experiment: does `aspace` promote once a map with a long uncontended
+//! history becomes hot, and how fast, compared with a fresh map?
 //!
-//! `cargo run --release -p aspace-rmap --example promo -- [millis]`
+//! For each of "fresh" and "history" (`HISTORY` uncontended single-thread
+//! central acquisitions first, default 20 M), 4 threads churn (batched, as
+//! the exit path does) for `millis`; a watcher thread notes when the map
+//! promotes. Rows are interleaved (fresh, history, fresh, history) so load
+//! on the machine hits both alike. Also: 1 thread never promotes.
+//!
+//! `cargo run --release -p aspace-rmap --example promo -- [millis] [rounds]`
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rmap::bench::{churn_on, ChurnConfig};
+use rmap::bench::{churn_on, libc_like_intervals, ChurnConfig};
 use rmap::designs::aspace::Aspace;
-use rmap::Topology;
+use rmap::{ReverseMap, Topology};
+
+fn with_history(n: u64) -> Aspace {
+    let a = Aspace::new(Topology::Os);
+    let iv = libc_like_intervals()[1];
+    // One insert and one remove: two central acquisitions per round.
+    for v in 0..n / 2 {
+        let h = a.insert(iv, v).expect("valid");
+        a.remove(h).expect("live");
+    }
+    assert!(!a.is_promoted(), "one thread never promotes");
+    a
+}
+
+fn run(a: Arc<Aspace>, cfg: &ChurnConfig) -> (f64, Option<Duration>, u64) {
+    let done = Arc::new(AtomicBool::new(false));
+    let (a2, d2) = (a.clone(), done.clone());
+    let start = Instant::now();
+    let watcher = std::thread::spawn(move || {
+        // Relaxed: the flag only ends the loop.
+        while !d2.load(Ordering::Relaxed) {
+            if a2.is_promoted() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        None
+    });
+    let r = churn_on(a.clone() as Arc<dyn ReverseMap>, cfg).expect("a valid configuration");
+    done.store(true, Ordering::Relaxed);
+    let when = watcher.join().expect("watcher");
+    (r.ops_per_sec, when, r.stats.contended)
+}
 
 fn main() {
-    let ms: u64 = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let ms: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let rounds: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
+    let history: u64 = std::env::var("HISTORY")
+        .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    for t in [1usize, 2, 4] {
-        let cfg = ChurnConfig {
-            threads: t,
-            duration: Duration::from_millis(ms),
-            ..ChurnConfig::default()
-        };
-        let central =
-            churn_on(Arc::new(Aspace::new(Topology::Os)), &cfg).expect("a valid configuration");
-        let a = Aspace::new(Topology::Os);
-        a.promote();
-        let promoted = churn_on(Arc::new(a), &cfg).expect("a valid configuration");
-        println!(
-            "{t}t: adaptive {:.0} ops/s ({} shards, {}/{} contended), promoted {:.0} ops/s ({} shards)",
-            central.ops_per_sec,
-            central.stats.shards,
-            central.stats.contended,
-            central.stats.acquisitions,
-            promoted.ops_per_sec,
-            promoted.stats.shards
-        );
+        .unwrap_or(20_000_000);
+    let cfg = ChurnConfig {
+        threads: 4,
+        duration: Duration::from_millis(ms),
+        ..ChurnConfig::default()
+    };
+    let one = ChurnConfig {
+        threads: 1,
+        ..cfg.clone()
+    };
+    let single = Arc::new(Aspace::new(Topology::Os));
+    let (ops1, when1, _) = run(single.clone(), &one);
+    println!(
+        "1 thread: {ops1:.0} ops/s, promoted: {} (handoff window: {} in {} ns)",
+        when1.is_some(),
+        rmap::designs::aspace::PROMOTE_HANDOFFS,
+        rmap::designs::aspace::PROMOTE_WINDOW_NS
+    );
+    println!("| map | 4t ops/s | promoted after | contended |");
+    println!("|---|---:|---:|---:|");
+    for _ in 0..rounds {
+        for hist in [0, history] {
+            let a = if hist == 0 {
+                Aspace::new(Topology::Os)
+            } else {
+                with_history(hist)
+            };
+            let (ops, when, contended) = run(Arc::new(a), &cfg);
+            println!(
+                "| {} | {ops:.0} | {} | {contended} |",
+                if hist == 0 {
+                    "fresh".to_string()
+                } else {
+                    format!("{hist} acquisitions of history")
+                },
+                when.map_or("never".into(), |d| format!(
+                    "{:.1} ms",
+                    d.as_secs_f64() * 1e3
+                ))
+            );
+        }
     }
 }

@@ -647,6 +647,47 @@ impl<P: Copy> IntervalTree<P> {
     }
 }
 
+/// Methods added for the designs (generation retirement, the event
+/// recorder); kept apart from the tree algorithm above.
+impl<P: Copy> IntervalTree<P> {
+    /// Frees a live slot that is not in the tree, like [`IntervalTree::free`],
+    /// except that a slot whose generation is the last one is *retired*
+    /// instead: it is never reused, so no generation ever repeats and a
+    /// removed handle can never name a live entry again. A retired slot
+    /// costs its arena bytes for the tree's life: one slot per 2^29 frees of
+    /// that slot.
+    #[inline]
+    pub(crate) fn release(&mut self, i: u32) {
+        if self.nodes[i as usize].meta & GEN_MASK == GEN_MASK {
+            let n = &mut self.nodes[i as usize];
+            debug_assert!(n.meta & LIVE != 0 && n.meta & IN_TREE == 0);
+            // Not live, not on the free list: dead for good.
+            n.meta = GEN_MASK;
+            n.left = NIL;
+            self.live -= 1;
+        } else {
+            self.free(i);
+        }
+    }
+
+    /// The largest generation a slot can have.
+    #[cfg(test)]
+    pub(crate) const LAST_GEN: u32 = GEN_MASK;
+
+    /// Sets the generation of slot `i` (tests that force a wrap-around).
+    #[cfg(test)]
+    pub(crate) fn set_gen_for_test(&mut self, i: u32, gen: u32) {
+        let n = &mut self.nodes[i as usize];
+        n.meta = (n.meta & !GEN_MASK) | (gen & GEN_MASK);
+    }
+
+    /// The parent of linked node `i` (`NIL` at the root).
+    #[inline]
+    pub(crate) fn parent_of(&self, i: u32) -> u32 {
+        self.nodes[i as usize].parent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

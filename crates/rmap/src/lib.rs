@@ -19,9 +19,33 @@
 //! | `numa_locks` | [`designs::numa_locks`] | one tree and one lock per NUMA node |
 //! | `sharded` | [`designs::sharded`] | one shard per 8 CPUs, inverted outer rwlock |
 //! | `aspace` | [`designs::aspace`] | ours: grouped identical intervals, centralised until contended, then per-CPU-group shards with a distributed outer lock |
+//! | `aspace_central` | [`designs::aspace`] | ablation: `aspace`'s grouped tree under its one lock, never promoted |
+//! | `exclude` | [`designs::exclude`] | a bound, not a design: the file keeps no reverse map (walks cannot be answered) |
 //!
 //! Every design is `Send + Sync`; each module's doc states its concurrency
 //! contract, its memory cost, and how it maps a thread to a shard.
+//!
+//! # Beyond files: a general interval multimap
+//!
+//! [`IntervalMultimap<V>`] is the `aspace` design's group tree on its own,
+//! single-threaded, with any value type: identical intervals coexist, one
+//! chosen entry is removed through its handle in O(1), overlap queries,
+//! insert-after ordering.
+//!
+//! ```
+//! use rmap::{Interval, IntervalMultimap};
+//!
+//! // Sensor alarms over time windows (seconds); two alarms share a window.
+//! let mut alarms = IntervalMultimap::new();
+//! let hot = alarms.insert(Interval::new(10, 20)?, "temperature")?;
+//! alarms.insert(Interval::new(10, 20)?, "pressure")?;
+//! alarms.insert(Interval::new(30, 40)?, "humidity")?;
+//! // Acknowledge one of the two identical windows.
+//! alarms.remove(hot)?;
+//! let at_15: Vec<_> = alarms.overlapping(Interval::new(15, 15)?).map(|(_, _, v)| *v).collect();
+//! assert_eq!(at_15, ["pressure"]);
+//! # Ok::<(), rmap::RmapError>(())
+//! ```
 //!
 //! # Handles
 //!
@@ -51,15 +75,18 @@
 pub mod bench;
 pub mod designs;
 pub(crate) mod interval_tree;
+pub mod multimap;
 pub mod stats;
 pub(crate) mod sync;
 pub mod topology;
+pub mod trace;
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-pub use stats::LockStats;
+pub use multimap::IntervalMultimap;
+pub use stats::{CallSite, LockStats};
 pub use topology::Topology;
 
 /// Opaque id of a VMA (the mapping), chosen by the caller.
@@ -130,8 +157,11 @@ impl Handle {
     pub(crate) fn map(self) -> u32 {
         self.map
     }
+    /// The shard (independently locked part) the entry lives in: 0 for a
+    /// single-lock map; for the NUMA designs the node; for the sharded
+    /// designs the shard index.
     #[inline]
-    pub(crate) fn shard(self) -> u32 {
+    pub fn shard(self) -> u32 {
         self.shard
     }
     #[inline]
@@ -159,6 +189,9 @@ pub enum RmapError {
     UnknownHandle,
     /// The handle was issued by another map.
     ForeignHandle,
+    /// The map keeps no reverse map (the `exclude` bound): it cannot say
+    /// which entries overlap a range.
+    NotTracked,
 }
 
 impl fmt::Display for RmapError {
@@ -171,6 +204,9 @@ impl fmt::Display for RmapError {
                 f.write_str("handle names no live entry of this map (removed already?)")
             }
             RmapError::ForeignHandle => f.write_str("handle was issued by another map"),
+            RmapError::NotTracked => f.write_str(
+                "this map keeps no reverse map (the exclude bound) and cannot answer a walk",
+            ),
         }
     }
 }
@@ -196,20 +232,30 @@ pub trait ReverseMap: Send + Sync {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError>;
+    /// `Ok` when `h` names a live entry of this map; the error
+    /// [`ReverseMap::remove`] would return otherwise. Takes the entry's
+    /// lock shared (counted as a hold).
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError>;
     /// Fork's batch: `insert_after` for each `(parent, iv, vma)`, appending
-    /// the new handles to `out` in order. All-or-nothing: every parent is
-    /// validated before anything is inserted.
+    /// the new handles to `out` in order. All-or-nothing: every interval and
+    /// every parent is validated before anything is inserted.
     ///
-    /// The default takes one lock hold per item, as Linux's `dup_mmap` does
-    /// (it takes `i_mmap_rwsem` around each VMA's `insert_after`); designs
-    /// that batch by design (`aspace`) override it with one hold per file.
+    /// Every design in this crate overrides it with one lock hold per batch
+    /// (one per involved shard), the batched call pattern; a caller that
+    /// wants Linux's `dup_mmap` pattern (one hold per VMA) calls
+    /// [`ReverseMap::insert_after`] per item. This default, for other
+    /// implementations, validates every item first, then inserts one at a
+    /// time; if a parent vanished meanwhile (the caller broke the contract
+    /// that parents stay live), it removes what it inserted and returns the
+    /// insert's error, or the rollback's if that failed too.
     fn insert_after_batch(
         &self,
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        for (_, iv, _) in items {
+        for &(parent, iv, _) in items {
             iv.validate()?;
+            self.check_handle(parent)?;
         }
         let start = out.len();
         for &(parent, iv, vma) in items {
@@ -218,7 +264,7 @@ pub trait ReverseMap: Send + Sync {
                 Err(e) => {
                     // Undo what this batch inserted, so nothing is half done.
                     let added: Vec<Handle> = out.drain(start..).collect();
-                    let _ = self.remove_batch(&added);
+                    self.remove_batch(&added)?;
                     return Err(e);
                 }
             }
@@ -232,6 +278,17 @@ pub trait ReverseMap: Send + Sync {
     /// insert or remove runs meanwhile. `f` must not call back into this map
     /// except for [`ReverseMap::len`] (which never locks); doing so may deadlock.
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId));
+    /// [`ReverseMap::walk`] that says when the map cannot answer: the
+    /// `exclude` bound returns [`RmapError::NotTracked`]; every design
+    /// walks and returns `Ok`.
+    fn try_walk(
+        &self,
+        range: Interval,
+        f: &mut dyn FnMut(Interval, VmaId),
+    ) -> Result<(), RmapError> {
+        self.walk(range, f);
+        Ok(())
+    }
     /// Cheaper walk with a weaker contract (documented per design); default = walk.
     fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
         self.walk(range, f)
@@ -264,18 +321,49 @@ pub enum Design {
     Sharded,
     /// Ours.
     Aspace,
+    /// Ablation of `aspace`: grouped identical intervals under one lock that
+    /// never promotes (grouping without sharding).
+    AspaceCentral,
+    /// A bound, not a design: the file keeps no reverse map at all (the
+    /// reference ceiling a 2026 proposal used for `libc.so` and `ld.so`).
+    /// Inserts and removes share nothing; walks cannot be answered
+    /// ([`RmapError::NotTracked`] from [`ReverseMap::try_walk`]).
+    Exclude,
 }
 
 impl Design {
-    /// Every design, baseline first.
-    pub const ALL: [Design; 6] = [
+    /// Every design that keeps a reverse map, baseline first (ablations
+    /// included; the `exclude` bound is in [`Design::BOUNDS`]).
+    pub const ALL: [Design; 7] = [
         Design::LinuxSharedLine,
         Design::Linux,
         Design::NumaSplit,
         Design::NumaLocks,
         Design::Sharded,
         Design::Aspace,
+        Design::AspaceCentral,
     ];
+
+    /// Reference bounds that are not designs: they keep no reverse map.
+    pub const BOUNDS: [Design; 1] = [Design::Exclude];
+
+    /// [`Design::ALL`] followed by [`Design::BOUNDS`].
+    pub const EVERY: [Design; 8] = [
+        Design::LinuxSharedLine,
+        Design::Linux,
+        Design::NumaSplit,
+        Design::NumaLocks,
+        Design::Sharded,
+        Design::Aspace,
+        Design::AspaceCentral,
+        Design::Exclude,
+    ];
+
+    /// True for a bound that is not a design (`exclude`): it keeps no
+    /// reverse map, so it cannot answer walks.
+    pub fn is_bound(self) -> bool {
+        matches!(self, Design::Exclude)
+    }
 
     /// The design's name (also its module name).
     pub fn name(self) -> &'static str {
@@ -286,6 +374,8 @@ impl Design {
             Design::NumaLocks => "numa_locks",
             Design::Sharded => "sharded",
             Design::Aspace => "aspace",
+            Design::AspaceCentral => "aspace_central",
+            Design::Exclude => "exclude",
         }
     }
 
@@ -298,6 +388,8 @@ impl Design {
             Design::NumaLocks => Box::new(designs::numa_locks::NumaLocks::new(topo.clone())),
             Design::Sharded => Box::new(designs::sharded::Sharded::new(topo.clone())),
             Design::Aspace => Box::new(designs::aspace::Aspace::new(topo.clone())),
+            Design::AspaceCentral => Box::new(designs::aspace::Aspace::new_central(topo.clone())),
+            Design::Exclude => Box::new(designs::exclude::Exclude::new()),
         }
     }
 
@@ -320,7 +412,7 @@ pub struct UnknownDesign(pub String);
 impl fmt::Display for UnknownDesign {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "unknown design {:?}; valid designs: ", self.0)?;
-        for (i, d) in Design::ALL.iter().enumerate() {
+        for (i, d) in Design::EVERY.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -335,7 +427,7 @@ impl std::error::Error for UnknownDesign {}
 impl FromStr for Design {
     type Err = UnknownDesign;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Design::ALL
+        Design::EVERY
             .into_iter()
             .find(|d| d.name() == s.trim())
             .ok_or_else(|| UnknownDesign(s.to_string()))

@@ -1,33 +1,272 @@
-//! Lock counters.
+//! Lock counters, per call site.
 //!
-//! Every design counts lock acquisitions and contended acquisitions (a
-//! failed `try_lock` before blocking counts once). The counters of one lock
-//! sit together on their own cache line ([`CachePadded`]) so that counting
-//! never false-shares with the data the lock protects; sharded designs keep
-//! one such line per shard, so counting adds no shared line to a modifier.
+//! Every design counts, for each of its locks, the holds and the contended
+//! acquisitions (a failed `try_lock` before blocking counts once), split by
+//! the [`CallSite`] the calling thread declared with [`set_call_site`]. The
+//! counters of one lock sit together on their own cache lines
+//! ([`CachePadded`]) so that counting never false-shares with the data the
+//! lock protects; sharded designs keep one such block per shard, so counting
+//! adds no shared line to a modifier.
+//!
+//! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
+//! global flag): the default path reads one thread-local byte and one
+//! global flag per lock hold, and nothing else.
+//!
+//! # Example
+//!
+//! ```
+//! use rmap::stats::{set_call_site, CallSite};
+//! use rmap::{Design, Interval, ReverseMap, Topology};
+//!
+//! let m = Design::Linux.build(&Topology::Os);
+//! {
+//!     let _site = set_call_site(CallSite::MmapLink);
+//!     m.insert(Interval::new(0, 9).unwrap(), 1).unwrap();
+//! }
+//! let st = m.stats();
+//! assert_eq!(st.site(CallSite::MmapLink).holds, 1);
+//! assert_eq!(st.acquisitions, 1);
+//! ```
+
+use std::cell::Cell;
+use std::sync::atomic::AtomicU8;
 
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering, ReadGuard, RwLock, WriteGuard};
 
-/// Counters of one lock, plus the entry count of what it protects (so that
-/// `len()` never takes a lock).
-#[derive(Debug, Default)]
-pub(crate) struct LockCounters {
-    acquisitions: AtomicU64,
-    contended: AtomicU64,
-    len: AtomicUsize,
+/// Where in the address-space code a lock hold comes from: the write sites
+/// measured on the 112-core `execl` profile (`vma_link_file`, the unlink of
+/// replaced mappings in `mmap_region`, `__split_vma`, the exit unlink batch,
+/// fork's `insert_after`), the rmap walk, and everything else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CallSite {
+    /// Linking a new mapping (`mmap_region` -> `vma_link_file`, exec).
+    MmapLink = 0,
+    /// Unlinking mappings that a new `mmap` replaces (`MAP_FIXED` over them).
+    ReplaceUnlink = 1,
+    /// Splitting or merging a mapping (`__split_vma`, `mprotect`'s RELRO split).
+    Split = 2,
+    /// The exit / `munmap` unlink (batched per file since 2024).
+    ExitUnlink = 3,
+    /// Fork linking a child's mapping next to its parent's (`dup_mmap`).
+    ForkInsertAfter = 4,
+    /// An rmap walk (reclaim, migration, truncate).
+    Walk = 5,
+    /// Anything not declared.
+    #[default]
+    Other = 6,
 }
 
-/// [`LockCounters`] on a cache line of its own.
+impl CallSite {
+    /// Number of call sites.
+    pub const COUNT: usize = 7;
+
+    /// Every call site, in index order.
+    pub const ALL: [CallSite; CallSite::COUNT] = [
+        CallSite::MmapLink,
+        CallSite::ReplaceUnlink,
+        CallSite::Split,
+        CallSite::ExitUnlink,
+        CallSite::ForkInsertAfter,
+        CallSite::Walk,
+        CallSite::Other,
+    ];
+
+    /// A short snake_case name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallSite::MmapLink => "mmap_link",
+            CallSite::ReplaceUnlink => "replace_unlink",
+            CallSite::Split => "split",
+            CallSite::ExitUnlink => "exit_unlink",
+            CallSite::ForkInsertAfter => "fork_insert_after",
+            CallSite::Walk => "walk",
+            CallSite::Other => "other",
+        }
+    }
+
+    /// Index in `0..COUNT`.
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    #[inline]
+    fn from_bits(b: u8) -> CallSite {
+        match b & SITE_MASK {
+            0 => CallSite::MmapLink,
+            1 => CallSite::ReplaceUnlink,
+            2 => CallSite::Split,
+            3 => CallSite::ExitUnlink,
+            4 => CallSite::ForkInsertAfter,
+            5 => CallSite::Walk,
+            _ => CallSite::Other,
+        }
+    }
+}
+
+/// Low bits of the thread's context byte: the call site.
+const SITE_MASK: u8 = 0x07;
+/// High bit of the context byte: this thread is recording lock events.
+pub(crate) const RECORDING: u8 = 0x80;
+/// The global timing flag's value when on; [`LockCounters::acquire`] ORs it
+/// with the context byte so that one test covers both switches.
+const TIMING: u8 = 0x40;
+
+thread_local! {
+    /// The calling thread's call site (low bits) and recording flag.
+    static CTX: Cell<u8> = const { Cell::new(CallSite::Other as u8) };
+}
+
+#[inline]
+pub(crate) fn ctx() -> u8 {
+    CTX.with(Cell::get)
+}
+
+/// A nonzero number that differs between threads alive at the same time:
+/// the address of this thread's context byte (no extra state, and the
+/// address is computed anyway on the lock path).
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn thread_token() -> usize {
+    CTX.with(|c| c as *const Cell<u8> as usize)
+}
+
+/// Under loom every modelled thread shares one OS thread, so the token is
+/// loom's per-thread ticket plus one.
+#[cfg(loom)]
+pub(crate) fn thread_token() -> usize {
+    crate::topology::emulated_thread_id() as usize + 1
+}
+
+#[inline]
+pub(crate) fn set_recording(on: bool) -> bool {
+    CTX.with(|c| {
+        let old = c.get();
+        c.set(if on {
+            old | RECORDING
+        } else {
+            old & !RECORDING
+        });
+        old & RECORDING != 0
+    })
+}
+
+/// Restores the previous call site when dropped (see [`set_call_site`]).
+#[derive(Debug)]
+#[must_use = "the call site is restored when the guard drops"]
+pub struct CallSiteGuard {
+    prev: CallSite,
+}
+
+impl Drop for CallSiteGuard {
+    fn drop(&mut self) {
+        let prev = self.prev as u8;
+        CTX.with(|c| c.set((c.get() & !SITE_MASK) | prev));
+    }
+}
+
+/// Declares that the calling thread's lock holds, until the guard drops,
+/// come from `site`. Nests: the guard restores the site that was current.
+/// Thread-local; costs one byte store.
+pub fn set_call_site(site: CallSite) -> CallSiteGuard {
+    CTX.with(|c| {
+        let old = c.get();
+        c.set((old & !SITE_MASK) | site as u8);
+        CallSiteGuard {
+            prev: CallSite::from_bits(old),
+        }
+    })
+}
+
+/// The calling thread's current call site.
+pub fn call_site() -> CallSite {
+    CallSite::from_bits(ctx())
+}
+
+/// Global switch for hold-time measurement. Not a loom atomic: it is
+/// configuration, not part of any protocol.
+static HOLD_TIMING: AtomicU8 = AtomicU8::new(0);
+
+/// Switches hold-time measurement on or off for every thread. While on,
+/// every lock hold reads the monotonic clock twice and adds its length to
+/// its lock's [`SiteStats::hold_ns`]. Returns the previous setting.
+pub fn set_hold_timing(on: bool) -> bool {
+    // Relaxed: a configuration flag; a thread that sees the change a little
+    // late measures a few holds more or fewer, which is acceptable.
+    HOLD_TIMING.swap(
+        if on { TIMING } else { 0 },
+        std::sync::atomic::Ordering::Relaxed,
+    ) != 0
+}
+
+/// Whether hold timing is on.
+#[inline]
+pub fn hold_timing() -> bool {
+    timing_bits() != 0
+}
+
+/// [`TIMING`] when hold timing is on, else 0.
+#[inline(always)]
+fn timing_bits() -> u8 {
+    // Relaxed: see set_hold_timing.
+    HOLD_TIMING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Monotonic nanoseconds, never 0 (0 means "not measured").
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through the valid pointer we
+    // pass; CLOCK_MONOTONIC always exists on Linux (vDSO, no system call).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+        | 1
+}
+
+/// Counters of one lock, per call site, plus the entry count of what it
+/// protects (so that `len()` never takes a lock) and the lock's identity
+/// (map id and shard) for the event recorder.
+#[derive(Debug)]
+pub(crate) struct LockCounters {
+    /// Indexed by the context byte's site bits (8 entries so that the
+    /// index needs only a mask; entry 7 is never used).
+    holds: [AtomicU64; SLOTS],
+    contended: [AtomicU64; SLOTS],
+    hold_ns: [AtomicU64; SLOTS],
+    len: AtomicUsize,
+    map: u32,
+    shard: u32,
+}
+
+const SLOTS: usize = SITE_MASK as usize + 1;
+
+/// [`LockCounters`] on cache lines of their own.
 pub(crate) type PaddedCounters = CachePadded<LockCounters>;
 
+impl Default for LockCounters {
+    fn default() -> Self {
+        LockCounters::new(0, 0)
+    }
+}
+
 impl LockCounters {
-    pub(crate) fn new() -> Self {
+    /// Counters of the lock of shard `shard` of map `map`.
+    pub(crate) fn new(map: u32, shard: u32) -> Self {
         LockCounters {
-            acquisitions: AtomicU64::new(0),
-            contended: AtomicU64::new(0),
+            holds: std::array::from_fn(|_| AtomicU64::new(0)),
+            contended: std::array::from_fn(|_| AtomicU64::new(0)),
+            hold_ns: std::array::from_fn(|_| AtomicU64::new(0)),
             len: AtomicUsize::new(0),
+            map,
+            shard,
         }
     }
 
@@ -37,20 +276,12 @@ impl LockCounters {
     // lock's own acquire/release orders it against the data it counts.
 
     #[inline]
-    pub(crate) fn acquired(&self) {
-        self.acquisitions.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn acquired(&self, ctx: u8) {
+        self.holds[(ctx & SITE_MASK) as usize].fetch_add(1, Ordering::Relaxed);
     }
     #[inline]
-    pub(crate) fn contended(&self) {
-        self.contended.fetch_add(1, Ordering::Relaxed);
-    }
-    #[inline]
-    pub(crate) fn acquisitions(&self) -> u64 {
-        self.acquisitions.load(Ordering::Relaxed)
-    }
-    #[inline]
-    pub(crate) fn contended_count(&self) -> u64 {
-        self.contended.load(Ordering::Relaxed)
+    pub(crate) fn contended(&self, ctx: u8) {
+        self.contended[(ctx & SITE_MASK) as usize].fetch_add(1, Ordering::Relaxed);
     }
     #[inline]
     pub(crate) fn len(&self) -> usize {
@@ -62,49 +293,229 @@ impl LockCounters {
         self.len.store(n, Ordering::Relaxed);
     }
 
-    /// Write-locks `lock`, counting the acquisition and a failed try first.
-    #[inline]
-    pub(crate) fn write<'a, T>(&self, lock: &'a RwLock<T>) -> WriteGuard<'a, T> {
-        let g = match lock.try_write() {
+    /// Acquires a lock through `try_lock` (no wait) or `lock` (blocking),
+    /// counting the hold for the thread's call site and a failed try as
+    /// contended. `lock_word` is the lock's address (for the recorder).
+    ///
+    /// The default path tests one thread-local byte and one global flag;
+    /// timing and recording take the out-of-line [`LockCounters::acquire_slow`].
+    #[inline(always)]
+    pub(crate) fn acquire<G>(
+        &self,
+        try_lock: impl FnOnce() -> Option<G>,
+        lock: impl FnOnce() -> G,
+        lock_word: *const u8,
+        write: bool,
+    ) -> Held<'_, G> {
+        // The site bits, the recording bit and the timing bit in one byte:
+        // one test covers both switches.
+        let ctx = ctx() | timing_bits();
+        if ctx & (RECORDING | TIMING) != 0 {
+            return self.acquire_slow(ctx, try_lock, lock, lock_word, write);
+        }
+        let guard = match try_lock() {
             Some(g) => g,
             None => {
-                self.contended();
-                lock.write()
+                self.contended(ctx);
+                lock()
             }
         };
-        self.acquired();
-        g
+        self.acquired(ctx);
+        Held {
+            guard,
+            counters: self,
+            ctx,
+        }
     }
 
-    /// Read-locks `lock`, counting the acquisition and a failed try first.
-    #[inline]
-    pub(crate) fn read<'a, T>(&self, lock: &'a RwLock<T>) -> ReadGuard<'a, T> {
-        let g = match lock.try_read() {
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow<G>(
+        &self,
+        ctx: u8,
+        try_lock: impl FnOnce() -> Option<G>,
+        lock: impl FnOnce() -> G,
+        lock_word: *const u8,
+        write: bool,
+    ) -> Held<'_, G> {
+        let t0 = now_ns();
+        let guard = match try_lock() {
             Some(g) => g,
             None => {
-                self.contended();
-                lock.read()
+                self.contended(ctx);
+                lock()
             }
         };
-        self.acquired();
-        g
+        self.acquired(ctx);
+        let start = now_ns();
+        SLOW_STARTS.with(|s| s.borrow_mut().push(start));
+        if ctx & RECORDING != 0 {
+            crate::trace::push_pending(crate::trace::LockEvent {
+                map: self.map,
+                shard: self.shard,
+                write,
+                site: CallSite::from_bits(ctx),
+                hold_ns: 0,
+                wait_ns: start.saturating_sub(t0),
+                lines_written: 0,
+                lines_read: 0,
+            });
+            // Acquiring a reader-writer lock writes its word either way, and
+            // the hold counter beside it.
+            crate::trace::touch(lock_word, 8, true);
+            crate::trace::touch((self as *const Self).cast(), 8, true);
+        }
+        Held {
+            guard,
+            counters: self,
+            ctx,
+        }
     }
+
+    /// Ends a timed or recorded hold.
+    #[cold]
+    #[inline(never)]
+    fn end_slow(&self, ctx: u8) {
+        let start = SLOW_STARTS.with(|s| s.borrow_mut().pop()).unwrap_or(0);
+        let ns = now_ns().saturating_sub(start);
+        if ctx & TIMING != 0 {
+            self.hold_ns[(ctx & SITE_MASK) as usize].fetch_add(ns, Ordering::Relaxed);
+        }
+        if ctx & RECORDING != 0 {
+            crate::trace::finish_pending(ns);
+        }
+    }
+
+    /// Write-locks `lock`, counting the hold and a failed try first.
+    #[inline(always)]
+    pub(crate) fn write<'a, T>(&'a self, lock: &'a RwLock<T>) -> Held<'a, WriteGuard<'a, T>> {
+        self.acquire(
+            || lock.try_write(),
+            || lock.write(),
+            (lock as *const RwLock<T>).cast(),
+            true,
+        )
+    }
+
+    /// Read-locks `lock`, counting the hold and a failed try first.
+    #[inline(always)]
+    pub(crate) fn read<'a, T>(&'a self, lock: &'a RwLock<T>) -> Held<'a, ReadGuard<'a, T>> {
+        self.acquire(
+            || lock.try_read(),
+            || lock.read(),
+            (lock as *const RwLock<T>).cast(),
+            false,
+        )
+    }
+
+    /// Adds this lock's counters to `s`.
+    pub(crate) fn add_to(&self, s: &mut LockStats) {
+        for i in 0..CallSite::COUNT {
+            let site = &mut s.per_site[i];
+            let h = self.holds[i].load(Ordering::Relaxed);
+            let c = self.contended[i].load(Ordering::Relaxed);
+            site.holds += h;
+            site.contended += c;
+            site.hold_ns += self.hold_ns[i].load(Ordering::Relaxed);
+            s.acquisitions += h;
+            s.contended += c;
+        }
+    }
+}
+
+/// A counted lock hold: the lock guard plus what ending the hold needs.
+/// Derefs to the guard's target.
+pub(crate) struct Held<'a, G> {
+    guard: G,
+    counters: &'a LockCounters,
+    /// The context byte at acquisition, with the timing bit.
+    ctx: u8,
+}
+
+thread_local! {
+    /// Start times of this thread's timed or recorded holds, innermost last
+    /// (holds nest: `sharded`'s outer lock, then a shard's).
+    static SLOW_STARTS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl<G> Held<'_, G> {
+    /// True when this hold is being recorded (lines should be counted).
+    #[inline]
+    pub(crate) fn recording(&self) -> bool {
+        self.ctx & RECORDING != 0
+    }
+}
+
+impl<G: std::ops::Deref> std::ops::Deref for Held<'_, G> {
+    type Target = G::Target;
+    #[inline]
+    fn deref(&self) -> &G::Target {
+        &self.guard
+    }
+}
+
+impl<G: std::ops::DerefMut> std::ops::DerefMut for Held<'_, G> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut G::Target {
+        &mut self.guard
+    }
+}
+
+impl<G> Drop for Held<'_, G> {
+    #[inline]
+    fn drop(&mut self) {
+        // The lock guard drops after this body, so the measured hold ends a
+        // few instructions before the release: close enough.
+        if self.ctx & (RECORDING | TIMING) != 0 {
+            self.counters.end_slow(self.ctx);
+        }
+    }
+}
+
+/// Holds, contended acquisitions and hold time of one call site.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteStats {
+    /// Lock holds (shared or exclusive).
+    pub holds: u64,
+    /// Holds whose acquisition found the lock taken.
+    pub contended: u64,
+    /// Nanoseconds the lock was held, summed; counted only while
+    /// [`set_hold_timing`] is on.
+    pub hold_ns: u64,
 }
 
 /// Lock counters of one map, summed over its locks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockStats {
-    /// Lock acquisitions (shared or exclusive).
+    /// Lock acquisitions (shared or exclusive), every site.
     pub acquisitions: u64,
     /// Acquisitions that found the lock taken (a failed try before blocking).
     pub contended: u64,
     /// Shards (independently locked parts) the map has now.
     pub shards: u32,
+    /// The same split by [`CallSite`] (index [`CallSite::index`]).
+    pub per_site: [SiteStats; CallSite::COUNT],
 }
 
 impl LockStats {
     pub(crate) fn add(&mut self, c: &LockCounters) {
-        self.acquisitions += c.acquisitions();
-        self.contended += c.contended_count();
+        c.add_to(self);
+    }
+
+    /// The counters of one call site.
+    pub fn site(&self, site: CallSite) -> SiteStats {
+        self.per_site[site.index()]
+    }
+
+    /// Adds `other`'s counts to these (shards: the larger of the two).
+    pub fn merge(&mut self, other: &LockStats) {
+        self.acquisitions += other.acquisitions;
+        self.contended += other.contended;
+        self.shards = self.shards.max(other.shards);
+        for (a, b) in self.per_site.iter_mut().zip(&other.per_site) {
+            a.holds += b.holds;
+            a.contended += b.contended;
+            a.hold_ns += b.hold_ns;
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Which CPU and NUMA node the calling thread runs on.
 //!
-//! [`Topology::Os`] asks the kernel: `sched_getcpu(3)` for the CPU,
-//! `getcpu(2)` for the node, and `/sys/devices/system/node/node<N>` (counted
-//! once) for the number of nodes, falling back to one node where sysfs is
-//! absent. [`Topology::Emulated`] numbers threads in the order of their
+//! [`Topology::Os`] asks the kernel: `sched_getcpu(3)` (the vDSO, no system
+//! call) for the CPU, and for the node the same CPU looked up in a table
+//! read once from `/sys/devices/system/node/node<N>/cpulist`, so every
+//! design pays the same for "where am I" (no design makes a `getcpu(2)`
+//! system call); one node where sysfs is absent. [`Topology::Emulated`] numbers threads in the order of their
 //! first call and deals them out round-robin over the nodes: thread `k`
 //! runs on node `k % nodes`, on that node's CPU `(k / nodes) % cpus_per_node`
 //! (so node = cpu / cpus_per_node). Consecutive threads land on different
@@ -79,28 +80,61 @@ fn os_cpu() -> u32 {
     }
 }
 
-fn os_node() -> u32 {
-    let mut cpu: libc::c_uint = 0;
-    let mut node: libc::c_uint = 0;
-    // SAFETY: getcpu writes two unsigned ints through the valid pointers we
-    // pass; the third argument (tcache) is unused by the kernel and may be null.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_getcpu,
-            &mut cpu as *mut libc::c_uint,
-            &mut node as *mut libc::c_uint,
-            std::ptr::null_mut::<libc::c_void>(),
-        )
-    };
-    if r == 0 {
-        node
-    } else {
-        0
+/// CPU -> node, read once from `/sys/devices/system/node/node<N>/cpulist`
+/// (CPUs not listed, or no sysfs: node 0). Lets every design find its node
+/// from the vDSO's `sched_getcpu` instead of a `getcpu` system call.
+fn cpu_nodes() -> &'static [u32] {
+    static MAP: OnceLock<Vec<u32>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut map = vec![0u32; os_cpus() as usize];
+        let Ok(dir) = std::fs::read_dir("/sys/devices/system/node") else {
+            return map;
+        };
+        for e in dir.filter_map(|e| e.ok()) {
+            let name = e.file_name();
+            let Some(node) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("node"))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(list) = std::fs::read_to_string(e.path().join("cpulist")) else {
+                continue;
+            };
+            for cpu in parse_cpulist(&list) {
+                if let Some(slot) = map.get_mut(cpu as usize) {
+                    *slot = node;
+                }
+            }
+        }
+        map
+    })
+}
+
+/// Parses a sysfs CPU list such as `"0-3,8,10-11"`; malformed parts are
+/// skipped.
+fn parse_cpulist(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            if a <= b && b - a < MAX_EMULATED_CPUS * 64 {
+                out.extend(a..=b);
+            }
+        }
     }
+    out
+}
+
+#[inline]
+fn os_node() -> u32 {
+    let cpu = os_cpu() as usize;
+    cpu_nodes().get(cpu).copied().unwrap_or(0)
 }
 
 #[cfg(not(loom))]
-fn emulated_thread_id() -> u32 {
+pub(crate) fn emulated_thread_id() -> u32 {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -117,7 +151,7 @@ fn emulated_thread_id() -> u32 {
 }
 
 #[cfg(loom)]
-fn emulated_thread_id() -> u32 {
+pub(crate) fn emulated_thread_id() -> u32 {
     use loom::sync::atomic::{AtomicU32, Ordering};
     use std::cell::Cell;
     loom::lazy_static! { static ref NEXT: AtomicU32 = AtomicU32::new(0); }
@@ -252,6 +286,16 @@ impl std::fmt::Display for Topology {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpulists() {
+        assert_eq!(parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse_cpulist(""), Vec::<u32>::new());
+        assert_eq!(parse_cpulist("5-2,x,7"), vec![7]);
+        assert!(cpu_nodes()
+            .iter()
+            .all(|&n| n < os_nodes().max(1) || os_nodes() == 1));
+    }
 
     #[test]
     fn parse_and_emulate() {

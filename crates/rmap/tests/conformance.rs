@@ -373,7 +373,7 @@ fn bad_input() {
 
 #[test]
 fn names_round_trip() {
-    for d in Design::ALL {
+    for d in Design::EVERY {
         assert_eq!(d.name().parse::<Design>().unwrap(), d);
         assert_eq!(d.to_string(), d.name());
         assert_eq!(d.build(&Topology::Os).design(), d);
@@ -454,5 +454,116 @@ fn insert_after_batch_all_or_nothing() {
             m.remove(h).unwrap();
         }
         assert!(m.is_empty(), "{name}");
+    }
+}
+
+/// Walk order, unsorted: `insert_after` puts the child right after its
+/// parent (the kernel's `vma_interval_tree_insert_after`), so a later child
+/// of the same parent comes between the parent and the earlier child.
+#[test]
+fn insert_after_lands_right_after_parent() {
+    for (name, m) in subjects() {
+        let m = &*m;
+        let same = iv(5, 50);
+        let p1 = m.insert(same, 1).unwrap();
+        let p2 = m.insert(same, 2).unwrap();
+        let _p3 = m.insert(same, 3).unwrap();
+        m.insert_after(p1, same, 11).unwrap();
+        m.insert_after(p2, same, 12).unwrap();
+        m.insert_after(p1, same, 13).unwrap();
+        let mut batch = Vec::new();
+        m.insert_after_batch(&[(p2, same, 22), (p1, same, 21)], &mut batch)
+            .unwrap();
+        let mut order = Vec::new();
+        m.walk(Interval::FULL, &mut |_, v| order.push(v));
+        let pos = |v: VmaId| order.iter().position(|&x| x == v).unwrap();
+        assert_eq!(order.len(), 8, "{name}: {order:?}");
+        // p1's children, newest first, right after it.
+        assert_eq!(pos(21), pos(1) + 1, "{name}: {order:?}");
+        assert_eq!(pos(13), pos(21) + 1, "{name}: {order:?}");
+        assert_eq!(pos(11), pos(13) + 1, "{name}: {order:?}");
+        assert_eq!(pos(22), pos(2) + 1, "{name}: {order:?}");
+        assert_eq!(pos(12), pos(22) + 1, "{name}: {order:?}");
+    }
+}
+
+/// A map that forwards everything to a design except `insert_after_batch`,
+/// so that the trait's default implementation is what runs.
+struct DefaultBatch(Box<dyn ReverseMap>);
+
+impl ReverseMap for DefaultBatch {
+    fn design(&self) -> Design {
+        self.0.design()
+    }
+    fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.0.insert(iv, vma)
+    }
+    fn insert_after(&self, p: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.0.insert_after(p, iv, vma)
+    }
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        self.0.check_handle(h)
+    }
+    fn remove(&self, h: Handle) -> Result<(), RmapError> {
+        self.0.remove(h)
+    }
+    fn insert_batch(
+        &self,
+        items: &[(Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        self.0.insert_batch(items, out)
+    }
+    fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
+        self.0.remove_batch(handles)
+    }
+    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
+        self.0.walk(range, f)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+    fn stats(&self) -> rmap::LockStats {
+        self.0.stats()
+    }
+}
+
+/// The trait's default `insert_after_batch` checks every parent before it
+/// inserts anything: a dead parent last in the batch leaves no entry and
+/// takes no write hold.
+#[test]
+fn default_insert_after_batch_validates_first() {
+    for d in Design::ALL {
+        let m = DefaultBatch(d.build(&Topology::Os));
+        let a = m.insert(iv(0, 9), 1).unwrap();
+        let dead = m.insert(iv(0, 9), 2).unwrap();
+        m.remove(dead).unwrap();
+        let before = m.len();
+        let mut out = Vec::new();
+        let r = m.insert_after_batch(
+            &[(a, iv(0, 9), 3), (a, iv(0, 9), 4), (dead, iv(0, 9), 5)],
+            &mut out,
+        );
+        assert_eq!(r, Err(RmapError::UnknownHandle), "{d}");
+        assert!(out.is_empty(), "{d}");
+        assert_eq!(m.len(), before, "{d}");
+        let other = Design::Linux.build(&Topology::Os);
+        let foreign = other.insert(iv(0, 9), 9).unwrap();
+        assert_eq!(
+            m.insert_after_batch(&[(a, iv(0, 9), 3), (foreign, iv(0, 9), 6)], &mut out),
+            Err(RmapError::ForeignHandle),
+            "{d}"
+        );
+        assert_eq!(m.len(), before, "{d}");
+        m.insert_after_batch(&[(a, iv(0, 9), 3), (a, iv(0, 9), 4)], &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 2, "{d}");
+        assert_eq!(m.len(), before + 2, "{d}");
+        let mut order = Vec::new();
+        m.walk(Interval::FULL, &mut |_, v| order.push(v));
+        assert_eq!(order, vec![1, 4, 3], "{d}");
     }
 }

@@ -63,8 +63,10 @@ fn promotion_races_modifier() {
     });
 }
 
-/// Contention-driven promotion: a failed try_lock promotes (the threshold
-/// is 1 under loom); concurrent inserts all land exactly once.
+/// Handoff-driven promotion: the second thread to take the central lock
+/// hands it off (the threshold is 1 handoff under loom), so the map
+/// promotes, exactly once, in every interleaving; concurrent inserts all
+/// land exactly once.
 #[test]
 fn contended_insert_promotes_at_most_once() {
     model(|| {
@@ -76,6 +78,8 @@ fn contended_insert_promotes_at_most_once() {
         let t = thread::spawn(move || a2.insert(iv(3, 4), 1).unwrap());
         let h = a.insert(iv(3, 4), 2).unwrap();
         let h2 = t.join().unwrap();
+        assert!(a.is_promoted(), "two holders hand off: the map promotes");
+        assert_eq!(a.promotions(), 1);
         assert_eq!(a.len(), 2);
         let mut n = 0;
         a.walk(Interval::FULL, &mut |_, _| n += 1);
@@ -101,7 +105,11 @@ fn aspace_stable_walk_sees_cross_shard_batch_atomically() {
         let h1 = thread::spawn(move || a2.insert(iv(1, 1), 11).unwrap())
             .join()
             .unwrap();
-        assert_ne!(format!("{h0:?}"), format!("{h1:?}"));
+        assert_ne!(
+            h0.shard(),
+            h1.shard(),
+            "the two threads use different shards"
+        );
         let a3 = a.clone();
         let remover = thread::spawn(move || a3.remove_batch(&[h0, h1]).unwrap());
         let mut n = 0;

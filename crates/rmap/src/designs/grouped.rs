@@ -48,6 +48,37 @@ impl GroupTree {
         }
     }
 
+    /// Sets a free slot's generation (tests that force a wrap-around).
+    #[cfg(test)]
+    pub(crate) fn set_gen_for_test(&mut self, i: u32, gen: u32) {
+        self.t.set_gen_for_test(i, gen)
+    }
+
+    /// Calls `f(interval, slot)` for every entry overlapping `range`: groups
+    /// in key order, each group's members in circle order (the head first).
+    pub(crate) fn walk_slots(&self, range: Interval, mut f: impl FnMut(Interval, u32)) {
+        let t = &self.t;
+        t.walk_nodes(range.first, range.last, |head, n| {
+            let iv = n.interval();
+            f(iv, head);
+            let mut m = n.payload.next;
+            while m != head {
+                f(iv, m);
+                m = t.node(m).payload.next;
+            }
+        });
+    }
+
+    /// The generation of live slot `slot`.
+    pub(crate) fn gen_of(&self, slot: u32) -> u32 {
+        self.t.gen(slot)
+    }
+
+    /// The interval of live slot `slot`.
+    pub(crate) fn interval_of(&self, slot: u32) -> Interval {
+        self.t.node(slot).interval()
+    }
+
     /// Links slot `i` into the circle right after `after`.
     #[inline]
     fn link_member_after(&mut self, after: u32, i: u32) {
@@ -143,11 +174,27 @@ impl super::shardset::ShardTree for GroupTree {
                 self.t.replace(i, next);
             }
         }
-        self.t.free(i);
+        self.t.release(i);
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
         let t = &self.t;
+        if crate::trace::recording() {
+            crate::trace::touch_val(self, false);
+            t.walk_nodes(range.first, range.last, |head, n| {
+                let iv = n.interval();
+                crate::trace::touch_val(n, false);
+                f(iv, n.payload.vma);
+                let mut m = n.payload.next;
+                while m != head {
+                    let mn = t.node(m);
+                    crate::trace::touch_val(mn, false);
+                    f(iv, mn.payload.vma);
+                    m = mn.payload.next;
+                }
+            });
+            return;
+        }
         t.walk_nodes(range.first, range.last, |head, n| {
             let iv = n.interval();
             f(iv, n.payload.vma);
@@ -171,6 +218,19 @@ impl super::shardset::ShardTree for GroupTree {
 
     fn reserve(&mut self, n: usize) {
         self.t.reserve(n)
+    }
+
+    fn trace_entry(&self, slot: u32) {
+        crate::trace::touch_val(self, true);
+        let n = self.t.node(slot);
+        crate::trace::touch_val(n, true);
+        if n.payload.next != NIL {
+            crate::trace::touch_val(self.t.node(n.payload.next), true);
+            crate::trace::touch_val(self.t.node(n.payload.prev), true);
+        }
+        if let Some(head) = self.t.find_exact(n.interval()) {
+            super::trace_path(&self.t, head);
+        }
     }
 }
 

@@ -40,10 +40,11 @@ pub struct Linux {
 impl Linux {
     /// An empty map.
     pub fn new() -> Self {
+        let id = crate::next_map_id();
         Linux {
             inner: CachePadded::new(RwLock::new(CachePadded::new(VmaTree::new()))),
-            counters: CachePadded::new(LockCounters::new()),
-            id: crate::next_map_id(),
+            counters: CachePadded::new(LockCounters::new(id, 0)),
+            id,
         }
     }
 

@@ -42,10 +42,11 @@ pub struct LinuxSharedLine {
 impl LinuxSharedLine {
     /// An empty map.
     pub fn new() -> Self {
+        let id = crate::next_map_id();
         LinuxSharedLine {
             inner: CachePadded::new(RwLock::new(VmaTree::new())),
-            counters: CachePadded::new(LockCounters::new()),
-            id: crate::next_map_id(),
+            counters: CachePadded::new(LockCounters::new(id, 0)),
+            id,
         }
     }
 

@@ -40,10 +40,11 @@ pub struct NumaLocks {
 impl NumaLocks {
     /// An empty map with one shard per node of `topo`.
     pub fn new(topo: Topology) -> Self {
+        let id = crate::next_map_id();
         NumaLocks {
-            shards: ShardSet::new(topo.nodes().max(1) as usize),
+            shards: ShardSet::new(id, topo.nodes().max(1) as usize),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 }
@@ -66,6 +67,27 @@ impl ReverseMap for NumaLocks {
             return Err(RmapError::ForeignHandle);
         }
         self.shards.insert_after(parent, iv, vma)
+    }
+
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        if h.map() != self.id {
+            return Err(RmapError::ForeignHandle);
+        }
+        self.shards.check(h)
+    }
+
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for &(p, iv, _) in items {
+            iv.validate()?;
+            if p.map() != self.id {
+                return Err(RmapError::ForeignHandle);
+            }
+        }
+        self.shards.insert_after_batch(items, out)
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {

@@ -43,11 +43,12 @@ impl NumaSplit {
     /// An empty map with one tree per node of `topo`.
     pub fn new(topo: Topology) -> Self {
         let n = topo.nodes().max(1) as usize;
+        let id = crate::next_map_id();
         NumaSplit {
             inner: CachePadded::new(RwLock::new((0..n).map(|_| VmaTree::new()).collect())),
-            counters: CachePadded::new(LockCounters::new()),
+            counters: CachePadded::new(LockCounters::new(id, 0)),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 
@@ -55,7 +56,7 @@ impl NumaSplit {
         trees.iter().map(VmaTree::len).sum()
     }
 
-    fn check_handle(&self, h: Handle, trees: usize) -> Result<(), RmapError> {
+    fn check_handle_id(&self, h: Handle, trees: usize) -> Result<(), RmapError> {
         if h.map() != self.id {
             Err(RmapError::ForeignHandle)
         } else if h.shard() as usize >= trees {
@@ -77,6 +78,9 @@ impl ReverseMap for NumaSplit {
         let mut g = self.counters.write(&self.inner);
         let node = node % g.len();
         let (slot, gen) = g[node].insert(iv, vma);
+        if g.recording() {
+            g[node].trace_entry(slot);
+        }
         self.counters.set_len(Self::total(&g));
         Ok(Handle::new(self.id, node as u32, slot, gen))
     }
@@ -84,17 +88,57 @@ impl ReverseMap for NumaSplit {
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
         let iv = iv.validate()?;
         let mut g = self.counters.write(&self.inner);
-        self.check_handle(parent, g.len())?;
+        self.check_handle_id(parent, g.len())?;
         let node = parent.shard() as usize;
         let (slot, gen) = g[node].insert_after(parent.slot(), parent.gen(), iv, vma)?;
+        if g.recording() {
+            g[node].trace_entry(slot);
+        }
         self.counters.set_len(Self::total(&g));
         Ok(Handle::new(self.id, node as u32, slot, gen))
     }
 
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        let g = self.counters.read(&self.inner);
+        self.check_handle_id(h, g.len())?;
+        g[h.shard() as usize].check(h.slot(), h.gen())
+    }
+
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for &(_, iv, _) in items {
+            iv.validate()?;
+        }
+        out.reserve(items.len());
+        let mut g = self.counters.write(&self.inner);
+        for &(p, _, _) in items {
+            self.check_handle_id(p, g.len())?;
+            g[p.shard() as usize].check(p.slot(), p.gen())?;
+        }
+        for &(p, iv, vma) in items {
+            let node = p.shard() as usize;
+            let (slot, gen) = g[node].insert_after(p.slot(), p.gen(), iv, vma)?;
+            if g.recording() {
+                g[node].trace_entry(slot);
+            }
+            out.push(Handle::new(self.id, node as u32, slot, gen));
+        }
+        self.counters.set_len(Self::total(&g));
+        Ok(())
+    }
+
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
         let mut g = self.counters.write(&self.inner);
-        self.check_handle(h, g.len())?;
-        g[h.shard() as usize].remove(h.slot(), h.gen())?;
+        self.check_handle_id(h, g.len())?;
+        let t = &mut g[h.shard() as usize];
+        t.check(h.slot(), h.gen())?;
+        if crate::trace::recording() {
+            t.trace_entry(h.slot());
+        }
+        t.remove_checked(h.slot());
         self.counters.set_len(Self::total(&g));
         Ok(())
     }
@@ -123,7 +167,7 @@ impl ReverseMap for NumaSplit {
         crate::precheck_batch(self.id, handles)?;
         let mut g = self.counters.write(&self.inner);
         for h in handles {
-            self.check_handle(*h, g.len())?;
+            self.check_handle_id(*h, g.len())?;
             g[h.shard() as usize].check(h.slot(), h.gen())?;
         }
         for h in handles {

@@ -59,14 +59,15 @@ impl Sharded {
     /// An empty map with `ceil(cpus / 8)` shards.
     pub fn new(topo: Topology) -> Self {
         let n = topo.cpus().div_ceil(CPUS_PER_SHARD).max(1) as usize;
+        let id = crate::next_map_id();
         Sharded {
             outer: CachePadded::new(Outer {
                 lock: RwLock::new(()),
-                counters: LockCounters::new(),
+                counters: LockCounters::new(id, u32::MAX),
             }),
-            shards: ShardSet::new(n),
+            shards: ShardSet::new(id, n),
             topo,
-            id: crate::next_map_id(),
+            id,
         }
     }
 
@@ -108,6 +109,28 @@ impl ReverseMap for Sharded {
         }
         let _o = self.outer.counters.read(&self.outer.lock);
         self.shards.insert_after(parent, iv, vma)
+    }
+
+    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
+        if h.map() != self.id {
+            return Err(RmapError::ForeignHandle);
+        }
+        self.shards.check(h)
+    }
+
+    fn insert_after_batch(
+        &self,
+        items: &[(Handle, Interval, VmaId)],
+        out: &mut Vec<Handle>,
+    ) -> Result<(), RmapError> {
+        for &(p, iv, _) in items {
+            iv.validate()?;
+            if p.map() != self.id {
+                return Err(RmapError::ForeignHandle);
+            }
+        }
+        let _o = self.outer.counters.read(&self.outer.lock);
+        self.shards.insert_after_batch(items, out)
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {

@@ -11,7 +11,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::stats::LockCounters;
+use crate::stats::{Held, LockCounters};
 use crate::sync::{RwLock, WriteGuard};
 use crate::{Handle, Interval, LockStats, RmapError, VmaId};
 
@@ -39,6 +39,9 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     fn heap_bytes(&self) -> usize;
     /// Room for `n` more entries.
     fn reserve(&mut self, n: usize);
+    /// For the event recorder: the lines an insert or removal of live
+    /// entry `slot` touches (call before a removal, after an insert).
+    fn trace_entry(&self, slot: u32);
 }
 
 impl ShardTree for super::VmaTree {
@@ -76,6 +79,9 @@ impl ShardTree for super::VmaTree {
     fn reserve(&mut self, n: usize) {
         super::VmaTree::reserve(self, n)
     }
+    fn trace_entry(&self, slot: u32) {
+        super::VmaTree::trace_entry(self, slot)
+    }
 }
 
 /// One shard: lock word, counters and tree header on one padded line.
@@ -93,19 +99,19 @@ pub(crate) struct ShardSet<T> {
 
 impl<T: ShardTree> ShardSet<T> {
     /// `n` empty shards (at least one); shard 0 starts as `first`.
-    pub(crate) fn with_first(n: usize, first: T) -> Self {
+    pub(crate) fn with_first(map: u32, n: usize, first: T) -> Self {
         let n = n.max(1);
         let mut v = Vec::with_capacity(n);
         let first_len = first.len();
         v.push(CachePadded::new(Shard {
             lock: RwLock::new(first),
-            counters: LockCounters::new(),
+            counters: LockCounters::new(map, 0),
         }));
         v[0].counters.set_len(first_len);
-        for _ in 1..n {
+        for i in 1..n {
             v.push(CachePadded::new(Shard {
                 lock: RwLock::new(T::default()),
-                counters: LockCounters::new(),
+                counters: LockCounters::new(map, i as u32),
             }));
         }
         ShardSet {
@@ -113,8 +119,8 @@ impl<T: ShardTree> ShardSet<T> {
         }
     }
 
-    pub(crate) fn new(n: usize) -> Self {
-        Self::with_first(n, T::default())
+    pub(crate) fn new(map: u32, n: usize) -> Self {
+        Self::with_first(map, n, T::default())
     }
 
     #[inline]
@@ -137,6 +143,9 @@ impl<T: ShardTree> ShardSet<T> {
         let sh = &self.shards[s];
         let mut t = sh.counters.write(&sh.lock);
         let (slot, gen) = t.insert(iv, vma);
+        if t.recording() {
+            t.trace_entry(slot);
+        }
         sh.counters.set_len(t.len());
         Handle::new(map, s as u32, slot, gen)
     }
@@ -152,8 +161,18 @@ impl<T: ShardTree> ShardSet<T> {
         let sh = self.shard(parent)?;
         let mut t = sh.counters.write(&sh.lock);
         let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+        if t.recording() {
+            t.trace_entry(slot);
+        }
         sh.counters.set_len(t.len());
         Ok(Handle::new(parent.map(), parent.shard(), slot, gen))
+    }
+
+    /// Validates `h` (map id already checked) under its shard's read lock.
+    pub(crate) fn check(&self, h: Handle) -> Result<(), RmapError> {
+        let sh = self.shard(h)?;
+        let t = sh.counters.read(&sh.lock);
+        t.check(h.slot(), h.gen())
     }
 
     /// Removes `h` (map id already checked).
@@ -162,6 +181,9 @@ impl<T: ShardTree> ShardSet<T> {
         let sh = self.shard(h)?;
         let mut t = sh.counters.write(&sh.lock);
         t.check(h.slot(), h.gen())?;
+        if t.recording() {
+            t.trace_entry(h.slot());
+        }
         t.remove_checked(h.slot());
         sh.counters.set_len(t.len());
         Ok(())
@@ -228,7 +250,11 @@ impl<T: ShardTree> ShardSet<T> {
     /// Write-locks each distinct shard in `shards` (all in range), in
     /// ascending order: the order every multi-shard operation takes, so two
     /// of them never deadlock. Returns the sorted ids and their guards.
-    fn lock_shards(&self, shards: impl Iterator<Item = u32>) -> (Vec<u32>, Vec<WriteGuard<'_, T>>) {
+    #[allow(clippy::type_complexity)]
+    fn lock_shards(
+        &self,
+        shards: impl Iterator<Item = u32>,
+    ) -> (Vec<u32>, Vec<Held<'_, WriteGuard<'_, T>>>) {
         let mut ids: Vec<u32> = shards.collect();
         ids.sort_unstable();
         ids.dedup();

@@ -19,6 +19,9 @@ macro_rules! single_tree_map {
                 let iv = iv.validate()?;
                 let mut t = self.counters.write(self.lock());
                 let (slot, gen) = t.insert(iv, vma);
+                if t.recording() {
+                    t.trace_entry(slot);
+                }
                 self.counters.set_len(t.len());
                 Ok($crate::Handle::new(self.id, 0, slot, gen))
             }
@@ -38,8 +41,53 @@ macro_rules! single_tree_map {
                 }
                 let mut t = self.counters.write(self.lock());
                 let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
+                if t.recording() {
+                    t.trace_entry(slot);
+                }
                 self.counters.set_len(t.len());
                 Ok($crate::Handle::new(self.id, 0, slot, gen))
+            }
+
+            fn check_handle(&self, h: $crate::Handle) -> Result<(), $crate::RmapError> {
+                if h.map() != self.id {
+                    return Err($crate::RmapError::ForeignHandle);
+                }
+                if h.shard() != 0 {
+                    return Err($crate::RmapError::UnknownHandle);
+                }
+                let t = self.counters.read(self.lock());
+                t.check(h.slot(), h.gen())
+            }
+
+            fn insert_after_batch(
+                &self,
+                items: &[($crate::Handle, $crate::Interval, $crate::VmaId)],
+                out: &mut Vec<$crate::Handle>,
+            ) -> Result<(), $crate::RmapError> {
+                for &(p, iv, _) in items {
+                    iv.validate()?;
+                    if p.map() != self.id {
+                        return Err($crate::RmapError::ForeignHandle);
+                    }
+                    if p.shard() != 0 {
+                        return Err($crate::RmapError::UnknownHandle);
+                    }
+                }
+                out.reserve(items.len());
+                let mut t = self.counters.write(self.lock());
+                for &(p, _, _) in items {
+                    t.check(p.slot(), p.gen())?;
+                }
+                t.reserve(items.len());
+                for &(p, iv, vma) in items {
+                    let (slot, gen) = t.insert_after(p.slot(), p.gen(), iv, vma)?;
+                    if t.recording() {
+                        t.trace_entry(slot);
+                    }
+                    out.push($crate::Handle::new(self.id, 0, slot, gen));
+                }
+                self.counters.set_len(t.len());
+                Ok(())
             }
 
             fn remove(&self, h: $crate::Handle) -> Result<(), $crate::RmapError> {
@@ -50,7 +98,11 @@ macro_rules! single_tree_map {
                     return Err($crate::RmapError::UnknownHandle);
                 }
                 let mut t = self.counters.write(self.lock());
-                t.remove(h.slot(), h.gen())?;
+                t.check(h.slot(), h.gen())?;
+                if t.recording() {
+                    t.trace_entry(h.slot());
+                }
+                t.remove_checked(h.slot());
                 self.counters.set_len(t.len());
                 Ok(())
             }

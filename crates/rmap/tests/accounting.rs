@@ -1,0 +1,189 @@
+//! Per-call-site lock accounting, the event recorder, and the `exclude`
+//! bound's documented subset of the conformance contract.
+
+use rmap::stats::{set_call_site, set_hold_timing, CallSite};
+use rmap::{Design, Interval, ReverseMap, RmapError, Topology};
+
+fn iv(a: u64, b: u64) -> Interval {
+    Interval::new(a, b).unwrap()
+}
+
+#[test]
+fn holds_are_counted_per_call_site() {
+    for d in Design::ALL {
+        let m = d.build(&Topology::Os);
+        let h = {
+            let _s = set_call_site(CallSite::MmapLink);
+            m.insert(iv(0, 9), 1).unwrap()
+        };
+        let c = {
+            let _s = set_call_site(CallSite::ForkInsertAfter);
+            m.insert_after(h, iv(0, 9), 2).unwrap()
+        };
+        {
+            let _s = set_call_site(CallSite::ExitUnlink);
+            m.remove_batch(&[h, c]).unwrap();
+        }
+        {
+            let _s = set_call_site(CallSite::Walk);
+            m.walk(Interval::FULL, &mut |_, _| {});
+        }
+        let st = m.stats();
+        // `sharded` takes its outer lock too: two holds per modifier.
+        let per = if d == Design::Sharded { 2 } else { 1 };
+        assert_eq!(st.site(CallSite::MmapLink).holds, per, "{d}");
+        assert_eq!(st.site(CallSite::ForkInsertAfter).holds, per, "{d}");
+        assert_eq!(st.site(CallSite::ExitUnlink).holds, per, "{d}");
+        assert!(st.site(CallSite::Walk).holds >= 1, "{d}");
+        assert_eq!(st.site(CallSite::Other).holds, 0, "{d}");
+        let sum: u64 = st.per_site.iter().map(|s| s.holds).sum();
+        assert_eq!(sum, st.acquisitions, "{d}");
+    }
+}
+
+#[test]
+fn call_site_guards_nest_and_restore() {
+    assert_eq!(rmap::stats::call_site(), CallSite::Other);
+    {
+        let _a = set_call_site(CallSite::Split);
+        {
+            let _b = set_call_site(CallSite::Walk);
+            assert_eq!(rmap::stats::call_site(), CallSite::Walk);
+        }
+        assert_eq!(rmap::stats::call_site(), CallSite::Split);
+    }
+    assert_eq!(rmap::stats::call_site(), CallSite::Other);
+    for (i, s) in CallSite::ALL.iter().enumerate() {
+        assert_eq!(s.index(), i);
+    }
+}
+
+#[test]
+fn hold_timing_counts_time_only_while_on() {
+    let m = Design::Linux.build(&Topology::Os);
+    let _s = set_call_site(CallSite::Split);
+    let was = set_hold_timing(true);
+    for v in 0..100 {
+        m.insert(iv(v, v + 3), v).unwrap();
+    }
+    set_hold_timing(was);
+    let timed = m.stats().site(CallSite::Split);
+    assert_eq!(timed.holds, 100);
+    assert!(timed.hold_ns > 0, "{timed:?}");
+    m.insert(iv(0, 1), 1000).unwrap();
+    let after = m.stats().site(CallSite::Split);
+    assert_eq!(after.holds, 101);
+}
+
+#[test]
+fn recorder_sees_each_hold_with_its_lines() {
+    for d in Design::ALL {
+        let m = d.build(&Topology::Os);
+        let resident: Vec<_> = (0..64)
+            .map(|v| m.insert(iv(v, v + 10), v).unwrap())
+            .collect();
+        let events = rmap::trace::record(|| {
+            let _s = set_call_site(CallSite::MmapLink);
+            let h = m.insert(iv(3, 13), 100).unwrap();
+            let _u = set_call_site(CallSite::ExitUnlink);
+            m.remove(h).unwrap();
+            let _w = set_call_site(CallSite::Walk);
+            m.walk(iv(0, 5), &mut |_, _| {});
+        });
+        let writes: Vec<_> = events.iter().filter(|e| e.write).collect();
+        let ins = writes
+            .iter()
+            .find(|e| e.site == CallSite::MmapLink)
+            .unwrap_or_else(|| panic!("{d}: {events:?}"));
+        // Lock word + counters + tree header + the node at least.
+        assert!(ins.lines_written >= 3, "{d}: {ins:?}");
+        assert!(writes.iter().any(|e| e.site == CallSite::ExitUnlink), "{d}");
+        let walk: Vec<_> = events.iter().filter(|e| e.site == CallSite::Walk).collect();
+        assert!(!walk.is_empty(), "{d}");
+        // A walk only reads the tree (it writes the lock word and counters).
+        assert!(walk.iter().all(|e| e.lines_read >= 1), "{d}: {walk:?}");
+        assert!(events.iter().all(|e| e.hold_ns > 0));
+        // Not recording any more: nothing is collected.
+        let none = rmap::trace::record(|| ());
+        assert!(none.is_empty());
+        m.remove_batch(&resident).unwrap();
+    }
+}
+
+#[test]
+fn recorder_is_per_thread_and_nests() {
+    let m = Design::Linux.build(&Topology::Os);
+    let outer = rmap::trace::record(|| {
+        m.insert(iv(0, 1), 1).unwrap();
+        let inner = rmap::trace::record(|| {
+            m.insert(iv(0, 1), 2).unwrap();
+        });
+        assert_eq!(inner.len(), 1);
+        std::thread::scope(|s| {
+            s.spawn(|| m.insert(iv(0, 1), 3).unwrap());
+        });
+        m.insert(iv(0, 1), 4).unwrap();
+    });
+    assert_eq!(outer.len(), 2, "{outer:?}");
+    assert_eq!(m.len(), 4);
+}
+
+#[test]
+fn aspace_central_never_promotes() {
+    let m = rmap::designs::aspace::Aspace::new_central(Topology::Os);
+    m.promote();
+    assert!(!m.is_promoted());
+    assert_eq!(m.design(), Design::AspaceCentral);
+    assert!(!Design::AspaceCentral.is_bound());
+}
+
+#[test]
+fn exclude_is_a_bound_with_a_documented_subset() {
+    assert!(Design::Exclude.is_bound());
+    assert!(Design::ALL.iter().all(|d| !d.is_bound()));
+    assert_eq!("exclude".parse::<Design>().unwrap(), Design::Exclude);
+    assert_eq!(
+        "aspace_central".parse::<Design>().unwrap(),
+        Design::AspaceCentral
+    );
+    let m = Design::Exclude.build(&Topology::Os);
+    let other = Design::Exclude.build(&Topology::Os);
+    let h = m.insert(iv(0, 9), 1).unwrap();
+    let c = m.insert_after(h, iv(0, 9), 2).unwrap();
+    assert_ne!(h, c);
+    let mut out = Vec::new();
+    m.insert_batch(&[(iv(0, 1), 3), (iv(2, 3), 4)], &mut out)
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_ne!(out[0], out[1]);
+    // Bad input is still rejected.
+    let inverted = Interval { first: 5, last: 1 };
+    assert!(matches!(
+        m.insert(inverted, 1),
+        Err(RmapError::InvertedInterval { .. })
+    ));
+    let oh = other.insert(iv(0, 9), 1).unwrap();
+    assert_eq!(m.remove(oh), Err(RmapError::ForeignHandle));
+    assert_eq!(m.remove_batch(&[h, oh]), Err(RmapError::ForeignHandle));
+    m.remove_batch(&[h, c]).unwrap();
+    m.remove(out[0]).unwrap();
+    // It cannot answer a walk, and says so.
+    let mut n = 0;
+    assert_eq!(
+        m.try_walk(Interval::FULL, &mut |_, _| n += 1),
+        Err(RmapError::NotTracked)
+    );
+    m.walk(Interval::FULL, &mut |_, _| n += 1);
+    assert_eq!(n, 0);
+    assert_eq!(m.len(), 0);
+    assert_eq!(m.stats().acquisitions, 0);
+    assert!(RmapError::NotTracked.to_string().contains("cannot answer"));
+    // Every real design answers try_walk.
+    for d in Design::ALL {
+        let m = d.build(&Topology::Os);
+        m.insert(iv(0, 9), 1).unwrap();
+        let mut seen = 0;
+        m.try_walk(Interval::FULL, &mut |_, _| seen += 1).unwrap();
+        assert_eq!(seen, 1, "{d}");
+    }
+}
