@@ -37,8 +37,7 @@ fn shape(mm: &Mm) -> Shape {
 }
 
 struct World {
-    files: Arc<Files>,
-    sleep: Arc<Program>,
+    sleep: LoadPlan,
     search: SearchPath,
     true_plan: LoadPlan,
     libc_index: usize,
@@ -50,9 +49,8 @@ struct World {
 fn world() -> &'static World {
     static W: OnceLock<World> = OnceLock::new();
     W.get_or_init(|| {
-        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
-        let sleep = files.program(Path::new("/bin/sleep")).expect("/bin/sleep");
         let search = SearchPath::default();
+        let sleep = LoadPlan::resolve(Path::new("/bin/sleep"), &search).expect("/bin/sleep");
         let true_plan = LoadPlan::resolve(Path::new("/bin/true"), &search).expect("/bin/true");
         let libc_index = true_plan
             .libs
@@ -60,7 +58,6 @@ fn world() -> &'static World {
             .position(|l| l.path.ends_with("libc.so.6"))
             .expect("true needs libc");
         World {
-            files,
             sleep,
             search,
             libc_index,
@@ -74,16 +71,19 @@ fn world() -> &'static World {
     })
 }
 
-fn check(w: &World, plan: Result<LoadPlan, mm::Error>) {
-    let mm = Mm::new(w.files.clone());
-    mm.exec_program(&w.sleep);
+fn check(w: &World, plan: Result<LoadPlan, mm::Error>, pattern: CallPattern) {
+    // A fresh registry each time: check_invariants walks every registered file.
+    let files = Files::new(Design::Linux, Topology::Os, pattern);
+    let sleep = Program::new(&files, w.sleep.clone()).expect("sleep plans");
+    let mm = Mm::new(files.clone());
+    mm.exec_program(&sleep);
     let before = shape(&mm);
-    let lens: Vec<usize> = w.sleep.files().map(|f| f.rmap().len()).collect();
+    let lens: Vec<usize> = sleep.files().map(|f| f.rmap().len()).collect();
     match plan.and_then(|p| mm.exec_plan(p)) {
         Err(e) => {
             assert!(e.errno() > 0);
             assert_eq!(shape(&mm), before, "failed exec changed the space: {e}");
-            let after: Vec<usize> = w.sleep.files().map(|f| f.rmap().len()).collect();
+            let after: Vec<usize> = sleep.files().map(|f| f.rmap().len()).collect();
             assert_eq!(after, lens, "failed exec changed a reverse map: {e}");
             if let Err(bad) = mm.check_invariants() {
                 panic!("after failed exec ({e}): {bad}");
@@ -96,7 +96,7 @@ fn check(w: &World, plan: Result<LoadPlan, mm::Error>) {
         }
     }
     drop(mm); // exit
-    for f in w.files.all() {
+    for f in files.all() {
         assert!(
             f.rmap().is_empty(),
             "{}: entry left after exit",
@@ -112,7 +112,7 @@ fuzz_target!(|data: &[u8]| {
     // (or the input), the rest zeros: exec reads only headers.
     let plan = ElfImage::parse_prefix(&w.true_path, data, w.true_len.max(data.len() as u64))
         .and_then(|exe| LoadPlan::resolve_image(Arc::new(exe), &w.search));
-    check(w, plan);
+    check(w, plan, CallPattern::PerVma);
     // As the library /bin/true loads.
     let libc_path = w.true_plan.libs[w.libc_index].path.clone();
     let len = w.libc_len.max(data.len() as u64);
@@ -121,5 +121,5 @@ fuzz_target!(|data: &[u8]| {
         p.libs[w.libc_index] = Arc::new(lib);
         p
     });
-    check(w, plan);
+    check(w, plan, CallPattern::Batched);
 });
