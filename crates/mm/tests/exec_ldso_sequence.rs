@@ -301,3 +301,36 @@ fn bin_true_matches_strace() {
 fn ls_matches_strace() {
     compare(&["/bin/ls", "-d", "/"]);
 }
+
+/// `listres` loads libXdmcp, whose segments ask for 2 MiB alignment: ld.so reserves
+/// span + alignment anonymously, maps the file at the aligned address, unmaps both
+/// ends, makes the hole between the segments PROT_NONE, then overlays the data
+/// segment. Skipped when the binary is not installed.
+#[test]
+fn aligned_library_matches_strace() {
+    if !Path::new("/usr/bin/listres").exists() {
+        eprintln!("NOTICE: /usr/bin/listres not installed; not compared");
+        return;
+    }
+    let (model, _) = model("/usr/bin/listres");
+    let xdmcp = model
+        .iter()
+        .find(|(p, _)| p.to_string_lossy().contains("libXdmcp"))
+        .map(|(_, c)| c.clone())
+        .expect("listres needs libXdmcp");
+    // The file's calls (the anonymous reservation and its trimmed ends belong to
+    // no file): a MAP_FIXED map at the aligned address, the holes' PROT_NONE, the
+    // data overlay, RELRO.
+    let kinds: Vec<(&str, bool)> = xdmcp.iter().map(|c| (c.0, c.4)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("mmap", true),
+            ("mprotect", false),
+            ("mmap", true),
+            ("mprotect", false)
+        ],
+        "{xdmcp:?}"
+    );
+    compare(&["/usr/bin/listres", "-help"]);
+}
