@@ -744,3 +744,69 @@ impl Mm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_down_takes_the_highest_gap_that_fits() {
+        let p = Path::new("/x");
+        let mut pl = Planner::default();
+        assert_eq!(
+            pl.top_down(p, PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - PAGE_SIZE
+        );
+        pl.occupy(MMAP_BASE - 4 * PAGE_SIZE, MMAP_BASE);
+        pl.occupy(MMAP_BASE - 10 * PAGE_SIZE, MMAP_BASE - 6 * PAGE_SIZE);
+        // The 2-page hole between them fits 2 pages, not 3.
+        assert_eq!(
+            pl.top_down(p, 2 * PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - 6 * PAGE_SIZE
+        );
+        assert_eq!(
+            pl.top_down(p, 3 * PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - 13 * PAGE_SIZE
+        );
+        assert!(matches!(
+            pl.top_down(p, MMAP_BASE, PAGE_SIZE),
+            Err(Error::BadLayout { .. })
+        ));
+        // Everything below taken: no room at all.
+        pl.occupy(MMAP_MIN_ADDR, MMAP_BASE - 10 * PAGE_SIZE);
+        assert!(pl.top_down(p, PAGE_SIZE, PAGE_SIZE).is_ok()); // the 2-page hole
+        assert!(pl.top_down(p, 3 * PAGE_SIZE, PAGE_SIZE).is_err());
+    }
+
+    #[test]
+    fn big_file_mappings_are_congruent_to_their_offset_mod_2mib() {
+        let p = Path::new("/x");
+        let pl = Planner::default();
+        let at = pl.top_down_file(p, 3 << 20, 0).unwrap();
+        assert_eq!(at % PMD_SIZE, 0);
+        assert!(at + (3 << 20) <= MMAP_BASE);
+        // Offset 1 MiB: the address is 1 MiB past a 2 MiB boundary.
+        let at = pl.top_down_file(p, 4 << 20, 256).unwrap();
+        assert_eq!(at % PMD_SIZE, 1 << 20);
+        // Under 2 MiB: plain top-down.
+        let at = pl.top_down_file(p, 1 << 20, 0).unwrap();
+        assert_eq!(at, MMAP_BASE - (1 << 20));
+    }
+
+    #[test]
+    fn occupy_and_release_keep_ranges_sorted_and_disjoint() {
+        let mut pl = Planner::default();
+        pl.occupy(0x10000, 0x20000);
+        pl.occupy(0x30000, 0x40000);
+        pl.occupy(0x18000, 0x38000);
+        assert_eq!(
+            pl.used,
+            vec![(0x10000, 0x18000), (0x18000, 0x38000), (0x38000, 0x40000)]
+        );
+        assert!(pl.is_covered(0x10000, 0x40000));
+        pl.release(0x20000, 0x30000);
+        assert!(!pl.is_covered(0x10000, 0x40000));
+        assert!(pl.is_free(0x20000, 0x30000));
+        assert!(!pl.is_free(0x1f000, 0x21000));
+    }
+}
