@@ -4,6 +4,10 @@
 //! design is called faster or slower than linux only when the spreads do not overlap
 //! (see [`crate::spread`]). Nothing here claims more than the JSON holds: sentences
 //! about the run are built from what it recorded.
+//!
+//! The plots are hand-written SVG: lines, min-max error bars, an oversubscribed band
+//! and 1-2-5 ticks are a few dozen lines here, fewer than a plotting crate's setup,
+//! and they add no dependency to the build.
 
 use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
 use crate::spread::{show, Spread, Verdict};
@@ -85,6 +89,15 @@ pub fn ablation_label(design: &str, pattern: &str) -> &'static str {
         ("aspace", "batched") => "aspace: grouping + promotion + batching",
         ("exclude", _) => "BOUND: no reverse map at all (cannot walk)",
         _ => "",
+    }
+}
+
+/// The design's name, with " (bound)" for a bound that is not a design.
+fn design_label(x: &Summary) -> String {
+    if x.bound {
+        format!("{} (bound)", x.design)
+    } else {
+        x.design.clone()
     }
 }
 
@@ -190,7 +203,7 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(
                 s,
                 "{:<18} {:<8} {:>3}{}  {:>26} {:>20} {:>8.1} {:>8.1} {:>9.1}% {:>11}",
-                x.design,
+                design_label(x),
                 x.call_pattern,
                 x.threads,
                 if x.oversubscribed { "*" } else { " " },
@@ -769,10 +782,20 @@ pub fn html(r: &Results) -> String {
         .iter()
         .map(|w| format!("<li>{}</li>", esc(workload_sentence(w))))
         .collect();
-    let mut patterns: Vec<(String, String)> = Vec::new();
+    // (pattern, what it did, the designs that ran with it)
+    let mut patterns: Vec<(String, String, Vec<String>)> = Vec::new();
     for x in &r.runs {
-        if !patterns.iter().any(|p| p.0 == x.call_pattern) {
-            patterns.push((x.call_pattern.clone(), x.call_pattern_detail.clone()));
+        match patterns
+            .iter_mut()
+            .find(|p| p.0 == x.call_pattern && p.1 == x.call_pattern_detail)
+        {
+            Some(p) if !p.2.contains(&x.design) => p.2.push(x.design.clone()),
+            Some(_) => {}
+            None => patterns.push((
+                x.call_pattern.clone(),
+                x.call_pattern_detail.clone(),
+                vec![x.design.clone()],
+            )),
         }
     }
     let _ = write!(
@@ -790,7 +813,8 @@ separate axis, listed below, and each row says which one it used. Every figure i
 <code>linux</code> design (the kernel's i_mmap interval tree under one rwsem) with the same call pattern, \
 thread count and repeat; a design is called faster or slower only when the two spreads do not overlap, \
 otherwise it is a tie. Lock holds are counted by the reverse maps; rmap calls by <code>mm</code>. \
-Thread counts above the machine's {cores} cores are oversubscribed (marked *): they measure time-slicing.</p>\
+Thread counts above the machine's {cores} cores are oversubscribed (marked *): they measure time-slicing. \
+Lock hold times were {timing}.</p>\
 <p>Machine: {cpu}, {cores} CPUs, {nodes} NUMA node(s), kernel {kernel}; <code>aspace</code> built from commit \
 <code>{commit}</code>. Binary <code>{bin}</code>, {dur} s per sample, topology {topo}, reclaim walks asked {walk}/s.</p>",
         res = r.runs.first().map_or(0, |x| x.resident),
@@ -806,15 +830,28 @@ Thread counts above the machine's {cores} cores are oversubscribed (marked *): t
         dur = r.config.duration_s,
         topo = esc(&r.config.topology),
         walk = r.config.walk_rate,
+        timing = if r.config.hold_timing {
+            "measured (two clock reads per lock hold, in every design alike)"
+        } else {
+            "not measured (per-site hold times read 0)"
+        },
     );
     o.push_str("<h2>Call patterns</h2>");
     o.push_str(&html_table(
         &patterns
             .iter()
-            .map(|(n, d)| vec![n.clone(), d.clone()])
+            .map(|(n, d, ds)| vec![n.clone(), ds.join(", "), d.clone()])
             .collect::<Vec<_>>(),
-        &["pattern", "what mm did at each call site"],
+        &["pattern", "designs", "what mm did at each call site"],
     ));
+    if patterns.iter().any(|p| p.0 == "legacy") {
+        o.push_str(
+            "<p>legacy: written by an aspace from before the call pattern was an axis; the \
+             descriptions are as that version recorded them, unchecked, and its fork \
+             description was wrong for <code>aspace</code>, which forked with one \
+             <code>insert_after_batch</code> per file. It counted no holds per call site.</p>",
+        );
+    }
     for w in &ws {
         let _ = write!(o, "<h2>{}</h2>{}", esc(w), svg(r, w, false));
         let rows: Vec<Vec<String>> = r
@@ -823,7 +860,7 @@ Thread counts above the machine's {cores} cores are oversubscribed (marked *): t
             .filter(|x| &x.workload == w)
             .map(|x| {
                 vec![
-                    x.design.clone(),
+                    design_label(x),
                     x.call_pattern.clone(),
                     format!("{}{}", x.threads, if x.oversubscribed { "*" } else { "" }),
                     show(&x.ops_per_sec, fmt_rate),

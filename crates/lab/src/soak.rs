@@ -48,6 +48,9 @@ pub struct SoakReport {
     pub threads: usize,
     /// Design names.
     pub designs: Vec<String>,
+    /// The call pattern each design's processes used, in the order of `designs`
+    /// (they alternate, so a soak exercises both).
+    pub call_patterns: Vec<String>,
     /// Base seed.
     pub seed: u64,
     /// Operations done, in all.
@@ -419,6 +422,10 @@ pub fn run(cfg: &SoakConfig, tick: &dyn Fn(f64)) -> SoakReport {
         duration_s: ran,
         threads: cfg.threads,
         designs: cfg.designs.iter().map(|d| d.name().to_owned()).collect(),
+        call_patterns: worlds
+            .iter()
+            .map(|w| w.files.call_pattern().name().to_owned())
+            .collect(),
         seed: cfg.seed,
         ops: ops_by_kind.values().sum(),
         ops_by_kind,
@@ -456,7 +463,12 @@ pub fn text(r: &SoakReport) -> String {
         r.duration_s,
         r.ops as f64 / r.duration_s.max(1e-9),
         r.threads,
-        r.designs.join(",")
+        r.designs
+            .iter()
+            .zip(&r.call_patterns)
+            .map(|(d, p)| format!("{d} ({p})"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let by: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(s, "  by kind: {}", by.join(", "));

@@ -323,6 +323,11 @@ fn short_soak_finds_no_violation_and_reports_memory() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["violations"], 0);
+    assert_eq!(
+        v["call_patterns"],
+        serde_json::json!(["per-vma", "batched", "per-vma"]),
+        "patterns alternate over the designs: {v}"
+    );
     assert!(v["ops"].as_u64().unwrap() > 100, "{v}");
     assert!(v["checks"].as_u64().unwrap() > 0, "{v}");
     for k in ["mmap", "munmap", "mprotect", "fork", "exec", "exit", "walk"] {

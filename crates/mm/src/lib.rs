@@ -351,14 +351,23 @@ impl Mm {
     /// for; `[start, end)` may be wider by merged neighbours) give each reverse-map
     /// call its call site:
     ///
-    /// - a VMA cut by `[start, end)`, its remainders, the changed piece of an
-    ///   mprotect of part of a VMA, a merged neighbour and a VMA merged with one:
-    ///   `Split` (`__split_vma`, `vma_merge`);
-    /// - the other removed VMAs: `ReplaceUnlink` for a map, `ExitUnlink` for an
-    ///   unmap (munmap, brk shrink), `Other` for a protection change;
+    /// - the remainders of a VMA the range cuts, merged neighbours (their removal and
+    ///   the link of what they merge into), and for mprotect the cut VMA and its
+    ///   changed piece: `Split` (`__split_vma`, `vma_merge`);
+    /// - the other removed VMAs, a VMA a map or unmap cuts included: `ReplaceUnlink`
+    ///   for a map, `ExitUnlink` for an unmap (munmap, brk shrink), `Other` for a
+    ///   protection change. Removing a cut VMA stands for the kernel's unlink of the
+    ///   replaced piece after `__split_vma`, and linking its remainders for the split
+    ///   itself, so a `MAP_FIXED` over part of a VMA counts one `ReplaceUnlink`, one
+    ///   `Split` call per remainder and one `MmapLink`, as the kernel's profile does;
     /// - the other added VMAs: `MmapLink` for a map, `Other` for a protection change
     ///   (the model re-links a VMA whose protection changes; Linux does not touch
     ///   `i_mmap` there).
+    ///
+    /// Linux does a split's removal and its two inserts under one lock hold; the
+    /// reverse-map interface has no such call, so a split costs the model one
+    /// `remove_batch` plus one `insert` per piece (per VMA) or one `insert_batch`
+    /// (batched): the same entries touched, more holds.
     fn replace(
         &self,
         st: &mut State,
@@ -405,7 +414,8 @@ impl Mm {
         let old_sites: Vec<CallSite> = old
             .iter()
             .map(|v| {
-                if v.start < start || v.end > end || !inside_core(v.start, v.end) {
+                let cut = v.start < start || v.end > end;
+                if (cut && why == Why::Protect) || (!cut && !inside_core(v.start, v.end)) {
                     CallSite::Split
                 } else {
                     why.unlink_site()

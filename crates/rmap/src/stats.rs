@@ -29,6 +29,7 @@
 //! ```
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::atomic::AtomicU8;
 
 use crossbeam_utils::CachePadded;
@@ -323,8 +324,8 @@ impl LockCounters {
         self.acquired(ctx);
         Held {
             guard,
-            counters: self,
             ctx,
+            counters: PhantomData,
         }
     }
 
@@ -348,7 +349,7 @@ impl LockCounters {
         };
         self.acquired(ctx);
         let start = now_ns();
-        SLOW_STARTS.with(|s| s.borrow_mut().push(start));
+        SLOW_HOLDS.with(|s| s.borrow_mut().push((start, self as *const LockCounters)));
         if ctx & RECORDING != 0 {
             crate::trace::push_pending(crate::trace::LockEvent {
                 map: self.map,
@@ -367,22 +368,8 @@ impl LockCounters {
         }
         Held {
             guard,
-            counters: self,
             ctx,
-        }
-    }
-
-    /// Ends a timed or recorded hold.
-    #[cold]
-    #[inline(never)]
-    fn end_slow(&self, ctx: u8) {
-        let start = SLOW_STARTS.with(|s| s.borrow_mut().pop()).unwrap_or(0);
-        let ns = now_ns().saturating_sub(start);
-        if ctx & TIMING != 0 {
-            self.hold_ns[(ctx & SITE_MASK) as usize].fetch_add(ns, Ordering::Relaxed);
-        }
-        if ctx & RECORDING != 0 {
-            crate::trace::finish_pending(ns);
+            counters: PhantomData,
         }
     }
 
@@ -427,15 +414,41 @@ impl LockCounters {
 /// Derefs to the guard's target.
 pub(crate) struct Held<'a, G> {
     guard: G,
-    counters: &'a LockCounters,
     /// The context byte at acquisition, with the timing bit.
     ctx: u8,
+    /// The counters outlive the hold (a timed hold finds them through
+    /// `SLOW_HOLDS`; the default path needs no pointer, so it stores none).
+    counters: PhantomData<&'a LockCounters>,
 }
 
 thread_local! {
-    /// Start times of this thread's timed or recorded holds, innermost last
-    /// (holds nest: `sharded`'s outer lock, then a shard's).
-    static SLOW_STARTS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Start time and counters of this thread's timed or recorded holds,
+    /// innermost last (holds nest: `sharded`'s outer lock, then a shard's;
+    /// guards drop in reverse order of acquisition).
+    static SLOW_HOLDS: std::cell::RefCell<Vec<(u64, *const LockCounters)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Ends the innermost timed or recorded hold of this thread.
+#[cold]
+#[inline(never)]
+fn end_slow(ctx: u8) {
+    let Some((start, counters)) = SLOW_HOLDS.with(|s| s.borrow_mut().pop()) else {
+        return;
+    };
+    let ns = now_ns().saturating_sub(start);
+    if ctx & TIMING != 0 {
+        // SAFETY: the pointer was pushed by acquire_slow from a
+        // `&'a LockCounters` whose Held<'a, _> is being dropped now: crate
+        // code releases holds last-in, first-out (nested holds by scope,
+        // several shards' guards through `Lifo`), so the entry on top is
+        // this hold's and its counters are still borrowed, hence alive.
+        let c = unsafe { &*counters };
+        c.hold_ns[(ctx & SITE_MASK) as usize].fetch_add(ns, Ordering::Relaxed);
+    }
+    if ctx & RECORDING != 0 {
+        crate::trace::finish_pending(ns);
+    }
 }
 
 impl<G> Held<'_, G> {
@@ -467,7 +480,7 @@ impl<G> Drop for Held<'_, G> {
         // The lock guard drops after this body, so the measured hold ends a
         // few instructions before the release: close enough.
         if self.ctx & (RECORDING | TIMING) != 0 {
-            self.counters.end_slow(self.ctx);
+            end_slow(self.ctx);
         }
     }
 }

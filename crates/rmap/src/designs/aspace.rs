@@ -105,6 +105,7 @@
 use crossbeam_utils::CachePadded;
 
 use super::grouped::GroupTree;
+use super::parts::{resolve_map, resolve_shard, ShardRule, SpreadCpus};
 use super::shardset::{ShardSet, ShardTree};
 use crate::stats::{Held, LockCounters, PaddedCounters};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering, ReadGuard, RwLock, WriteGuard};
@@ -364,18 +365,14 @@ impl Aspace {
 
     #[inline]
     fn my_shard(&self, s: &Shards) -> usize {
-        let cpus = self.topo.cpus().max(1) as u64;
-        let cpu = self.topo.current_cpu() as u64;
-        ((cpu * s.count() as u64) / cpus) as usize
+        SpreadCpus.pick(&self.topo, s.count())
     }
 
+    /// The map part of the resolver, before any lock; the shard part
+    /// depends on the mode.
     #[inline]
     fn check_map(&self, h: Handle) -> Result<(), RmapError> {
-        if h.map() == self.id {
-            Ok(())
-        } else {
-            Err(RmapError::ForeignHandle)
-        }
+        resolve_map(self.id, h)
     }
 }
 
@@ -421,9 +418,7 @@ impl ReverseMap for Aspace {
         self.check_map(parent)?;
         match self.write_mode() {
             Mode::Central(mut g) => {
-                if parent.shard() != 0 {
-                    return Err(RmapError::UnknownHandle);
-                }
+                resolve_shard(parent, 1)?;
                 let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
                 if g.recording() {
                     g.trace_entry(slot);
@@ -439,9 +434,7 @@ impl ReverseMap for Aspace {
         self.check_map(h)?;
         match self.read_mode() {
             Mode::Central(g) => {
-                if h.shard() != 0 {
-                    return Err(RmapError::UnknownHandle);
-                }
+                resolve_shard(h, 1)?;
                 g.check(h.slot(), h.gen())
             }
             Mode::Sharded(s) => s.check(h),
@@ -453,9 +446,7 @@ impl ReverseMap for Aspace {
         self.check_map(h)?;
         match self.write_mode() {
             Mode::Central(mut g) => {
-                if h.shard() != 0 {
-                    return Err(RmapError::UnknownHandle);
-                }
+                resolve_shard(h, 1)?;
                 g.check(h.slot(), h.gen())?;
                 if g.recording() {
                     g.trace_entry(h.slot());
@@ -503,9 +494,7 @@ impl ReverseMap for Aspace {
         match self.write_mode() {
             Mode::Central(mut g) => {
                 for &(parent, _, _) in items {
-                    if parent.shard() != 0 {
-                        return Err(RmapError::UnknownHandle);
-                    }
+                    resolve_shard(parent, 1)?;
                     g.check(parent.slot(), parent.gen())?;
                 }
                 out.reserve(items.len());
@@ -526,9 +515,7 @@ impl ReverseMap for Aspace {
         match self.write_mode() {
             Mode::Central(mut g) => {
                 for h in handles {
-                    if h.shard() != 0 {
-                        return Err(RmapError::UnknownHandle);
-                    }
+                    resolve_shard(*h, 1)?;
                     g.check(h.slot(), h.gen())?;
                 }
                 for h in handles {

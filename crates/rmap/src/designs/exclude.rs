@@ -7,7 +7,7 @@
 //! truncate, `unmap_mapping_range`). It shows how fast exec/fork/exit churn
 //! could be if the reverse map cost nothing; no real design can beat it.
 //!
-//! # Contract (a documented subset of [`ReverseMap`](crate::ReverseMap))
+//! # Contract (a documented subset of [`ReverseMap`])
 //!
 //! * Inserts validate their interval and return a fresh handle; they store
 //!   nothing and write nothing shared (the handle's number comes from a

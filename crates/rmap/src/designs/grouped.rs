@@ -220,6 +220,8 @@ impl super::shardset::ShardTree for GroupTree {
         self.t.reserve(n)
     }
 
+    #[cold]
+    #[inline(never)]
     fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         let n = self.t.node(slot);

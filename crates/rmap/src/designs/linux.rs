@@ -22,35 +22,21 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::single::single_tree_map;
+use super::parts::{Composed, One, SingleLock};
 use super::VmaTree;
-use crate::stats::{LockCounters, PaddedCounters};
-use crate::sync::RwLock;
-use crate::Design;
+use crate::{Design, Topology};
+
+/// The lock word on its own line; the padded tree header starts on the next.
+type Core = SingleLock<CachePadded<VmaTree>, One>;
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct Linux {
-    /// The lock word on its own line; the padded tree header starts on the next.
-    inner: CachePadded<RwLock<CachePadded<VmaTree>>>,
-    counters: PaddedCounters,
-    id: u32,
-}
+pub struct Linux(Core);
 
 impl Linux {
     /// An empty map.
     pub fn new() -> Self {
-        let id = crate::next_map_id();
-        Linux {
-            inner: CachePadded::new(RwLock::new(CachePadded::new(VmaTree::new()))),
-            counters: CachePadded::new(LockCounters::new(id, 0)),
-            id,
-        }
-    }
-
-    #[inline]
-    fn lock(&self) -> &RwLock<CachePadded<VmaTree>> {
-        &self.inner
+        Linux(SingleLock::new(Design::Linux, Topology::Os))
     }
 }
 
@@ -60,4 +46,10 @@ impl Default for Linux {
     }
 }
 
-single_tree_map!(Linux, Design::Linux);
+impl Composed for Linux {
+    type Core = Core;
+    #[inline]
+    fn core(&self) -> &Core {
+        &self.0
+    }
+}

@@ -22,37 +22,18 @@
 //! The struct (lock + tree header on one 128-byte padded line, counters on
 //! another) plus 48 bytes per arena slot (capacity).
 
-use crossbeam_utils::CachePadded;
-
-use super::single::single_tree_map;
+use super::parts::{Composed, One, SingleLock};
 use super::VmaTree;
-use crate::stats::{LockCounters, PaddedCounters};
-use crate::sync::RwLock;
-use crate::Design;
+use crate::{Design, Topology};
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct LinuxSharedLine {
-    /// Lock word and tree header (root, arena pointer, free list) together.
-    inner: CachePadded<RwLock<VmaTree>>,
-    counters: PaddedCounters,
-    id: u32,
-}
+pub struct LinuxSharedLine(SingleLock<VmaTree, One>);
 
 impl LinuxSharedLine {
     /// An empty map.
     pub fn new() -> Self {
-        let id = crate::next_map_id();
-        LinuxSharedLine {
-            inner: CachePadded::new(RwLock::new(VmaTree::new())),
-            counters: CachePadded::new(LockCounters::new(id, 0)),
-            id,
-        }
-    }
-
-    #[inline]
-    fn lock(&self) -> &RwLock<VmaTree> {
-        &self.inner
+        LinuxSharedLine(SingleLock::new(Design::LinuxSharedLine, Topology::Os))
     }
 }
 
@@ -62,4 +43,10 @@ impl Default for LinuxSharedLine {
     }
 }
 
-single_tree_map!(LinuxSharedLine, Design::LinuxSharedLine);
+impl Composed for LinuxSharedLine {
+    type Core = SingleLock<VmaTree, One>;
+    #[inline]
+    fn core(&self) -> &Self::Core {
+        &self.0
+    }
+}

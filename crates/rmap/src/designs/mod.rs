@@ -1,5 +1,22 @@
-//! One module per design. Shared here: `VmaTree`, the interval tree of
-//! VMAs that every Linux-derived design uses (one tree node per entry).
+//! One module per design, each built from shared parts (the private
+//! `parts` module): a tree (`VmaTree` here, the interval tree of VMAs with
+//! one node per entry, or the group tree of `aspace`), a locking policy
+//! (one lock over one or more trees; one lock per shard, with or without an
+//! inverted outer lock; `aspace`'s promotion from the first to the second),
+//! a thread-to-shard rule (none, the NUMA node, groups of 8 CPUs, CPUs
+//! spread over the shards) and one handle resolver. A design module holds
+//! its documentation and names its composition:
+//!
+//! | design | trees | locking | thread -> shard |
+//! |---|---|---|---|
+//! | `linux_shared_line` | one `VmaTree`, header beside the lock word | one lock | - |
+//! | `linux` | one `VmaTree`, header on the next line | one lock | - |
+//! | `numa_split` | one `VmaTree` per node | one lock | node |
+//! | `numa_locks` | one `VmaTree` per node | one lock per shard | node |
+//! | `sharded` | one `VmaTree` per 8 CPUs | inverted outer lock + one per shard | cpu / 8 |
+//! | `aspace` | group tree | one lock, promoted to one per shard | cpu * shards / cpus |
+//! | `aspace_central` | group tree | one lock, never promoted | - |
+//! | `exclude` | none | none | - |
 
 pub mod aspace;
 pub mod exclude;
@@ -8,12 +25,12 @@ pub mod linux;
 pub mod linux_shared_line;
 pub mod numa_locks;
 pub mod numa_split;
+mod parts;
 pub mod sharded;
 pub(crate) mod shardset;
-mod single;
 
 use crate::interval_tree::IntervalTree;
-use crate::{Handle, Interval, RmapError, VmaId};
+use crate::{Interval, RmapError, VmaId};
 
 /// One interval tree of VMAs, one node per entry (the kernel's `i_mmap`).
 #[derive(Debug, Default)]
@@ -102,6 +119,8 @@ impl VmaTree {
 
     /// For the event recorder: the header and the live node `slot` written,
     /// its parent written, the rest of the path from the root read.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         trace_path(&self.t, slot);
@@ -124,17 +143,6 @@ pub(crate) fn trace_path<P: Copy>(t: &IntervalTree<P>, slot: u32) {
         first = false;
         p = t.parent_of(p);
     }
-}
-
-/// Removes a batch from one tree: validate all, then remove all.
-pub(crate) fn tree_remove_batch(t: &mut VmaTree, handles: &[Handle]) -> Result<(), RmapError> {
-    for h in handles {
-        t.check(h.slot(), h.gen())?;
-    }
-    for h in handles {
-        t.remove_checked(h.slot());
-    }
-    Ok(())
 }
 
 #[cfg(all(test, not(loom)))]

@@ -25,117 +25,28 @@
 //! The struct, one 128-byte padded shard (lock, counters, tree header) per
 //! node, and 48 bytes per arena slot.
 
-use super::shardset::ShardSet;
-use super::VmaTree;
-use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
+use super::parts::{ByNode, Composed, NoOuter, Partitioned};
+use crate::{Design, Topology};
+
+/// One lock per node, no outer lock.
+type Core = Partitioned<NoOuter, ByNode>;
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct NumaLocks {
-    shards: ShardSet<VmaTree>,
-    topo: Topology,
-    id: u32,
-}
+pub struct NumaLocks(Core);
 
 impl NumaLocks {
     /// An empty map with one shard per node of `topo`.
     pub fn new(topo: Topology) -> Self {
-        let id = crate::next_map_id();
-        NumaLocks {
-            shards: ShardSet::new(id, topo.nodes().max(1) as usize),
-            topo,
-            id,
-        }
+        let n = topo.nodes().max(1) as usize;
+        NumaLocks(Partitioned::new(Design::NumaLocks, topo, n))
     }
 }
 
-impl ReverseMap for NumaLocks {
-    fn design(&self) -> Design {
-        Design::NumaLocks
-    }
-
-    fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        Ok(self
-            .shards
-            .insert(self.id, self.topo.current_node() as usize, iv, vma))
-    }
-
-    fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        if parent.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        self.shards.insert_after(parent, iv, vma)
-    }
-
-    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        if h.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        self.shards.check(h)
-    }
-
-    fn insert_after_batch(
-        &self,
-        items: &[(Handle, Interval, VmaId)],
-        out: &mut Vec<Handle>,
-    ) -> Result<(), RmapError> {
-        for &(p, iv, _) in items {
-            iv.validate()?;
-            if p.map() != self.id {
-                return Err(RmapError::ForeignHandle);
-            }
-        }
-        self.shards.insert_after_batch(items, out)
-    }
-
-    fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        if h.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        self.shards.remove(h)
-    }
-
-    fn insert_batch(
-        &self,
-        items: &[(Interval, VmaId)],
-        out: &mut Vec<Handle>,
-    ) -> Result<(), RmapError> {
-        crate::precheck_items(items)?;
-        self.shards
-            .insert_batch(self.id, self.topo.current_node() as usize, items, out);
-        Ok(())
-    }
-
-    fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::precheck_batch(self.id, handles)?;
-        self.shards.remove_batch(handles)
-    }
-
-    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first <= range.last {
-            self.shards.walk_stable(range, f);
-        }
-    }
-
-    fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first <= range.last {
-            self.shards.walk_each(range, f);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.shards.len()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.shards.heap_bytes()
-    }
-
-    fn stats(&self) -> LockStats {
-        let mut s = LockStats::default();
-        self.shards.add_stats(&mut s);
-        s
+impl Composed for NumaLocks {
+    type Core = Core;
+    #[inline]
+    fn core(&self) -> &Core {
+        &self.0
     }
 }

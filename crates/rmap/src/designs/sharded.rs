@@ -29,46 +29,24 @@
 //! The struct (outer lock and its counters on one padded line), one
 //! 128-byte padded shard per 8 CPUs, and 48 bytes per arena slot.
 
-use crossbeam_utils::CachePadded;
-
-use super::shardset::ShardSet;
-use super::VmaTree;
-use crate::stats::LockCounters;
-use crate::sync::RwLock;
-use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
+use super::parts::{ByCpuGroup, Composed, InvertedRw, Partitioned};
+use crate::{Design, Handle, Interval, RmapError, Topology, VmaId};
 
 /// CPUs per shard.
 pub const CPUS_PER_SHARD: u32 = 8;
 
-#[derive(Debug)]
-struct Outer {
-    lock: RwLock<()>,
-    counters: LockCounters,
-}
+/// One lock per 8 CPUs under an inverted outer rwlock.
+type Core = Partitioned<InvertedRw, ByCpuGroup<CPUS_PER_SHARD>>;
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct Sharded {
-    outer: CachePadded<Outer>,
-    shards: ShardSet<VmaTree>,
-    topo: Topology,
-    id: u32,
-}
+pub struct Sharded(Core);
 
 impl Sharded {
     /// An empty map with `ceil(cpus / 8)` shards.
     pub fn new(topo: Topology) -> Self {
         let n = topo.cpus().div_ceil(CPUS_PER_SHARD).max(1) as usize;
-        let id = crate::next_map_id();
-        Sharded {
-            outer: CachePadded::new(Outer {
-                lock: RwLock::new(()),
-                counters: LockCounters::new(id, u32::MAX),
-            }),
-            shards: ShardSet::new(id, n),
-            topo,
-            id,
-        }
+        Sharded(Partitioned::new(Design::Sharded, topo, n))
     }
 
     /// Inserts into shard `shard % shards` regardless of the calling CPU
@@ -80,110 +58,14 @@ impl Sharded {
         iv: Interval,
         vma: VmaId,
     ) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        let _o = self.outer.counters.read(&self.outer.lock);
-        Ok(self.shards.insert(self.id, shard, iv, vma))
-    }
-
-    #[inline]
-    fn my_shard(&self) -> usize {
-        (self.topo.current_cpu() / CPUS_PER_SHARD) as usize
+        self.0.insert_on_shard(shard, iv, vma)
     }
 }
 
-impl ReverseMap for Sharded {
-    fn design(&self) -> Design {
-        Design::Sharded
-    }
-
-    fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        let _o = self.outer.counters.read(&self.outer.lock);
-        Ok(self.shards.insert(self.id, self.my_shard(), iv, vma))
-    }
-
-    fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        let iv = iv.validate()?;
-        if parent.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        let _o = self.outer.counters.read(&self.outer.lock);
-        self.shards.insert_after(parent, iv, vma)
-    }
-
-    fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        if h.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        self.shards.check(h)
-    }
-
-    fn insert_after_batch(
-        &self,
-        items: &[(Handle, Interval, VmaId)],
-        out: &mut Vec<Handle>,
-    ) -> Result<(), RmapError> {
-        for &(p, iv, _) in items {
-            iv.validate()?;
-            if p.map() != self.id {
-                return Err(RmapError::ForeignHandle);
-            }
-        }
-        let _o = self.outer.counters.read(&self.outer.lock);
-        self.shards.insert_after_batch(items, out)
-    }
-
-    fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        if h.map() != self.id {
-            return Err(RmapError::ForeignHandle);
-        }
-        let _o = self.outer.counters.read(&self.outer.lock);
-        self.shards.remove(h)
-    }
-
-    fn insert_batch(
-        &self,
-        items: &[(Interval, VmaId)],
-        out: &mut Vec<Handle>,
-    ) -> Result<(), RmapError> {
-        crate::precheck_items(items)?;
-        let _o = self.outer.counters.read(&self.outer.lock);
-        self.shards
-            .insert_batch(self.id, self.my_shard(), items, out);
-        Ok(())
-    }
-
-    fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::precheck_batch(self.id, handles)?;
-        let _o = self.outer.counters.read(&self.outer.lock);
-        self.shards.remove_batch(handles)
-    }
-
-    fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first <= range.last {
-            let _o = self.outer.counters.write(&self.outer.lock);
-            self.shards.walk_excluded(range, f);
-        }
-    }
-
-    fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        if range.first <= range.last {
-            self.shards.walk_each(range, f);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.shards.len()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.shards.heap_bytes()
-    }
-
-    fn stats(&self) -> LockStats {
-        let mut s = LockStats::default();
-        s.add(&self.outer.counters);
-        self.shards.add_stats(&mut s);
-        s
+impl Composed for Sharded {
+    type Core = Core;
+    #[inline]
+    fn core(&self) -> &Core {
+        &self.0
     }
 }

@@ -84,6 +84,29 @@ impl ShardTree for super::VmaTree {
     }
 }
 
+/// Guards of several locks, released in the reverse order of acquisition
+/// (the hold-timing stack in `stats` pairs holds last-in, first-out).
+pub(crate) struct Lifo<G>(Vec<G>);
+
+impl<G> std::ops::Deref for Lifo<G> {
+    type Target = Vec<G>;
+    fn deref(&self) -> &Vec<G> {
+        &self.0
+    }
+}
+
+impl<G> std::ops::DerefMut for Lifo<G> {
+    fn deref_mut(&mut self) -> &mut Vec<G> {
+        &mut self.0
+    }
+}
+
+impl<G> Drop for Lifo<G> {
+    fn drop(&mut self) {
+        while self.0.pop().is_some() {}
+    }
+}
+
 /// One shard: lock word, counters and tree header on one padded line.
 #[derive(Debug)]
 pub(crate) struct Shard<T> {
@@ -254,18 +277,18 @@ impl<T: ShardTree> ShardSet<T> {
     fn lock_shards(
         &self,
         shards: impl Iterator<Item = u32>,
-    ) -> (Vec<u32>, Vec<Held<'_, WriteGuard<'_, T>>>) {
+    ) -> (Vec<u32>, Lifo<Held<'_, WriteGuard<'_, T>>>) {
         let mut ids: Vec<u32> = shards.collect();
         ids.sort_unstable();
         ids.dedup();
-        let guards = ids
+        let guards: Vec<_> = ids
             .iter()
             .map(|&s| {
                 let sh = &self.shards[s as usize];
                 sh.counters.write(&sh.lock)
             })
             .collect();
-        (ids, guards)
+        (ids, Lifo(guards))
     }
 
     /// `insert_after` for every item (map ids already checked), each in its
@@ -301,12 +324,13 @@ impl<T: ShardTree> ShardSet<T> {
     /// Stable walk: read-locks every shard in ascending order, holds them
     /// all, walks, releases.
     pub(crate) fn walk_stable(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        let guards: Vec<_> = self
-            .shards
-            .iter()
-            .map(|sh| sh.counters.read(&sh.lock))
-            .collect();
-        for g in &guards {
+        let guards = Lifo(
+            self.shards
+                .iter()
+                .map(|sh| sh.counters.read(&sh.lock))
+                .collect(),
+        );
+        for g in guards.iter() {
             g.walk(range, f);
         }
     }
