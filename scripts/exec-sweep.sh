@@ -2,6 +2,8 @@
 # The model's exec against the real kernel + ld.so, binary by binary.
 #
 #   scripts/exec-sweep.sh [--all | N [SEED]]      (default: a sample of 60, seed 1)
+#   SWEEP_STATIC=1 scripts/exec-sweep.sh --all    (static and static-pie ones too;
+#                                                  SWEEP_STATIC=only: only those)
 #
 # Takes every dynamically linked ELF executable in /usr/bin and /usr/sbin (all of
 # them with --all, else a fixed-seed sample of N), runs each under gdb with ASLR off
@@ -28,10 +30,13 @@ command -v python3 >/dev/null || { echo "exec-sweep.sh: needs python3" >&2; exit
 cargo build --release -q -p aspace-mm --example exec_maps
 model_bin=target/release/examples/exec_maps
 
-# Dynamically linked ELF executables (a PT_INTERP), one per inode.
+# Dynamically linked ELF executables (a PT_INTERP), one per inode; with
+# SWEEP_STATIC=1 also those without one (static, static-pie).
 python3 - "$mode" "$seed" > "$out/binaries.txt" <<'EOF'
 import os, random, struct, sys
 mode, seed = sys.argv[1], int(sys.argv[2])
+want_static = os.environ.get("SWEEP_STATIC") in ("1", "only")
+only_static = os.environ.get("SWEEP_STATIC") == "only"
 seen, found = set(), []
 for d in ("/usr/bin", "/usr/sbin"):
     for name in sorted(os.listdir(d)):
@@ -48,7 +53,9 @@ for d in ("/usr/bin", "/usr/sbin"):
                 phnum, = struct.unpack_from("<H", h, 56)
                 f.seek(phoff)
                 ph = f.read(56 * phnum)
-            if any(struct.unpack_from("<I", ph, 56 * i)[0] == 3 for i in range(phnum)):
+            interp = any(struct.unpack_from("<I", ph, 56 * i)[0] == 3 for i in range(phnum))
+            etype, = struct.unpack_from("<H", h, 16)
+            if (interp and not only_static) or (want_static and not interp and etype in (2, 3)):
                 seen.add(st.st_ino)
                 found.append(p)
         except (OSError, struct.error):
@@ -67,8 +74,10 @@ entry = None
 for l in gdb.execute("info auxv", to_string=True).splitlines():
     if "AT_ENTRY" in l:
         entry = int(l.split()[-1], 16)
-gdb.execute("tbreak *%#x" % entry, to_string=True)
-gdb.execute("continue", to_string=True)
+# A static-pie (or ld.so run directly) starts at its entry point: nothing to run.
+if gdb.selected_frame().pc() != entry:
+    gdb.execute("tbreak *%#x" % entry, to_string=True)
+    gdb.execute("continue", to_string=True)
 pid = gdb.selected_inferior().pid
 print("@@MAPS")
 print(open("/proc/%d/maps" % pid).read(), end="")
