@@ -15,7 +15,7 @@
 //!
 //! # What is replayed (kernel 6.18, glibc 2.36, x86-64, ASLR off)
 //! 1. The kernel: the `[stack]`; the executable: an `ET_EXEC` at its link addresses,
-//!    a PIE (with `PT_INTERP`) at [`layout::ELF_ET_DYN_BASE_RAW`] rounded down to its
+//!    a PIE (with `PT_INTERP`) at [`crate::layout::ELF_ET_DYN_BASE_RAW`] rounded down to its
 //!    largest `p_align`, a static-pie or ld.so run directly top-down in the mmap area.
 //!    An `ET_DYN` object's first segment is mapped over the whole span and the rest
 //!    unmapped (`elf_map` with `total_size`), then each further segment mapped at its
@@ -23,7 +23,7 @@
 //!    file page is anonymous memory. Then the brk (right after the executable's bss,
 //!    or at `ELF_ET_DYN_BASE` for an `ET_DYN` with no interpreter), the interpreter
 //!    (placed like a static-pie), and the vvar/vdso pages, top-down.
-//! 2. The model's initial `[heap]` ([`layout::HEAP_INITIAL`] at the brk): what a
+//! 2. The model's initial `[heap]` ([`crate::layout::HEAP_INITIAL`] at the brk): what a
 //!    process has after its first `malloc` (not part of exec proper).
 //! 3. ld.so, for a dynamically linked program: one anonymous 8 KiB page pair (its
 //!    first allocation), then, before the first library it looks up in its cache,
