@@ -294,6 +294,9 @@ impl ElfImage {
         let mut first_vaddr = None;
         for ph in phdrs {
             match ph.p_type(endian) {
+                // A PT_LOAD of no bytes in memory maps nothing (ld.so skips its
+                // overlay and bss); it would only make empty ranges.
+                elf::PT_LOAD if ph.p_memsz(endian) == 0 && ph.p_filesz(endian) == 0 => {}
                 elf::PT_LOAD => {
                     segments.push(load_segment(path, src.len(), endian, ph)?);
                     first_vaddr.get_or_insert(ph.p_vaddr(endian));

@@ -331,7 +331,12 @@ impl Planner {
         }
     }
 
+    /// Records a map of `[s, e)`; an empty range maps nothing (callers check spans,
+    /// this keeps an empty VMA out of the tree whatever they missed).
     fn map(&mut self, s: u64, e: u64, prot: Prot, backing: Backing, fixed: bool, caller: Caller) {
+        if s >= e {
+            return;
+        }
         self.occupy(s, e);
         self.steps.push(ExecStep::Map {
             start: s,
@@ -590,6 +595,9 @@ impl Planner {
         let first = img.segments[0];
         let last = *img.segments.last().expect("parse checked: a PT_LOAD");
         let span = img.span();
+        if span == 0 {
+            return Err(Self::bad(path, "segments span no memory"));
+        }
         let align = img.max_align;
         let start = if align <= PAGE_SIZE {
             let at = self.top_down_file(path, span, first.pgoff)?;

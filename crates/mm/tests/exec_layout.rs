@@ -417,3 +417,83 @@ fn pie_alignment_holes_and_static_pie_placement() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// PT_LOADs with no bytes in memory (p_filesz = p_memsz = 0; the mm_exec fuzz target
+/// found one that made an empty reservation and panicked in the replay, see
+/// `fuzz_found_empty_load_as_libc`): every PT_LOAD emptied, one among others, and
+/// the only one, as the program and as libc: a clean error or a valid image.
+#[test]
+fn zero_size_pt_loads_map_nothing() {
+    let (files, mm) = old_image(Design::Linux);
+    let (data, loads) = true_bytes();
+    let base = true_plan();
+    let li = base
+        .libs
+        .iter()
+        .position(|l| l.path.ends_with("libc.so.6"))
+        .unwrap();
+    let libc_path = base.libs[li].path.clone();
+    let mut all = data.clone();
+    for &o in &loads {
+        all[o + 32..o + 48].fill(0); // p_filesz, p_memsz
+    }
+    let mut one = data.clone();
+    one[loads[1] + 32..loads[1] + 48].fill(0);
+    // A single PT_LOAD (the others made PT_NULL), empty.
+    let mut single = all.clone();
+    for &o in &loads[1..] {
+        single[o..o + 4].fill(0);
+    }
+    let phoff = u64::from_le_bytes(data[32..40].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(data[56..58].try_into().unwrap()) as usize;
+    for o in (0..phnum).map(|i| phoff + 56 * i) {
+        if single[o..o + 4] == 0x6474_e552u32.to_le_bytes() {
+            single[o..o + 4].fill(0); // no PT_GNU_RELRO either
+        }
+    }
+    for (what, d) in [
+        ("every PT_LOAD empty", &all),
+        ("one PT_LOAD empty", &one),
+        ("the only PT_LOAD empty", &single),
+    ] {
+        try_exec(&files, &mm, plan_with_exe(d), what);
+        let plan = ElfImage::parse(&libc_path, d).map(|lib| {
+            let mut p = base.clone();
+            p.libs[li] = Arc::new(lib);
+            p
+        });
+        if try_exec(&files, &mm, plan, what) {
+            mm.exec(Path::new("/bin/sleep")).unwrap();
+        }
+    }
+    let e = plan_with_exe(&all).unwrap_err();
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+}
+
+/// The mm_exec fuzz target's input itself (3.7 KB, as libc: a file as long as libc
+/// whose first bytes these are).
+#[test]
+fn fuzz_found_empty_load_as_libc() {
+    let (files, mm) = old_image(Design::Linux);
+    let d = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz-exec-empty-load.elf"),
+    )
+    .unwrap();
+    let base = true_plan();
+    let li = base
+        .libs
+        .iter()
+        .position(|l| l.path.ends_with("libc.so.6"))
+        .unwrap();
+    let path = base.libs[li].path.clone();
+    let len = std::fs::metadata(&path).unwrap().len().max(d.len() as u64);
+    let plan = ElfImage::parse_prefix(&path, &d, len).map(|lib| {
+        let mut p = base.clone();
+        p.libs[li] = Arc::new(lib);
+        p
+    });
+    try_exec(&files, &mm, plan, "fuzz input as libc");
+    let exe = ElfImage::parse_prefix(&std::fs::canonicalize("/bin/true").unwrap(), &d, len)
+        .and_then(|e| LoadPlan::resolve_image(Arc::new(e), &SearchPath::default()));
+    try_exec(&files, &mm, exe, "fuzz input as the program");
+}
