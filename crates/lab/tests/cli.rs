@@ -156,10 +156,10 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
                 (holds("fork_insert_after") - calls(p, "insert_after")).abs() < 1e-9,
                 "{p}"
             );
-            assert!(
-                (holds("mmap_link") - calls(p, "insert")).abs() < 1e-9,
-                "{p}"
-            );
+            // exec replays ld.so's calls: an insert is a link on mmap, or the
+            // remainder of a VMA an overlay or an mprotect cut (a split).
+            assert!(holds("mmap_link") > 0.0, "{p}");
+            assert!(holds("mmap_link") <= calls(p, "insert") + 1e-9, "{p}");
             assert_eq!(holds("other"), 0.0, "{p}");
             assert!(
                 site(p, "mmap_link")["mean_hold_ns"].as_f64().unwrap() > 0.0,

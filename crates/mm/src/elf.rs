@@ -1,14 +1,22 @@
 //! The ELF side of `exec`: what the kernel's loader and ld.so read from a file.
 //!
-//! [`ElfImage::load`] reads one file's program headers (with the `object` crate) into
-//! page-aligned [`Segment`]s, its `PT_INTERP`, its `PT_GNU_RELRO` range and its
-//! `DT_NEEDED` / `DT_RUNPATH` / `DT_RPATH` entries. [`LoadPlan::resolve`] then does what
-//! ld.so does before it maps anything: find every needed library, breadth-first, each
-//! once, in the standard search path.
+//! [`ElfImage::load`] reads one file's program headers (with the `object` crate's
+//! header types) into page-aligned [`Segment`]s, its `PT_INTERP`, its `PT_GNU_RELRO`
+//! range and its `DT_NEEDED` / `DT_RUNPATH` / `DT_RPATH` entries. Library search and
+//! the load plan (what ld.so does before it maps anything) live in [`crate::ldso`] and
+//! are re-exported here.
 //!
 //! Everything here is plain data: an image is immutable once built, `Send + Sync`, and
-//! costs a few hundred bytes plus its strings. Reading a file costs one `read` of the
-//! whole file (the page cache makes that cheap for system libraries).
+//! costs a few hundred bytes plus its strings.
+//!
+//! # Bounded reads
+//! `load` never reads a whole file. It checks first that the path names a regular file
+//! (a FIFO, device, socket or directory is refused with [`Error::NotRegular`], EACCES,
+//! as execve and ld.so refuse it, without opening it for reading), then reads only the
+//! ELF header, the program header table (at most [`MAX_PHDR_BYTES`], the kernel's
+//! limit), `PT_INTERP` (at most `PATH_MAX`), `PT_DYNAMIC` (at most [`MAX_DYNAMIC_BYTES`])
+//! and the dynamic string table (at most [`MAX_DYNSTR_BYTES`]). So a huge file costs at
+//! most a few MiB of memory and a file of any size is answered at once.
 //!
 //! Bad input never panics: a non-ELF file, a truncated one, a 32-bit or foreign one,
 //! or a missing library each give an [`Error`] with the errno ld.so or execve would give.
@@ -19,19 +27,20 @@ use crate::PAGE_SIZE;
 use object::elf;
 use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _};
 use object::Endianness;
-use std::collections::{HashSet, VecDeque};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-/// Directories ld.so searches after `DT_RPATH` / `DT_RUNPATH`, in its order, on
-/// Debian x86-64 (multiarch first).
-pub const DEFAULT_LIB_DIRS: [&str; 5] = [
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib64",
-    "/lib",
-    "/usr/lib",
-];
+pub use crate::ldso::{LoadPlan, SearchPath, DEFAULT_LIB_DIRS};
+
+/// The largest program header table accepted, in bytes (the kernel's limit in
+/// `elf_read_phdrs`).
+pub const MAX_PHDR_BYTES: u64 = 65536;
+/// The largest `PT_DYNAMIC` segment read, in bytes.
+pub const MAX_DYNAMIC_BYTES: u64 = 1 << 20;
+/// The largest dynamic string table read, in bytes.
+pub const MAX_DYNSTR_BYTES: u64 = 16 << 20;
+/// `PATH_MAX`: the longest `PT_INTERP` the kernel accepts, NUL included.
+pub const PATH_MAX: u64 = 4096;
 
 /// Whether a file is a fixed-address executable or position independent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +74,11 @@ impl Segment {
     pub fn bss_len(&self) -> u64 {
         self.mem_len - self.file_len
     }
+
+    /// One past the last byte of the segment in memory (page aligned).
+    pub fn end(&self) -> u64 {
+        self.vaddr + self.mem_len
+    }
 }
 
 /// What one ELF file tells the loaders. Immutable; share it with `Arc`.
@@ -74,13 +88,23 @@ pub struct ElfImage {
     pub path: PathBuf,
     /// `ET_EXEC` or `ET_DYN`.
     pub kind: ElfKind,
-    /// `PT_LOAD` segments in file order.
+    /// `PT_LOAD` segments in file order (checked: sorted, not overlapping, every
+    /// address below 2^63).
     pub segments: Vec<Segment>,
+    /// The unaligned `p_vaddr` of the first `PT_LOAD` (the kernel computes a PIE's
+    /// load bias from it).
+    pub first_vaddr: u64,
+    /// The largest power-of-two `p_align` of the `PT_LOAD`s, at least the page size
+    /// (the kernel aligns a PIE's base to it).
+    pub max_align: u64,
     /// The page-aligned `[start, end)` link-address range ld.so makes read-only after
     /// relocation (`PT_GNU_RELRO`, start rounded down, end rounded down), if non-empty.
     pub relro: Option<(u64, u64)>,
     /// `PT_INTERP`, the program interpreter (ld.so), if any.
     pub interp: Option<String>,
+    /// Whether the file has a `PT_DYNAMIC` segment (a static-pie has one, a static
+    /// non-PIE binary does not).
+    pub has_dynamic: bool,
     /// `DT_NEEDED` names, in order.
     pub needed: Vec<String>,
     /// `DT_RUNPATH` directories (after `$ORIGIN` substitution).
@@ -100,42 +124,122 @@ fn align_up(x: u64) -> Option<u64> {
     Some(x.checked_add(PAGE_SIZE - 1)? & !(PAGE_SIZE - 1))
 }
 
+/// Where the bytes come from: a slice in memory, or an open regular file read in
+/// bounded pieces.
+enum Source<'a> {
+    /// The file's first bytes and its length; bytes past the slice read as zeros.
+    Mem(&'a [u8], u64),
+    File(&'a std::fs::File, u64),
+}
+
+impl Source<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Mem(_, len) | Source::File(_, len) => *len,
+        }
+    }
+
+    /// `len` bytes at `off`, or `None` when the range is not inside the file.
+    fn read(&self, off: u64, len: u64) -> Option<Cow<'_, [u8]>> {
+        let end = off.checked_add(len)?;
+        if end > self.len() {
+            return None;
+        }
+        match self {
+            Source::Mem(d, _) if end <= d.len() as u64 => {
+                Some(Cow::Borrowed(&d[off as usize..end as usize]))
+            }
+            Source::Mem(d, _) => {
+                let mut buf = vec![0; usize::try_from(len).ok()?];
+                if let Some(have) = d.get(off as usize..) {
+                    buf[..have.len()].copy_from_slice(have);
+                }
+                Some(Cow::Owned(buf))
+            }
+            Source::File(f, _) => {
+                use std::os::unix::fs::FileExt as _;
+                let mut buf = vec![0; usize::try_from(len).ok()?];
+                f.read_exact_at(&mut buf, off).ok()?;
+                Some(Cow::Owned(buf))
+            }
+        }
+    }
+}
+
+/// `O_NONBLOCK` (x86-64 Linux): opening a FIFO that raced our type check must not wait
+/// for a writer.
+const O_NONBLOCK: i32 = 0o4000;
+
+/// Opens `path` for reading if it is a regular file; anything else is
+/// [`Error::NotRegular`] (EACCES), checked before the open and again on the open file.
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let not_regular = || Error::NotRegular {
+        path: path.to_path_buf(),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| Error::from_io(path, &e))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::from_io(path, &e))?;
+    let meta = f.metadata().map_err(|e| Error::from_io(path, &e))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok((f, meta.len()))
+}
+
 impl ElfImage {
-    /// Reads and parses the file at `path`. The image's `path` is the canonical one.
+    /// Reads and parses the file at `path` (bounded reads; see the module docs). The
+    /// image's `path` is the canonical one.
     pub fn load(path: &Path) -> Result<ElfImage, Error> {
         let canon = std::fs::canonicalize(path).map_err(|e| Error::from_io(path, &e))?;
-        let data = std::fs::read(&canon).map_err(|e| Error::from_io(path, &e))?;
-        ElfImage::parse(&canon, &data)
+        let (file, len) = open_regular(&canon)?;
+        ElfImage::parse_from(&canon, &Source::File(&file, len))
     }
 
     /// Parses an ELF file already in memory; `path` is recorded as is and used for
     /// `$ORIGIN`.
     pub fn parse(path: &Path, data: &[u8]) -> Result<ElfImage, Error> {
+        ElfImage::parse_from(path, &Source::Mem(data, data.len() as u64))
+    }
+
+    /// Parses a file of `file_len` bytes of which `prefix` is the start (the rest
+    /// reads as zeros): for fuzzing the headers of a big file without its body. A
+    /// `prefix` longer than `file_len` is cut to it.
+    pub fn parse_prefix(path: &Path, prefix: &[u8], file_len: u64) -> Result<ElfImage, Error> {
+        let cut = &prefix[..prefix
+            .len()
+            .min(usize::try_from(file_len).unwrap_or(usize::MAX))];
+        ElfImage::parse_from(path, &Source::Mem(cut, file_len))
+    }
+
+    fn parse_from(path: &Path, src: &Source<'_>) -> Result<ElfImage, Error> {
         let p = || path.to_path_buf();
-        if data.len() < 4 || data[..4] != elf::ELFMAG {
+        let ident = src.read(0, src.len().min(5)).unwrap_or_default();
+        if ident.len() < 4 || ident[..4] != elf::ELFMAG {
             return Err(Error::NotElf { path: p() });
         }
-        if data.len() < 5 || data[4] != elf::ELFCLASS64 {
+        if ident.len() < 5 || ident[4] != elf::ELFCLASS64 {
             return Err(Error::Unsupported {
                 path: p(),
                 what: "not a 64-bit ELF file",
             });
         }
-        let hdr = match elf::FileHeader64::<Endianness>::parse(data) {
-            Ok(h) => h,
-            Err(_) if data.len() < std::mem::size_of::<elf::FileHeader64<Endianness>>() => {
-                return Err(Error::Truncated {
-                    path: p(),
-                    what: "file header",
-                })
-            }
-            Err(_) => {
-                return Err(Error::Malformed {
-                    path: p(),
-                    what: "bad ELF identification bytes",
-                })
-            }
-        };
+        let hsize = std::mem::size_of::<elf::FileHeader64<Endianness>>() as u64;
+        let hbytes = src.read(0, hsize).ok_or(Error::Truncated {
+            path: p(),
+            what: "file header",
+        })?;
+        let hdr =
+            elf::FileHeader64::<Endianness>::parse(&*hbytes).map_err(|_| Error::Malformed {
+                path: p(),
+                what: "bad ELF identification bytes",
+            })?;
         let endian = hdr.endian().map_err(|_| Error::Malformed {
             path: p(),
             what: "bad endianness byte",
@@ -156,8 +260,27 @@ impl ElfImage {
                 })
             }
         };
-        let phdrs = hdr
-            .program_headers(endian, data)
+        let phsize = std::mem::size_of::<elf::ProgramHeader64<Endianness>>() as u64;
+        if u64::from(hdr.e_phentsize(endian)) != phsize {
+            return Err(Error::Malformed {
+                path: p(),
+                what: "e_phentsize is not the size of a program header",
+            });
+        }
+        let table = u64::from(hdr.e_phnum(endian)) * phsize;
+        if table == 0 || table > MAX_PHDR_BYTES {
+            return Err(Error::Malformed {
+                path: p(),
+                what: "program header table empty or over 64 KiB",
+            });
+        }
+        let pbytes = src
+            .read(hdr.e_phoff(endian), table)
+            .ok_or(Error::Truncated {
+                path: p(),
+                what: "program header table",
+            })?;
+        let phdrs: &[elf::ProgramHeader64<Endianness>] = object::pod::slice_from_all_bytes(&pbytes)
             .map_err(|_| Error::Truncated {
                 path: p(),
                 what: "program header table",
@@ -166,10 +289,22 @@ impl ElfImage {
         let mut segments = Vec::new();
         let mut relro = None;
         let mut interp = None;
-        let mut dynamic = None;
+        let mut dynamic: Option<(u64, u64)> = None;
+        let mut max_align = PAGE_SIZE;
+        let mut first_vaddr = None;
         for ph in phdrs {
             match ph.p_type(endian) {
-                elf::PT_LOAD => segments.push(load_segment(path, data, endian, ph)?),
+                // A PT_LOAD of no bytes in memory maps nothing (ld.so skips its
+                // overlay and bss); it would only make empty ranges.
+                elf::PT_LOAD if ph.p_memsz(endian) == 0 && ph.p_filesz(endian) == 0 => {}
+                elf::PT_LOAD => {
+                    segments.push(load_segment(path, src.len(), endian, ph)?);
+                    first_vaddr.get_or_insert(ph.p_vaddr(endian));
+                    let a = ph.p_align(endian);
+                    if a.is_power_of_two() {
+                        max_align = max_align.max(a);
+                    }
+                }
                 elf::PT_GNU_RELRO => {
                     let start = ph.p_vaddr(endian);
                     let end = start
@@ -181,26 +316,35 @@ impl ElfImage {
                     let (s, e) = (align_down(start), align_down(end));
                     relro = (e > s).then_some((s, e));
                 }
-                elf::PT_INTERP => {
-                    let bytes = ph
-                        .interpreter(endian, data)
-                        .map_err(|_| Error::Truncated {
+                elf::PT_INTERP if interp.is_none() => {
+                    let len = ph.p_filesz(endian);
+                    if !(2..=PATH_MAX).contains(&len) {
+                        return Err(Error::Malformed {
                             path: p(),
-                            what: "PT_INTERP",
-                        })?
-                        .unwrap_or_default();
-                    let s = std::str::from_utf8(bytes).map_err(|_| Error::Malformed {
+                            what: "PT_INTERP shorter than 2 bytes or longer than PATH_MAX",
+                        });
+                    }
+                    let bytes = src.read(ph.p_offset(endian), len).ok_or(Error::Truncated {
+                        path: p(),
+                        what: "PT_INTERP",
+                    })?;
+                    let nul = bytes.iter().position(|&b| b == 0).ok_or(Error::Malformed {
+                        path: p(),
+                        what: "PT_INTERP is not NUL-terminated",
+                    })?;
+                    let s = std::str::from_utf8(&bytes[..nul]).map_err(|_| Error::Malformed {
                         path: p(),
                         what: "PT_INTERP is not UTF-8",
                     })?;
+                    if s.is_empty() {
+                        return Err(Error::Malformed {
+                            path: p(),
+                            what: "PT_INTERP is empty",
+                        });
+                    }
                     interp = Some(s.to_owned());
                 }
-                elf::PT_DYNAMIC => {
-                    dynamic = ph.dynamic(endian, data).map_err(|_| Error::Truncated {
-                        path: p(),
-                        what: "PT_DYNAMIC",
-                    })?;
-                }
+                elf::PT_DYNAMIC => dynamic = Some((ph.p_offset(endian), ph.p_filesz(endian))),
                 _ => {}
             }
         }
@@ -211,7 +355,7 @@ impl ElfImage {
             });
         }
         for w in segments.windows(2) {
-            if w[1].vaddr < w[0].vaddr + w[0].mem_len {
+            if w[1].vaddr < w[0].end() {
                 return Err(Error::Malformed {
                     path: p(),
                     what: "PT_LOAD segments overlap or are out of order",
@@ -220,7 +364,24 @@ impl ElfImage {
         }
 
         let (mut needed, mut runpath, mut rpath) = (Vec::new(), Vec::new(), Vec::new());
-        if let Some(dyns) = dynamic {
+        if let Some((off, len)) = dynamic {
+            let truncated = Error::Truncated {
+                path: p(),
+                what: "PT_DYNAMIC",
+            };
+            if len > MAX_DYNAMIC_BYTES {
+                return Err(Error::Malformed {
+                    path: p(),
+                    what: "PT_DYNAMIC over 1 MiB",
+                });
+            }
+            let dsize = std::mem::size_of::<elf::Dyn64<Endianness>>() as u64;
+            let dbytes = src.read(off, len - len % dsize).ok_or(truncated)?;
+            let dyns: &[elf::Dyn64<Endianness>] = object::pod::slice_from_all_bytes(&dbytes)
+                .map_err(|_| Error::Truncated {
+                    path: p(),
+                    what: "PT_DYNAMIC",
+                })?;
             let mut strtab = None;
             let mut strsz = None;
             for d in dyns {
@@ -232,10 +393,8 @@ impl ElfImage {
                 }
             }
             let table = match (strtab, strsz) {
-                (Some(addr), Some(size)) => {
-                    string_table(path, data, &segments_raw(data, endian, hdr)?, addr, size)?
-                }
-                _ => &[][..],
+                (Some(addr), Some(size)) => string_table(path, src, phdrs, endian, addr, size)?,
+                _ => Cow::Borrowed(&[][..]),
             };
             let origin = path
                 .parent()
@@ -253,7 +412,7 @@ impl ElfImage {
                     continue;
                 }
                 let off = usize::try_from(d.d_val(endian)).unwrap_or(usize::MAX);
-                let s = c_str_at(table, off).ok_or(Error::Malformed {
+                let s = c_str_at(&table, off).ok_or(Error::Malformed {
                     path: p(),
                     what: "dynamic string out of the string table",
                 })?;
@@ -269,12 +428,15 @@ impl ElfImage {
             path: path.to_path_buf(),
             kind,
             segments,
+            first_vaddr: first_vaddr.unwrap_or(0),
+            max_align,
             relro,
             interp,
+            has_dynamic: dynamic.is_some(),
             needed,
             runpath,
             rpath,
-            file_pages: (data.len() as u64).div_ceil(PAGE_SIZE),
+            file_pages: src.len().div_ceil(PAGE_SIZE),
         })
     }
 
@@ -286,49 +448,45 @@ impl ElfImage {
             .segments
             .last()
             .expect("at least one segment, checked in parse");
-        last.vaddr + last.mem_len - first
+        last.end() - first
     }
 }
 
-/// The raw (file offset, vaddr, filesz) of every PT_LOAD, to translate a dynamic
-/// address into a file offset.
-fn segments_raw(
-    data: &[u8],
-    endian: Endianness,
-    hdr: &elf::FileHeader64<Endianness>,
-) -> Result<Vec<(u64, u64, u64)>, Error> {
-    let phdrs = hdr.program_headers(endian, data).unwrap_or(&[]);
-    Ok(phdrs
-        .iter()
-        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
-        .map(|ph| (ph.p_offset(endian), ph.p_vaddr(endian), ph.p_filesz(endian)))
-        .collect())
-}
-
-fn string_table<'d>(
+/// The dynamic string table at link address `addr`, translated to a file offset
+/// through the `PT_LOAD` that holds it.
+fn string_table<'s>(
     path: &Path,
-    data: &'d [u8],
-    loads: &[(u64, u64, u64)],
+    src: &'s Source<'_>,
+    phdrs: &[elf::ProgramHeader64<Endianness>],
+    endian: Endianness,
     addr: u64,
     size: u64,
-) -> Result<&'d [u8], Error> {
+) -> Result<Cow<'s, [u8]>, Error> {
     let bad = || Error::Malformed {
         path: path.to_path_buf(),
         what: "DT_STRTAB is outside every PT_LOAD",
     };
-    let &(off, vaddr, _) = loads
-        .iter()
-        .find(|&&(_, v, fsz)| addr >= v && addr.saturating_add(size) <= v.saturating_add(fsz))
-        .ok_or_else(bad)?;
-    let start = usize::try_from(addr - vaddr + off).map_err(|_| bad())?;
-    let end = start.checked_add(usize::try_from(size).map_err(|_| bad())?);
-    match end {
-        Some(end) if end <= data.len() => Ok(&data[start..end]),
-        _ => Err(Error::Truncated {
+    if size > MAX_DYNSTR_BYTES {
+        return Err(Error::Malformed {
             path: path.to_path_buf(),
-            what: "dynamic string table",
-        }),
+            what: "dynamic string table over 16 MiB",
+        });
     }
+    let ph = phdrs
+        .iter()
+        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
+        .find(|ph| {
+            let (v, fsz) = (ph.p_vaddr(endian), ph.p_filesz(endian));
+            addr >= v && addr.saturating_add(size) <= v.saturating_add(fsz)
+        })
+        .ok_or_else(bad)?;
+    let off = (addr - ph.p_vaddr(endian))
+        .checked_add(ph.p_offset(endian))
+        .ok_or_else(bad)?;
+    src.read(off, size).ok_or(Error::Truncated {
+        path: path.to_path_buf(),
+        what: "dynamic string table",
+    })
 }
 
 fn c_str_at(table: &[u8], off: usize) -> Option<&str> {
@@ -346,7 +504,7 @@ fn split_path(s: &str, origin: &str) -> Vec<String> {
 
 fn load_segment(
     path: &Path,
-    data: &[u8],
+    file_len: u64,
     endian: Endianness,
     ph: &elf::ProgramHeader64<Endianness>,
 ) -> Result<Segment, Error> {
@@ -366,7 +524,7 @@ fn load_segment(
         ));
     }
     match offset.checked_add(filesz) {
-        Some(end) if end <= data.len() as u64 => {}
+        Some(end) if end <= file_len => {}
         Some(_) => {
             return Err(Error::Truncated {
                 path: path.to_path_buf(),
@@ -377,6 +535,9 @@ fn load_segment(
     }
     let overflow = || bad("PT_LOAD address range overflows");
     let end = vaddr.checked_add(memsz).ok_or_else(overflow)?;
+    if end > crate::layout::TASK_SIZE {
+        return Err(bad("PT_LOAD beyond the user address space"));
+    }
     let mem_len = align_up(end).ok_or_else(overflow)? - align_down(vaddr);
     let file_len = if filesz == 0 {
         0
@@ -395,115 +556,6 @@ fn load_segment(
             exec: f & elf::PF_X != 0,
         },
     })
-}
-
-/// Where ld.so looks for a `DT_NEEDED` name that has no `/` in it.
-#[derive(Clone, Debug)]
-pub struct SearchPath {
-    /// Searched after `DT_RPATH`/`DT_RUNPATH`, like ld.so's trusted directories.
-    pub default_dirs: Vec<PathBuf>,
-    /// Searched before the object's own `DT_RUNPATH`, like `LD_LIBRARY_PATH` (empty
-    /// by default: the model does not read the environment).
-    pub library_path: Vec<PathBuf>,
-}
-
-impl Default for SearchPath {
-    fn default() -> Self {
-        SearchPath {
-            default_dirs: DEFAULT_LIB_DIRS.iter().map(PathBuf::from).collect(),
-            library_path: Vec::new(),
-        }
-    }
-}
-
-impl SearchPath {
-    /// Finds and loads `name` as needed by `by`, the way ld.so does: a name with a `/`
-    /// is a path; otherwise `DT_RPATH` (only when there is no `DT_RUNPATH`), the
-    /// library path, `DT_RUNPATH`, then the default directories. A candidate that exists
-    /// but is not a 64-bit x86-64 ELF object is skipped, as ld.so skips it.
-    pub fn find(&self, name: &str, by: &ElfImage) -> Result<Arc<ElfImage>, Error> {
-        if name.contains('/') {
-            return ElfImage::load(Path::new(name)).map(Arc::new);
-        }
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        if by.runpath.is_empty() {
-            dirs.extend(by.rpath.iter().map(PathBuf::from));
-        }
-        dirs.extend(self.library_path.iter().cloned());
-        dirs.extend(by.runpath.iter().map(PathBuf::from));
-        dirs.extend(self.default_dirs.iter().cloned());
-        for dir in dirs {
-            let candidate = dir.join(name);
-            match ElfImage::load(&candidate) {
-                Ok(img) => return Ok(Arc::new(img)),
-                // Missing here, or the wrong kind of file: ld.so goes on searching.
-                Err(_) => continue,
-            }
-        }
-        Err(Error::LibraryNotFound {
-            name: name.to_owned(),
-            needed_by: by.path.clone(),
-        })
-    }
-}
-
-/// Everything one `exec` maps: the program, its interpreter, and every library it needs
-/// transitively, in the order ld.so loads them (breadth-first over `DT_NEEDED`, each
-/// library once).
-#[derive(Clone, Debug)]
-pub struct LoadPlan {
-    /// The executable.
-    pub exe: Arc<ElfImage>,
-    /// Its `PT_INTERP`, if it has one.
-    pub interp: Option<Arc<ElfImage>>,
-    /// The libraries in load order, not counting the interpreter.
-    pub libs: Vec<Arc<ElfImage>>,
-}
-
-impl LoadPlan {
-    /// Reads `path` and resolves its interpreter and libraries with `search`.
-    ///
-    /// Fails like execve (missing or bad executable or interpreter) or ld.so (missing
-    /// library). Cost: one file read per object.
-    pub fn resolve(path: &Path, search: &SearchPath) -> Result<LoadPlan, Error> {
-        let exe = Arc::new(ElfImage::load(path)?);
-        let interp = match &exe.interp {
-            Some(i) => Some(Arc::new(ElfImage::load(Path::new(i))?)),
-            None => None,
-        };
-        // ld.so knows itself under its SONAME; its path is enough for the model.
-        let mut seen: HashSet<PathBuf> = HashSet::new();
-        let mut seen_names: HashSet<String> = HashSet::new();
-        seen.insert(exe.path.clone());
-        if let Some(i) = &interp {
-            seen.insert(i.path.clone());
-            if let Some(n) = i.path.file_name() {
-                seen_names.insert(n.to_string_lossy().into_owned());
-            }
-        }
-        let mut libs = Vec::new();
-        let mut queue: VecDeque<Arc<ElfImage>> = VecDeque::from([exe.clone()]);
-        while let Some(obj) = queue.pop_front() {
-            for name in &obj.needed {
-                if !seen_names.insert(name.clone()) {
-                    continue;
-                }
-                let lib = search.find(name, &obj)?;
-                if seen.insert(lib.path.clone()) {
-                    libs.push(lib.clone());
-                    queue.push_back(lib);
-                }
-            }
-        }
-        Ok(LoadPlan { exe, interp, libs })
-    }
-
-    /// The executable, the interpreter, then the libraries.
-    pub fn objects(&self) -> impl Iterator<Item = &Arc<ElfImage>> {
-        std::iter::once(&self.exe)
-            .chain(self.interp.iter())
-            .chain(self.libs.iter())
-    }
 }
 
 #[cfg(test)]
@@ -532,21 +584,6 @@ mod tests {
         assert!(img.segments.iter().any(|s| s.prot.write && !s.prot.exec));
         let (rs, re) = img.relro.expect("Debian builds with -z relro");
         assert!(rs < re && rs % PAGE_SIZE == 0 && re % PAGE_SIZE == 0);
-    }
-
-    #[test]
-    fn plan_of_sleep_loads_libc_once() {
-        let plan = LoadPlan::resolve(Path::new("/bin/sleep"), &SearchPath::default()).unwrap();
-        let libc: Vec<_> = plan
-            .libs
-            .iter()
-            .filter(|l| l.path.file_name().unwrap() == "libc.so.6")
-            .collect();
-        assert_eq!(libc.len(), 1);
-        let interp = plan.interp.as_ref().unwrap();
-        assert!(plan.libs.iter().all(|l| l.path != interp.path));
-        let paths: HashSet<_> = plan.objects().map(|o| o.path.clone()).collect();
-        assert_eq!(paths.len(), plan.objects().count(), "each object once");
     }
 
     #[test]

@@ -39,6 +39,22 @@ pub enum Error {
         /// What the OS said.
         kind: std::io::ErrorKind,
     },
+    /// The path names a FIFO, device, socket or directory, not a regular file
+    /// (`EACCES`, as execve and ld.so answer); refused before it is opened for reading.
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The new image does not fit the address space: a segment below `mmap_min_addr`
+    /// or past `TASK_SIZE`, load-bias arithmetic that wraps, objects that overlap, or
+    /// no room left (`ENOMEM`, as the kernel's or ld.so's `mmap` fails). Raised before
+    /// the old image is touched.
+    BadLayout {
+        /// The file whose placement failed.
+        path: PathBuf,
+        /// What is wrong.
+        what: &'static str,
+    },
     /// The file does not start with the ELF magic bytes (`ENOEXEC`).
     NotElf {
         /// The file.
@@ -118,7 +134,8 @@ impl Error {
             | Error::Unsupported { .. }
             | Error::Malformed { .. } => ENOEXEC,
             Error::Invalid { .. } => EINVAL,
-            Error::NoSpace { .. } | Error::NotMapped { .. } => ENOMEM,
+            Error::NoSpace { .. } | Error::NotMapped { .. } | Error::BadLayout { .. } => ENOMEM,
+            Error::NotRegular { .. } => EACCES,
             Error::Fault { .. } => EFAULT,
         }
     }
@@ -142,6 +159,12 @@ impl fmt::Display for Error {
         match self {
             Error::NotFound { path } => write!(f, "{}: no such file (ENOENT)", path.display()),
             Error::Io { path, kind } => write!(f, "{}: cannot read: {kind}", path.display()),
+            Error::NotRegular { path } => {
+                write!(f, "{}: not a regular file (EACCES)", path.display())
+            }
+            Error::BadLayout { path, what } => {
+                write!(f, "{}: cannot be placed: {what} (ENOMEM)", path.display())
+            }
             Error::NotElf { path } => {
                 write!(f, "{}: not an ELF file (ENOEXEC)", path.display())
             }

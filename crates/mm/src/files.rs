@@ -1,7 +1,8 @@
 //! The file registry: every file any process maps, each with its reverse map.
 
-use crate::elf::{ElfImage, LoadPlan, SearchPath};
+use crate::elf::{LoadPlan, SearchPath};
 use crate::error::Error;
+use crate::exec::Program;
 use crate::PAGE_SIZE;
 use parking_lot::Mutex;
 use rmap::{Design, LockStats, ReverseMap, Topology};
@@ -139,27 +140,6 @@ impl std::str::FromStr for CallPattern {
     }
 }
 
-/// An executable with its interpreter and libraries resolved and registered: what
-/// [`crate::Mm::exec_program`] maps. Immutable; cheap to share.
-#[derive(Debug)]
-pub struct Program {
-    pub(crate) plan: LoadPlan,
-    /// (image, file) pairs in mapping order: executable, interpreter, libraries.
-    pub(crate) objects: Vec<(Arc<ElfImage>, Arc<File>)>,
-}
-
-impl Program {
-    /// The resolved load plan.
-    pub fn plan(&self) -> &LoadPlan {
-        &self.plan
-    }
-
-    /// The files in mapping order: executable, interpreter, then libraries.
-    pub fn files(&self) -> impl Iterator<Item = &Arc<File>> {
-        self.objects.iter().map(|(_, f)| f)
-    }
-}
-
 /// The registry of files (the model's page cache and dentry cache), shared by every
 /// process of one experiment, all of one rmap [`Design`].
 ///
@@ -227,20 +207,14 @@ impl Files {
     }
 
     /// The program at `path` with its interpreter and libraries resolved (as ld.so
-    /// would) and registered; cached per path.
+    /// would), registered, and its exec planned and checked (see [`Program::new`]);
+    /// cached per path.
     pub fn program(&self, path: &Path) -> Result<Arc<Program>, Error> {
         if let Some(p) = self.programs.lock().get(path) {
             return Ok(p.clone());
         }
         let plan = LoadPlan::resolve(path, &self.search)?;
-        let objects = plan
-            .objects()
-            .map(|img| {
-                let file = self.register(&img.path, img.file_pages);
-                (img.clone(), file)
-            })
-            .collect();
-        let prog = Arc::new(Program { plan, objects });
+        let prog = Arc::new(Program::new(self, plan)?);
         self.programs
             .lock()
             .insert(path.to_path_buf(), prog.clone());

@@ -4,10 +4,13 @@
 //!
 //! - [`Mm`]: one process. `mmap` (top-down gap search, `MAP_FIXED` replaces),
 //!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
-//!   `exec` (the kernel's ELF loader plus ld.so), `fork`, `exit`, `page_fault`.
+//!   `exec` (the kernel's ELF loader plus ld.so's call sequence, planned and checked
+//!   before the old image is touched: [`exec`]), `fork`, `exit`, `page_fault`.
 //! - [`Files`]: the registry of files, each with its reverse map of the design chosen
 //!   for the run, shared by every process of an experiment.
-//! - [`elf`]: reading program headers and resolving libraries as ld.so does.
+//! - [`elf`]: reading program headers (bounded reads, regular files only).
+//! - [`ldso`]: resolving libraries as ld.so does (`LD_LIBRARY_PATH`, `DT_RPATH`,
+//!   `DT_RUNPATH`, `/etc/ld.so.cache`, glibc-hwcaps, system directories).
 //!
 //! Every failing operation returns an errno-like [`Error`] and leaves the address
 //! space exactly as it was.
@@ -26,19 +29,21 @@
 
 pub mod elf;
 pub mod error;
+pub mod exec;
 pub mod files;
+pub mod ldso;
 pub mod vma;
 
 pub use error::Error;
-pub use files::{CallPattern, File, Files, Program};
+pub use exec::{Caller, ExecStep, Program};
+pub use files::{CallPattern, File, Files};
+pub use ldso::Linkage;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
-use elf::ElfKind;
 use maple::MapleTree;
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
@@ -59,8 +64,13 @@ pub mod layout {
     /// One past the highest address top-down mmap placement uses (below the stack and
     /// its gap).
     pub const MMAP_BASE: u64 = 0x7fff_f7ff_f000;
-    /// Where a PIE executable is loaded (`ELF_ET_DYN_BASE`).
+    /// Where a PIE executable with 4 KiB alignment is loaded (`ELF_ET_DYN_BASE`
+    /// rounded down to a page).
     pub const ELF_ET_DYN_BASE: u64 = 0x5555_5555_4000;
+    /// The kernel's `ELF_ET_DYN_BASE` (2/3 of `TASK_SIZE`, not page aligned): a PIE's
+    /// base is this rounded down to its largest `p_align`; a static-pie's brk starts at
+    /// it rounded up to a page.
+    pub const ELF_ET_DYN_BASE_RAW: u64 = 0x5555_5555_4aaa;
     /// The `[heap]` a process has after its first malloc (132 KiB).
     pub const HEAP_INITIAL: u64 = 0x21000;
     /// Pages of vvar data, then pages of vdso code.
@@ -655,75 +665,6 @@ impl Mm {
         new
     }
 
-    /// `execve(path)`: resolves the program (as the kernel and ld.so would) through the
-    /// registry, then replaces this address space with it (see [`Mm::exec_program`]).
-    /// A missing or bad executable, interpreter or library fails before anything
-    /// changes.
-    pub fn exec(&self, path: &Path) -> Result<(), Error> {
-        let prog = self.files.program(path)?;
-        self.exec_program(&prog);
-        Ok(())
-    }
-
-    /// Replaces this address space with `prog`: the old VMAs are unlinked (exit's
-    /// unlink, see [`CallPattern`]), then, in the kernel's and ld.so's order: the stack,
-    /// the executable's `PT_LOAD`s (PIE at [`layout::ELF_ET_DYN_BASE`]) with their bss,
-    /// the heap, the interpreter, the vvar/vdso pages, and each library, top-down. Each
-    /// object's VMAs are the final ones after ld.so's RELRO `mprotect` (the RELRO piece
-    /// is its own read-only VMA), and are linked with the registry's [`CallPattern`].
-    pub fn exec_program(&self, prog: &Program) {
-        let mut st = self.state.lock();
-        self.teardown(&mut st);
-        let stack = anon(STACK_TOP - STACK_SIZE, STACK_TOP, Prot::RW, AnonKind::Stack);
-        self.place(&mut st, vec![stack], Why::Map);
-        let vdso_after = usize::from(prog.plan.interp.is_some());
-        for (i, (img, file)) in prog.objects.iter().enumerate() {
-            let base = if i == 0 {
-                match img.kind {
-                    ElfKind::Exec => 0,
-                    ElfKind::Dyn => ELF_ET_DYN_BASE,
-                }
-            } else {
-                let Ok(at) = self
-                    .tree
-                    .empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, img.span())
-                else {
-                    continue; // No room: ld.so would fail; the model maps what fits.
-                };
-                at
-            };
-            let bias = base.wrapping_sub(if i == 0 && img.kind == ElfKind::Exec {
-                0
-            } else {
-                img.segments[0].vaddr
-            });
-            let vmas = object_vmas(img, file, bias);
-            if !vmas.is_empty() {
-                self.place(&mut st, vmas, Why::Map);
-            }
-            if i == 0 {
-                let last = img.segments[img.segments.len() - 1];
-                let brk = align_up(bias.wrapping_add(last.vaddr + last.mem_len)).unwrap_or(0);
-                st.brk_start = brk;
-                st.brk = brk;
-                if brk + HEAP_INITIAL <= MMAP_BASE {
-                    let heap = anon(brk, brk + HEAP_INITIAL, Prot::RW, AnonKind::Heap);
-                    self.place(&mut st, vec![heap], Why::Map);
-                    st.brk = brk + HEAP_INITIAL;
-                }
-            }
-            if i == vdso_after {
-                let size = (VVAR_PAGES + VDSO_PAGES) * PAGE_SIZE;
-                if let Ok(at) = self.tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, size) {
-                    let mid = at + VVAR_PAGES * PAGE_SIZE;
-                    let vvar = anon(at, mid, Prot::R, AnonKind::Vvar);
-                    let vdso = anon(mid, at + size, Prot::RX, AnonKind::Vdso);
-                    self.place(&mut st, vec![vvar, vdso], Why::Map);
-                }
-            }
-        }
-    }
-
     /// `fork()`: a child with a copy of this address space. The tree is copied with
     /// the maple tree's `dup`; then each file VMA is linked into its file's map right
     /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
@@ -845,7 +786,7 @@ impl Mm {
     }
 
     /// Checks the model's invariants: VMAs sorted, page aligned, inside the user
-    /// address space, non-overlapping, no two adjacent ones mergeable, anonymous VMAs
+    /// address space (at or above `mmap_min_addr`, below `TASK_SIZE`), non-overlapping, no two adjacent ones mergeable, anonymous VMAs
     /// unlinked, and each file VMA in its own file's reverse map exactly once with its
     /// interval, and in no other file's map (no stray or duplicated entry of this
     /// process anywhere). Takes the mmap lock and walks every file's map; O(entries).
@@ -869,6 +810,7 @@ impl Mm {
                 || v.start % PAGE_SIZE != 0
                 || v.end % PAGE_SIZE != 0
                 || v.end > TASK_SIZE
+                || v.start < MMAP_MIN_ADDR
             {
                 return Err(format!("bad VMA [{:#x}, {:#x})", v.start, v.end));
             }
@@ -1024,64 +966,4 @@ fn group_by_file<'a>(
         .into_iter()
         .map(|((f, _), v)| (f, v))
         .collect()
-}
-
-/// The final VMAs of one ELF object loaded at `bias`: each segment's file part (with
-/// ld.so's PROT_NONE over holes between segments and its RELRO piece made read-only)
-/// and its anonymous bss, merged where Linux would merge them.
-fn object_vmas(img: &elf::ElfImage, file: &Arc<File>, bias: u64) -> Vec<Vma> {
-    let mut out: Vec<Vma> = Vec::new();
-    let first = img.segments[0];
-    let fvma = |start: u64, end: u64, prot: Prot, pgoff: u64, account: bool| Vma {
-        start: bias.wrapping_add(start),
-        end: bias.wrapping_add(end),
-        prot,
-        flags: VmFlags {
-            shared: false,
-            account,
-        },
-        backing: Backing::File {
-            file: file.clone(),
-            pgoff,
-        },
-        link: None,
-    };
-    let mut prev_end = first.vaddr;
-    for seg in &img.segments {
-        if seg.vaddr > prev_end {
-            // ld.so reserves the whole span with the first segment's file mapping and
-            // makes the holes PROT_NONE.
-            let pgoff = first.pgoff + (prev_end - first.vaddr) / PAGE_SIZE;
-            out.push(fvma(prev_end, seg.vaddr, Prot::NONE, pgoff, false));
-        }
-        let account = seg.prot.write;
-        let (fs, fe) = (seg.vaddr, seg.vaddr + seg.file_len);
-        let mut cuts = vec![fs];
-        if let Some((rs, re)) = img.relro {
-            for c in [rs, re] {
-                if c > fs && c < fe {
-                    cuts.push(c);
-                }
-            }
-        }
-        cuts.push(fe);
-        for w in cuts.windows(2) {
-            if w[0] >= w[1] {
-                continue;
-            }
-            let in_relro = img.relro.is_some_and(|(rs, re)| w[0] >= rs && w[1] <= re);
-            let prot = if in_relro { Prot::R } else { seg.prot };
-            let pgoff = seg.pgoff + (w[0] - fs) / PAGE_SIZE;
-            out.push(fvma(w[0], w[1], prot, pgoff, account));
-        }
-        if seg.bss_len() > 0 {
-            let mut b = anon(fe, seg.vaddr + seg.mem_len, seg.prot, AnonKind::Plain);
-            b.start = bias.wrapping_add(b.start);
-            b.end = bias.wrapping_add(b.end);
-            out.push(b);
-        }
-        prev_end = seg.vaddr + seg.mem_len;
-    }
-    merge_adjacent(&mut out);
-    out
 }

@@ -19,6 +19,22 @@ use std::time::{Duration, Instant};
 /// (pgoff in pages, length in pages, protection, shared) of one mapping.
 type Piece = (u64, u64, Prot, bool);
 
+/// File path -> the `[start, end)` of each of its mappings, in address order.
+fn file_ranges(text: &str) -> BTreeMap<String, Vec<(u64, u64)>> {
+    let mut out: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || !f[5].starts_with('/') {
+            continue;
+        }
+        let (s, e) = f[0].split_once('-').expect("range");
+        let s = u64::from_str_radix(s, 16).unwrap();
+        let e = u64::from_str_radix(e, 16).unwrap();
+        out.entry(f[5..].join(" ")).or_default().push((s, e));
+    }
+    out
+}
+
 /// File path -> its pieces in address order.
 fn parse_maps(text: &str) -> BTreeMap<String, Vec<Piece>> {
     let mut out: BTreeMap<String, Vec<Piece>> = BTreeMap::new();
@@ -142,4 +158,61 @@ fn sleep_matches_the_kernel() {
 #[test]
 fn sed_with_transitive_libraries_matches_the_kernel() {
     compare(&["/bin/sed", "p"]);
+}
+
+/// A PIE linked with 64 KiB pages: holes between its segments (the kernel leaves
+/// them unmapped) and a base aligned to 64 KiB. Built with the system C compiler;
+/// skipped with a notice when there is none.
+#[test]
+fn pie_with_holes_matches_the_kernel() {
+    let dir = std::env::temp_dir().join(format!("aspace-holes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("hole.c");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\nint main(void){pause();return 0;}\n",
+    )
+    .unwrap();
+    let bin = dir.join("hole_pie");
+    let built = Command::new("cc")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .arg("-Wl,-z,max-page-size=0x10000")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("NOTICE: no C compiler; hole_pie not compared");
+        return;
+    }
+    compare(&[bin.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With ASLR off (`setarch -R`) the kernel's and ld.so's placement is deterministic:
+/// every file mapping of `/bin/sleep` (executable, ld.so, libc) sits at the address
+/// the model gives it. Skipped with a notice when `setarch -R` cannot run.
+#[test]
+fn placement_matches_the_kernel_with_aslr_off() {
+    let ok = Command::new("setarch")
+        .args(["-R", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("NOTICE: setarch -R unavailable; placement not compared");
+        return;
+    }
+    let real = file_ranges(&real_maps(&["setarch", "-R", "/bin/sleep", "30"]));
+    let (_, mm) = model_maps("/bin/sleep");
+    let mut model: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for v in mm.vmas() {
+        if let Some((file, _)) = v.file() {
+            model
+                .entry(file.path().display().to_string())
+                .or_default()
+                .push((v.start, v.end));
+        }
+    }
+    assert_eq!(real.len(), 3, "{real:?}");
+    assert_eq!(real, model, "file mappings at different addresses");
 }

@@ -1,0 +1,830 @@
+//! `exec`: the whole new image is planned and checked first, then the old address
+//! space is torn down and the plan is replayed.
+//!
+//! # Plan, then replace
+//! [`Program::new`] turns a resolved [`LoadPlan`] into the exact sequence of calls the
+//! kernel's ELF loader and ld.so make ([`ExecStep`]s: map, protect, unmap, each with
+//! its address), simulating the new address space as it goes. Every step is checked
+//! there: page alignment, no address arithmetic that wraps (load biases are computed
+//! in 128 bits), every mapping inside `[mmap_min_addr, TASK_SIZE)`, no object placed
+//! over another, room for each library, the brk and initial heap inside the mmap
+//! area's floor. A plan that fails is an [`Error`] and the caller's address space was
+//! never touched; [`Mm::exec_program`] of a built [`Program`] cannot fail, so the old
+//! image and every reverse map are changed only once the whole new image is known to
+//! fit (the kernel's "point of no return").
+//!
+//! # What is replayed (kernel 6.18, glibc 2.36, x86-64, ASLR off)
+//! 1. The kernel: the `[stack]`; the executable: an `ET_EXEC` at its link addresses,
+//!    a PIE (with `PT_INTERP`) at [`crate::layout::ELF_ET_DYN_BASE_RAW`] rounded down to its
+//!    largest `p_align`, a static-pie or ld.so run directly top-down in the mmap area.
+//!    An `ET_DYN` object's first segment is mapped over the whole span and the rest
+//!    unmapped (`elf_map` with `total_size`), then each further segment mapped at its
+//!    address; holes between segments stay unmapped. Each segment's bss past its last
+//!    file page is anonymous memory. Then the brk (right after the executable's bss,
+//!    or at `ELF_ET_DYN_BASE` for an `ET_DYN` with no interpreter), the interpreter
+//!    (placed like a static-pie), and the vvar/vdso pages, top-down.
+//! 2. The model's initial `[heap]` ([`crate::layout::HEAP_INITIAL`] at the brk): what a
+//!    process has after its first `malloc` (not part of exec proper).
+//! 3. ld.so, for a dynamically linked program: one anonymous 8 KiB page pair (its
+//!    first allocation), then, before the first library it looks up in its cache,
+//!    `/etc/ld.so.cache` mapped read-only; then for each library in load order: one
+//!    `mmap` reserving the whole span with the first segment's protection (placed
+//!    top-down; one of 2 MiB or more at an address congruent to its file offset
+//!    modulo 2 MiB, as the kernel's `thp_get_unmapped_area` does; or, when a
+//!    segment asks for an alignment above the page size, an anonymous `PROT_NONE`
+//!    reservation of span + alignment, the file mapped `MAP_FIXED` at the aligned
+//!    address and both ends unmapped), a `PROT_NONE` `mprotect` from the first
+//!    segment's end to the last segment's start when there are holes, a `MAP_FIXED`
+//!    overlay of each further segment, and an anonymous `MAP_FIXED` bss after each
+//!    segment that has one; then the `PT_GNU_RELRO` `mprotect`s (libraries in reverse
+//!    load order, the executable, ld.so itself), and the cache unmapped. This is the
+//!    order `strace -f -e trace=memory` shows, call for call, per file (the test
+//!    `exec_ldso_sequence` checks it); ld.so's later anonymous mappings (TLS) are not
+//!    modelled.
+//!
+//! # Fidelity (`scripts/exec-sweep.sh --all`, this machine)
+//! All 727 dynamically linked executables of `/usr/bin` and `/usr/sbin`, stopped at
+//! their entry point: every (binary, file) pair (6,238) has the same pieces (page
+//! offset, length, protection, shared flag, count) as the kernel's `/proc/PID/maps`.
+//! Addresses: 457 binaries have every file mapping at the kernel's address (ASLR
+//! off); in 258, ld.so's minimal malloc ran out of its first page and mapped another
+//! 8 KiB between two libraries (not modelled: its size depends on ld.so's internal
+//! allocations), shifting the libraries below it; 12 are set-id binaries, which the
+//! kernel randomizes even with ASLR off.
+//!
+//! RELRO is the runtime's choice: ld.so applies it to every object it relocates. A
+//! program with no interpreter (static, static-pie, ld.so run as the program) gets
+//! none at exec: glibc's static startup code applies it after the entry point, other
+//! runtimes (Go) never do. [`Program::linkage`] reports which case a program is.
+
+use crate::elf::{ElfImage, ElfKind, LoadPlan};
+use crate::error::Error;
+use crate::files::{File, Files};
+use crate::layout::*;
+use crate::ldso::{Linkage, LD_SO_CACHE};
+use crate::vma::{AnonKind, Backing, Prot, VmFlags, Vma};
+use crate::{Mm, State, Why, PAGE_SIZE};
+
+/// The size a huge page maps on x86-64 (2 MiB): non-fixed file mappings at least this
+/// long are aligned to it.
+pub const PMD_SIZE: u64 = 2 << 20;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Who makes a call of the exec sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// The kernel's ELF loader (invisible to strace).
+    Kernel,
+    /// ld.so (each step is one system call strace shows).
+    LdSo,
+    /// The model's initial heap (a process after its first `malloc`).
+    Model,
+}
+
+/// One call of the exec sequence, with the address it gets.
+#[derive(Clone, Debug)]
+pub enum ExecStep {
+    /// `mmap` of `[start, end)`: replaces whatever is there (`MAP_FIXED`) or lands in
+    /// a range the plan knows is free.
+    Map {
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+        /// Protection.
+        prot: Prot,
+        /// The file and its page offset, or an anonymous kind.
+        backing: Backing,
+        /// Whether the call passes `MAP_FIXED` (else the plan chose the address as
+        /// the kernel's top-down search would).
+        fixed: bool,
+        /// Who calls.
+        caller: Caller,
+    },
+    /// `mprotect([start, end), prot)` of a fully mapped range.
+    Protect {
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+        /// The new protection.
+        prot: Prot,
+        /// Who calls.
+        caller: Caller,
+    },
+    /// `munmap([start, end))`.
+    Unmap {
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+        /// Who calls.
+        caller: Caller,
+    },
+}
+
+impl ExecStep {
+    /// Who makes this call.
+    pub fn caller(&self) -> Caller {
+        match self {
+            ExecStep::Map { caller, .. }
+            | ExecStep::Protect { caller, .. }
+            | ExecStep::Unmap { caller, .. } => *caller,
+        }
+    }
+
+    /// The range the call covers.
+    pub fn range(&self) -> (u64, u64) {
+        match self {
+            ExecStep::Map { start, end, .. }
+            | ExecStep::Protect { start, end, .. }
+            | ExecStep::Unmap { start, end, .. } => (*start, *end),
+        }
+    }
+}
+
+/// An executable with its interpreter and libraries resolved, registered, and its
+/// whole exec sequence planned and checked: what [`Mm::exec_program`] replays.
+/// Immutable; cheap to share (`Arc<Program>`), `Send + Sync`.
+#[derive(Debug)]
+pub struct Program {
+    pub(crate) plan: LoadPlan,
+    /// (image, file) pairs in mapping order: executable, interpreter, libraries.
+    pub(crate) objects: Vec<(Arc<ElfImage>, Arc<File>)>,
+    steps: Vec<ExecStep>,
+    brk_start: u64,
+    heap_end: Option<u64>,
+}
+
+impl Program {
+    /// Registers every object of `plan` in `files` and plans its exec; fails (with
+    /// [`Error::BadLayout`] or [`Error::Malformed`]) when the image cannot be placed.
+    /// Registering files changes no reverse map.
+    pub fn new(files: &Files, plan: LoadPlan) -> Result<Program, Error> {
+        let objects: Vec<(Arc<ElfImage>, Arc<File>)> = plan
+            .objects()
+            .map(|img| (img.clone(), files.register(&img.path, img.file_pages)))
+            .collect();
+        let cache = match plan.first_cache_lookup {
+            Some(_) => Some(files.open(Path::new(LD_SO_CACHE))?),
+            None => None,
+        };
+        let mut p = Planner::default();
+        p.plan(&plan, &objects, cache.as_ref())?;
+        Ok(Program {
+            plan,
+            objects,
+            steps: p.steps,
+            brk_start: p.brk_start,
+            heap_end: p.heap_end,
+        })
+    }
+
+    /// The resolved load plan.
+    pub fn plan(&self) -> &LoadPlan {
+        &self.plan
+    }
+
+    /// How the executable is linked. A static program maps no libc and no ld.so, so
+    /// it shows none of the libraries' reverse-map contention; callers that measure
+    /// that should say so or refuse it.
+    pub fn linkage(&self) -> Linkage {
+        self.plan.linkage()
+    }
+
+    /// The files in mapping order: executable, interpreter, then libraries.
+    pub fn files(&self) -> impl Iterator<Item = &Arc<File>> {
+        self.objects.iter().map(|(_, f)| f)
+    }
+
+    /// The exec sequence, in order.
+    pub fn steps(&self) -> &[ExecStep] {
+        &self.steps
+    }
+
+    /// Where the brk starts after exec.
+    pub fn brk_start(&self) -> u64 {
+        self.brk_start
+    }
+}
+
+/// The new address space while it is planned: sorted, disjoint `[start, end)` ranges.
+#[derive(Default)]
+struct Planner {
+    used: Vec<(u64, u64)>,
+    steps: Vec<ExecStep>,
+    brk_start: u64,
+    heap_end: Option<u64>,
+}
+
+fn page_up(x: u64) -> u64 {
+    // Callers pass values below TASK_SIZE + a page: no overflow.
+    (x + PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
+}
+
+fn file_backing(file: &Arc<File>, pgoff: u64) -> Backing {
+    Backing::File {
+        file: file.clone(),
+        pgoff,
+    }
+}
+
+impl Planner {
+    fn bad(path: &Path, what: &'static str) -> Error {
+        Error::BadLayout {
+            path: path.to_path_buf(),
+            what,
+        }
+    }
+
+    /// `[start, start + len)` as a checked user range.
+    fn range(path: &Path, start: i128, len: u64) -> Result<(u64, u64), Error> {
+        let end = start + i128::from(len);
+        if start < i128::from(MMAP_MIN_ADDR) {
+            return Err(Self::bad(path, "mapping below mmap_min_addr"));
+        }
+        if end > i128::from(TASK_SIZE) {
+            return Err(Self::bad(path, "mapping past the user address space"));
+        }
+        if len == 0 || start % i128::from(PAGE_SIZE) != 0 || len % PAGE_SIZE != 0 {
+            return Err(Self::bad(path, "mapping empty or not page aligned"));
+        }
+        Ok((start as u64, end as u64))
+    }
+
+    fn is_free(&self, s: u64, e: u64) -> bool {
+        !self.used.iter().any(|&(a, b)| a < e && s < b)
+    }
+
+    fn is_covered(&self, s: u64, e: u64) -> bool {
+        let mut at = s;
+        for &(a, b) in &self.used {
+            if a <= at && at < b {
+                at = b;
+            }
+        }
+        at >= e
+    }
+
+    fn occupy(&mut self, s: u64, e: u64) {
+        self.release(s, e);
+        let i = self.used.partition_point(|&(a, _)| a < s);
+        self.used.insert(i, (s, e));
+    }
+
+    fn release(&mut self, s: u64, e: u64) {
+        let mut out = Vec::with_capacity(self.used.len() + 1);
+        for &(a, b) in &self.used {
+            if b <= s || a >= e {
+                out.push((a, b));
+                continue;
+            }
+            if a < s {
+                out.push((a, s));
+            }
+            if b > e {
+                out.push((e, b));
+            }
+        }
+        self.used = out;
+    }
+
+    /// The highest free `len` bytes below [`MMAP_BASE`] (the kernel's top-down search
+    /// with ASLR off), aligned to `align`.
+    fn top_down(&self, path: &Path, len: u64, align: u64) -> Result<u64, Error> {
+        let fit = |lo: u64, hi: u64| -> Option<u64> {
+            if hi <= lo || hi - lo < len {
+                return None;
+            }
+            let at = (hi - len) & !(align - 1);
+            (at >= lo).then_some(at)
+        };
+        let mut hi = MMAP_BASE;
+        for &(a, b) in self.used.iter().rev() {
+            if b < hi {
+                if let Some(at) = fit(b.max(MMAP_MIN_ADDR), hi) {
+                    return Ok(at);
+                }
+            }
+            hi = hi.min(a);
+        }
+        fit(MMAP_MIN_ADDR, hi).ok_or_else(|| Self::bad(path, "no room in the mmap area"))
+    }
+
+    /// Where a non-fixed file mapping of `len` bytes from page `pgoff` goes: top-down,
+    /// and, when it is at least [`PMD_SIZE`] and covers a whole PMD-aligned piece of
+    /// the file, at an address congruent to its file offset modulo `PMD_SIZE` (the
+    /// kernel's `thp_get_unmapped_area`, which ext4 and tmpfs use: it searches for
+    /// `len + PMD_SIZE` and moves the start up to the congruent address).
+    fn top_down_file(&self, path: &Path, len: u64, pgoff: u64) -> Result<u64, Error> {
+        let off = pgoff.saturating_mul(PAGE_SIZE);
+        let off_align = off.div_ceil(PMD_SIZE).saturating_mul(PMD_SIZE);
+        let off_end = off.saturating_add(len);
+        if len < PMD_SIZE || off_end <= off_align || off_end - off_align < PMD_SIZE {
+            return self.top_down(path, len, PAGE_SIZE);
+        }
+        match self.top_down(path, len + PMD_SIZE, PAGE_SIZE) {
+            Ok(at) => Ok(at + (off.wrapping_sub(at) & (PMD_SIZE - 1))),
+            // No padded gap: the kernel falls back to the plain search.
+            Err(_) => self.top_down(path, len, PAGE_SIZE),
+        }
+    }
+
+    /// Records a map of `[s, e)`; an empty range maps nothing (callers check spans,
+    /// this keeps an empty VMA out of the tree whatever they missed).
+    fn map(&mut self, s: u64, e: u64, prot: Prot, backing: Backing, fixed: bool, caller: Caller) {
+        if s >= e {
+            return;
+        }
+        self.occupy(s, e);
+        self.steps.push(ExecStep::Map {
+            start: s,
+            end: e,
+            prot,
+            backing,
+            fixed,
+            caller,
+        });
+    }
+
+    fn unmap(&mut self, s: u64, e: u64, caller: Caller) {
+        if s < e {
+            self.release(s, e);
+            self.steps.push(ExecStep::Unmap {
+                start: s,
+                end: e,
+                caller,
+            });
+        }
+    }
+
+    fn protect(&mut self, path: &Path, s: u64, e: u64, prot: Prot) -> Result<(), Error> {
+        if s >= e {
+            return Ok(());
+        }
+        if !self.is_covered(s, e) {
+            return Err(Self::bad(path, "mprotect of a range that is not mapped"));
+        }
+        self.steps.push(ExecStep::Protect {
+            start: s,
+            end: e,
+            prot,
+            caller: Caller::LdSo,
+        });
+        Ok(())
+    }
+
+    fn plan(
+        &mut self,
+        plan: &LoadPlan,
+        objects: &[(Arc<ElfImage>, Arc<File>)],
+        cache: Option<&Arc<File>>,
+    ) -> Result<(), Error> {
+        let stack = (STACK_TOP - STACK_SIZE, STACK_TOP);
+        self.map(
+            stack.0,
+            stack.1,
+            Prot::RW,
+            Backing::Anon(AnonKind::Stack),
+            true,
+            Caller::Kernel,
+        );
+        let (exe, exe_file) = &objects[0];
+        let linkage = plan.linkage();
+        // The executable.
+        let exe_bias: i128 = match (exe.kind, linkage) {
+            (ElfKind::Exec, _) => 0,
+            (ElfKind::Dyn, Linkage::Dynamic) => {
+                let base = ELF_ET_DYN_BASE_RAW & !(exe.max_align - 1);
+                (i128::from(base) - i128::from(exe.first_vaddr)) & !i128::from(PAGE_SIZE - 1)
+            }
+            // No interpreter but an alignment above the page size: the same base.
+            (ElfKind::Dyn, _) if exe.max_align > PAGE_SIZE => {
+                let base = ELF_ET_DYN_BASE_RAW & !(exe.max_align - 1);
+                (i128::from(base) - i128::from(exe.first_vaddr)) & !i128::from(PAGE_SIZE - 1)
+            }
+            (ElfKind::Dyn, _) => self.kernel_top_down(exe)?,
+        };
+        self.kernel_load(exe, exe_file, exe_bias)?;
+        let last = exe.segments.last().expect("parse checked: a PT_LOAD");
+        let brk = if exe.kind == ElfKind::Dyn
+            && linkage != Linkage::Dynamic
+            && exe.max_align <= PAGE_SIZE
+        {
+            page_up(ELF_ET_DYN_BASE_RAW)
+        } else {
+            (exe_bias + i128::from(last.end())) as u64
+        };
+        self.brk_start = brk;
+        // The interpreter, then the vdso.
+        let mut interp_bias = None;
+        if plan.interp.is_some() {
+            let (img, file) = &objects[1];
+            if img.kind != ElfKind::Dyn {
+                return Err(Error::Unsupported {
+                    path: img.path.clone(),
+                    what: "the interpreter is not a shared object",
+                });
+            }
+            let bias = self.kernel_top_down(img)?;
+            self.kernel_load(img, file, bias)?;
+            interp_bias = Some((img, bias));
+        }
+        let vdso = (VVAR_PAGES + VDSO_PAGES) * PAGE_SIZE;
+        let at = self.top_down(&exe.path, vdso, PAGE_SIZE)?;
+        let mid = at + VVAR_PAGES * PAGE_SIZE;
+        self.map(
+            at,
+            mid,
+            Prot::R,
+            Backing::Anon(AnonKind::Vvar),
+            false,
+            Caller::Kernel,
+        );
+        self.map(
+            mid,
+            at + vdso,
+            Prot::RX,
+            Backing::Anon(AnonKind::Vdso),
+            false,
+            Caller::Kernel,
+        );
+        // The model's initial heap, where it fits.
+        if brk
+            .checked_add(HEAP_INITIAL)
+            .is_some_and(|e| e <= MMAP_BASE)
+            && self.is_free(brk, brk + HEAP_INITIAL)
+        {
+            self.map(
+                brk,
+                brk + HEAP_INITIAL,
+                Prot::RW,
+                Backing::Anon(AnonKind::Heap),
+                false,
+                Caller::Model,
+            );
+            self.heap_end = Some(brk + HEAP_INITIAL);
+        }
+        if linkage != Linkage::Dynamic {
+            return Ok(());
+        }
+        // ld.so.
+        let rw = Prot::RW;
+        let first = self.top_down(&exe.path, 2 * PAGE_SIZE, PAGE_SIZE)?;
+        self.map(
+            first,
+            first + 2 * PAGE_SIZE,
+            rw,
+            Backing::Anon(AnonKind::Plain),
+            false,
+            Caller::LdSo,
+        );
+        let libs = objects
+            .get(1 + usize::from(plan.interp.is_some())..)
+            .unwrap_or(&[]);
+        let mut biases: Vec<i128> = Vec::with_capacity(libs.len());
+        let mut cache_at = None;
+        for (i, (img, file)) in libs.iter().enumerate() {
+            if plan.first_cache_lookup == Some(i) {
+                if let Some(c) = cache {
+                    let len = c.pages() * PAGE_SIZE;
+                    if len > 0 {
+                        let at = self.top_down_file(c.path(), len, 0)?;
+                        self.map(
+                            at,
+                            at + len,
+                            Prot::R,
+                            file_backing(c, 0),
+                            false,
+                            Caller::LdSo,
+                        );
+                        cache_at = Some((at, at + len));
+                    }
+                }
+            }
+            biases.push(self.ldso_load(img, file)?);
+        }
+        // RELRO: libraries in reverse load order, the executable, ld.so itself.
+        let mut relro: Vec<(&ElfImage, i128)> = libs
+            .iter()
+            .zip(&biases)
+            .rev()
+            .map(|((img, _), &b)| (&**img, b))
+            .collect();
+        relro.push((exe, exe_bias));
+        if let Some((img, bias)) = interp_bias {
+            relro.push((img, bias));
+        }
+        for (img, bias) in relro {
+            if let Some((rs, re)) = img.relro {
+                let s = Self::range(&img.path, bias + i128::from(rs), re - rs)?;
+                self.protect(&img.path, s.0, s.1, Prot::R)?;
+            }
+        }
+        if let Some((s, e)) = cache_at {
+            self.unmap(s, e, Caller::LdSo);
+        }
+        Ok(())
+    }
+
+    /// The kernel's placement of an `ET_DYN` with no fixed base: its span top-down.
+    fn kernel_top_down(&self, img: &ElfImage) -> Result<i128, Error> {
+        let at = self.top_down_file(&img.path, img.span(), img.segments[0].pgoff)?;
+        Ok(i128::from(at) - i128::from(img.segments[0].vaddr))
+    }
+
+    /// The kernel's `elf_load` of every segment of `img` at `bias`.
+    fn kernel_load(&mut self, img: &ElfImage, file: &Arc<File>, bias: i128) -> Result<(), Error> {
+        let path = &img.path;
+        let first = img.segments[0];
+        let (base, span_end) = Self::range(path, bias + i128::from(first.vaddr), img.span())?;
+        // Every segment inside the user range, checked before any step is recorded.
+        for seg in &img.segments {
+            Self::range(path, bias + i128::from(seg.vaddr), seg.mem_len)?;
+        }
+        let fixed = img.kind == ElfKind::Exec;
+        if !self.is_free(base, span_end) {
+            return Err(Self::bad(path, "segments overlap another mapping"));
+        }
+        let anon = Backing::Anon(AnonKind::Plain);
+        for (i, seg) in img.segments.iter().enumerate() {
+            let s = (bias + i128::from(seg.vaddr)) as u64;
+            let fe = s + seg.file_len;
+            if seg.file_len > 0 {
+                if i == 0 && img.kind == ElfKind::Dyn {
+                    // elf_map with total_size: the whole span, then the tail unmapped.
+                    self.map(
+                        s,
+                        span_end,
+                        seg.prot,
+                        file_backing(file, seg.pgoff),
+                        false,
+                        Caller::Kernel,
+                    );
+                    self.unmap(fe, span_end, Caller::Kernel);
+                } else {
+                    self.map(
+                        s,
+                        fe,
+                        seg.prot,
+                        file_backing(file, seg.pgoff),
+                        fixed || i > 0,
+                        Caller::Kernel,
+                    );
+                }
+            }
+            if seg.bss_len() > 0 {
+                let prot = Prot::new(true, true, seg.prot.exec);
+                self.map(
+                    fe,
+                    s + seg.mem_len,
+                    prot,
+                    anon.clone(),
+                    true,
+                    Caller::Kernel,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// ld.so's `_dl_map_segments` for one library: returns its bias.
+    fn ldso_load(&mut self, img: &ElfImage, file: &Arc<File>) -> Result<i128, Error> {
+        let path = &img.path;
+        let first = img.segments[0];
+        let last = *img.segments.last().expect("parse checked: a PT_LOAD");
+        let span = img.span();
+        if span == 0 {
+            return Err(Self::bad(path, "segments span no memory"));
+        }
+        let align = img.max_align;
+        let start = if align <= PAGE_SIZE {
+            let at = self.top_down_file(path, span, first.pgoff)?;
+            self.map(
+                at,
+                at + span,
+                first.prot,
+                file_backing(file, first.pgoff),
+                false,
+                Caller::LdSo,
+            );
+            at
+        } else {
+            let len = if span >= align {
+                span.checked_add(align)
+            } else {
+                align.checked_mul(2)
+            }
+            .filter(|&l| l < TASK_SIZE)
+            .ok_or_else(|| Self::bad(path, "alignment reservation too large"))?;
+            let r = self.top_down(path, len, PAGE_SIZE)?;
+            self.map(
+                r,
+                r + len,
+                Prot::NONE,
+                Backing::Anon(AnonKind::Plain),
+                false,
+                Caller::LdSo,
+            );
+            let at = (r + align - 1) & !(align - 1);
+            self.map(
+                at,
+                at + span,
+                first.prot,
+                file_backing(file, first.pgoff),
+                true,
+                Caller::LdSo,
+            );
+            self.unmap(r, at, Caller::LdSo);
+            self.unmap(at + span, r + len, Caller::LdSo);
+            at
+        };
+        let bias = i128::from(start) - i128::from(first.vaddr);
+        let at = |v: u64| (bias + i128::from(v)) as u64;
+        let holes = img
+            .segments
+            .windows(2)
+            .any(|w| w[0].vaddr + w[0].file_len != w[1].vaddr);
+        if holes && img.segments.len() > 1 {
+            let (s, e) = (at(first.vaddr + first.file_len), at(last.vaddr));
+            self.protect(path, s, e, Prot::NONE)?;
+        }
+        let anon = Backing::Anon(AnonKind::Plain);
+        for (i, seg) in img.segments.iter().enumerate() {
+            let s = at(seg.vaddr);
+            if i > 0 && seg.file_len > 0 {
+                self.map(
+                    s,
+                    s + seg.file_len,
+                    seg.prot,
+                    file_backing(file, seg.pgoff),
+                    true,
+                    Caller::LdSo,
+                );
+            }
+            if seg.bss_len() > 0 {
+                let bss = s + seg.file_len;
+                self.map(
+                    bss,
+                    s + seg.mem_len,
+                    seg.prot,
+                    anon.clone(),
+                    true,
+                    Caller::LdSo,
+                );
+            }
+        }
+        Ok(bias)
+    }
+}
+
+impl Mm {
+    /// `execve(path)`: resolves the program (as the kernel and ld.so would) through the
+    /// registry, plans the whole new image, then replaces this address space with it
+    /// (see [`Mm::exec_program`]). A missing, non-regular or bad executable,
+    /// interpreter or library, or an image that does not fit, fails before anything
+    /// changes.
+    pub fn exec(&self, path: &Path) -> Result<(), Error> {
+        let prog = self.files.program(path)?;
+        self.exec_program(&prog);
+        Ok(())
+    }
+
+    /// Plans `plan` (see [`Program::new`]) and, if it fits, replaces this address
+    /// space with it; on error nothing changed.
+    pub fn exec_plan(&self, plan: LoadPlan) -> Result<(), Error> {
+        let prog = Program::new(&self.files, plan)?;
+        self.exec_program(&prog);
+        Ok(())
+    }
+
+    /// Replaces this address space with `prog`: the old VMAs are removed (one
+    /// `remove_batch` per file), then every step of the exec sequence is replayed in
+    /// order (see the [`crate::exec`] module docs), each one as the system call it
+    /// stands for changes the tree and the reverse maps: a map links its VMA (merging
+    /// with compatible neighbours, replacing what it overlays), an unmap or a protect
+    /// splits what it cuts. Cannot fail: the plan was checked when `prog` was built.
+    pub fn exec_program(&self, prog: &Program) {
+        let mut st = self.state.lock();
+        self.teardown(&mut st);
+        for step in &prog.steps {
+            self.replay_step(&mut st, step);
+        }
+        st.brk_start = prog.brk_start;
+        st.brk = prog.heap_end.unwrap_or(prog.brk_start);
+    }
+
+    fn replay_step(&self, st: &mut State, step: &ExecStep) {
+        match step {
+            ExecStep::Map {
+                start,
+                end,
+                prot,
+                backing,
+                ..
+            } => {
+                let flags = VmFlags {
+                    account: prot.write,
+                    ..VmFlags::default()
+                };
+                let vma = Vma {
+                    start: *start,
+                    end: *end,
+                    prot: *prot,
+                    flags,
+                    backing: backing.clone(),
+                    link: None,
+                };
+                self.place(st, vec![vma], Why::Map);
+            }
+            ExecStep::Protect {
+                start, end, prot, ..
+            } => {
+                let pieces: Vec<Vma> = self
+                    .tree
+                    .reader()
+                    .range(*start, *end - 1)
+                    .map(|(_, v)| {
+                        let mut p = v.slice(v.start.max(*start), v.end.min(*end));
+                        p.prot = *prot;
+                        p.flags.account |= !p.flags.shared && prot.write;
+                        p
+                    })
+                    .collect();
+                if !pieces.is_empty() {
+                    self.place(st, pieces, Why::Protect);
+                }
+            }
+            ExecStep::Unmap { start, end, .. } => {
+                self.replace(st, *start, *end, Vec::new(), Why::Unmap, (*start, *end))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_down_takes_the_highest_gap_that_fits() {
+        let p = Path::new("/x");
+        let mut pl = Planner::default();
+        assert_eq!(
+            pl.top_down(p, PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - PAGE_SIZE
+        );
+        pl.occupy(MMAP_BASE - 4 * PAGE_SIZE, MMAP_BASE);
+        pl.occupy(MMAP_BASE - 10 * PAGE_SIZE, MMAP_BASE - 6 * PAGE_SIZE);
+        // The 2-page hole between them fits 2 pages, not 3.
+        assert_eq!(
+            pl.top_down(p, 2 * PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - 6 * PAGE_SIZE
+        );
+        assert_eq!(
+            pl.top_down(p, 3 * PAGE_SIZE, PAGE_SIZE).unwrap(),
+            MMAP_BASE - 13 * PAGE_SIZE
+        );
+        assert!(matches!(
+            pl.top_down(p, MMAP_BASE, PAGE_SIZE),
+            Err(Error::BadLayout { .. })
+        ));
+        // Everything below taken: no room at all.
+        pl.occupy(MMAP_MIN_ADDR, MMAP_BASE - 10 * PAGE_SIZE);
+        assert!(pl.top_down(p, PAGE_SIZE, PAGE_SIZE).is_ok()); // the 2-page hole
+        assert!(pl.top_down(p, 3 * PAGE_SIZE, PAGE_SIZE).is_err());
+    }
+
+    #[test]
+    fn big_file_mappings_are_congruent_to_their_offset_mod_2mib() {
+        let p = Path::new("/x");
+        let pl = Planner::default();
+        let at = pl.top_down_file(p, 3 << 20, 0).unwrap();
+        assert_eq!(at % PMD_SIZE, 0);
+        assert!(at + (3 << 20) <= MMAP_BASE);
+        // Offset 1 MiB: the address is 1 MiB past a 2 MiB boundary.
+        let at = pl.top_down_file(p, 4 << 20, 256).unwrap();
+        assert_eq!(at % PMD_SIZE, 1 << 20);
+        // Under 2 MiB: plain top-down.
+        let at = pl.top_down_file(p, 1 << 20, 0).unwrap();
+        assert_eq!(at, MMAP_BASE - (1 << 20));
+    }
+
+    #[test]
+    fn occupy_and_release_keep_ranges_sorted_and_disjoint() {
+        let mut pl = Planner::default();
+        pl.occupy(0x10000, 0x20000);
+        pl.occupy(0x30000, 0x40000);
+        pl.occupy(0x18000, 0x38000);
+        assert_eq!(
+            pl.used,
+            vec![(0x10000, 0x18000), (0x18000, 0x38000), (0x38000, 0x40000)]
+        );
+        assert!(pl.is_covered(0x10000, 0x40000));
+        pl.release(0x20000, 0x30000);
+        assert!(!pl.is_covered(0x10000, 0x40000));
+        assert!(pl.is_free(0x20000, 0x30000));
+        assert!(!pl.is_free(0x1f000, 0x21000));
+    }
+}
