@@ -30,6 +30,8 @@ pub mod files;
 pub mod madvise;
 pub mod placement;
 pub mod remap;
+pub mod replay;
+pub mod strace;
 pub mod vma;
 
 pub use error::Error;
