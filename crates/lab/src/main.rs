@@ -4,6 +4,7 @@
 //! model's invariants and tracks resident memory.
 
 mod machine;
+mod replay;
 mod report;
 mod results;
 mod soak;
@@ -53,6 +54,30 @@ enum Cmd {
     /// on every design, checking invariants at intervals; prints operations done,
     /// violations (the exit status is 1 if any), peak RSS and the RSS curve.
     Soak(SoakArgs),
+    /// Replay a recorded run (`strace -f -y -e trace=memory,process -o FILE`) through
+    /// the model with each design; report placement, lock holds and the final layout.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ReplayArgs {
+    /// The strace output.
+    file: PathBuf,
+    /// Comma-separated designs (default: all).
+    #[arg(long)]
+    designs: Option<String>,
+    /// `/proc/PID/maps` taken at exit (a file, or a directory holding PID.maps).
+    #[arg(long)]
+    maps: Option<PathBuf>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Placement policy: `thp` (the kernel's, with 2 MiB alignment) or `top-down`.
+    #[arg(long, default_value = "thp")]
+    placement: String,
+    /// Replay the trace this many times per design (for a speed figure).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
 }
 
 #[derive(clap::Args, Debug)]
@@ -399,11 +424,35 @@ fn parse_soak_duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+fn replay_cmd(a: ReplayArgs) -> Result<bool, String> {
+    let placement = match a.placement.as_str() {
+        "thp" => mm::Placement::LINUX_THP,
+        "top-down" => mm::Placement::TOP_DOWN,
+        p => return Err(format!("--placement: {p:?} is not thp or top-down")),
+    };
+    replay::run(&replay::ReplayConfig {
+        trace: a.file,
+        designs: match &a.designs {
+            Some(s) => parse_designs(s)?,
+            None => Design::ALL.to_vec(),
+        },
+        maps: a.maps,
+        json: a.json,
+        placement,
+        repeat: a.repeat,
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Bench(a) => bench(a),
         Cmd::Report { file, out } => report_cmd(&file, out),
+        Cmd::Replay(a) => match replay_cmd(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
         Cmd::Soak(a) => match soak_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => {

@@ -58,6 +58,8 @@ pub struct Replay {
     /// Address spaces at their owner's exit (or execve), by pid; last one wins.
     pub exited: HashMap<u32, Vec<Vma>>,
     all: Vec<Arc<Mm>>,
+    /// Files seen by path (saves the registry lookup and the size `stat`).
+    file_cache: HashMap<String, Arc<crate::File>>,
     /// The report so far.
     pub report: Report,
 }
@@ -71,8 +73,18 @@ impl Replay {
             live: HashMap::new(),
             exited: HashMap::new(),
             all: Vec::new(),
+            file_cache: HashMap::new(),
             report: Report::default(),
         }
+    }
+
+    /// Drops every address space and the report, keeping the file cache: the state of
+    /// a new replay into the same registry.
+    pub fn reset(&mut self) {
+        self.live.clear();
+        self.exited.clear();
+        self.all.clear();
+        self.report = Report::default();
     }
 
     /// The live address space of `pid`, if any.
@@ -104,12 +116,17 @@ impl Replay {
         m
     }
 
-    fn file(&self, path: &str, off: u64, len: u64) -> Arc<crate::File> {
+    fn file(&mut self, path: &str, off: u64, len: u64) -> Arc<crate::File> {
         let need = (off / PAGE_SIZE).saturating_add(len.div_ceil(PAGE_SIZE));
+        if let Some(f) = self.file_cache.get(path) {
+            return f.clone();
+        }
         let size = std::fs::metadata(path)
             .map(|m| m.len().div_ceil(PAGE_SIZE))
             .unwrap_or(0);
-        self.files.register(Path::new(path), size.max(need).max(1))
+        let f = self.files.register(Path::new(path), size.max(need).max(1));
+        self.file_cache.insert(path.to_string(), f.clone());
+        f
     }
 
     fn differs(&mut self, line: usize, what: String) {
