@@ -87,6 +87,27 @@ impl Replay {
         self.report = Report::default();
     }
 
+    /// Starts `pid` from a recorded `/proc/PID/maps` (see [`Mm::build_from_maps`]),
+    /// for a trace that begins while the process runs.
+    pub fn start_from_maps(&mut self, pid: u32, maps_text: &str) -> Result<(), String> {
+        let maps = parse_maps(maps_text).ok_or("not a /proc/PID/maps file")?;
+        let shared: Vec<bool> = maps_text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.ends_with('s'))
+            })
+            .collect();
+        let m = Arc::new(Mm::new(self.files.clone()));
+        m.build_from_maps(&maps, &shared)
+            .map_err(|e| e.to_string())?;
+        self.all.push(m.clone());
+        self.live.insert(pid, m);
+        Ok(())
+    }
+
     /// The live address space of `pid`, if any.
     pub fn mm(&self, pid: u32) -> Option<&Arc<Mm>> {
         self.live.get(&pid)
@@ -388,6 +409,97 @@ impl Mm {
                 }
             }
         }
+    }
+}
+
+impl Mm {
+    /// Builds the layout `maps` describes (a recorded `/proc/PID/maps`) into this
+    /// empty address space, so a replay can start from a running process: file
+    /// lines become private file mappings (`s` in the permissions: shared) of files
+    /// registered by path, `[heap]`, `[stack]`, `[vvar]`/`[vvar_vclock]` and `[vdso]`
+    /// their anonymous kinds (the program break is set to the heap's end), other
+    /// lines plain anonymous memory. `[vsyscall]` (above the user address space) is
+    /// skipped. Two adjacent lines that would merge get different `VM_ACCOUNT` (see
+    /// the code), so every line stays one VMA. Errors (`Invalid`, nothing changed): a non-empty address space, or a
+    /// line that is unaligned, overlaps another or lies outside the user range.
+    pub fn build_from_maps(&self, maps: &[MapsLine], shared: &[bool]) -> Result<(), crate::Error> {
+        if !self.is_empty() {
+            return Err(crate::Error::Invalid {
+                what: "address space not empty",
+            });
+        }
+        let mut list: Vec<Vma> = Vec::with_capacity(maps.len());
+        let mut prev_end = 0;
+        let mut brk = None;
+        for (i, (start, end, prot, name, off)) in maps.iter().enumerate() {
+            if name == "[vsyscall]" {
+                continue;
+            }
+            if start % PAGE_SIZE != 0
+                || end % PAGE_SIZE != 0
+                || start >= end
+                || *start < prev_end
+                || *end > crate::layout::TASK_SIZE
+                || off % PAGE_SIZE != 0
+            {
+                return Err(crate::Error::Invalid {
+                    what: "bad or overlapping maps line",
+                });
+            }
+            prev_end = *end;
+            let is_shared = shared.get(i).copied().unwrap_or(false);
+            let backing = match name.as_str() {
+                "[heap]" => {
+                    brk = Some((*start, *end));
+                    crate::Backing::Anon(AnonKind::Heap)
+                }
+                "[stack]" => crate::Backing::Anon(AnonKind::Stack),
+                "[vvar]" | "[vvar_vclock]" => crate::Backing::Anon(AnonKind::Vvar),
+                "[vdso]" => crate::Backing::Anon(AnonKind::Vdso),
+                n if n.starts_with('/') => {
+                    let pages = (off / PAGE_SIZE) + (end - start) / PAGE_SIZE;
+                    let size = std::fs::metadata(n)
+                        .map(|m| m.len().div_ceil(PAGE_SIZE))
+                        .unwrap_or(0);
+                    crate::Backing::File {
+                        file: self.files.register(Path::new(n), size.max(pages)),
+                        pgoff: off / PAGE_SIZE,
+                    }
+                }
+                _ => crate::Backing::Anon(AnonKind::Plain),
+            };
+            let mut v = Vma {
+                start: *start,
+                end: *end,
+                prot: *prot,
+                flags: crate::VmFlags {
+                    shared: is_shared,
+                    account: !is_shared && prot.write,
+                    ..Default::default()
+                },
+                backing,
+                link: None,
+            };
+            // Two lines the kernel keeps apart although they look mergeable differ
+            // in a flag the maps file does not show (a RELRO piece was writable:
+            // VM_ACCOUNT); the model marks the second with a different VM_ACCOUNT.
+            if list.last().is_some_and(|p| p.can_merge(&v)) {
+                v.flags.account = !v.flags.account;
+            }
+            list.push(v);
+        }
+        let mut st = self.state.lock();
+        for v in list {
+            // Lines are sorted and disjoint: each goes into an empty range. Kept one
+            // by one so that two adjacent lines stay two VMAs, as the kernel shows them.
+            let (s, e) = (v.start, v.end);
+            self.replace(&mut st, s, e, vec![v]);
+        }
+        if let Some((start, end)) = brk {
+            st.brk_start = start;
+            st.brk = end;
+        }
+        Ok(())
     }
 }
 

@@ -79,3 +79,29 @@ fn shipped_traces_replay() {
         }
     }
 }
+
+#[test]
+fn a_replay_can_start_from_recorded_maps() {
+    let files = Files::new(Design::Linux, Topology::detect());
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    let text = data("git-version.maps");
+    r.start_from_maps(7, &text).unwrap();
+    let mm = r.mm(7).unwrap().clone();
+    mm.check_invariants().unwrap();
+    let real = parse_maps(&text).unwrap();
+    // Every line kept as it was, except [vsyscall] (outside the model).
+    assert_eq!(model_maps(&mm.vmas()).len(), real.len() - 1);
+    let (heap_start, heap_end) = (0x5555_5590_5000, 0x5555_5592_6000);
+    assert_eq!(mm.brk_range(), (heap_start, heap_end));
+    // brk grows the heap from there; calls after it replay on this state.
+    assert_eq!(mm.brk(heap_end + 0x1000), heap_end + 0x1000);
+    let events = strace::parse("7 munmap(0x7ffff7fb7000, 4096) = 0\n").unwrap();
+    r.run(&events);
+    assert!(r.report.result_differs.is_empty());
+    assert!(mm.find(0x7fff_f7fb_7000).is_none());
+    mm.check_invariants().unwrap();
+    // Bad input: overlapping lines are an error, nothing built.
+    let bad = "1000-3000 r--p 0 0:0 0\n2000-4000 r--p 0 0:0 0\n";
+    assert!(r.start_from_maps(8, bad).is_err());
+    assert!(r.mm(8).is_none());
+}
