@@ -27,7 +27,9 @@ pub struct Placement {
     pub thp_file: bool,
     /// Align anonymous private mappings whose length is a multiple of 2 MiB.
     pub thp_anon: bool,
-    /// Skip the anonymous alignment for `VM_NOHUGEPAGE` requests (`MAP_STACK`).
+    /// Skip the anonymous alignment for `VM_NOHUGEPAGE` requests (`MAP_STACK`). Off
+    /// in [`Placement::LINUX_THP`]: Linux 6.18 still aligns a 4 MiB `MAP_STACK` area
+    /// (measured with `tests/data/thp_probe.c`, `gcc thp_probe.c && setarch -R ./a.out`).
     pub thp_skip_nohugepage: bool,
 }
 

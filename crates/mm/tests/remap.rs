@@ -283,3 +283,61 @@ fn huge_page_alignment_follows_the_kernel_rule() {
     assert_eq!(e + 2 * PMD_SIZE, d);
     mm.check_invariants().unwrap();
 }
+
+/// Addresses a small C program got from Linux 6.18 (x86-64, THP `madvise`, libc.so.6
+/// on ext4, `setarch -R`), for requests made in this order below a mapped area
+/// ending at 0x7ffff7c00000: the policy must give the same ones.
+#[test]
+fn thp_policy_reproduces_recorded_kernel_addresses() {
+    let (files, mm) = setup();
+    let top = 0x7fff_f7c0_0000;
+    let fixed = MmapOptions {
+        fixed: true,
+        ..opts()
+    };
+    mm.mmap_with(top, MMAP_BASE - top, Prot::R, fixed, None)
+        .unwrap();
+    let thp = MmapOptions {
+        placement: Placement::LINUX_THP,
+        ..opts()
+    };
+    let mib = 1 << 20;
+    let anon = |len, o: MmapOptions| mm.mmap_with(0, len, Prot::RW, o, None).unwrap();
+    assert_eq!(anon(4 * mib, thp), 0x7fff_f780_0000);
+    assert_eq!(anon(4 * mib + PAGE_SIZE, thp), 0x7fff_f73f_f000);
+    // MAP_STACK (VM_NOHUGEPAGE) is still aligned on this kernel.
+    assert_eq!(
+        anon(4 * mib, MmapOptions { stack: true, ..thp }),
+        0x7fff_f6e0_0000
+    );
+    assert_eq!(
+        anon(
+            4 * mib,
+            MmapOptions {
+                noreserve: true,
+                ..thp
+            }
+        ),
+        0x7fff_f6a0_0000
+    );
+    // (the C program's 4 MiB MAP_SHARED|MAP_ANONYMOUS went to 0x7ffff6600000, which
+    // is also plain top-down here)
+    assert_eq!(
+        anon(
+            4 * mib,
+            MmapOptions {
+                shared: true,
+                ..thp
+            }
+        ),
+        0x7fff_f660_0000
+    );
+    let libc = files.register(Path::new("/thp/libc.so.6"), 1926232 / PAGE_SIZE + 1);
+    let file = |off| {
+        mm.mmap_with(0, 2 * mib + 8192, Prot::R, thp, Some((&libc, off)))
+            .unwrap()
+    };
+    assert_eq!(file(0), 0x7fff_f620_0000);
+    assert_eq!(file(1), 0x7fff_f5ff_e000);
+    mm.check_invariants().unwrap();
+}
