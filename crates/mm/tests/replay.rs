@@ -105,3 +105,70 @@ fn a_replay_can_start_from_recorded_maps() {
     assert!(r.start_from_maps(8, bad).is_err());
     assert!(r.mm(8).is_none());
 }
+
+/// Random but well-formed traces (addresses and lengths from a small window, every
+/// call kind, forks, threads, execs of a real binary and of a missing one): the
+/// replay never panics and every address space keeps its invariants.
+#[test]
+fn random_traces_replay_without_panics_and_keep_invariants() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let base = 0x7fff_f000_0000u64;
+    for round in 0..40 {
+        let mut text = String::from("1 execve(\"/bin/true\", [\"true\"], 0x0) = 0\n");
+        let mut pids = vec![1u32];
+        let mut next_pid = 2u32;
+        for _ in 0..150 {
+            let pid = pids[next(pids.len() as u64) as usize];
+            let a = base + next(64) * 4096;
+            let len = (1 + next(16)) * 4096 - next(2) * 100;
+            let prot = [
+                "PROT_READ",
+                "PROT_READ|PROT_WRITE",
+                "PROT_NONE",
+                "PROT_READ|PROT_EXEC",
+            ][next(4) as usize];
+            let line = match next(11) {
+                0 => format!("mmap(NULL, {len}, {prot}, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = {:#x}", a),
+                1 => format!("mmap({a:#x}, {len}, {prot}, MAP_PRIVATE|MAP_FIXED, 3</usr/lib/x86_64-linux-gnu/libc.so.6>, {}) = {a:#x}", next(8) * 4096),
+                2 => format!("mmap({a:#x}, {len}, {prot}, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE|MAP_NORESERVE, -1, 0) = {a:#x}"),
+                3 => format!("munmap({a:#x}, {len}) = 0"),
+                4 => format!("mprotect({a:#x}, {len}, {prot}) = 0"),
+                5 => format!("mremap({a:#x}, {len}, {}, MREMAP_MAYMOVE) = {a:#x}", (1 + next(24)) * 4096),
+                6 => format!("mremap({a:#x}, {len}, {}, MREMAP_MAYMOVE|MREMAP_FIXED, {:#x}) = 0", (1 + next(8)) * 4096, base + next(64) * 4096),
+                7 => format!("madvise({a:#x}, {len}, {}) = 0", ["MADV_DONTFORK", "MADV_HUGEPAGE", "MADV_DONTNEED", "MADV_RANDOM"][next(4) as usize]),
+                8 => format!("brk({:#x}) = 0", next(3) * 0x5555_5560_0000),
+                9 if pids.len() < 6 => {
+                    let child = next_pid;
+                    next_pid += 1;
+                    pids.push(child);
+                    let vm = if next(2) == 0 { "CLONE_VM|" } else { "" };
+                    format!("clone(child_stack=NULL, flags={vm}SIGCHLD) = {child}")
+                }
+                _ => format!("execve(\"{}\", [], 0x0) = 0", ["/bin/true", "/no/such/prog"][next(2) as usize]),
+            };
+            text.push_str(&format!("{pid} {line}\n"));
+        }
+        let events = strace::parse(&text).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let files = Files::new(Design::Aspace, Topology::detect());
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.run(&events);
+        for pid in &pids {
+            if let Some(mm) = r.mm(*pid) {
+                mm.check_invariants()
+                    .unwrap_or_else(|e| panic!("round {round} pid {pid}: {e}"));
+            }
+        }
+        assert!(r.report.calls > 0);
+        drop(r);
+        assert!(
+            files.all().iter().all(|f| f.rmap().is_empty()),
+            "round {round}: rmap entries left"
+        );
+    }
+}
