@@ -201,8 +201,10 @@ impl Replay {
                 }
                 self.all.push(m);
             }
-            Call::Other { name } if name == "exit_group" || name == "exit" => {
-                // The process event is the `+++ exited` line that follows.
+            Call::Other { name } if NO_MEMORY_EFFECT.contains(&name.as_str()) => {
+                // Process calls that leave the address space alone (the exit itself
+                // is the `+++ exited` line that follows).
+                self.report.events += 1;
             }
             Call::Other { name } => {
                 self.report
@@ -352,6 +354,21 @@ impl Replay {
         }
     }
 }
+
+/// Calls `trace=process` records that do not change an address space.
+const NO_MEMORY_EFFECT: &[&str] = &[
+    "exit",
+    "exit_group",
+    "wait4",
+    "waitid",
+    "kill",
+    "tkill",
+    "tgkill",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "rt_sigqueueinfo",
+    "rt_tgsigqueueinfo",
+];
 
 fn prot_of(bits: u64) -> Prot {
     Prot::new(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0)

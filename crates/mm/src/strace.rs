@@ -303,7 +303,8 @@ fn parse_call(text: &str) -> Result<Call, String> {
 /// Splits the text after `(` into top-level arguments and the text after `) = `.
 fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
     let mut args = Vec::new();
-    let mut depth = 0i32;
+    // Open brackets; `>` closes only a `<` (clone3 prints `=> {...}`).
+    let mut open: Vec<char> = Vec::new();
     let mut quoted = false;
     let mut escaped = false;
     let mut cur = String::new();
@@ -320,9 +321,20 @@ fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
         }
         match c {
             '"' => quoted = true,
-            '(' | '[' | '{' | '<' => depth += 1,
-            ']' | '}' | '>' => depth -= 1,
-            ')' if depth == 0 => {
+            '(' | '[' | '{' | '<' => open.push(c),
+            ']' | '}' | '>' => {
+                let want = match c {
+                    ']' => '[',
+                    '}' => '{',
+                    _ => '<',
+                };
+                if open.last() == Some(&want) {
+                    open.pop();
+                } else if c != '>' {
+                    return Err(format!("unbalanced {c:?} in the arguments"));
+                }
+            }
+            ')' if open.is_empty() => {
                 let t = cur.trim();
                 if !t.is_empty() || !args.is_empty() {
                     args.push(t.to_string());
@@ -333,8 +345,10 @@ fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
                     .ok_or("no '= result' after the call")?;
                 return Ok((args, ret.trim()));
             }
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
+            ')' if open.pop() != Some('(') => {
+                return Err("unbalanced ')' in the arguments".into());
+            }
+            ',' if open.is_empty() => {
                 args.push(cur.trim().to_string());
                 cur.clear();
                 continue;
@@ -522,7 +536,15 @@ mod tests {
         let e = parse("1 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x1000\n").unwrap_err();
         assert!(e.what.contains("strace -y"), "{e}");
         // Every truncation and every single-byte change of a good trace: no panic.
-        let text = format!("{good}1 mremap(0x10000, 4096, 8192, MREMAP_MAYMOVE|MREMAP_FIXED, 0x20000) = 0x20000\n1 clone3({{flags=CLONE_VM, exit_signal=0}}, 88) = 2\n");
+        let text = format!("{good}1 mremap(0x10000, 4096, 8192, MREMAP_MAYMOVE|MREMAP_FIXED, 0x20000) = 0x20000\n1 clone3({{flags=CLONE_VM, exit_signal=0}} => {{parent_tid=[2]}}, 88) = 2\n");
+        let ev = parse(&text).unwrap();
+        assert_eq!(
+            ev[2].call,
+            Call::Clone {
+                vm: true,
+                ret: Ok(2)
+            }
+        );
         let bytes = text.as_bytes();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         for cut in 0..bytes.len() {

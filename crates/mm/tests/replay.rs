@@ -80,6 +80,27 @@ fn shipped_traces_replay() {
     }
 }
 
+/// `sh -c '/bin/true; python3 -c "<start and join a thread>"'`: fork, execve in the
+/// child, a CLONE_VM thread with its MAP_STACK stack and glibc's 128 MiB
+/// MAP_NORESERVE arena reservation, trimmed with munmap.
+#[test]
+fn fork_exec_and_thread_trace_replays_with_every_placement_right() {
+    let events = strace::parse(&data("sh-fork-exec-thread.strace")).unwrap();
+    for design in [Design::Linux, Design::Aspace] {
+        let files = Files::new(design, Topology::detect());
+        let mut r = Replay::new(files, Placement::LINUX_THP);
+        let rep = r.run(&events).clone();
+        assert!(rep.calls > 50 && rep.events >= 8, "{rep:?}");
+        assert_eq!(rep.placed_same, rep.placed, "{:x?}", rep.misplaced);
+        assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+        assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+        // With the top-down policy the huge-page-aligned arena is missed.
+        let files = Files::new(design, Topology::detect());
+        let mut r = Replay::new(files, Placement::TOP_DOWN);
+        assert!(r.run(&events).placed_same < rep.placed);
+    }
+}
+
 #[test]
 fn a_replay_can_start_from_recorded_maps() {
     let files = Files::new(Design::Linux, Topology::detect());
