@@ -6,6 +6,7 @@
 mod calibrate;
 mod machine;
 mod predict;
+mod replay;
 mod report;
 mod results;
 mod soak;
@@ -64,6 +65,33 @@ enum Cmd {
     /// simulating profiles recorded from the real code; --validate compares with
     /// every published figure.
     Predict(predict::PredictArgs),
+    /// Replay a recorded run (`strace -f -y -e trace=memory,process -o FILE`) through
+    /// the model with each design; report placement, lock holds and the final layout.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ReplayArgs {
+    /// The strace output.
+    file: PathBuf,
+    /// Comma-separated designs (default: all).
+    #[arg(long)]
+    designs: Option<String>,
+    /// `/proc/PID/maps` taken at exit (a file, or a directory holding PID.maps).
+    #[arg(long)]
+    maps: Option<PathBuf>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// How mm calls the reverse maps: per-vma, batched, or both (as `aspace bench`).
+    #[arg(long, value_enum, default_value_t = PatternArg::Both)]
+    call_pattern: PatternArg,
+    /// Placement policy: `thp` (the kernel's, with 2 MiB alignment) or `top-down`.
+    #[arg(long, default_value = "thp")]
+    placement: String,
+    /// Replay the trace this many times per design (for a speed figure).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
 }
 
 #[derive(clap::Args, Debug)]
@@ -533,6 +561,26 @@ fn parse_soak_duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+fn replay_cmd(a: ReplayArgs) -> Result<bool, String> {
+    let placement = match a.placement.as_str() {
+        "thp" => mm::Placement::LINUX_THP,
+        "top-down" => mm::Placement::TOP_DOWN,
+        p => return Err(format!("--placement: {p:?} is not thp or top-down")),
+    };
+    replay::run(&replay::ReplayConfig {
+        trace: a.file,
+        designs: match &a.designs {
+            Some(s) => parse_designs(s)?,
+            None => Design::ALL.to_vec(),
+        },
+        patterns: a.call_pattern.patterns(),
+        maps: a.maps,
+        json: a.json,
+        placement,
+        repeat: a.repeat,
+    })
+}
+
 fn main() -> ExitCode {
     calibrate::execl_hook();
     let cli = Cli::parse();
@@ -541,6 +589,11 @@ fn main() -> ExitCode {
         Cmd::Report { file, out } => report_cmd(&file, out),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Predict(a) => predict::run(a),
+        Cmd::Replay(a) => match replay_cmd(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
         Cmd::Soak(a) => match soak_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => {

@@ -17,6 +17,8 @@ pub const EACCES: i32 = 13;
 pub const EFAULT: i32 = 14;
 /// `EINVAL`: invalid argument.
 pub const EINVAL: i32 = 22;
+/// File exists (`MAP_FIXED_NOREPLACE` over a mapping).
+pub const EEXIST: i32 = 17;
 
 /// Everything that can go wrong in `mm`: loading an ELF file, resolving its libraries,
 /// or changing an address space.
@@ -109,6 +111,13 @@ pub enum Error {
         /// Length of the range in bytes.
         len: u64,
     },
+    /// `MAP_FIXED_NOREPLACE` over a range where something is mapped (`EEXIST`).
+    Exists {
+        /// Start of the requested range.
+        start: u64,
+        /// Length of the requested range in bytes.
+        len: u64,
+    },
     /// A page fault at an address no VMA covers, or that the VMA's protection does
     /// not allow (`EFAULT`; SIGSEGV in a real process).
     Fault {
@@ -137,6 +146,7 @@ impl Error {
             Error::NoSpace { .. } | Error::NotMapped { .. } | Error::BadLayout { .. } => ENOMEM,
             Error::NotRegular { .. } => EACCES,
             Error::Fault { .. } => EFAULT,
+            Error::Exists { .. } => EEXIST,
         }
     }
 
@@ -205,6 +215,9 @@ impl fmt::Display for Error {
                 write!(f, "[{start:#x}, +{len:#x}) is not mapped (ENOMEM)")
             }
             Error::Fault { addr } => write!(f, "segmentation fault at {addr:#x} (EFAULT)"),
+            Error::Exists { start, len } => {
+                write!(f, "[{start:#x}, +{len:#x}) is already mapped (EEXIST)")
+            }
         }
     }
 }

@@ -715,7 +715,7 @@ impl Mm {
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);
     }
 
-    fn replay_step(&self, st: &mut State, step: &ExecStep) {
+    pub(crate) fn replay_step(&self, st: &mut State, step: &ExecStep) {
         match step {
             ExecStep::Map {
                 start,

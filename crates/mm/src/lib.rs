@@ -32,12 +32,20 @@ pub mod error;
 pub mod exec;
 pub mod files;
 pub mod ldso;
+pub mod madvise;
+pub mod placement;
+pub mod remap;
+pub mod replay;
+pub mod strace;
 pub mod vma;
 
 pub use error::Error;
 pub use exec::{Caller, ExecStep, Program};
 pub use files::{CallPattern, File, Files};
 pub use ldso::Linkage;
+pub use madvise::{Advice, MmapOptions};
+pub use placement::Placement;
+pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
 use maple::MapleTree;
@@ -172,10 +180,10 @@ static NEXT_MM: AtomicU64 = AtomicU64::new(1);
 /// Dropping an `Mm` unlinks every VMA (as `exit`).
 ///
 /// ```
-/// use mm::{Mm, Files, MapFlags, Prot};
+/// use mm::{CallPattern, Files, MapFlags, Mm, Prot};
 /// use rmap::{Design, Topology};
 ///
-/// let mm = Mm::new(Files::new(Design::Aspace, Topology::Os));
+/// let mm = Mm::new(Files::new(Design::Aspace, Topology::Os, CallPattern::Batched));
 /// let len = 4 * mm::PAGE_SIZE;
 /// let addr = mm.mmap(0, len, Prot::RW, MapFlags::default(), None).unwrap();
 /// assert_eq!(mm.vmas().len(), 1);
@@ -501,8 +509,8 @@ impl Mm {
 
     /// `mmap(addr, len, prot, flags, file, pgoff)`. Returns the start address.
     ///
-    /// Without `MAP_FIXED` the area goes in the highest gap below [`layout::MMAP_BASE`]
-    /// that fits (`addr` is ignored). With it, `[addr, addr + len)` replaces whatever
+    /// Without `MAP_FIXED` the area goes at the hint `addr` if that range is free,
+    /// else in the highest gap below [`layout::MMAP_BASE`] that fits. With it, `[addr, addr + len)` replaces whatever
     /// was mapped there. `len` is rounded up to pages. The new VMA merges with
     /// compatible neighbours.
     ///
@@ -517,7 +525,23 @@ impl Mm {
         flags: MapFlags,
         file: Option<(&Arc<File>, u64)>,
     ) -> Result<u64, Error> {
-        let len = if flags.fixed {
+        self.mmap_with(addr, len, prot, MmapOptions::from(flags), file)
+    }
+
+    /// `mmap` with every flag the model knows ([`MmapOptions`]): as [`Mm::mmap`],
+    /// plus `MAP_FIXED_NOREPLACE` (`Exists` if anything is mapped in the range,
+    /// nothing replaced), `MAP_NORESERVE` (no `VM_ACCOUNT`) and `MAP_STACK`
+    /// (`VM_NOHUGEPAGE`). These flags take part in merging, as in Linux.
+    pub fn mmap_with(
+        &self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        opts: MmapOptions,
+        file: Option<(&Arc<File>, u64)>,
+    ) -> Result<u64, Error> {
+        let at_addr = opts.fixed || opts.fixed_noreplace;
+        let len = if at_addr {
             Self::check_range(addr, len)? - addr
         } else {
             if len == 0 {
@@ -529,7 +553,7 @@ impl Mm {
                 what: "length overflows",
             })?
         };
-        if flags.fixed && addr < MMAP_MIN_ADDR {
+        if at_addr && addr < MMAP_MIN_ADDR {
             return Err(Error::Invalid {
                 what: "MAP_FIXED below mmap_min_addr",
             });
@@ -542,12 +566,28 @@ impl Mm {
             }
         }
         let mut st = self.state.lock();
-        let start = if flags.fixed {
+        if opts.fixed_noreplace
+            && !opts.fixed
+            && self
+                .tree
+                .reader()
+                .range(addr, addr + len - 1)
+                .next()
+                .is_some()
+        {
+            return Err(Error::Exists { start: addr, len });
+        }
+        let start = if at_addr {
             addr
         } else {
-            self.tree
-                .empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len)
-                .map_err(|_| Error::NoSpace { len })?
+            let req = placement::Request {
+                hint: addr,
+                len,
+                pgoff: file.map(|(_, p)| p),
+                shared: opts.shared,
+                nohugepage: opts.stack,
+            };
+            placement::unmapped_area(&self.tree, req, opts.placement)?
         };
         let backing = match file {
             Some((f, pgoff)) => Backing::File {
@@ -560,10 +600,7 @@ impl Mm {
             start,
             end: start + len,
             prot,
-            flags: VmFlags {
-                shared: flags.shared,
-                account: !flags.shared && prot.write,
-            },
+            flags: opts.vm_flags(prot),
             backing,
             link: None,
         };
@@ -572,16 +609,13 @@ impl Mm {
     }
 
     /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
-    /// stick out. Errors (nothing changed): `Invalid` for a bad range, `NotMapped` when
-    /// nothing at all is mapped there (Linux would return 0; the model reports it).
+    /// stick out. A range with nothing mapped is `Ok` and changes nothing, as Linux
+    /// returns 0. Errors (nothing changed): `Invalid` for a bad range.
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
         if self.tree.reader().range(start, end - 1).next().is_none() {
-            return Err(Error::NotMapped {
-                start,
-                len: end - start,
-            });
+            return Ok(());
         }
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -602,13 +636,9 @@ impl Mm {
             }
             let mut p = v.slice(v.start.max(start), v.end.min(end));
             p.prot = prot;
-            p.flags.account |= !p.flags.shared && prot.write;
+            p.flags.account |= !p.flags.shared && prot.write && !p.flags.noreserve;
             at = p.end;
-            pieces.push((
-                p,
-                v.prot == prot
-                    && v.flags.account == (v.flags.account || (!v.flags.shared && prot.write)),
-            ));
+            pieces.push((p.clone(), v.prot == prot && v.flags == p.flags));
         }
         if at < end {
             return Err(Error::NotMapped {
@@ -886,6 +916,7 @@ fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {
         flags: VmFlags {
             shared: false,
             account: prot.write,
+            ..VmFlags::default()
         },
         backing: Backing::Anon(kind),
         link: None,

@@ -64,7 +64,21 @@ pub struct VmFlags {
     /// `VM_ACCOUNT`: a private mapping that was writable at some point. Set on mmap
     /// or on mprotect adding write, never cleared by mprotect, so a RELRO piece
     /// (rw- made r--) does not merge with the r-- segment before it, as on Linux.
+    /// `MAP_NORESERVE` leaves it clear.
     pub account: bool,
+    /// `VM_NORESERVE` (`MAP_NORESERVE`, with overcommit not disabled): never
+    /// accounted, not even when mprotect adds write.
+    pub noreserve: bool,
+    /// `VM_HUGEPAGE` (`madvise(MADV_HUGEPAGE)`).
+    pub hugepage: bool,
+    /// `VM_NOHUGEPAGE` (`madvise(MADV_NOHUGEPAGE)`, or `MAP_STACK` on kernels >= 6.7).
+    pub nohugepage: bool,
+    /// `VM_DONTCOPY` (`madvise(MADV_DONTFORK)`).
+    pub dontcopy: bool,
+    /// `VM_DONTDUMP` (`madvise(MADV_DONTDUMP)`).
+    pub dontdump: bool,
+    /// `VM_WIPEONFORK` (`madvise(MADV_WIPEONFORK)`).
+    pub wipeonfork: bool,
 }
 
 /// What an anonymous area is for; areas of different kinds never merge.

@@ -1,8 +1,12 @@
-//! Model-based tests: `Mm`'s mmap / munmap / mprotect against a page-by-page reference,
-//! plus the reverse-map invariants after every step.
+//! Model-based tests: `Mm`'s mmap (with `MAP_FIXED_NOREPLACE`, `MAP_NORESERVE`,
+//! `MAP_STACK`) / munmap / mprotect / madvise / mremap against a page-by-page
+//! reference, plus the reverse-map invariants after every step.
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
-use mm::{Backing, CallPattern, Error, File, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{
+    Advice, Backing, CallPattern, Error, File, Files, Mm, MmapOptions, MremapFlags, Placement,
+    Prot, PAGE_SIZE,
+};
 use proptest::prelude::*;
 use rmap::{Design, Topology};
 use std::collections::BTreeMap;
@@ -19,6 +23,10 @@ struct PageAttr {
     prot: Prot,
     account: bool,
     shared: bool,
+    noreserve: bool,
+    huge: bool,
+    nohuge: bool,
+    dontcopy: bool,
     /// None = anonymous; Some((file, pgoff of this page)).
     file: Option<(usize, u64)>,
 }
@@ -31,6 +39,21 @@ enum Op {
         prot: Prot,
         shared: bool,
         file: Option<(usize, u64)>,
+        noreplace: bool,
+        noreserve: bool,
+        stack: bool,
+    },
+    Madvise {
+        page: u64,
+        pages: u64,
+        advice: u8,
+    },
+    Mremap {
+        page: u64,
+        old_pages: u64,
+        new_pages: u64,
+        may_move: bool,
+        fixed: Option<u64>,
     },
     Munmap {
         page: u64,
@@ -54,14 +77,39 @@ fn op() -> impl Strategy<Value = Op> {
             1..8u64,
             prot(),
             any::<bool>(),
-            proptest::option::of((0..2usize, 0..16u64))
+            proptest::option::of((0..2usize, 0..16u64)),
+            (any::<bool>(), any::<bool>(), any::<bool>())
         )
-            .prop_map(|(fixed, pages, prot, shared, file)| Op::Mmap {
-                fixed,
-                pages,
-                prot,
-                shared,
-                file
+            .prop_map(
+                |(fixed, pages, prot, shared, file, (noreplace, noreserve, stack))| Op::Mmap {
+                    fixed,
+                    pages,
+                    prot,
+                    shared,
+                    file,
+                    noreplace,
+                    noreserve,
+                    stack,
+                }
+            ),
+        (0..WINDOW, 1..12u64, 0..4u8).prop_map(|(page, pages, advice)| Op::Madvise {
+            page,
+            pages,
+            advice
+        }),
+        (
+            0..WINDOW,
+            1..8u64,
+            1..10u64,
+            any::<bool>(),
+            proptest::option::of(0..WINDOW)
+        )
+            .prop_map(|(page, old_pages, new_pages, may_move, fixed)| Op::Mremap {
+                page,
+                old_pages,
+                new_pages,
+                may_move,
+                fixed
             }),
         (0..WINDOW, 1..12u64).prop_map(|(page, pages)| Op::Munmap { page, pages }),
         (0..WINDOW, 1..12u64, prot()).prop_map(|(page, pages, prot)| Op::Mprotect {
@@ -77,7 +125,107 @@ struct Reference {
     pages: BTreeMap<u64, PageAttr>,
 }
 
+fn advice(n: u8) -> Advice {
+    [
+        Advice::HugePage,
+        Advice::NoHugePage,
+        Advice::DontFork,
+        Advice::DoFork,
+    ][n as usize]
+}
+
 impl Reference {
+    fn top_down(&self, pages: u64) -> u64 {
+        let mut s = MMAP_BASE / PAGE_SIZE - pages;
+        while (s..s + pages).any(|p| self.pages.contains_key(&p)) {
+            s -= 1;
+            assert!(s >= MMAP_MIN_ADDR / PAGE_SIZE);
+        }
+        s
+    }
+
+    /// The maximal mergeable run (VMA) holding page `p`, as (first, end) pages.
+    fn run_of(&self, p: u64) -> Option<(u64, u64)> {
+        self.vmas()
+            .into_iter()
+            .map(|(s, e, _)| (s / PAGE_SIZE, e / PAGE_SIZE))
+            .find(|&(s, e)| s <= p && p < e)
+    }
+
+    fn mremap(
+        &mut self,
+        page: u64,
+        old_pages: u64,
+        new_pages: u64,
+        may_move: bool,
+        fixed: Option<u64>,
+    ) -> Result<Option<u64>, i32> {
+        let old = BASE_PAGE + page;
+        let old_end = old + old_pages;
+        if fixed.is_some() && !may_move {
+            return Err(mm::error::EINVAL);
+        }
+        if let Some(t) = fixed {
+            let t = BASE_PAGE + t;
+            if t < old_end && old < t + new_pages {
+                return Err(mm::error::EINVAL);
+            }
+        }
+        let Some((_, run_end)) = self.run_of(old) else {
+            return Err(mm::error::EFAULT);
+        };
+        if fixed.is_none() && new_pages <= old_pages {
+            for p in old + new_pages..old_end {
+                self.pages.remove(&p);
+            }
+            return Ok(Some(old * PAGE_SIZE));
+        }
+        let keep = old_pages.min(new_pages);
+        if old + keep > run_end {
+            return Err(mm::error::EFAULT);
+        }
+        let extend = |a: PageAttr, i: u64| PageAttr {
+            file: a.file.map(|(f, o)| (f, o + i)),
+            ..a
+        };
+        if fixed.is_none() {
+            if old_end == run_end
+                && !(old_end..old + new_pages).any(|p| self.pages.contains_key(&p))
+            {
+                let last = self.pages[&(old_end - 1)];
+                for (i, p) in (old_end..old + new_pages).enumerate() {
+                    self.pages.insert(p, extend(last, i as u64 + 1));
+                }
+                return Ok(Some(old * PAGE_SIZE));
+            }
+            if !may_move {
+                return Err(mm::error::ENOMEM);
+            }
+        }
+        let target = match fixed {
+            Some(t) => BASE_PAGE + t,
+            None => self.top_down(new_pages),
+        };
+        let attrs: Vec<PageAttr> = (old..old + keep).map(|p| self.pages[&p]).collect();
+        if fixed.is_some() {
+            for p in target..target + new_pages {
+                self.pages.remove(&p);
+            }
+        }
+        for p in old..old_end {
+            self.pages.remove(&p);
+        }
+        for i in 0..new_pages {
+            let a = if i < keep {
+                attrs[i as usize]
+            } else {
+                extend(attrs[keep as usize - 1], i - keep + 1)
+            };
+            self.pages.insert(target + i, a);
+        }
+        Ok(Some(target * PAGE_SIZE))
+    }
+
     fn apply(&mut self, op: &Op) -> Result<Option<u64>, i32> {
         match *op {
             Op::Mmap {
@@ -86,25 +234,31 @@ impl Reference {
                 prot,
                 shared,
                 file,
+                noreplace,
+                noreserve,
+                stack,
             } => {
                 let start = match fixed {
                     Some(p) => BASE_PAGE + p,
-                    None => {
-                        let mut s = MMAP_BASE / PAGE_SIZE - pages;
-                        while (s..s + pages).any(|p| self.pages.contains_key(&p)) {
-                            s -= 1;
-                            assert!(s >= MMAP_MIN_ADDR / PAGE_SIZE);
-                        }
-                        s
-                    }
+                    None => self.top_down(pages),
                 };
+                if fixed.is_some()
+                    && noreplace
+                    && (start..start + pages).any(|p| self.pages.contains_key(&p))
+                {
+                    return Err(17); // EEXIST
+                }
                 for (i, p) in (start..start + pages).enumerate() {
                     self.pages.insert(
                         p,
                         PageAttr {
                             prot,
-                            account: !shared && prot.write,
+                            account: !shared && prot.write && !noreserve,
                             shared,
+                            noreserve,
+                            huge: false,
+                            nohuge: stack,
+                            dontcopy: false,
                             file: file.map(|(f, off)| (f, off + i as u64)),
                         },
                     );
@@ -113,9 +267,6 @@ impl Reference {
             }
             Op::Munmap { page, pages } => {
                 let r = BASE_PAGE + page..BASE_PAGE + page + pages;
-                if !r.clone().any(|p| self.pages.contains_key(&p)) {
-                    return Err(mm::error::ENOMEM);
-                }
                 for p in r {
                     self.pages.remove(&p);
                 }
@@ -129,10 +280,37 @@ impl Reference {
                 for p in r {
                     let a = self.pages.get_mut(&p).expect("checked");
                     a.prot = prot;
-                    a.account |= !a.shared && prot.write;
+                    a.account |= !a.shared && prot.write && !a.noreserve;
                 }
                 Ok(None)
             }
+            Op::Madvise {
+                page,
+                pages,
+                advice,
+            } => {
+                let r = BASE_PAGE + page..BASE_PAGE + page + pages;
+                if !r.clone().all(|p| self.pages.contains_key(&p)) {
+                    return Err(mm::error::ENOMEM);
+                }
+                for p in r {
+                    let a = self.pages.get_mut(&p).expect("checked");
+                    match advice {
+                        0 => (a.huge, a.nohuge) = (true, false),
+                        1 => (a.huge, a.nohuge) = (false, true),
+                        2 => a.dontcopy = true,
+                        _ => a.dontcopy = false,
+                    }
+                }
+                Ok(None)
+            }
+            Op::Mremap {
+                page,
+                old_pages,
+                new_pages,
+                may_move,
+                fixed,
+            } => self.mremap(page, old_pages, new_pages, may_move, fixed),
         }
     }
 
@@ -147,6 +325,8 @@ impl Reference {
                     && first.prot == a.prot
                     && first.account == a.account
                     && first.shared == a.shared
+                    && first.noreserve == a.noreserve
+                    && (first.huge, first.nohuge, first.dontcopy) == (a.huge, a.nohuge, a.dontcopy)
                     && match (first.file, a.file) {
                         (None, None) => true,
                         (Some((f1, o1)), Some((f2, o2))) => f1 == f2 && o1 + n == o2,
@@ -184,6 +364,10 @@ fn model_vmas(mm: &Mm, files: &[Arc<File>]) -> Vec<(u64, u64, PageAttr)> {
                     prot: v.prot,
                     account: v.flags.account,
                     shared: v.flags.shared,
+                    noreserve: v.flags.noreserve,
+                    huge: v.flags.hugepage,
+                    nohuge: v.flags.nohugepage,
+                    dontcopy: v.flags.dontcopy,
                     file,
                 },
             )
@@ -208,16 +392,50 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                 prot,
                 shared,
                 file,
+                noreplace,
+                noreserve,
+                stack,
             } => mm
-                .mmap(
+                .mmap_with(
                     fixed.map_or(0, |p| (BASE_PAGE + p) * PAGE_SIZE),
                     pages * PAGE_SIZE,
                     prot,
-                    MapFlags {
-                        fixed: fixed.is_some(),
+                    MmapOptions {
+                        fixed: fixed.is_some() && !noreplace,
+                        fixed_noreplace: fixed.is_some() && noreplace,
                         shared,
+                        noreserve,
+                        stack,
+                        placement: Placement::TOP_DOWN,
                     },
                     file.map(|(f, off)| (&files[f], off)),
+                )
+                .map(Some),
+            Op::Madvise {
+                page,
+                pages,
+                advice: a,
+            } => mm
+                .madvise((BASE_PAGE + page) * PAGE_SIZE, pages * PAGE_SIZE, advice(a))
+                .map(|()| None),
+            Op::Mremap {
+                page,
+                old_pages,
+                new_pages,
+                may_move,
+                fixed,
+            } => mm
+                .mremap(
+                    (BASE_PAGE + page) * PAGE_SIZE,
+                    old_pages * PAGE_SIZE,
+                    new_pages * PAGE_SIZE,
+                    MremapFlags {
+                        may_move,
+                        fixed: fixed.is_some(),
+                        dont_unmap: false,
+                    },
+                    fixed.map_or(0, |p| (BASE_PAGE + p) * PAGE_SIZE),
+                    Placement::TOP_DOWN,
                 )
                 .map(Some),
             Op::Munmap { page, pages } => mm
@@ -228,6 +446,14 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                 .map(|()| None),
         };
         let want = reference.apply(op);
+        let linked: usize = files.iter().map(|f| f.rmap().len()).sum();
+        let file_vmas = mm.vmas().iter().filter(|v| v.file().is_some()).count();
+        prop_assert_eq!(
+            linked,
+            file_vmas,
+            "rmap entries vs file VMAs after {:?}",
+            op
+        );
         prop_assert_eq!(got.clone().map_err(|e: Error| e.errno()), want, "{:?}", op);
         if got.is_err() {
             prop_assert_eq!(&model_vmas(&mm, &files), &before, "error changed state");

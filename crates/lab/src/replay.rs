@@ -1,0 +1,181 @@
+//! `aspace replay`: a recorded run (`strace -f -y -e trace=memory,process`) replayed
+//! through the model with each design, with the report of `mm::replay`.
+
+use mm::placement::Placement;
+use mm::replay::{diff_maps, model_maps, parse_maps, Replay};
+use mm::{strace, CallPattern, Files};
+use rmap::{Design, Topology};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What `aspace replay` was asked.
+pub struct ReplayConfig {
+    pub trace: PathBuf,
+    pub designs: Vec<Design>,
+    pub patterns: Vec<CallPattern>,
+    pub maps: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub placement: Placement,
+    pub repeat: u32,
+}
+
+/// Replays the trace and prints the report; `Ok(false)` when the final layout
+/// differs from the recorded maps.
+pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
+    let text = std::fs::read_to_string(&cfg.trace)
+        .map_err(|e| format!("cannot read {}: {e}", cfg.trace.display()))?;
+    let events = strace::parse(&text).map_err(|e| format!("{}: {e}", cfg.trace.display()))?;
+    let first_pid = events
+        .first()
+        .map(|e| e.pid)
+        .ok_or("the trace has no calls")?;
+    let real = match &cfg.maps {
+        Some(p) => Some(maps_for(p, first_pid)?),
+        None => None,
+    };
+    let mut same = true;
+    let mut json = Vec::new();
+    let runs = cfg
+        .designs
+        .iter()
+        .flat_map(|&d| cfg.patterns.iter().map(move |&p| (d, p)));
+    for (design, pattern) in runs {
+        let files = Files::new(design, Topology::detect(), pattern);
+        let mut r = Replay::new(files, cfg.placement);
+        // A first run resolves the programs and files (reads ELF headers); the timed
+        // runs replay into the warm registry.
+        r.run(&events);
+        let start = Instant::now();
+        for _ in 0..cfg.repeat.max(1) {
+            r.reset();
+            r.run(&events);
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let rep = &r.report;
+        let per_s = (rep.calls + rep.events) as f64 * f64::from(cfg.repeat.max(1)) / secs;
+        println!(
+            "{design} ({pattern}): {} memory calls, {} process events; placed {}/{} at the kernel's address; \
+             {:.2} rmap lock holds/call; {} not expressed; {} results differ; {:.2} M calls/s",
+            rep.calls,
+            rep.events,
+            rep.placed_same,
+            rep.placed,
+            rep.lock_holds_per_call(),
+            rep.not_expressed.len(),
+            rep.result_differs.len(),
+            per_s / 1e6
+        );
+        for (line, why) in &rep.not_expressed {
+            println!("  line {line}: could not express: {why}");
+        }
+        for (line, what) in &rep.result_differs {
+            println!("  line {line}: result differs: {what}");
+        }
+        for (line, k, m, len) in &rep.misplaced {
+            println!("  line {line}: mmap of {len:#x}: kernel {k:#x}, model {m:#x}");
+        }
+        let mut diffs = Vec::new();
+        if let Some(real) = &real {
+            match r.exited.get(&first_pid) {
+                None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
+                Some(v) => {
+                    let (om, or) = diff_maps(&model_maps(v), real);
+                    for l in om {
+                        diffs.push(format!(
+                            "model only:  {:x}-{:x} {:?} {} {:#x}",
+                            l.0, l.1, l.2, l.3, l.4
+                        ));
+                    }
+                    for l in or {
+                        diffs.push(format!(
+                            "kernel only: {:x}-{:x} {:?} {} {:#x}",
+                            l.0, l.1, l.2, l.3, l.4
+                        ));
+                    }
+                }
+            }
+            if diffs.is_empty() {
+                println!("  final layout of pid {first_pid}: identical to the recorded maps");
+            } else {
+                same = false;
+                for d in &diffs {
+                    println!("  {d}");
+                }
+            }
+        }
+        json.push(serde_json::json!({
+            "design": design.to_string(),
+            "call_pattern": pattern.name(),
+            "call_pattern_detail": pattern.describe(),
+            "calls": rep.calls,
+            "events": rep.events,
+            "placed": rep.placed,
+            "placed_same": rep.placed_same,
+            "lock_holds": rep.rmap.lock_holds(),
+            "lock_holds_per_call": rep.lock_holds_per_call(),
+            "not_expressed": rep.not_expressed,
+            "result_differs": rep.result_differs,
+            "misplaced": rep.misplaced,
+            "layout_differences": diffs,
+            "calls_per_s": per_s,
+        }));
+    }
+    if let Some(p) = &cfg.json {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(same)
+}
+
+/// The recorded maps: `path` itself, or `path/PID.maps` for a directory.
+fn maps_for(path: &Path, pid: u32) -> Result<Vec<mm::replay::MapsLine>, String> {
+    let file = if path.is_dir() {
+        path.join(format!("{pid}.maps"))
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    parse_maps(&text).ok_or_else(|| format!("{}: not a /proc/PID/maps file", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../mm/tests/data")
+            .join(name)
+    }
+
+    #[test]
+    fn shipped_trace_replays_to_the_recorded_layout_and_bad_input_is_an_error() {
+        let json = std::env::temp_dir().join(format!("aspace-replay-{}.json", std::process::id()));
+        let mut cfg = ReplayConfig {
+            trace: data("git-version.strace"),
+            designs: vec![Design::Linux, Design::Aspace],
+            patterns: CallPattern::ALL.to_vec(),
+            maps: Some(data("git-version.maps")),
+            json: Some(json.clone()),
+            placement: Placement::LINUX_THP,
+            repeat: 2,
+        };
+        assert_eq!(run(&cfg), Ok(true));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v[0]["placed"], v[0]["placed_same"]);
+        // Every design ran with every pattern, and each run says which.
+        let runs = v.as_array().unwrap();
+        assert_eq!(runs.len(), 4);
+        assert_eq!(runs[0]["call_pattern"], "per-vma");
+        assert_eq!(runs[1]["call_pattern"], "batched");
+        std::fs::remove_file(&json).unwrap();
+        // The python maps are not git's layout: a difference, exit status 1.
+        cfg.json = None;
+        cfg.maps = Some(data("python3-import-json.maps"));
+        assert_eq!(run(&cfg), Ok(false));
+        cfg.trace = data("git-version.maps");
+        assert!(run(&cfg).unwrap_err().contains("line 1"));
+    }
+}

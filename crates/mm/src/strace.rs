@@ -1,0 +1,562 @@
+//! Parsing what `strace -f -y -e trace=memory,process -o FILE PROGRAM` writes: one
+//! [`Event`] per finished system call or process event, `<unfinished ...>` /
+//! `<... resumed>` pairs joined per pid. Bad lines are a [`ParseError`] with the line
+//! number, never a panic.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// `mmap` flag bits (x86-64 values).
+pub mod map {
+    /// `MAP_SHARED`.
+    pub const SHARED: u64 = 0x1;
+    /// `MAP_PRIVATE`.
+    pub const PRIVATE: u64 = 0x2;
+    /// `MAP_FIXED`.
+    pub const FIXED: u64 = 0x10;
+    /// `MAP_ANONYMOUS`.
+    pub const ANONYMOUS: u64 = 0x20;
+    /// `MAP_NORESERVE`.
+    pub const NORESERVE: u64 = 0x4000;
+    /// `MAP_STACK`.
+    pub const STACK: u64 = 0x20000;
+    /// `MAP_HUGETLB`.
+    pub const HUGETLB: u64 = 0x40000;
+    /// `MAP_FIXED_NOREPLACE`.
+    pub const FIXED_NOREPLACE: u64 = 0x100000;
+    /// `MAP_GROWSDOWN`.
+    pub const GROWSDOWN: u64 = 0x100;
+}
+
+/// A system call's result: the value, or the errno name (`ENOMEM`).
+pub type Ret = Result<u64, String>;
+
+/// One call or process event of one pid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// `mmap(addr, len, prot, flags, fd, off)`; `file` is the `-y` path of the fd.
+    Mmap {
+        /// Hint or fixed address.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// `PROT_*` bits.
+        prot: u64,
+        /// `MAP_*` bits.
+        flags: u64,
+        /// The file path (from `-y`) and byte offset, for a file mapping.
+        file: Option<(String, u64)>,
+        /// Result.
+        ret: Ret,
+    },
+    /// `munmap(addr, len)`.
+    Munmap {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `mprotect(addr, len, prot)`.
+    Mprotect {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// `PROT_*` bits.
+        prot: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `brk(addr)` (`NULL` = 0).
+    Brk {
+        /// Requested break.
+        addr: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `mremap(old, old_len, new_len, flags[, new_addr])`.
+    Mremap {
+        /// Old start.
+        old: u64,
+        /// Old length.
+        old_len: u64,
+        /// New length.
+        new_len: u64,
+        /// `MREMAP_*` bits.
+        flags: u64,
+        /// New address (`MREMAP_FIXED`).
+        new_addr: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `madvise(addr, len, advice)`.
+    Madvise {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// `MADV_*` number.
+        advice: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `clone`/`clone3`/`fork`/`vfork`: a new process or thread.
+    Clone {
+        /// `CLONE_VM`: the child shares the address space (a thread, or vfork).
+        vm: bool,
+        /// The child's pid.
+        ret: Ret,
+    },
+    /// `execve(path, ...)`.
+    Execve {
+        /// The program path.
+        path: String,
+        /// Result.
+        ret: Ret,
+    },
+    /// `+++ exited with N +++` / `+++ killed by SIG +++`.
+    Exit,
+    /// Any other system call (the model cannot express it), by name.
+    Other {
+        /// The call's name.
+        name: String,
+    },
+}
+
+/// One parsed event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// 1-based line number where the call finished.
+    pub line: usize,
+    /// The pid (0 when the trace has no pid column).
+    pub pid: u32,
+    /// What happened.
+    pub call: Call,
+}
+
+/// A line that could not be understood.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Parses a whole trace. Signal lines (`--- SIG... ---`) are skipped.
+pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
+    let mut out = Vec::new();
+    let mut pending: HashMap<u32, String> = HashMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let err = |what: String| ParseError { line, what };
+        let raw = raw.trim_end();
+        if raw.is_empty() {
+            continue;
+        }
+        let (pid, rest) = match raw.split_once(' ') {
+            Some((p, r)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (
+                p.parse::<u32>().map_err(|e| err(format!("bad pid: {e}")))?,
+                r.trim_start(),
+            ),
+            _ => (0, raw),
+        };
+        if rest.starts_with("--- ") {
+            continue;
+        }
+        if rest.starts_with("+++ ") {
+            out.push(Event {
+                line,
+                pid,
+                call: Call::Exit,
+            });
+            continue;
+        }
+        let text = if let Some(tail) = rest.strip_prefix("<... ") {
+            let (_, after) = tail
+                .split_once(" resumed>")
+                .ok_or_else(|| err("'<...' without 'resumed>'".into()))?;
+            let head = pending
+                .remove(&pid)
+                .ok_or_else(|| err(format!("resumed call of pid {pid} that never started")))?;
+            format!("{head}{after}")
+        } else if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            pending.insert(pid, head.trim_end().to_string());
+            continue;
+        } else {
+            rest.to_string()
+        };
+        out.push(Event {
+            line,
+            pid,
+            call: parse_call(&text).map_err(err)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Splits `name(args) = ret ...`.
+fn parse_call(text: &str) -> Result<Call, String> {
+    let open = text.find('(').ok_or("no '(' in a call line")?;
+    let name = &text[..open];
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("bad call name {name:?}"));
+    }
+    let (args, ret) = split_args(&text[open + 1..])?;
+    let ret = parse_ret(ret)?;
+    let arg = |i: usize| -> Result<&str, String> {
+        args.get(i)
+            .map(|s| s.as_str())
+            .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
+    };
+    let num = |i: usize| -> Result<u64, String> {
+        parse_num(arg(i)?).ok_or_else(|| format!("{name}: bad number {:?}", args[i]))
+    };
+    Ok(match name {
+        "mmap" => {
+            let fd = arg(4)?;
+            let flags = parse_bits(arg(3)?, MAP_NAMES)
+                .ok_or_else(|| format!("mmap: bad flags {:?}", args[3]))?;
+            let file = if flags & map::ANONYMOUS != 0 {
+                None
+            } else {
+                let path = fd
+                    .split_once('<')
+                    .and_then(|(_, p)| p.strip_suffix('>'))
+                    .ok_or_else(|| {
+                        format!("mmap: fd {fd:?} has no path (record with strace -y)")
+                    })?;
+                Some((path.to_string(), num(5)?))
+            };
+            Call::Mmap {
+                addr: num(0)?,
+                len: num(1)?,
+                prot: parse_bits(arg(2)?, PROT_NAMES)
+                    .ok_or_else(|| format!("mmap: bad prot {:?}", args[2]))?,
+                flags,
+                file,
+                ret,
+            }
+        }
+        "munmap" => Call::Munmap {
+            addr: num(0)?,
+            len: num(1)?,
+            ret,
+        },
+        "mprotect" => Call::Mprotect {
+            addr: num(0)?,
+            len: num(1)?,
+            prot: parse_bits(arg(2)?, PROT_NAMES)
+                .ok_or_else(|| format!("mprotect: bad prot {:?}", args[2]))?,
+            ret,
+        },
+        "brk" => Call::Brk { addr: num(0)?, ret },
+        "mremap" => Call::Mremap {
+            old: num(0)?,
+            old_len: num(1)?,
+            new_len: num(2)?,
+            flags: parse_bits(arg(3)?, MREMAP_NAMES)
+                .ok_or_else(|| format!("mremap: bad flags {:?}", args[3]))?,
+            new_addr: if args.len() > 4 { num(4)? } else { 0 },
+            ret,
+        },
+        "madvise" => Call::Madvise {
+            addr: num(0)?,
+            len: num(1)?,
+            advice: parse_bits(arg(2)?, MADV_NAMES)
+                .ok_or_else(|| format!("madvise: bad advice {:?}", args[2]))?,
+            ret,
+        },
+        "clone" | "clone3" => Call::Clone {
+            vm: args.iter().any(|a| a.contains("CLONE_VM")),
+            ret,
+        },
+        "fork" => Call::Clone { vm: false, ret },
+        "vfork" => Call::Clone { vm: true, ret },
+        "execve" | "execveat" => {
+            let a = if name == "execve" { arg(0)? } else { arg(1)? };
+            let path = a
+                .strip_prefix('"')
+                .and_then(|p| p.strip_suffix('"'))
+                .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
+            Call::Execve {
+                path: path.to_string(),
+                ret,
+            }
+        }
+        _ => Call::Other {
+            name: name.to_string(),
+        },
+    })
+}
+
+/// Splits the text after `(` into top-level arguments and the text after `) = `.
+fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
+    let mut args = Vec::new();
+    // Open brackets; `>` closes only a `<` (clone3 prints `=> {...}`).
+    let mut open: Vec<char> = Vec::new();
+    let mut quoted = false;
+    let mut escaped = false;
+    let mut cur = String::new();
+    for (i, c) in s.char_indices() {
+        if quoted {
+            cur.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '(' | '[' | '{' | '<' => open.push(c),
+            ']' | '}' | '>' => {
+                let want = match c {
+                    ']' => '[',
+                    '}' => '{',
+                    _ => '<',
+                };
+                if open.last() == Some(&want) {
+                    open.pop();
+                } else if c != '>' {
+                    return Err(format!("unbalanced {c:?} in the arguments"));
+                }
+            }
+            ')' if open.is_empty() => {
+                let t = cur.trim();
+                if !t.is_empty() || !args.is_empty() {
+                    args.push(t.to_string());
+                }
+                let rest = s[i + 1..].trim_start();
+                let ret = rest
+                    .strip_prefix('=')
+                    .ok_or("no '= result' after the call")?;
+                return Ok((args, ret.trim()));
+            }
+            ')' if open.pop() != Some('(') => {
+                return Err("unbalanced ')' in the arguments".into());
+            }
+            ',' if open.is_empty() => {
+                args.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    Err("unterminated argument list".into())
+}
+
+fn parse_ret(s: &str) -> Result<Ret, String> {
+    let first = s.split_whitespace().next().ok_or("empty result")?;
+    if first == "?" {
+        return Ok(Err("?".into()));
+    }
+    if first.starts_with('-') {
+        let name = s.split_whitespace().nth(1).unwrap_or("E?");
+        return Ok(Err(name.to_string()));
+    }
+    parse_num(first)
+        .map(Ok)
+        .ok_or_else(|| format!("bad result {first:?}"))
+}
+
+fn parse_num(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if s == "NULL" {
+        return Some(0);
+    }
+    // strace -y prints "3</path>" for an fd argument; the number is before '<'.
+    let s = s.split('<').next()?;
+    if let Some(h) = s.strip_prefix("0x") {
+        u64::from_str_radix(h, 16).ok()
+    } else if let Some(n) = s.strip_prefix('-') {
+        n.parse::<u64>().ok().map(|v| v.wrapping_neg())
+    } else {
+        s.parse().ok()
+    }
+}
+
+fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
+    let mut v = 0;
+    for part in s.split('|') {
+        let part = part.trim();
+        v |= match names.iter().find(|(n, _)| *n == part) {
+            Some((_, b)) => *b,
+            None => parse_num(part)?,
+        };
+    }
+    Some(v)
+}
+
+const PROT_NAMES: &[(&str, u64)] = &[
+    ("PROT_NONE", 0),
+    ("PROT_READ", 1),
+    ("PROT_WRITE", 2),
+    ("PROT_EXEC", 4),
+    ("PROT_SEM", 8),
+    ("PROT_GROWSDOWN", 0x0100_0000),
+    ("PROT_GROWSUP", 0x0200_0000),
+];
+
+const MAP_NAMES: &[(&str, u64)] = &[
+    ("MAP_SHARED", map::SHARED),
+    ("MAP_PRIVATE", map::PRIVATE),
+    ("MAP_SHARED_VALIDATE", 0x3),
+    ("MAP_FIXED", map::FIXED),
+    ("MAP_ANONYMOUS", map::ANONYMOUS),
+    ("MAP_32BIT", 0x40),
+    ("MAP_GROWSDOWN", map::GROWSDOWN),
+    ("MAP_DENYWRITE", 0x800),
+    ("MAP_EXECUTABLE", 0x1000),
+    ("MAP_LOCKED", 0x2000),
+    ("MAP_NORESERVE", map::NORESERVE),
+    ("MAP_POPULATE", 0x8000),
+    ("MAP_NONBLOCK", 0x10000),
+    ("MAP_STACK", map::STACK),
+    ("MAP_HUGETLB", map::HUGETLB),
+    ("MAP_SYNC", 0x80000),
+    ("MAP_FIXED_NOREPLACE", map::FIXED_NOREPLACE),
+    ("MAP_UNINITIALIZED", 0x400_0000),
+];
+
+const MREMAP_NAMES: &[(&str, u64)] = &[
+    ("0", 0),
+    ("MREMAP_MAYMOVE", 1),
+    ("MREMAP_FIXED", 2),
+    ("MREMAP_DONTUNMAP", 4),
+];
+
+const MADV_NAMES: &[(&str, u64)] = &[
+    ("MADV_NORMAL", 0),
+    ("MADV_RANDOM", 1),
+    ("MADV_SEQUENTIAL", 2),
+    ("MADV_WILLNEED", 3),
+    ("MADV_DONTNEED", 4),
+    ("MADV_FREE", 8),
+    ("MADV_REMOVE", 9),
+    ("MADV_DONTFORK", 10),
+    ("MADV_DOFORK", 11),
+    ("MADV_MERGEABLE", 12),
+    ("MADV_UNMERGEABLE", 13),
+    ("MADV_HUGEPAGE", 14),
+    ("MADV_NOHUGEPAGE", 15),
+    ("MADV_DONTDUMP", 16),
+    ("MADV_DODUMP", 17),
+    ("MADV_WIPEONFORK", 18),
+    ("MADV_KEEPONFORK", 19),
+    ("MADV_COLD", 20),
+    ("MADV_PAGEOUT", 21),
+    ("MADV_POPULATE_READ", 22),
+    ("MADV_POPULATE_WRITE", 23),
+    ("MADV_DONTNEED_LOCKED", 24),
+    ("MADV_COLLAPSE", 25),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_calls_pairs_and_events() {
+        let t = "\
+100 execve(\"/bin/true\", [\"true\"], 0x7ffd /* 3 vars */) = 0
+100 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7fc0000
+100 mmap(NULL, 33763, PROT_READ, MAP_PRIVATE, 3</etc/ld.so.cache>, 0) = 0x7ffff7fb7000
+100 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD <unfinished ...>
+101 munmap(0x1000, 4096) = -1 EINVAL (Invalid argument)
+100 <... clone resumed>, child_tidptr=0x7f) = 101
+--- SIGCHLD {si_signo=SIGCHLD} ---
+100 mremap(0x7ffff7fc0000, 8192, 16384, MREMAP_MAYMOVE) = 0x7ffff7fb0000
+100 madvise(0x7ffff7fb0000, 4096, MADV_DONTFORK) = 0
+100 exit_group(0) = ?
+100 +++ exited with 0 +++
+";
+        let ev = parse(t).unwrap();
+        assert_eq!(ev.len(), 9);
+        assert!(
+            matches!(&ev[2].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/etc/ld.so.cache")
+        );
+        assert_eq!(
+            ev[3].call,
+            Call::Munmap {
+                addr: 0x1000,
+                len: 4096,
+                ret: Err("EINVAL".into())
+            }
+        );
+        assert_eq!(
+            (ev[4].line, &ev[4].call),
+            (
+                6,
+                &Call::Clone {
+                    vm: false,
+                    ret: Ok(101)
+                }
+            )
+        );
+        assert!(matches!(
+            ev[5].call,
+            Call::Mremap {
+                flags: 1,
+                new_len: 16384,
+                ret: Ok(0x7fff_f7fb_0000),
+                ..
+            }
+        ));
+        assert!(matches!(ev[6].call, Call::Madvise { advice: 10, .. }));
+        assert_eq!(
+            ev[7].call,
+            Call::Other {
+                name: "exit_group".into()
+            }
+        );
+        assert_eq!(ev[8].call, Call::Exit);
+    }
+
+    #[test]
+    fn garbage_is_an_error_with_a_line_number_never_a_panic() {
+        let good = "1 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x10000\n";
+        assert_eq!(parse("1 mmap(NULL\n").unwrap_err().line, 1);
+        let e = parse(&format!("{good}2 <... mmap resumed>) = 0\n")).unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("1 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x1000\n").unwrap_err();
+        assert!(e.what.contains("strace -y"), "{e}");
+        // Every truncation and every single-byte change of a good trace: no panic.
+        let text = format!("{good}1 mremap(0x10000, 4096, 8192, MREMAP_MAYMOVE|MREMAP_FIXED, 0x20000) = 0x20000\n1 clone3({{flags=CLONE_VM, exit_signal=0}} => {{parent_tid=[2]}}, 88) = 2\n");
+        let ev = parse(&text).unwrap();
+        assert_eq!(
+            ev[2].call,
+            Call::Clone {
+                vm: true,
+                ret: Ok(2)
+            }
+        );
+        let bytes = text.as_bytes();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for cut in 0..bytes.len() {
+            let _ = parse(&String::from_utf8_lossy(&bytes[..cut]));
+            for _ in 0..8 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let mut b = bytes.to_vec();
+                b[cut] = (seed >> 24) as u8;
+                let _ = parse(&String::from_utf8_lossy(&b));
+            }
+        }
+    }
+}
