@@ -365,7 +365,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     }
     let json = a.json.clone().unwrap_or_else(|| a.out.join("results.json"));
     check_outputs(&a.out, &json)?;
-    workload::check_binary(&a.binary)?;
+    workload::check_bench_binary(&a.binary)?;
     let mut workloads = a.workload.clone();
     workloads.dedup();
     let patterns = a.call_pattern.patterns();
@@ -518,7 +518,8 @@ fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
         None
     } else {
         let b = PathBuf::from(&a.binary);
-        workload::check_binary(&b)?;
+        let linkage = workload::check_binary(&b)?;
+        eprintln!("soak: {} is {} linked", b.display(), linkage.name());
         Some(b)
     };
     eprintln!(

@@ -12,7 +12,7 @@
 //! 5. lock statistics are the delta over the measured interval.
 
 use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
-use mm::{Access, CallPattern, Files, Mm, Program, RmapCalls};
+use mm::{Access, CallPattern, Files, Linkage, Mm, Program, RmapCalls};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Design, Interval, Topology};
 use std::path::{Path, PathBuf};
@@ -69,13 +69,29 @@ pub struct Point {
 }
 
 /// Resolves `binary` once to check it before a sweep: a clear error for a missing,
-/// non-ELF or truncated file or a missing library.
-pub fn check_binary(binary: &Path) -> Result<(), String> {
+/// non-ELF or truncated file or a missing library. Returns how it is linked.
+pub fn check_binary(binary: &Path) -> Result<Linkage, String> {
     let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     files
         .program(binary)
-        .map(drop)
+        .map(|p| p.linkage())
         .map_err(|e| format!("cannot exec {}: {e}", binary.display()))
+}
+
+/// [`check_binary`], and refuses a program that maps no shared library: a static or
+/// static-pie binary has no libc or ld.so mapping, so its execs never meet in a
+/// file's reverse map and cannot show the contention the benchmark measures.
+pub fn check_bench_binary(binary: &Path) -> Result<(), String> {
+    match check_binary(binary)? {
+        Linkage::Dynamic => Ok(()),
+        other => Err(format!(
+            "{} is a {} program: it maps no libc or ld.so, so its execs share no \
+             file's reverse map and cannot show the contention `aspace bench` measures; \
+             choose a dynamically linked binary (the default is /bin/true)",
+            binary.display(),
+            other.name()
+        )),
+    }
 }
 
 /// Addresses a freshly exec'd process faults on: (address, access).

@@ -56,6 +56,25 @@ fn bench_arguments_out_of_range() {
     }
 }
 
+/// A static-pie program maps no shared library, so `aspace bench` refuses it by name
+/// (before any run); ld.so run as the program is one on every glibc system.
+#[test]
+fn bench_refuses_a_program_that_maps_no_library() {
+    let ldso = ["/lib64/ld-linux-x86-64.so.2", "/sbin/ldconfig"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(prog) = ldso else {
+        eprintln!("no static-pie program on this machine; skipping");
+        return;
+    };
+    let out = tmpdir("static-bench");
+    let o = aspace(&["bench", "--binary", prog, "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "bench of {prog} should fail");
+    assert!(err.contains("static-pie"), "{prog}: {err}");
+    assert!(!out.join("results.json").exists());
+}
+
 #[test]
 fn report_rejects_bad_files() {
     let d = tmpdir("bad-report");
