@@ -13,8 +13,7 @@
 //! One *op* is one process mapped and unmapped: 5 inserts and 5 removes.
 //! Inserts run under [`CallSite::MmapLink`], removals under
 //! [`CallSite::ExitUnlink`] and the walker under [`CallSite::Walk`], so the
-//! result's [`LockStats::per_site`] splits the holds while
-//! [`crate::stats::account_call_sites`] is in effect.
+//! result's [`LockStats::per_site`] splits the holds.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};

@@ -8,13 +8,11 @@
 //! lock protects; sharded designs keep one such block per shard, so counting
 //! adds no shared line to a modifier.
 //!
-//! The split by call site is kept while [`account_call_sites`] (or hold
-//! timing, or a recording) is in effect; otherwise every hold counts under
-//! [`CallSite::Other`]. Hold times are measured only while
-//! [`set_hold_timing`] is on (a relaxed global flag). The default path
-//! tests one global counter per map operation and reads no thread-local
-//! state and no clock; the cost is measured in `crates/rmap/BENCHMARKS.md`
-//! ("Lock-hold accounting cost").
+//! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
+//! global flag). The default path reads the thread-local context byte and
+//! the global flag once per map operation, tests them once, and indexes the
+//! hold counter by the call site; no clock is read. The cost is measured in
+//! `crates/rmap/BENCHMARKS.md` ("Lock-hold accounting cost").
 //!
 //! # Concurrency
 //!
@@ -30,7 +28,6 @@
 //! use rmap::{Design, Interval, ReverseMap, Topology};
 //!
 //! let m = Design::Linux.build(&Topology::Os);
-//! let _accounting = rmap::stats::account_call_sites();
 //! {
 //!     let _site = set_call_site(CallSite::MmapLink);
 //!     m.insert(Interval::new(0, 9).unwrap(), 1).unwrap();
@@ -206,72 +203,13 @@ static HOLD_TIMING: AtomicU8 = AtomicU8::new(0);
 /// Switches hold-time measurement on or off for every thread. While on,
 /// every lock hold reads the monotonic clock twice and adds its length to
 /// its lock's [`SiteStats::hold_ns`]. Returns the previous setting.
-/// Hold timing counts as one reason for site accounting while it is on.
 pub fn set_hold_timing(on: bool) -> bool {
     // Relaxed: a configuration flag; a thread that sees the change a little
     // late measures a few holds more or fewer, which is acceptable.
-    let was = HOLD_TIMING.swap(
+    HOLD_TIMING.swap(
         if on { TIMING } else { 0 },
         std::sync::atomic::Ordering::Relaxed,
-    ) != 0;
-    if on && !was {
-        activate();
-    } else if !on && was {
-        deactivate();
-    }
-    was
-}
-
-/// How many reasons there are to attribute holds to call sites: live
-/// [`SiteAccounting`] guards, hold timing (one while on), recordings in
-/// progress on any thread. Zero: every hold counts under
-/// [`CallSite::Other`] and no thread-local state is read. Not a loom atomic:
-/// configuration, not part of any protocol.
-static ACTIVE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-pub(crate) fn activate() {
-    // Relaxed: a configuration count; a thread that sees it late counts a
-    // few holds under `Other`, which is acceptable.
-    ACTIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-}
-
-pub(crate) fn deactivate() {
-    // Relaxed: as in activate().
-    ACTIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Keeps per-call-site accounting on while alive (see [`account_call_sites`]).
-#[derive(Debug)]
-#[must_use = "call sites are accounted while the guard lives"]
-pub struct SiteAccounting {
-    _private: (),
-}
-
-impl Drop for SiteAccounting {
-    fn drop(&mut self) {
-        deactivate();
-    }
-}
-
-/// Switches per-call-site accounting on, for every thread, until the guard
-/// drops (guards nest and may overlap across threads). While on, each hold
-/// is counted under the call site its thread declared with
-/// [`set_call_site`]; while off (no guard, hold timing off, nobody
-/// recording), every hold counts under [`CallSite::Other`] and the lock
-/// path reads no thread-local state: that is what keeps the default path's
-/// cost within a few percent (`crates/rmap/BENCHMARKS.md`). Totals
-/// ([`LockStats::acquisitions`], [`LockStats::contended`]) are always
-/// counted. [`set_hold_timing`]`(true)` and [`crate::trace::record`] turn
-/// it on as well while they are in effect.
-pub fn account_call_sites() -> SiteAccounting {
-    activate();
-    SiteAccounting { _private: () }
-}
-
-/// Whether holds are being attributed to call sites now.
-pub fn call_sites_accounted() -> bool {
-    // Relaxed: see activate().
-    ACTIVE.load(std::sync::atomic::Ordering::Relaxed) != 0
+    ) != 0
 }
 
 /// Whether hold timing is on.
@@ -284,11 +222,7 @@ pub fn hold_timing() -> bool {
 /// global timing bit: read once per operation.
 #[inline(always)]
 pub(crate) fn op_ctx() -> u8 {
-    if call_sites_accounted() {
-        ctx() | timing_bits()
-    } else {
-        CallSite::Other as u8
-    }
+    ctx() | timing_bits()
 }
 
 /// True when a hold under context byte `ctx` is timed or recorded.
@@ -297,24 +231,25 @@ pub(crate) fn is_probed(ctx: u8) -> bool {
     ctx & (RECORDING | TIMING) != 0
 }
 
-/// Runs one map operation `op(ctx, arg)`. When nothing asks for call
-/// sites, timing or recording (the default), it calls an inlined copy of
-/// `op` with the constant context [`CallSite::Other`], in which the
-/// compiler drops every probe test of every hold; otherwise an out-of-line
-/// copy with the thread's context byte (read once per operation).
+/// Runs one map operation `op(ctx, arg)` with the calling thread's context
+/// byte, read once. The default (neither timed nor recorded) case calls an
+/// inlined copy of `op` in which the compiler knows the probe bits are
+/// clear and drops every probe test of every hold; the probed case calls
+/// an out-of-line copy.
 #[inline(always)]
 pub(crate) fn with_op<A, R>(arg: A, op: impl FnOnce(u8, A) -> R + Copy) -> R {
-    if call_sites_accounted() {
-        accounted_op(op, arg)
+    let c = op_ctx();
+    if is_probed(c) {
+        probed_op(op, c, arg)
     } else {
-        op(CallSite::Other as u8, arg)
+        op(c, arg)
     }
 }
 
 #[cold]
 #[inline(never)]
-fn accounted_op<A, R>(op: impl FnOnce(u8, A) -> R, arg: A) -> R {
-    op(ctx() | timing_bits(), arg)
+fn probed_op<A, R>(op: impl FnOnce(u8, A) -> R, c: u8, arg: A) -> R {
+    op(c, arg)
 }
 
 /// [`TIMING`] when hold timing is on, else 0.

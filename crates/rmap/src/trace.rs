@@ -6,10 +6,9 @@
 //! thread and returns one [`LockEvent`] per lock hold the closure made on
 //! any map, in the order the holds ended (an inner hold of a nested pair,
 //! such as a shard lock under an outer lock, ends first). Other threads are
-//! not recorded. While a recording runs, every thread's lock path reads its
-//! thread-local context byte (as with [`crate::stats::account_call_sites`]);
-//! when nobody records, times or accounts call sites, a map operation pays
-//! one test of a global counter for all three (see [`crate::stats`]).
+//! not recorded. When the thread does not record, a map operation pays one
+//! test of a thread-local byte for it (shared with the timing switch; see
+//! [`crate::stats`]).
 //!
 //! Holds nest (`sharded` takes its outer lock, then a shard's); the
 //! recorder pairs each end with the innermost open hold, which is right
@@ -104,7 +103,6 @@ pub fn record_with<R>(work: impl FnOnce() -> R) -> (R, Vec<LockEvent>) {
     }
     impl Drop for Restore {
         fn drop(&mut self) {
-            crate::stats::deactivate();
             crate::stats::set_recording(self.was);
             if let Some(saved) = self.saved.take() {
                 REC.with(|r| r.borrow_mut().events = saved);
@@ -113,8 +111,6 @@ pub fn record_with<R>(work: impl FnOnce() -> R) -> (R, Vec<LockEvent>) {
     }
     let saved = REC.with(|r| std::mem::take(&mut r.borrow_mut().events));
     let was = crate::stats::set_recording(true);
-    // Recording needs the thread's context byte on the lock path.
-    crate::stats::activate();
     let mut restore = Restore {
         was,
         saved: Some(saved),

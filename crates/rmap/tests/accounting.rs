@@ -10,8 +10,6 @@ fn iv(a: u64, b: u64) -> Interval {
 
 #[test]
 fn holds_are_counted_per_call_site() {
-    let _acct = rmap::stats::account_call_sites();
-    assert!(rmap::stats::call_sites_accounted());
     for d in Design::ALL {
         let m = d.build(&Topology::Os);
         let h = {
@@ -62,7 +60,6 @@ fn call_site_guards_nest_and_restore() {
 
 #[test]
 fn hold_timing_counts_time_only_while_on() {
-    let _acct = rmap::stats::account_call_sites();
     let m = Design::Linux.build(&Topology::Os);
     let _s = set_call_site(CallSite::Split);
     let was = set_hold_timing(true);
