@@ -400,7 +400,7 @@ impl ReverseMap for Aspace {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -417,7 +417,7 @@ impl ReverseMap for Aspace {
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             self.check_map(parent)?;
             match self.write_mode(c) {
@@ -436,7 +436,7 @@ impl ReverseMap for Aspace {
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             self.check_map(h)?;
             match self.read_mode(c) {
                 Mode::Central(g) => {
@@ -450,7 +450,7 @@ impl ReverseMap for Aspace {
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             self.check_map(h)?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -473,7 +473,7 @@ impl ReverseMap for Aspace {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -502,7 +502,7 @@ impl ReverseMap for Aspace {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(parent, iv, _) in items {
                 iv.validate()?;
                 self.check_map(parent)?;
@@ -532,7 +532,7 @@ impl ReverseMap for Aspace {
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -556,7 +556,7 @@ impl ReverseMap for Aspace {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }
@@ -568,7 +568,7 @@ impl ReverseMap for Aspace {
     }
 
     fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }

@@ -239,7 +239,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             let s = self.rule.pick(&self.topo, self.trees as usize);
             let mut g = self.counters.write_in(&self.lock, c);
@@ -256,7 +256,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             let mut g = self.counters.write_in(&self.lock, c);
             let s = resolve(self.id, parent, g.count())?;
@@ -272,7 +272,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let g = self.counters.read_in(&self.lock, c);
             let s = resolve(self.id, h, g.count())?;
             g.tree(s).check(h.slot(), h.gen())
@@ -281,7 +281,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let mut g = self.counters.write_in(&self.lock, c);
             let s = resolve(self.id, h, g.count())?;
             let rec = g.recording();
@@ -301,7 +301,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             out.reserve(items.len());
             let s = self.rule.pick(&self.topo, self.trees as usize);
@@ -327,7 +327,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(_, iv, _) in items {
                 iv.validate()?;
             }
@@ -353,7 +353,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     /// One lock hold; every handle is checked before anything is removed.
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             let mut g = self.counters.write_in(&self.lock, c);
             for &h in handles {
@@ -374,7 +374,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }
@@ -536,7 +536,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             let s = self.rule.pick(&self.topo, self.shards.count());
             let _o = self.outer.enter(c);
@@ -545,7 +545,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             self.check_map(parent)?;
             let _o = self.outer.enter(c);
@@ -559,7 +559,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             self.check_map(h)?;
             let _o = self.outer.enter(c);
             self.shards.remove(c, h)
@@ -571,7 +571,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             let s = self.rule.pick(&self.topo, self.shards.count());
             let _o = self.outer.enter(c);
@@ -585,7 +585,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(p, iv, _) in items {
                 iv.validate()?;
                 self.check_map(p)?;
@@ -596,7 +596,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             let _o = self.outer.enter(c);
             self.shards.remove_batch(c, handles)
@@ -604,7 +604,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first <= range.last {
                 self.outer.walk_stable(c, &self.shards, range, f);
             }
