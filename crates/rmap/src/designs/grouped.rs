@@ -160,7 +160,10 @@ impl super::shardset::ShardTree for GroupTree {
         }
     }
 
-    #[inline]
+    // Always inlined: out of line, the call, its register saves and the
+    // re-check of `i` that the caller's `check` already did cost 15
+    // instructions per removal (callgrind churn: aspace 1480 -> 1405 per op).
+    #[inline(always)]
     fn remove_checked(&mut self, i: u32) {
         let n = *self.t.node(i);
         let Member { next, prev, .. } = n.payload;
