@@ -232,6 +232,59 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
     }
 }
 
+// `insert` and `remove` split by hand rather than through `stats::with_op`: its closure
+// captures the arguments, and the compiler stored them to the stack on every
+// call for the cold probed path.
+impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
+    /// `insert` under context byte `c` (inlined: the default path, where
+    /// the compiler knows the probe bits are clear).
+    #[inline(always)]
+    fn insert_in(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        let s = self.rule.pick(&self.topo, self.trees as usize);
+        let mut g = self.counters.write_in(&self.lock, c);
+
+        let rec = g.recording();
+        let t = g.tree_mut(s);
+        let (slot, gen) = t.insert(iv, vma);
+        if rec {
+            t.trace_entry(slot);
+        }
+        self.counters.set_len(g.total());
+        Ok(Handle::new(self.id, s as u32, slot, gen))
+    }
+
+    /// `insert` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.insert_in(c, iv, vma)
+    }
+
+    /// `remove` under context byte `c` (split like `insert_in`).
+    #[inline(always)]
+    fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        let mut g = self.counters.write_in(&self.lock, c);
+        let s = resolve(self.id, h, g.count())?;
+        let rec = g.recording();
+        let t = g.tree_mut(s);
+        t.check(h.slot(), h.gen())?;
+        if rec {
+            t.trace_entry(h.slot());
+        }
+        t.remove_checked(h.slot());
+        self.counters.set_len(g.total());
+        Ok(())
+    }
+
+    /// `remove` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn remove_probed(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.remove_in(c, h)
+    }
+}
+
 impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     fn design(&self) -> Design {
         self.design
@@ -239,20 +292,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), move |c, ()| {
-            let iv = iv.validate()?;
-            let s = self.rule.pick(&self.topo, self.trees as usize);
-            let mut g = self.counters.write_in(&self.lock, c);
-
-            let rec = g.recording();
-            let t = g.tree_mut(s);
-            let (slot, gen) = t.insert(iv, vma);
-            if rec {
-                t.trace_entry(slot);
-            }
-            self.counters.set_len(g.total());
-            Ok(Handle::new(self.id, s as u32, slot, gen))
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.insert_probed(c, iv, vma);
+        }
+        self.insert_in(c, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -281,19 +325,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), move |c, ()| {
-            let mut g = self.counters.write_in(&self.lock, c);
-            let s = resolve(self.id, h, g.count())?;
-            let rec = g.recording();
-            let t = g.tree_mut(s);
-            t.check(h.slot(), h.gen())?;
-            if rec {
-                t.trace_entry(h.slot());
-            }
-            t.remove_checked(h.slot());
-            self.counters.set_len(g.total());
-            Ok(())
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.remove_probed(c, h);
+        }
+        self.remove_in(c, h)
     }
 
     fn insert_batch(
