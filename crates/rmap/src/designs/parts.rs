@@ -566,18 +566,49 @@ impl<O: Outer, R: ShardRule> Partitioned<O, R> {
     }
 }
 
+// `insert` and `remove` split by hand, as for `SingleLock`.
+impl<O: Outer, R: ShardRule> Partitioned<O, R> {
+    #[inline(always)]
+    fn insert_in(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        let s = self.rule.pick(&self.topo, self.shards.count());
+        let _o = self.outer.enter(c);
+        Ok(self.shards.insert(c, self.id, s, iv, vma))
+    }
+
+    /// `insert` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.insert_in(c, iv, vma)
+    }
+
+    #[inline(always)]
+    fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.check_map(h)?;
+        let _o = self.outer.enter(c);
+        self.shards.remove(c, h)
+    }
+
+    /// `remove` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn remove_probed(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.remove_in(c, h)
+    }
+}
+
 impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     fn design(&self) -> Design {
         self.design
     }
 
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), move |c, ()| {
-            let iv = iv.validate()?;
-            let s = self.rule.pick(&self.topo, self.shards.count());
-            let _o = self.outer.enter(c);
-            Ok(self.shards.insert(c, self.id, s, iv, vma))
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.insert_probed(c, iv, vma);
+        }
+        self.insert_in(c, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -595,11 +626,11 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), move |c, ()| {
-            self.check_map(h)?;
-            let _o = self.outer.enter(c);
-            self.shards.remove(c, h)
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.remove_probed(c, h);
+        }
+        self.remove_in(c, h)
     }
 
     fn insert_batch(
