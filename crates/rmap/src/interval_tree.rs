@@ -263,6 +263,13 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// than 600 million; the memory runs out first).
     #[inline]
     pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
+        self.alloc_gen(iv, payload).0
+    }
+
+    /// [`IntervalTree::alloc`], also returning the slot's generation (known
+    /// here; read back after linking it would cost a second bounds check).
+    #[inline]
+    pub(crate) fn alloc_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
         if self.free != NIL {
             self.live += 1;
             let i = self.free;
@@ -281,7 +288,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 payload,
             };
             self.free = next_free;
-            i
+            (i, gen)
         } else {
             assert!(
                 self.nodes.len() < Self::MAX_SLOTS as usize,
@@ -300,7 +307,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 meta: LIVE,
                 payload,
             });
-            i
+            (i, 0)
         }
     }
 

@@ -319,9 +319,22 @@ impl LockCounters {
     // only written while the lock it describes is held exclusively, so the
     // lock's own acquire/release orders it against the data it counts.
 
-    #[inline]
-    pub(crate) fn acquired(&self, ctx: u8) {
-        self.holds[(ctx & SITE_MASK) as usize].fetch_add(1, Ordering::Relaxed);
+    /// Counts one hold; `write`: the lock is held exclusively.
+    #[inline(always)]
+    pub(crate) fn acquired(&self, ctx: u8, write: bool) {
+        let holds = &self.holds[(ctx & SITE_MASK) as usize];
+        if write {
+            // Only exclusive holders of the counted lock write this counter
+            // this way, and consecutive exclusive holders are ordered by the
+            // lock's own acquire/release, so a plain load and store loses no
+            // count and needs no locked read-modify-write. Shared holders
+            // (below) may run concurrently with each other and keep the RMW;
+            // they never overlap an exclusive holder. Relaxed atomics (not a
+            // plain integer) because `add_to` reads the counters concurrently.
+            holds.store(holds.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            holds.fetch_add(1, Ordering::Relaxed);
+        }
     }
     #[inline]
     pub(crate) fn contended(&self, ctx: u8) {
@@ -376,7 +389,7 @@ impl LockCounters {
                 lock()
             }
         };
-        self.acquired(ctx);
+        self.acquired(ctx, write);
         Held {
             guard,
             ctx,
@@ -402,7 +415,7 @@ impl LockCounters {
                 lock()
             }
         };
-        self.acquired(ctx);
+        self.acquired(ctx, write);
         let start = now_ns();
         SLOW_HOLDS.with(|s| s.borrow_mut().push((start, self as *const LockCounters)));
         if ctx & RECORDING != 0 {

@@ -369,6 +369,58 @@ impl Aspace {
         SpreadCpus.pick(&self.topo, s.count())
     }
 
+    /// `insert` under context byte `c`. Split by hand rather than through
+    /// `stats::with_op`, whose closure captures the arguments: the compiler
+    /// stored them to the stack on every call for the cold probed path.
+    #[inline(always)]
+    fn insert_in(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        match self.write_mode(c) {
+            Mode::Central(mut g) => {
+                let (slot, gen) = g.insert(iv, vma);
+                if g.recording() {
+                    g.trace_entry(slot);
+                }
+                self.counters.set_len(g.len());
+                Ok(Handle::new(self.id, 0, slot, gen))
+            }
+            Mode::Sharded(s) => Ok(s.insert(c, self.id, self.my_shard(s), iv, vma)),
+        }
+    }
+
+    /// `insert` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.insert_in(c, iv, vma)
+    }
+
+    /// `remove` under context byte `c` (split like `insert_in`).
+    #[inline(always)]
+    fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.check_map(h)?;
+        match self.write_mode(c) {
+            Mode::Central(mut g) => {
+                resolve_shard(h, 1)?;
+                g.check(h.slot(), h.gen())?;
+                if g.recording() {
+                    g.trace_entry(h.slot());
+                }
+                g.remove_checked(h.slot());
+                self.counters.set_len(g.len());
+                Ok(())
+            }
+            Mode::Sharded(s) => s.remove(c, h),
+        }
+    }
+
+    /// `remove` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn remove_probed(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.remove_in(c, h)
+    }
+
     /// The map part of the resolver, before any lock; the shard part
     /// depends on the mode.
     #[inline]
@@ -400,24 +452,15 @@ impl ReverseMap for Aspace {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            let iv = iv.validate()?;
-            match self.write_mode(c) {
-                Mode::Central(mut g) => {
-                    let (slot, gen) = g.insert(iv, vma);
-                    if g.recording() {
-                        g.trace_entry(slot);
-                    }
-                    self.counters.set_len(g.len());
-                    Ok(Handle::new(self.id, 0, slot, gen))
-                }
-                Mode::Sharded(s) => Ok(s.insert(c, self.id, self.my_shard(s), iv, vma)),
-            }
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.insert_probed(c, iv, vma);
+        }
+        self.insert_in(c, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             self.check_map(parent)?;
             match self.write_mode(c) {
@@ -436,7 +479,7 @@ impl ReverseMap for Aspace {
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             self.check_map(h)?;
             match self.read_mode(c) {
                 Mode::Central(g) => {
@@ -450,22 +493,11 @@ impl ReverseMap for Aspace {
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            self.check_map(h)?;
-            match self.write_mode(c) {
-                Mode::Central(mut g) => {
-                    resolve_shard(h, 1)?;
-                    g.check(h.slot(), h.gen())?;
-                    if g.recording() {
-                        g.trace_entry(h.slot());
-                    }
-                    g.remove_checked(h.slot());
-                    self.counters.set_len(g.len());
-                    Ok(())
-                }
-                Mode::Sharded(s) => s.remove(c, h),
-            }
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.remove_probed(c, h);
+        }
+        self.remove_in(c, h)
     }
 
     fn insert_batch(
@@ -473,7 +505,7 @@ impl ReverseMap for Aspace {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -502,7 +534,7 @@ impl ReverseMap for Aspace {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(parent, iv, _) in items {
                 iv.validate()?;
                 self.check_map(parent)?;
@@ -532,7 +564,7 @@ impl ReverseMap for Aspace {
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
@@ -556,7 +588,7 @@ impl ReverseMap for Aspace {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }
@@ -568,7 +600,7 @@ impl ReverseMap for Aspace {
     }
 
     fn walk_concurrent(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }

@@ -94,8 +94,8 @@ impl GroupTree {
     }
 
     #[inline]
-    fn insert_new(&mut self, iv: Interval, vma: VmaId) -> u32 {
-        let i = self.t.alloc(
+    fn insert_new(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
+        let (i, gen) = self.t.alloc_gen(
             iv,
             Member {
                 vma,
@@ -116,15 +116,14 @@ impl GroupTree {
                 self.t.link(i);
             }
         }
-        i
+        (i, gen)
     }
 }
 
 impl super::shardset::ShardTree for GroupTree {
     #[inline]
     fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
-        let i = self.insert_new(iv, vma);
-        (i, self.t.gen(i))
+        self.insert_new(iv, vma)
     }
 
     fn insert_after(
@@ -135,8 +134,8 @@ impl super::shardset::ShardTree for GroupTree {
         vma: VmaId,
     ) -> Result<(u32, u32), RmapError> {
         self.check(slot, gen)?;
-        let i = if self.t.node(slot).interval() == iv {
-            let i = self.t.alloc(
+        let (i, gen) = if self.t.node(slot).interval() == iv {
+            let (i, gen) = self.t.alloc_gen(
                 iv,
                 Member {
                     vma,
@@ -145,11 +144,11 @@ impl super::shardset::ShardTree for GroupTree {
                 },
             );
             self.link_member_after(slot, i);
-            i
+            (i, gen)
         } else {
             self.insert_new(iv, vma)
         };
-        Ok((i, self.t.gen(i)))
+        Ok((i, gen))
     }
 
     #[inline]
@@ -161,7 +160,10 @@ impl super::shardset::ShardTree for GroupTree {
         }
     }
 
-    #[inline]
+    // Always inlined: out of line, the call, its register saves and the
+    // re-check of `i` that the caller's `check` already did cost 15
+    // instructions per removal (callgrind churn: aspace 1480 -> 1405 per op).
+    #[inline(always)]
     fn remove_checked(&mut self, i: u32) {
         let n = *self.t.node(i);
         let Member { next, prev, .. } = n.payload;

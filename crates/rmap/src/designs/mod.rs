@@ -61,9 +61,9 @@ impl VmaTree {
     /// Inserts; returns (slot, generation). `iv` must be validated.
     #[inline]
     pub(crate) fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
-        let i = self.t.alloc(iv, vma);
+        let (i, gen) = self.t.alloc_gen(iv, vma);
         self.t.link(i);
-        (i, self.t.gen(i))
+        (i, gen)
     }
 
     /// Validates `(slot, gen)`.
@@ -87,13 +87,13 @@ impl VmaTree {
         vma: VmaId,
     ) -> Result<(u32, u32), RmapError> {
         self.check(slot, gen)?;
-        let i = self.t.alloc(iv, vma);
+        let (i, new_gen) = self.t.alloc_gen(iv, vma);
         if self.t.node(slot).interval() == iv {
             self.t.link_after(slot, i);
         } else {
             self.t.link(i);
         }
-        Ok((i, self.t.gen(i)))
+        Ok((i, new_gen))
     }
 
     /// Removes a node that [`VmaTree::check`] accepted.

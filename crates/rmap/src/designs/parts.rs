@@ -232,6 +232,59 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
     }
 }
 
+// `insert` and `remove` split by hand rather than through `stats::with_op`: its closure
+// captures the arguments, and the compiler stored them to the stack on every
+// call for the cold probed path.
+impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
+    /// `insert` under context byte `c` (inlined: the default path, where
+    /// the compiler knows the probe bits are clear).
+    #[inline(always)]
+    fn insert_in(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        let s = self.rule.pick(&self.topo, self.trees as usize);
+        let mut g = self.counters.write_in(&self.lock, c);
+
+        let rec = g.recording();
+        let t = g.tree_mut(s);
+        let (slot, gen) = t.insert(iv, vma);
+        if rec {
+            t.trace_entry(slot);
+        }
+        self.counters.set_len(g.total());
+        Ok(Handle::new(self.id, s as u32, slot, gen))
+    }
+
+    /// `insert` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.insert_in(c, iv, vma)
+    }
+
+    /// `remove` under context byte `c` (split like `insert_in`).
+    #[inline(always)]
+    fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        let mut g = self.counters.write_in(&self.lock, c);
+        let s = resolve(self.id, h, g.count())?;
+        let rec = g.recording();
+        let t = g.tree_mut(s);
+        t.check(h.slot(), h.gen())?;
+        if rec {
+            t.trace_entry(h.slot());
+        }
+        t.remove_checked(h.slot());
+        self.counters.set_len(g.total());
+        Ok(())
+    }
+
+    /// `remove` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn remove_probed(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.remove_in(c, h)
+    }
+}
+
 impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     fn design(&self) -> Design {
         self.design
@@ -239,24 +292,15 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            let iv = iv.validate()?;
-            let s = self.rule.pick(&self.topo, self.trees as usize);
-            let mut g = self.counters.write_in(&self.lock, c);
-
-            let rec = g.recording();
-            let t = g.tree_mut(s);
-            let (slot, gen) = t.insert(iv, vma);
-            if rec {
-                t.trace_entry(slot);
-            }
-            self.counters.set_len(g.total());
-            Ok(Handle::new(self.id, s as u32, slot, gen))
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.insert_probed(c, iv, vma);
+        }
+        self.insert_in(c, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             let mut g = self.counters.write_in(&self.lock, c);
             let s = resolve(self.id, parent, g.count())?;
@@ -272,7 +316,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     }
 
     fn check_handle(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let g = self.counters.read_in(&self.lock, c);
             let s = resolve(self.id, h, g.count())?;
             g.tree(s).check(h.slot(), h.gen())
@@ -281,19 +325,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     #[inline]
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            let mut g = self.counters.write_in(&self.lock, c);
-            let s = resolve(self.id, h, g.count())?;
-            let rec = g.recording();
-            let t = g.tree_mut(s);
-            t.check(h.slot(), h.gen())?;
-            if rec {
-                t.trace_entry(h.slot());
-            }
-            t.remove_checked(h.slot());
-            self.counters.set_len(g.total());
-            Ok(())
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.remove_probed(c, h);
+        }
+        self.remove_in(c, h)
     }
 
     fn insert_batch(
@@ -301,7 +337,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             out.reserve(items.len());
             let s = self.rule.pick(&self.topo, self.trees as usize);
@@ -327,7 +363,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(_, iv, _) in items {
                 iv.validate()?;
             }
@@ -353,7 +389,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
 
     /// One lock hold; every handle is checked before anything is removed.
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             let mut g = self.counters.write_in(&self.lock, c);
             for &h in handles {
@@ -374,7 +410,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first > range.last {
                 return;
             }
@@ -530,22 +566,53 @@ impl<O: Outer, R: ShardRule> Partitioned<O, R> {
     }
 }
 
+// `insert` and `remove` split by hand, as for `SingleLock`.
+impl<O: Outer, R: ShardRule> Partitioned<O, R> {
+    #[inline(always)]
+    fn insert_in(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        let iv = iv.validate()?;
+        let s = self.rule.pick(&self.topo, self.shards.count());
+        let _o = self.outer.enter(c);
+        Ok(self.shards.insert(c, self.id, s, iv, vma))
+    }
+
+    /// `insert` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
+        self.insert_in(c, iv, vma)
+    }
+
+    #[inline(always)]
+    fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.check_map(h)?;
+        let _o = self.outer.enter(c);
+        self.shards.remove(c, h)
+    }
+
+    /// `remove` when timed or recorded.
+    #[cold]
+    #[inline(never)]
+    fn remove_probed(&self, c: u8, h: Handle) -> Result<(), RmapError> {
+        self.remove_in(c, h)
+    }
+}
+
 impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     fn design(&self) -> Design {
         self.design
     }
 
     fn insert(&self, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            let iv = iv.validate()?;
-            let s = self.rule.pick(&self.topo, self.shards.count());
-            let _o = self.outer.enter(c);
-            Ok(self.shards.insert(c, self.id, s, iv, vma))
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.insert_probed(c, iv, vma);
+        }
+        self.insert_in(c, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             let iv = iv.validate()?;
             self.check_map(parent)?;
             let _o = self.outer.enter(c);
@@ -559,11 +626,11 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove(&self, h: Handle) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
-            self.check_map(h)?;
-            let _o = self.outer.enter(c);
-            self.shards.remove(c, h)
-        })
+        let c = crate::stats::op_ctx();
+        if crate::stats::is_probed(c) {
+            return self.remove_probed(c, h);
+        }
+        self.remove_in(c, h)
     }
 
     fn insert_batch(
@@ -571,7 +638,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             crate::precheck_items(items)?;
             let s = self.rule.pick(&self.topo, self.shards.count());
             let _o = self.outer.enter(c);
@@ -585,7 +652,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         items: &[(Handle, Interval, VmaId)],
         out: &mut Vec<Handle>,
     ) -> Result<(), RmapError> {
-        crate::stats::with_op(out, |c, out| {
+        crate::stats::with_op(out, move |c, out| {
             for &(p, iv, _) in items {
                 iv.validate()?;
                 self.check_map(p)?;
@@ -596,7 +663,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn remove_batch(&self, handles: &[Handle]) -> Result<(), RmapError> {
-        crate::stats::with_op((), |c, ()| {
+        crate::stats::with_op((), move |c, ()| {
             crate::precheck_batch(self.id, handles)?;
             let _o = self.outer.enter(c);
             self.shards.remove_batch(c, handles)
@@ -604,7 +671,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
     }
 
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
-        crate::stats::with_op(f, |c, f| {
+        crate::stats::with_op(f, move |c, f| {
             if range.first <= range.last {
                 self.outer.walk_stable(c, &self.shards, range, f);
             }
