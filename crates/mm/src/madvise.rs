@@ -1,4 +1,4 @@
-//! The `mmap` flags beyond [`MapFlags`] and the `madvise` advice that changes VMA
+//! The `mmap` flags beyond [`MapFlags`](crate::MapFlags) and the `madvise` advice that changes VMA
 //! flags (and with them, merging).
 
 use crate::placement::Placement;

@@ -373,10 +373,11 @@ fn prot_of(bits: u64) -> Prot {
 
 impl Mm {
     /// The kernel's part of `execve` (what exists when ld.so starts): the old address
-    /// space removed, then the stack, the executable's segments (PIE at
-    /// [`ELF_ET_DYN_BASE`]), the program break right after it (no `[heap]` VMA until
-    /// `brk` grows it), the interpreter top-down, and the vvar/vdso pages. ld.so's
-    /// mappings of the libraries are left to the replayed trace.
+    /// space removed, then the [`Caller::Kernel`] steps of the planned exec (the
+    /// stack, the executable's segments, the interpreter, the vvar/vdso pages; see
+    /// [`crate::exec`]) and the program break right after the executable (no `[heap]`
+    /// VMA until `brk` grows it). ld.so's mappings of the libraries are left to the
+    /// replayed trace.
     pub fn exec_kernel_part(&self, prog: &Program) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
