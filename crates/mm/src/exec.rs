@@ -431,14 +431,23 @@ impl Planner {
             self.kernel_load(img, file, bias)?;
             interp_bias = Some((img, bias));
         }
-        let vdso = (VVAR_PAGES + VDSO_PAGES) * PAGE_SIZE;
+        let vdso = (VVAR_PAGES + VCLOCK_PAGES + VDSO_PAGES) * PAGE_SIZE;
         let at = self.top_down(&exe.path, vdso, PAGE_SIZE)?;
-        let mid = at + VVAR_PAGES * PAGE_SIZE;
+        let clock = at + VVAR_PAGES * PAGE_SIZE;
+        let mid = clock + VCLOCK_PAGES * PAGE_SIZE;
         self.map(
             at,
-            mid,
+            clock,
             Prot::R,
             Backing::Anon(AnonKind::Vvar),
+            false,
+            Caller::Kernel,
+        );
+        self.map(
+            clock,
+            mid,
+            Prot::R,
+            Backing::Anon(AnonKind::VvarVclock),
             false,
             Caller::Kernel,
         );

@@ -81,8 +81,12 @@ pub mod layout {
     pub const ELF_ET_DYN_BASE_RAW: u64 = 0x5555_5555_4aaa;
     /// The `[heap]` a process has after its first malloc (132 KiB).
     pub const HEAP_INITIAL: u64 = 0x21000;
-    /// Pages of vvar data, then pages of vdso code.
-    pub const VVAR_PAGES: u64 = 6;
+    /// Pages of vvar data (`[vvar]`), then the vclock pages (`[vvar_vclock]`, a
+    /// separate area since Linux 6.13), then the vdso's code: the layout of this
+    /// machine's kernel (6.18), 4 + 2 + 2 pages.
+    pub const VVAR_PAGES: u64 = 4;
+    /// Pages of `[vvar_vclock]`.
+    pub const VCLOCK_PAGES: u64 = 2;
     /// Pages of the vdso.
     pub const VDSO_PAGES: u64 = 2;
 }

@@ -431,7 +431,8 @@ impl Mm {
                     crate::Backing::Anon(AnonKind::Heap)
                 }
                 "[stack]" => crate::Backing::Anon(AnonKind::Stack),
-                "[vvar]" | "[vvar_vclock]" => crate::Backing::Anon(AnonKind::Vvar),
+                "[vvar]" => crate::Backing::Anon(AnonKind::Vvar),
+                "[vvar_vclock]" => crate::Backing::Anon(AnonKind::VvarVclock),
                 "[vdso]" => crate::Backing::Anon(AnonKind::Vdso),
                 n if n.starts_with('/') => {
                     let pages = (off / PAGE_SIZE) + (end - start) / PAGE_SIZE;
@@ -528,25 +529,14 @@ pub fn model_maps(vmas: &[Vma]) -> Vec<MapsLine> {
         .collect()
 }
 
-/// The lines only one side has: (model only, kernel only). Two known differences
-/// are normalised on the kernel's side: `[vsyscall]` is dropped (the model has none,
-/// it lies above the user address space), and a `[vvar_vclock]` area right after
-/// `[vvar]` (Linux 6.13+ splits the vvar pages) is merged into that `[vvar]`, the
-/// model's single area of the same pages.
+/// The lines only one side has: (model only, kernel only). One known difference is
+/// normalised on the kernel's side: `[vsyscall]` is dropped (the model has none: it
+/// lies above the user address space, in no VMA tree).
 pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<MapsLine>) {
     let mut norm: Vec<MapsLine> = Vec::with_capacity(real.len());
     for l in real {
         if l.3 == "[vsyscall]" {
             continue;
-        }
-        if l.3 == "[vvar_vclock]" {
-            if let Some(prev) = norm
-                .last_mut()
-                .filter(|p| p.3 == "[vvar]" && p.1 == l.0 && p.2 == l.2)
-            {
-                prev.1 = l.1;
-                continue;
-            }
         }
         norm.push(l.clone());
     }

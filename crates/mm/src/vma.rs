@@ -90,8 +90,11 @@ pub enum AnonKind {
     Heap,
     /// `[stack]`.
     Stack,
-    /// `[vvar]`-like data pages of the vdso.
+    /// `[vvar]`: the vdso's data pages.
     Vvar,
+    /// `[vvar_vclock]`: the vdso's clock pages (their own area since Linux 6.13; it
+    /// never merges with `[vvar]`, whose kind differs).
+    VvarVclock,
     /// `[vdso]`.
     Vdso,
 }
@@ -104,6 +107,7 @@ impl AnonKind {
             AnonKind::Heap => Some("[heap]"),
             AnonKind::Stack => Some("[stack]"),
             AnonKind::Vvar => Some("[vvar]"),
+            AnonKind::VvarVclock => Some("[vvar_vclock]"),
             AnonKind::Vdso => Some("[vdso]"),
         }
     }

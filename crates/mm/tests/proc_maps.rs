@@ -143,7 +143,7 @@ fn compare(argv: &[&str]) {
             _ => None,
         })
         .collect();
-    for n in ["[stack]", "[heap]", "[vdso]", "[vvar]"] {
+    for n in ["[stack]", "[heap]", "[vdso]", "[vvar]", "[vvar_vclock]"] {
         assert!(names.contains(&n), "{argv:?}: model lacks {n}");
     }
 }
