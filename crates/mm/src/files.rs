@@ -213,7 +213,7 @@ impl Files {
         if let Some(p) = self.programs.lock().get(path) {
             return Ok(p.clone());
         }
-        let plan = LoadPlan::resolve(path, &self.search)?;
+        let plan = LoadPlan::resolve(&script_interpreter(path)?, &self.search)?;
         let prog = Arc::new(Program::new(self, plan)?);
         self.programs
             .lock()
@@ -236,6 +236,46 @@ impl Files {
         }
         s
     }
+}
+
+/// How many `#!` scripts may stand in a row before the program (the kernel's
+/// `BINPRM_MAX_RECURSION`): past that exec fails with `ELOOP`.
+const MAX_SCRIPT_LEVELS: usize = 4;
+/// How much of a script's first line the kernel reads (`BINPRM_BUF_SIZE`).
+const SCRIPT_LINE_MAX: usize = 256;
+
+/// The kernel's `binfmt_script`: a file that starts with `#!` is run by the
+/// interpreter its first line names, so what exec maps is that interpreter's image
+/// (the script itself is only read, never mapped). Follows up to
+/// [`MAX_SCRIPT_LEVELS`] scripts; returns `path` itself for anything else (an ELF
+/// file, or a file exec will then reject). A `#!` line naming no interpreter is
+/// `NotElf` (ENOEXEC, as the kernel answers); too many levels is `Unsupported`.
+fn script_interpreter(path: &Path) -> Result<PathBuf, Error> {
+    use std::io::Read as _;
+    let mut cur = path.to_path_buf();
+    for _ in 0..=MAX_SCRIPT_LEVELS {
+        let (file, _) = crate::elf::open_regular(&cur)?;
+        let mut head = Vec::with_capacity(SCRIPT_LINE_MAX);
+        file.take(SCRIPT_LINE_MAX as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::from_io(&cur, &e))?;
+        let Some(line) = head.strip_prefix(b"#!") else {
+            return Ok(cur);
+        };
+        let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+        let interp = line
+            .split(|&b| b == b' ' || b == b'\t')
+            .find(|w| !w.is_empty())
+            .and_then(|w| std::str::from_utf8(w).ok());
+        match interp {
+            Some(i) => cur = PathBuf::from(i),
+            None => return Err(Error::NotElf { path: cur }),
+        }
+    }
+    Err(Error::Unsupported {
+        path: path.to_path_buf(),
+        what: "more than 4 levels of #! interpreters (ELOOP)",
+    })
 }
 
 impl fmt::Debug for Files {
