@@ -66,8 +66,8 @@ use crate::vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 use crate::{Mm, State, Why, PAGE_SIZE};
 
 /// The size a huge page maps on x86-64 (2 MiB): non-fixed file mappings at least this
-/// long are aligned to it.
-pub const PMD_SIZE: u64 = 2 << 20;
+/// long are aligned to it. One constant with the placement policy's.
+pub use crate::placement::PMD_SIZE;
 use std::path::Path;
 use std::sync::Arc;
 
