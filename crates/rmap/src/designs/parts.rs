@@ -296,7 +296,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         if crate::stats::is_probed(c) {
             return self.insert_probed(c, iv, vma);
         }
-        self.insert_in(c, iv, vma)
+        self.insert_in(crate::stats::QUIET, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -329,7 +329,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         if crate::stats::is_probed(c) {
             return self.remove_probed(c, h);
         }
-        self.remove_in(c, h)
+        self.remove_in(crate::stats::QUIET, h)
     }
 
     fn insert_batch(
@@ -608,7 +608,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         if crate::stats::is_probed(c) {
             return self.insert_probed(c, iv, vma);
         }
-        self.insert_in(c, iv, vma)
+        self.insert_in(crate::stats::QUIET, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -630,7 +630,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         if crate::stats::is_probed(c) {
             return self.remove_probed(c, h);
         }
-        self.remove_in(c, h)
+        self.remove_in(crate::stats::QUIET, h)
     }
 
     fn insert_batch(
