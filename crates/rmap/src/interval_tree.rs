@@ -268,8 +268,16 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
 
     /// [`IntervalTree::alloc`], also returning the slot's generation (known
     /// here; read back after linking it would cost a second bounds check).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn alloc_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
+        self.alloc_with(iv, payload, NIL, 0)
+    }
+
+    /// [`IntervalTree::alloc_gen`] writing `parent` as the slot's parent
+    /// link and `flags` (of `RED | IN_TREE`) into its meta: the caller
+    /// links it under `parent` at once.
+    #[inline(always)]
+    fn alloc_with(&mut self, iv: Interval, payload: P, parent: u32, flags: u32) -> (u32, u32) {
         if self.free != NIL {
             self.live += 1;
             let i = self.free;
@@ -283,8 +291,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 max_last: iv.last,
                 left: NIL,
                 right: NIL,
-                parent: NIL,
-                meta: LIVE | gen,
+                parent,
+                meta: LIVE | flags | gen,
                 payload,
             };
             self.free = next_free;
@@ -303,8 +311,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 max_last: iv.last,
                 left: NIL,
                 right: NIL,
-                parent: NIL,
-                meta: LIVE,
+                parent,
+                meta: LIVE | flags,
                 payload,
             });
             (i, 0)
@@ -565,6 +573,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
 
     /// Links allocated slot `z` into the tree by key order `K` (equal keys to
     /// the right).
+    #[inline]
     pub(crate) fn link(&mut self, z: u32) {
         let (kf, kl) = {
             let n = &self.nodes[z as usize];
@@ -574,28 +583,76 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             );
             (n.first, n.last)
         };
-        let z = Self::ref_of(z);
+        // SAFETY: `z` was bounds-checked above; `(kf, kl)` are its keys.
+        unsafe { self.link_ref(Self::ref_of(z), kf, kl) }
+    }
+
+    /// Allocates a slot for `(iv, payload)` and links it (`alloc_gen` then
+    /// `link`, without reading back and bounds-checking the new slot).
+    ///
+    /// The descent runs first; the new slot is then written once, already
+    /// hanging under its parent (red, linked), and only the parent's child
+    /// link, the augmented values above it and the rebalancing remain.
+    #[inline(always)]
+    pub(crate) fn insert_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
+        let (parent, as_left) = self.descend(iv.first, iv.last);
+        let (i, gen) = self.alloc_with(iv, payload, parent, RED | IN_TREE);
+        let z = Self::ref_of(i);
+        // SAFETY: `z` is the ref of the slot `alloc_with` just wrote (an
+        // arena index); `parent` is NIL or a non-NIL link; the slot already
+        // holds NIL children, `parent`, `max_last == last`, red and linked.
+        unsafe {
+            if parent == NIL {
+                self.root = z;
+            } else {
+                let pn = self.at_mut(parent);
+                if as_left {
+                    pn.left = z;
+                } else {
+                    pn.right = z;
+                }
+                // Augment: raise max_last along the path until it covers z.
+                let mut p = parent;
+                while p != NIL {
+                    let pn = self.at_mut(p);
+                    if pn.max_last >= iv.last {
+                        break;
+                    }
+                    pn.max_last = iv.last;
+                    p = pn.parent;
+                }
+            }
+            // A red node under a black parent breaks nothing.
+            if self.red(parent) || parent == NIL {
+                self.insert_fixup(z);
+            }
+        }
+        (i, gen)
+    }
+
+    /// Where a node with keys `(kf, kl)` goes: its parent (`NIL` for an
+    /// empty tree) and whether it is the parent's left child.
+    #[inline(always)]
+    fn descend(&self, kf: u64, kl: u64) -> (u32, bool) {
         let mut cur = self.root;
         if cur == NIL {
-            // SAFETY: `z` is the ref of an index bounds-checked above.
-            unsafe { self.attach(z, NIL, false) };
-            return;
+            return (NIL, false);
         }
-        // Descend to the first free child slot; each step is one key compare
-        // and one link load (the kernel's descent compares the start only,
-        // and so does `ByStart`). Unrolled by two so that the parent and the
-        // child alternate between two variables instead of being copied.
-        let (parent, go_left) = loop {
+        // Each step is one key compare and one link load (the kernel's
+        // descent compares the start only, and so does `ByStart`). Unrolled
+        // by two so that the parent and the child alternate between two
+        // variables instead of being copied.
+        loop {
             // SAFETY: `cur` is a non-NIL link (root or a child link).
             let n = unsafe { self.at(cur) };
             let next = if K::before(kf, kl, n) {
                 if n.left == NIL {
-                    break (cur, true);
+                    return (cur, true);
                 }
                 n.left
             } else {
                 if n.right == NIL {
-                    break (cur, false);
+                    return (cur, false);
                 }
                 n.right
             };
@@ -603,18 +660,28 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             let n = unsafe { self.at(next) };
             cur = if K::before(kf, kl, n) {
                 if n.left == NIL {
-                    break (next, true);
+                    return (next, true);
                 }
                 n.left
             } else {
                 if n.right == NIL {
-                    break (next, false);
+                    return (next, false);
                 }
                 n.right
             };
-        };
-        // SAFETY: `z` is the ref of an index bounds-checked above; `parent`
-        // is a non-NIL link.
+        }
+    }
+
+    /// [`IntervalTree::link`] of the slot whose ref is `z`.
+    ///
+    /// # Safety
+    /// `z` is the ref of a slot `< nodes.len()` that is live and not linked,
+    /// with keys `(kf, kl)`.
+    #[inline(always)]
+    unsafe fn link_ref(&mut self, z: u32, kf: u64, kl: u64) {
+        let (parent, go_left) = self.descend(kf, kl);
+        // SAFETY: `z` is a slot's ref by the precondition; `parent` is NIL
+        // or a non-NIL link.
         unsafe { self.attach(z, parent, go_left) };
     }
 
@@ -808,13 +875,45 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
 
     /// Takes linked node `z` out of the tree (the slot stays live).
     pub(crate) fn unlink(&mut self, z: u32) {
+        assert!((z as usize) < self.nodes.len(), "unlink: slot out of range");
+        // SAFETY: `z` was bounds-checked just above.
+        unsafe { self.unlink_at(z) }
+    }
+
+    /// Unlinks and frees (or retires, see [`IntervalTree::release`]) the
+    /// live, linked slot `i` of generation `gen`, with one bounds check;
+    /// `false` (and nothing changed) when `(i, gen)` names no such slot.
+    /// `gen` is a generation this tree handed out (at most `GEN_MASK`).
+    #[inline(always)]
+    pub(crate) fn remove_linked(&mut self, i: u32, gen: u32) -> bool {
+        debug_assert!(gen <= GEN_MASK);
+        match self.nodes.get(i as usize) {
+            // Every bit but the colour: live, linked, of generation `gen`.
+            Some(n) if n.meta & !RED == LIVE | IN_TREE | gen => {}
+            _ => return false,
+        }
+        // SAFETY: `i < nodes.len()`, checked just above; the arena never
+        // shrinks, so it still holds after the unlink.
+        unsafe {
+            self.unlink_at(i);
+            self.release_at(i);
+        }
+        true
+    }
+
+    /// [`IntervalTree::unlink`] without the bounds check.
+    ///
+    /// # Safety
+    /// `zi < nodes.len()`.
+    #[inline(always)]
+    unsafe fn unlink_at(&mut self, zi: u32) {
         let (zl, zr, zp, zmax, zred) = {
-            let n = &self.nodes[z as usize];
+            // SAFETY: `zi < nodes.len()` by the precondition.
+            let n = unsafe { self.nodes.get_unchecked(zi as usize) };
             debug_assert!(n.in_tree(), "unlink: slot not linked");
             (n.left, n.right, n.parent, n.max_last, n.is_red())
         };
-        let zi = z;
-        let z = Self::ref_of(z);
+        let z = Self::ref_of(zi);
         let removed_red;
         let x;
         let xp;
@@ -881,7 +980,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 self.delete_fixup(x, xp);
             }
         }
-        let zn = &mut self.nodes[zi as usize];
+        // SAFETY: `zi < nodes.len()` by the precondition.
+        let zn = unsafe { self.nodes.get_unchecked_mut(zi as usize) };
         zn.meta &= !(IN_TREE | RED);
         zn.left = NIL;
         zn.right = NIL;
@@ -1152,15 +1252,32 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// that slot.
     #[inline]
     pub(crate) fn release(&mut self, i: u32) {
-        if self.nodes[i as usize].meta & GEN_MASK == GEN_MASK {
-            let n = &mut self.nodes[i as usize];
-            debug_assert!(n.meta & (LIVE | IN_TREE) == LIVE);
+        assert!((i as usize) < self.nodes.len(), "release: slot out of range");
+        // SAFETY: `i` was bounds-checked just above.
+        unsafe { self.release_at(i) }
+    }
+
+    /// [`IntervalTree::release`] without the bounds check.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    unsafe fn release_at(&mut self, i: u32) {
+        let free = self.free;
+        // SAFETY: `i < nodes.len()` by the precondition.
+        let n = unsafe { self.nodes.get_unchecked_mut(i as usize) };
+        debug_assert!(n.meta & (LIVE | IN_TREE) == LIVE);
+        if n.meta & GEN_MASK == GEN_MASK {
             // Not live, not on the free list: dead for good.
             n.meta = GEN_MASK;
-            self.live -= 1;
         } else {
-            self.free(i);
+            // As `free`: bump the generation, push on the free list (a free
+            // slot's `max_last` holds the next free index, not a link).
+            n.meta = (n.meta.wrapping_add(1)) & GEN_MASK;
+            n.max_last = u64::from(free);
+            self.free = i;
         }
+        self.live -= 1;
     }
 
     /// The largest generation a slot can have.

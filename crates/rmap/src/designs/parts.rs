@@ -268,11 +268,11 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let s = resolve(self.id, h, g.count())?;
         let rec = g.recording();
         let t = g.tree_mut(s);
-        t.check(h.slot(), h.gen())?;
         if rec {
+            t.check(h.slot(), h.gen())?;
             t.trace_entry(h.slot());
         }
-        t.remove_checked(h.slot());
+        t.remove(h.slot(), h.gen())?;
         self.counters.set_len(g.total());
         Ok(())
     }
