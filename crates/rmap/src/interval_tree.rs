@@ -246,6 +246,37 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         self.nodes[i as usize].meta & GEN_MASK
     }
 
+    /// Live slot `i` of generation `gen`, or `None` (one bounds check).
+    #[inline(always)]
+    pub(crate) fn live_node(&self, i: u32, gen: u32) -> Option<&Node<P>> {
+        match self.nodes.get(i as usize) {
+            Some(n) if n.meta & LIVE != 0 && n.meta & GEN_MASK == gen => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Slot `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn node_unchecked(&self, i: u32) -> &Node<P> {
+        debug_assert!((i as usize) < self.nodes.len());
+        // SAFETY: by the precondition.
+        unsafe { self.nodes.get_unchecked(i as usize) }
+    }
+
+    /// Slot `i`, unchecked, mutably.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn node_unchecked_mut(&mut self, i: u32) -> &mut Node<P> {
+        debug_assert!((i as usize) < self.nodes.len());
+        // SAFETY: by the precondition.
+        unsafe { self.nodes.get_unchecked_mut(i as usize) }
+    }
+
     /// True when `i` names a live slot of generation `gen`.
     #[inline]
     pub(crate) fn is_live(&self, i: u32, gen: u32) -> bool {
@@ -892,12 +923,28 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             Some(n) if n.meta & !RED == LIVE | IN_TREE | gen => {}
             _ => return false,
         }
+        let free = self.free;
         // SAFETY: `i < nodes.len()`, checked just above; the arena never
         // shrinks, so it still holds after the unlink.
         unsafe {
-            self.unlink_at(i);
-            self.release_at(i);
+            self.unlink_core(i);
+            // Unlinked and released in one write of the slot (what
+            // `unlink_at`'s tail and `release_at` do, knowing the slot's
+            // generation is `gen`): no links, not red, not linked, and
+            // either retired at the last generation or freed with the next.
+            let n = self.nodes.get_unchecked_mut(i as usize);
+            n.left = NIL;
+            n.right = NIL;
+            n.parent = NIL;
+            if gen == GEN_MASK {
+                n.meta = GEN_MASK;
+            } else {
+                n.meta = gen + 1;
+                n.max_last = u64::from(free);
+                self.free = i;
+            }
         }
+        self.live -= 1;
         true
     }
 
@@ -907,6 +954,24 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// `zi < nodes.len()`.
     #[inline(always)]
     unsafe fn unlink_at(&mut self, zi: u32) {
+        // SAFETY: forwarded precondition.
+        unsafe { self.unlink_core(zi) };
+        // SAFETY: `zi < nodes.len()` by the precondition.
+        let zn = unsafe { self.nodes.get_unchecked_mut(zi as usize) };
+        zn.meta &= !(IN_TREE | RED);
+        zn.left = NIL;
+        zn.right = NIL;
+        zn.parent = NIL;
+    }
+
+    /// [`IntervalTree::unlink_at`] but for the slot's own fields: the tree
+    /// no longer reaches `zi`, whose links, colour and `IN_TREE` bit are
+    /// stale until the caller rewrites them.
+    ///
+    /// # Safety
+    /// `zi < nodes.len()`.
+    #[inline(always)]
+    unsafe fn unlink_core(&mut self, zi: u32) {
         let (zl, zr, zp, zmax, zred) = {
             // SAFETY: `zi < nodes.len()` by the precondition.
             let n = unsafe { self.nodes.get_unchecked(zi as usize) };
@@ -980,12 +1045,6 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 self.delete_fixup(x, xp);
             }
         }
-        // SAFETY: `zi < nodes.len()` by the precondition.
-        let zn = unsafe { self.nodes.get_unchecked_mut(zi as usize) };
-        zn.meta &= !(IN_TREE | RED);
-        zn.left = NIL;
-        zn.right = NIL;
-        zn.parent = NIL;
     }
 
     /// Restores the red-black properties after a black node left `x`'s
@@ -1252,7 +1311,10 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// that slot.
     #[inline]
     pub(crate) fn release(&mut self, i: u32) {
-        assert!((i as usize) < self.nodes.len(), "release: slot out of range");
+        assert!(
+            (i as usize) < self.nodes.len(),
+            "release: slot out of range"
+        );
         // SAFETY: `i` was bounds-checked just above.
         unsafe { self.release_at(i) }
     }
@@ -1262,7 +1324,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     /// # Safety
     /// `i < nodes.len()`.
     #[inline(always)]
-    unsafe fn release_at(&mut self, i: u32) {
+    pub(crate) unsafe fn release_at(&mut self, i: u32) {
         let free = self.free;
         // SAFETY: `i < nodes.len()` by the precondition.
         let n = unsafe { self.nodes.get_unchecked_mut(i as usize) };

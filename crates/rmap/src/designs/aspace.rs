@@ -402,11 +402,11 @@ impl Aspace {
         match self.write_mode(c) {
             Mode::Central(mut g) => {
                 resolve_shard(h, 1)?;
-                g.check(h.slot(), h.gen())?;
                 if g.recording() {
+                    g.check(h.slot(), h.gen())?;
                     g.trace_entry(h.slot());
                 }
-                g.remove_checked(h.slot());
+                g.remove(h.slot(), h.gen())?;
                 self.counters.set_len(g.len());
                 Ok(())
             }
