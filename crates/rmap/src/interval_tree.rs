@@ -292,7 +292,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     ///
     /// When the arena already holds [`IntervalTree::MAX_SLOTS`] slots (more
     /// than 600 million; the memory runs out first).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
         self.alloc_gen(iv, payload).0
     }
@@ -351,6 +351,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     }
 
     /// Frees a live slot that is not in the tree; bumps its generation.
+    #[cfg(test)]
     pub(crate) fn free(&mut self, i: u32) {
         let free = self.free;
         let n = &mut self.nodes[i as usize];
@@ -1266,20 +1267,19 @@ pub mod bare {
         #[inline]
         pub fn insert(&mut self, first: u64, last: u64, payload: u64) -> Option<u32> {
             let iv = Interval::new(first, last).ok()?;
-            let i = self.0.alloc(iv, payload);
-            self.0.link(i);
-            Some(i)
+            Some(self.0.insert_gen(iv, payload).0)
         }
 
         /// Removes the entry in `slot`; false when it holds none.
         #[inline]
         pub fn remove(&mut self, slot: u32) -> bool {
-            if (slot as usize) >= self.0.nodes.len() || !self.0.node(slot).in_tree() {
-                return false;
+            match self.0.nodes.get(slot as usize) {
+                Some(n) if n.in_tree() => {
+                    let gen = n.meta & super::GEN_MASK;
+                    self.0.remove_linked(slot, gen)
+                }
+                _ => false,
             }
-            self.0.unlink(slot);
-            self.0.free(slot);
-            true
         }
 
         /// Calls `f(payload)` for every entry overlapping `[a, b]`, in order.
@@ -1425,9 +1425,17 @@ mod tests {
             if model.order.is_empty() || r < 7 {
                 let a = rng.below(key_space);
                 let v = iv(a, a + rng.below(max_len));
-                let i = t.alloc(v, u64::from(step));
                 let p = model.link_pos::<K>(v);
-                t.link(i);
+                let i = if r < 3 {
+                    // The fused path the designs take.
+                    let (i, g) = t.insert_gen(v, u64::from(step));
+                    assert_eq!(g, t.gen(i));
+                    i
+                } else {
+                    let i = t.alloc(v, u64::from(step));
+                    t.link(i);
+                    i
+                };
                 model.order.insert(p, (i, t.gen(i), v));
             } else if r < 10 {
                 // link_after an existing entry with the same interval.
@@ -1450,8 +1458,16 @@ mod tests {
                 let k = rng.below(model.order.len() as u64) as usize;
                 let (i, g, _) = model.order.remove(k);
                 assert!(t.is_live(i, g));
-                t.unlink(i);
-                t.free(i);
+                if r < 13 {
+                    // The fused path the designs take; a stale or wrong
+                    // generation changes nothing.
+                    assert!(!t.remove_linked(i, g.wrapping_sub(1) & GEN_MASK));
+                    assert!(t.remove_linked(i, g));
+                    assert!(!t.remove_linked(i, g));
+                } else {
+                    t.unlink(i);
+                    t.free(i);
+                }
                 assert!(!t.is_live(i, g));
             }
             assert_eq!(t.check(), model.order.len(), "step {step}");

@@ -25,10 +25,8 @@ fn only(site: CallSite, n: u64) -> Vec<u64> {
 
 #[test]
 fn quiet_path_then_sites_then_timing_then_recording() {
-    let maps: Vec<Box<dyn ReverseMap>> = Design::ALL
-        .iter()
-        .map(|d| d.build(&Topology::Os))
-        .collect();
+    let maps: Vec<Box<dyn ReverseMap>> =
+        Design::ALL.iter().map(|d| d.build(&Topology::Os)).collect();
     // `sharded` takes its outer lock too: two holds per modifier.
     let per = |m: &dyn ReverseMap| if m.design() == Design::Sharded { 2 } else { 1 };
 
@@ -82,7 +80,12 @@ fn quiet_path_then_sites_then_timing_then_recording() {
             }
         }
         let after = m.stats().site(CallSite::Split);
-        assert_eq!(after.holds - before.holds, 200 * per(&**m), "{}", m.design());
+        assert_eq!(
+            after.holds - before.holds,
+            200 * per(&**m),
+            "{}",
+            m.design()
+        );
         assert!(after.hold_ns > before.hold_ns, "{}", m.design());
     }
     assert!(set_hold_timing(false));
