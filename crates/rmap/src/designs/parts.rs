@@ -120,6 +120,8 @@ pub(crate) trait TreeSet: Debug + Send + Sync {
     fn tree(&self, i: usize) -> &Self::Tree;
     /// Tree `i < count()`, mutably.
     fn tree_mut(&mut self, i: usize) -> &mut Self::Tree;
+    /// True when the set is one tree (so `total` is one load).
+    const ONE: bool = false;
     /// Entries in every tree.
     fn total(&self) -> usize {
         (0..self.count()).map(|i| self.tree(i).len()).sum()
@@ -133,6 +135,7 @@ pub(crate) trait TreeSet: Debug + Send + Sync {
 /// One tree whose header shares the lock word's cache line.
 impl TreeSet for VmaTree {
     type Tree = VmaTree;
+    const ONE: bool = true;
     fn build(_: &Topology) -> Self {
         VmaTree::new()
     }
@@ -157,6 +160,7 @@ impl TreeSet for VmaTree {
 /// One tree whose header starts on the line after the lock word.
 impl TreeSet for CachePadded<VmaTree> {
     type Tree = VmaTree;
+    const ONE: bool = true;
     fn build(_: &Topology) -> Self {
         CachePadded::new(VmaTree::new())
     }
@@ -250,7 +254,7 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         if rec {
             t.trace_entry(slot);
         }
-        self.counters.set_len(g.total());
+        self.count_len(&g, 1);
         Ok(Handle::new(self.id, s as u32, slot, gen))
     }
 
@@ -259,6 +263,19 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
     #[inline(never)]
     fn insert_probed(&self, c: u8, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
         self.insert_in(c, iv, vma)
+    }
+
+    /// Updates the lock-free entry count after one insert (`+1`) or removal
+    /// (`-1`) under the exclusive hold `g`: one tree's count is read back;
+    /// several trees' would be a sum, so the count is stepped instead.
+    #[inline(always)]
+    fn count_len(&self, g: &S, step: isize) {
+        if S::ONE {
+            self.counters.set_len(g.total());
+        } else {
+            self.counters
+                .set_len(self.counters.len().wrapping_add_signed(step));
+        }
     }
 
     /// `remove` under context byte `c` (split like `insert_in`).
@@ -273,7 +290,7 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
             t.trace_entry(h.slot());
         }
         t.remove(h.slot(), h.gen())?;
-        self.counters.set_len(g.total());
+        self.count_len(&g, -1);
         Ok(())
     }
 
@@ -585,7 +602,8 @@ impl<O: Outer, R: ShardRule> Partitioned<O, R> {
 
     #[inline(always)]
     fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
-        self.check_map(h)?;
+        // The map here; the shard index once, by `ShardSet::remove`.
+        resolve_map(self.id, h)?;
         let _o = self.outer.enter(c);
         self.shards.remove(c, h)
     }

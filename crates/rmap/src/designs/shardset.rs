@@ -173,7 +173,9 @@ impl<T: ShardTree> ShardSet<T> {
     /// Inserts into shard `s` (taken modulo the shard count).
     #[inline(always)]
     pub(crate) fn insert(&self, c: u8, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
-        let s = s % self.shards.len();
+        let n = self.shards.len();
+        // The rules pick `s < n`: no division on that path.
+        let s = if s < n { s } else { s % n };
         let sh = &self.shards[s];
         let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert(iv, vma);
