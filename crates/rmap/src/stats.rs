@@ -9,9 +9,15 @@
 //! adds no shared line to a modifier.
 //!
 //! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
-//! global flag). The default path reads the thread-local context byte and
-//! the global flag once per map operation, tests them once, and indexes the
-//! hold counter by the call site; no clock is read. The cost is measured in
+//! global flag). Every map operation first tests one global byte that says
+//! whether any probe was ever used in this process: a declared call site
+//! (the first [`set_call_site`] of any thread sets it for good), a
+//! recording, or timing. Until then every thread's call site is
+//! [`CallSite::Other`], so the operation counts its holds there without
+//! reading its thread's context byte (the quiet path: one test, a constant
+//! counter index, no clock). Once a probe is in use, operations take an
+//! out-of-line copy that reads the context byte once and counts per site,
+//! exactly as informative. The cost is measured in
 //! `crates/rmap/BENCHMARKS.md` ("Lock-hold accounting cost").
 //!
 //! # Concurrency
@@ -19,7 +25,9 @@
 //! Counters are relaxed atomics: [`crate::ReverseMap::stats`] may run at any
 //! time and sees recent, not necessarily simultaneous, values. The call
 //! site and the recording switch are per thread; the timing switch is
-//! global and reaches other threads at their next map operation.
+//! global and reaches other threads at their next map operation; so does
+//! the sticky "a probe is in use" byte, which only the thread that declares
+//! a site or records needs to see at once (it set the byte itself).
 //!
 //! # Example
 //!
