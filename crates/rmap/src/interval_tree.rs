@@ -12,9 +12,10 @@
 //! hold the slot's *word offset* in the arena (`index * size_of::<Node>() / 8`,
 //! a "ref"), so that following a link is one scaled address (`base + ref * 8`)
 //! with no multiply; `NIL` (`u32::MAX`) means "none" in both. A slot
-//! is allocated first
-//! ([`IntervalTree::alloc`]) and linked into the tree separately
-//! ([`IntervalTree::link`]), so that a design can keep slots *outside* the
+//! can be allocated first
+//! ([`IntervalTree::alloc_gen`]) and linked into the tree separately
+//! ([`IntervalTree::link`]; [`IntervalTree::insert_gen`] does both at once),
+//! so that a design can keep slots *outside* the
 //! tree (the `aspace` design hangs the members of a group of identical
 //! intervals off one linked node). Freed slots go on a free list of indices
 //! threaded through `max_last` (not a link), and each slot carries a
@@ -286,19 +287,20 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         }
     }
 
-    /// Allocates a slot (not linked into the tree). O(1) amortised.
-    ///
-    /// # Panics
-    ///
-    /// When the arena already holds [`IntervalTree::MAX_SLOTS`] slots (more
-    /// than 600 million; the memory runs out first).
+    /// [`IntervalTree::alloc_gen`]'s slot only (the tests).
     #[cfg(test)]
     pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
         self.alloc_gen(iv, payload).0
     }
 
-    /// [`IntervalTree::alloc`], also returning the slot's generation (known
-    /// here; read back after linking it would cost a second bounds check).
+    /// Allocates a slot (not linked into the tree). O(1) amortised. Returns
+    /// the slot and its generation (known here; read back after linking it
+    /// would cost a second bounds check).
+    ///
+    /// # Panics
+    ///
+    /// When the arena already holds [`IntervalTree::MAX_SLOTS`] slots (more
+    /// than 600 million; the memory runs out first).
     #[inline(always)]
     pub(crate) fn alloc_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
         self.alloc_with(iv, payload, NIL, 0)
