@@ -1305,8 +1305,9 @@ pub mod bare {
 /// Methods added for the designs (generation retirement, the event
 /// recorder); kept apart from the tree algorithm above.
 impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
-    /// Frees a live slot that is not in the tree, like [`IntervalTree::free`],
-    /// except that a slot whose generation is the last one is *retired*
+    /// Frees a live slot that is not in the tree (bumps its generation and
+    /// puts it on the free list), except that a slot whose generation is the
+    /// last one is *retired*
     /// instead: it is never reused, so no generation ever repeats and a
     /// removed handle can never name a live entry again. A retired slot
     /// costs its arena bytes for the tree's life: one slot per 2^29 frees of
