@@ -112,7 +112,7 @@ impl GroupTree {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert_new(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
         // Find first, so that nothing can panic between the allocation and
         // the linking (the member invariant).
