@@ -188,9 +188,6 @@ impl super::shardset::ShardTree for GroupTree {
         }
     }
 
-    // Always inlined: out of line, the call, its register saves and the
-    // re-check of `i` that the caller's `check` already did cost 15
-    // instructions per removal (callgrind churn: aspace 1480 -> 1405 per op).
     /// `check` and `remove_checked` with one bounds check, and the
     /// neighbours' links updated unchecked (the member invariant).
     #[inline(always)]
@@ -218,6 +215,9 @@ impl super::shardset::ShardTree for GroupTree {
         Ok(())
     }
 
+    // Always inlined: out of line, the call, its register saves and the
+    // re-check of `i` that the caller's `check` already did cost 15
+    // instructions per removal (callgrind churn: aspace 1480 -> 1405 per op).
     #[inline(always)]
     fn remove_checked(&mut self, i: u32) {
         let n = *self.t.node(i);
