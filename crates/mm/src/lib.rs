@@ -206,6 +206,14 @@ fn align_up(x: u64) -> Option<u64> {
     Some(x.checked_add(PAGE_SIZE - 1)? & !(PAGE_SIZE - 1))
 }
 
+/// Whether any VMA of `tree` intersects `[start, end)` (`start < end`): one `find`
+/// descent.
+pub(crate) fn occupied(tree: &MapleTree<Arc<Vma>>, start: u64, end: u64) -> bool {
+    tree.reader()
+        .find(start)
+        .is_some_and(|(range, _)| *range.start() < end)
+}
+
 fn interval(v: &Vma, pgoff: u64) -> Interval {
     Interval::new(pgoff, pgoff + v.pages() - 1).expect("a VMA covers at least one page")
 }
@@ -258,18 +266,22 @@ impl Mm {
     }
 
     /// Every VMA, in address order. Takes no lock: a concurrent change may be
-    /// seen in part (each VMA whole, old or new), as the maple tree's readers see it.
+    /// seen in part (some VMAs old, some new), as the maple tree's readers see it;
+    /// the VMAs returned never overlap (an old VMA a change is cutting is returned
+    /// as the piece the tree still maps to it).
     pub fn vmas(&self) -> Vec<Vma> {
         self.tree
             .reader()
             .iter()
-            .map(|(_, v)| (**v).clone())
+            .map(|(r, v)| as_seen(*r.start(), *r.end(), v))
             .collect()
     }
 
-    /// The VMA containing `addr`, if any (lock-free).
+    /// The VMA containing `addr`, if any (lock-free; see [`Mm::vmas`]).
     pub fn find(&self, addr: u64) -> Option<Vma> {
-        self.tree.load(addr).map(|e| (**e.value()).clone())
+        self.tree
+            .load(addr)
+            .map(|e| as_seen(e.first(), e.last(), e.value()))
     }
 
     /// The program break and where the heap starts.
@@ -401,12 +413,10 @@ impl Mm {
         why: Why,
         core: (u64, u64),
     ) {
-        let old: Vec<Arc<Vma>> = self
-            .tree
-            .reader()
-            .range(start, end - 1)
-            .map(|(_, v)| v.clone())
-            .collect();
+        let old = self.overlapping(start, end);
+        if old.is_empty() && new.is_empty() {
+            return;
+        }
         let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
         let mut add = Vec::with_capacity(new.len() + 2);
         let mut add_sites = Vec::with_capacity(new.len() + 2);
@@ -446,17 +456,60 @@ impl Mm {
                 }
             })
             .collect();
-        for v in &old {
-            self.tree.erase(v.start);
+        // The stretches of `[lo, hi)` that old VMAs cover and no new one does.
+        let lo = old.first().map_or(start, |v| v.start.min(start));
+        let hi = old.last().map_or(end, |v| v.end.max(end));
+        let mut clear: Vec<(u64, u64)> = Vec::new();
+        let mut at = lo;
+        for (s, e) in add.iter().map(|v| (v.start, v.end)).chain([(hi, hi)]) {
+            if at < s && old.iter().any(|o| o.start < s && at < o.end) {
+                clear.push((at, s));
+            }
+            at = e;
         }
         self.unlink(st, &old, &old_sites);
         self.link(st, &mut add, &add_sites);
+        // Tree writes: each new VMA stored over its range, replacing whatever is
+        // there in the same write (so a merge or a grow in place is one write, not an
+        // erase and an insert); then what is left of the old VMAs in the cleared
+        // stretches, each now an entry of its own inside one stretch, erased. A
+        // lock-free reader may meanwhile see an old VMA on part of its range (see
+        // [`Mm::vmas`]).
         for v in add {
             let (s, e) = (v.start, v.end);
             self.tree
-                .insert_range(s, e - 1, Arc::new(v))
-                .expect("range was cleared");
+                .store_range(s, e - 1, Arc::new(v))
+                .expect("a VMA's range is not inverted");
         }
+        for (s, e) in clear {
+            for o in old.iter().filter(|o| o.start < e && s < o.end) {
+                self.tree.erase(o.start.max(s));
+            }
+        }
+    }
+
+    /// The VMAs intersecting `[start, end)`, in address order: one `find` descent
+    /// per VMA (a range iterator costs two root-to-leaf paths, 2 KiB to set up, for
+    /// the zero to two VMAs a call usually touches).
+    fn overlapping(&self, start: u64, end: u64) -> Vec<Arc<Vma>> {
+        let r = self.tree.reader();
+        let mut out = Vec::new();
+        let mut at = start;
+        while at < end {
+            match r.find(at) {
+                Some((range, v)) if *range.start() < end => {
+                    out.push(v.clone());
+                    at = *range.end() + 1;
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Whether any VMA intersects `[start, end)`.
+    fn occupied(&self, start: u64, end: u64) -> bool {
+        occupied(&self.tree, start, end)
     }
 
     /// Places `list` (sorted, contiguous or not), merging its ends with compatible
@@ -464,23 +517,32 @@ impl Mm {
     fn place(&self, st: &mut State, mut list: Vec<Vma>, why: Why) {
         let (mut lo, mut hi) = (list[0].start, list[list.len() - 1].end);
         let core = (lo, hi);
-        if lo > 0 {
-            if let Some(e) = self.tree.load(lo - 1) {
+        if list.len() > 1 {
+            merge_adjacent(&mut list);
+        }
+        {
+            let r = self.tree.reader();
+            // A mergeable neighbour's piece outside the range joins the list's end
+            // VMA (what merge_adjacent would make of the two).
+            if let Some((_, e)) = lo.checked_sub(1).and_then(|i| r.load(i)) {
                 let left = e.slice(e.start, lo);
                 if left.can_merge(&list[0]) {
                     lo = left.start;
-                    list.insert(0, left);
+                    list[0] = Vma {
+                        end: list[0].end,
+                        ..left
+                    };
+                }
+            }
+            if let Some((_, e)) = r.load(hi) {
+                let right = e.slice(hi, e.end);
+                let last = list.len() - 1;
+                if list[last].can_merge(&right) {
+                    hi = right.end;
+                    list[last].end = hi;
                 }
             }
         }
-        if let Some(e) = self.tree.load(hi) {
-            let right = e.slice(hi, e.end);
-            if list[list.len() - 1].can_merge(&right) {
-                hi = right.end;
-                list.push(right);
-            }
-        }
-        merge_adjacent(&mut list);
         self.replace(st, lo, hi, list, why, core);
     }
 
@@ -572,12 +634,7 @@ impl Mm {
         let mut st = self.state.lock();
         if opts.fixed_noreplace
             && !opts.fixed
-            && self
-                .tree
-                .reader()
-                .range(addr, addr + len - 1)
-                .next()
-                .is_some()
+            && self.occupied(addr, addr + len)
         {
             return Err(Error::Exists { start: addr, len });
         }
@@ -618,7 +675,7 @@ impl Mm {
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
-        if self.tree.reader().range(start, end - 1).next().is_none() {
+        if !self.occupied(start, end) {
             return Ok(());
         }
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
@@ -682,14 +739,7 @@ impl Mm {
                 (new_end, old_end),
             );
         } else if new_end > old_end {
-            if new_end > MMAP_BASE
-                || self
-                    .tree
-                    .reader()
-                    .range(old_end, new_end - 1)
-                    .next()
-                    .is_some()
-            {
+            if new_end > MMAP_BASE || self.occupied(old_end, new_end) {
                 return st.brk;
             }
             let heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
@@ -910,6 +960,18 @@ impl std::fmt::Debug for Mm {
             .field("vmas", &self.tree.len())
             .finish()
     }
+}
+
+/// The VMA a reader found on the tree's range `[first, last]`: `v` itself, or,
+/// while a change that cuts `v` is in flight (the tree already maps part of `v`'s
+/// range elsewhere), the piece of `v` on that range, with `v`'s link.
+fn as_seen(first: u64, last: u64, v: &Vma) -> Vma {
+    if v.start == first && v.end == last + 1 {
+        return v.clone();
+    }
+    let mut piece = v.slice(first.max(v.start), (last + 1).min(v.end));
+    piece.link = v.link;
+    piece
 }
 
 fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {

@@ -71,7 +71,7 @@ fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
     start >= MMAP_MIN_ADDR
         && start % PAGE_SIZE == 0
         && start.checked_add(len).is_some_and(|end| {
-            end <= TASK_SIZE && tree.reader().range(start, end - 1).next().is_none()
+            end <= TASK_SIZE && !crate::occupied(tree, start, end)
         })
 }
 
