@@ -116,6 +116,12 @@ impl Replay {
         for e in events {
             self.step(e);
         }
+        self.finish()
+    }
+
+    /// The report after events replayed one by one with [`Replay::step`]: sums the
+    /// reverse-map calls of every address space the run made.
+    pub fn finish(&mut self) -> &Report {
         let mut total = RmapCalls::default();
         for mm in &self.all {
             total.add(&mm.calls());
