@@ -632,10 +632,7 @@ impl Mm {
             }
         }
         let mut st = self.state.lock();
-        if opts.fixed_noreplace
-            && !opts.fixed
-            && self.occupied(addr, addr + len)
-        {
+        if opts.fixed_noreplace && !opts.fixed && self.occupied(addr, addr + len) {
             return Err(Error::Exists { start: addr, len });
         }
         let start = if at_addr {
