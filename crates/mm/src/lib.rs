@@ -52,6 +52,7 @@ use maple::MapleTree;
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
@@ -201,6 +202,10 @@ pub struct Mm {
     tree: MapleTree<Arc<Vma>>,
     state: Mutex<State>,
 }
+
+/// The few items one change handles (VMAs it removes or adds, their call sites),
+/// kept on the stack.
+type Few<T> = SmallVec<[T; 4]>;
 
 fn align_up(x: u64) -> Option<u64> {
     Some(x.checked_add(PAGE_SIZE - 1)? & !(PAGE_SIZE - 1))
@@ -418,8 +423,8 @@ impl Mm {
             return;
         }
         let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
-        let mut add = Vec::with_capacity(new.len() + 2);
-        let mut add_sites = Vec::with_capacity(new.len() + 2);
+        let mut add: Few<Vma> = SmallVec::new();
+        let mut add_sites: Few<CallSite> = SmallVec::new();
         if let Some(first) = old.first().filter(|v| v.start < start) {
             add.push(first.slice(first.start, start));
             add_sites.push(CallSite::Split);
@@ -445,7 +450,7 @@ impl Mm {
             add.push(last.slice(end, last.end));
             add_sites.push(CallSite::Split);
         }
-        let old_sites: Vec<CallSite> = old
+        let old_sites: Few<CallSite> = old
             .iter()
             .map(|v| {
                 let cut = v.start < start || v.end > end;
@@ -459,7 +464,7 @@ impl Mm {
         // The stretches of `[lo, hi)` that old VMAs cover and no new one does.
         let lo = old.first().map_or(start, |v| v.start.min(start));
         let hi = old.last().map_or(end, |v| v.end.max(end));
-        let mut clear: Vec<(u64, u64)> = Vec::new();
+        let mut clear: Few<(u64, u64)> = SmallVec::new();
         let mut at = lo;
         for (s, e) in add.iter().map(|v| (v.start, v.end)).chain([(hi, hi)]) {
             if at < s && old.iter().any(|o| o.start < s && at < o.end) {
@@ -467,8 +472,12 @@ impl Mm {
             }
             at = e;
         }
-        self.unlink(st, &old, &old_sites);
-        self.link(st, &mut add, &add_sites);
+        if old.iter().any(|v| v.link.is_some()) {
+            self.unlink(st, &old, &old_sites);
+        }
+        if add.iter().any(|v| v.file().is_some()) {
+            self.link(st, &mut add, &add_sites);
+        }
         // Tree writes: each new VMA stored over its range, replacing whatever is
         // there in the same write (so a merge or a grow in place is one write, not an
         // erase and an insert); then what is left of the old VMAs in the cleared
@@ -491,9 +500,9 @@ impl Mm {
     /// The VMAs intersecting `[start, end)`, in address order: one `find` descent
     /// per VMA (a range iterator costs two root-to-leaf paths, 2 KiB to set up, for
     /// the zero to two VMAs a call usually touches).
-    fn overlapping(&self, start: u64, end: u64) -> Vec<Arc<Vma>> {
+    fn overlapping(&self, start: u64, end: u64) -> Few<Arc<Vma>> {
         let r = self.tree.reader();
-        let mut out = Vec::new();
+        let mut out = SmallVec::new();
         let mut at = start;
         while at < end {
             match r.find(at) {
@@ -672,9 +681,7 @@ impl Mm {
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
-        if !self.occupied(start, end) {
-            return Ok(());
-        }
+        // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
     }
