@@ -273,7 +273,7 @@ impl Mm {
     /// Every VMA, in address order. Takes no lock: a concurrent change may be
     /// seen in part (some VMAs old, some new), as the maple tree's readers see it;
     /// the VMAs returned never overlap (an old VMA a change is cutting is returned
-    /// as the piece the tree still maps to it).
+    /// as the piece the tree still maps to it, with no [`Vma::rmap_id`]).
     pub fn vmas(&self) -> Vec<Vma> {
         self.tree
             .reader()
@@ -968,14 +968,13 @@ impl std::fmt::Debug for Mm {
 
 /// The VMA a reader found on the tree's range `[first, last]`: `v` itself, or,
 /// while a change that cuts `v` is in flight (the tree already maps part of `v`'s
-/// range elsewhere), the piece of `v` on that range, with `v`'s link.
+/// range elsewhere), the piece of `v` on that range, with no reverse-map id (no
+/// reverse map holds that piece's interval).
 fn as_seen(first: u64, last: u64, v: &Vma) -> Vma {
     if v.start == first && v.end == last + 1 {
         return v.clone();
     }
-    let mut piece = v.slice(first.max(v.start), (last + 1).min(v.end));
-    piece.link = v.link;
-    piece
+    v.slice(first.max(v.start), (last + 1).min(v.end))
 }
 
 fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {
