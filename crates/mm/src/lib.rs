@@ -478,22 +478,28 @@ impl Mm {
         if add.iter().any(|v| v.file().is_some()) {
             self.link(st, &mut add, &add_sites);
         }
-        // Tree writes: each new VMA stored over its range, replacing whatever is
-        // there in the same write (so a merge or a grow in place is one write, not an
-        // erase and an insert); then what is left of the old VMAs in the cleared
-        // stretches, each now an entry of its own inside one stretch, erased. A
-        // lock-free reader may meanwhile see an old VMA on part of its range (see
-        // [`Mm::vmas`]).
+        // Tree writes: first each cleared stretch emptied in one write (an erase when
+        // it is exactly one old VMA), which leaves an old VMA that a stretch cuts on
+        // its remainder's range, so that storing the remainder is then an exact fit
+        // (one slot swapped); then each new VMA stored over its range, replacing
+        // whatever is left there in the same write (a merge or a grow in place is one
+        // write, not an erase and an insert). A lock-free reader may meanwhile see an
+        // old VMA on part of its range (see [`Mm::vmas`]), and never a hole where
+        // the change keeps something mapped. The same instruction count as storing
+        // first and erasing the remains after, and less time: the range removal's
+        // instructions are mostly a path buffer's clearing, cheap per byte.
+        for (s, e) in clear {
+            if old.iter().any(|o| o.start == s && o.end == e) {
+                self.tree.erase(s);
+            } else {
+                drop(self.tree.remove_range(s, e - 1).expect("s < e"));
+            }
+        }
         for v in add {
             let (s, e) = (v.start, v.end);
             self.tree
                 .store_range(s, e - 1, Arc::new(v))
                 .expect("a VMA's range is not inverted");
-        }
-        for (s, e) in clear {
-            for o in old.iter().filter(|o| o.start < e && s < o.end) {
-                self.tree.erase(o.start.max(s));
-            }
         }
     }
 
