@@ -701,7 +701,7 @@ impl Mm {
         let mut st = self.state.lock();
         let mut pieces = Vec::new();
         let mut at = start;
-        for (_, v) in self.tree.reader().range(start, end - 1) {
+        for v in self.overlapping(start, end) {
             if v.start > at {
                 break;
             }
