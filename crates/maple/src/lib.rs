@@ -142,12 +142,14 @@ mod serde_impl;
 mod sync;
 mod tree;
 mod validate;
+mod value;
 mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
 pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
 pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
+pub use value::{Boxed, Inline, InlineValue, Repr, ValueRef, XValue};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;
