@@ -233,7 +233,11 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     /// Runs one transaction: in place under `&mut`, else copy-on-write.
     /// Afterwards the pool keeps only its usual few blocks: whatever a
     /// preallocation reserved beyond what the write used goes back.
-    fn run<R>(&mut self, cloner: Option<Cloner<Slot<T, S>>>, f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R) -> R {
+    fn run<R>(
+        &mut self,
+        cloner: Option<Cloner<Slot<T, S>>>,
+        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
+    ) -> R {
         let r = self.run_txn(cloner, f);
         self.state().pool.trim();
         r

@@ -414,7 +414,10 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
     }
 
     #[inline]
-    fn wrap(&self, raw: crate::read::RawEntry<crate::value::Slot<T, S>>) -> Option<Entry<'a, T, S>> {
+    fn wrap(
+        &self,
+        raw: crate::read::RawEntry<crate::value::Slot<T, S>>,
+    ) -> Option<Entry<'a, T, S>> {
         let _ = &self.reader;
         // A fresh pin taken while `reader` still pins this version keeps the
         // value alive for as long as the Entry lives.

@@ -542,7 +542,11 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         let mut it = Iter::<'_, T, S>::new(root, first, last);
         while let Some((s, e, v)) = it.next_raw() {
             let r = s..=e;
-            parts.push(((*r.start()).max(first), (*r.end()).min(last), v.cast::<()>()));
+            parts.push((
+                (*r.start()).max(first),
+                (*r.end()).min(last),
+                v.cast::<()>(),
+            ));
         }
         if !parts.is_empty() {
             self.write_locked(&mut st, Some(clone_slot::<T, S>), |t| {

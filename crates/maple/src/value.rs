@@ -45,7 +45,7 @@ use std::sync::Arc;
 /// use std::sync::Arc;
 /// use maple::{Inline, MapleTree};
 ///
-/// let tree: MapleTree<Arc<String>, Inline> = MapleTree::new();
+/// let tree: MapleTree<Arc<String>, Inline> = MapleTree::new_inline();
 /// tree.insert(0..10, Arc::new("a".to_string())).unwrap();
 /// let e = tree.load(3).unwrap();
 /// let owned: Arc<String> = (*e).clone(); // a reference count, no copy
@@ -281,7 +281,7 @@ unsafe impl<U: Sync + 'static> InlineValue for &'static U {
 /// ```
 /// use maple::{Inline, MapleTree, XValue};
 ///
-/// let tree: MapleTree<XValue, Inline> = MapleTree::new();
+/// let tree: MapleTree<XValue, Inline> = MapleTree::new_inline();
 /// tree.insert(0..10, XValue::new(7).unwrap()).unwrap();
 /// assert_eq!(tree.load(5).map(|e| e.get()), Some(7));
 /// assert!(XValue::new(usize::MAX).is_none());
