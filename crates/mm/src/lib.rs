@@ -48,7 +48,7 @@ pub use placement::Placement;
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
-use maple::MapleTree;
+use maple::{Inline, MapleTree};
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
@@ -198,7 +198,7 @@ pub struct Mm {
     id: u64,
     files: Arc<Files>,
     pattern: CallPattern,
-    tree: MapleTree<Arc<Vma>>,
+    tree: MapleTree<Arc<Vma>, Inline>,
     state: Mutex<State>,
 }
 
@@ -217,7 +217,7 @@ impl Mm {
             id: NEXT_MM.fetch_add(1, Ordering::Relaxed),
             pattern: files.call_pattern(),
             files,
-            tree: MapleTree::new(),
+            tree: MapleTree::new_inline(),
             state: Mutex::new(State {
                 brk_start: 0,
                 brk: 0,

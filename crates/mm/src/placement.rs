@@ -14,7 +14,7 @@
 
 use crate::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
 use crate::{Error, Vma, PAGE_SIZE};
-use maple::MapleTree;
+use maple::{Inline, MapleTree};
 use std::sync::Arc;
 
 /// The size of a PMD-mapped transparent huge page (x86-64).
@@ -67,7 +67,7 @@ pub(crate) struct Request {
     pub(crate) nohugepage: bool,
 }
 
-fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
+fn free(tree: &MapleTree<Arc<Vma>, Inline>, start: u64, len: u64) -> bool {
     start >= MMAP_MIN_ADDR
         && start % PAGE_SIZE == 0
         && start.checked_add(len).is_some_and(|end| {
@@ -75,14 +75,14 @@ fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
         })
 }
 
-fn top_down(tree: &MapleTree<Arc<Vma>>, len: u64) -> Option<u64> {
+fn top_down(tree: &MapleTree<Arc<Vma>, Inline>, len: u64) -> Option<u64> {
     tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len).ok()
 }
 
 /// The address the kernel would give `req` in `tree` under `policy`. `NoSpace` when
 /// nothing fits. Reads the tree only.
 pub(crate) fn unmapped_area(
-    tree: &MapleTree<Arc<Vma>>,
+    tree: &MapleTree<Arc<Vma>, Inline>,
     req: Request,
     policy: Placement,
 ) -> Result<u64, Error> {
@@ -108,7 +108,7 @@ pub(crate) fn unmapped_area(
 }
 
 /// `__thp_get_unmapped_area`; `None` sends the caller to the plain search.
-fn thp_area(tree: &MapleTree<Arc<Vma>>, req: Request) -> Option<u64> {
+fn thp_area(tree: &MapleTree<Arc<Vma>, Inline>, req: Request) -> Option<u64> {
     let off = req.pgoff.unwrap_or(0).checked_mul(PAGE_SIZE)?;
     let off_end = off.checked_add(req.len)?;
     let off_align = off.checked_add(PMD_SIZE - 1)? & !(PMD_SIZE - 1);
