@@ -51,7 +51,9 @@ row "empty_area (size 5)"                        empty_area 100000 20000 20000
 row "empty_area_rev (size 5)"                    empty_area_rev 100000 20000 20000
 row "full iteration, per entry"                  iter 100000 5 500000
 row "dup, Arc values, per entry"                 dup_arc 100000 3 300000
+row "dup, Arc values inline (Inline), per entry" dup_arc_inline 100000 3 300000
 row "dup, u64 values, per entry"                 dup_u64 100000 3 300000
 if [ -z "${QUICK:-}" ]; then
     row "dup, Arc values, per entry"             dup_arc 1000000 1 1000000
+    row "dup, Arc values inline (Inline), per entry" dup_arc_inline 1000000 1 1000000
 fi

@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use maple::MapleTree;
+use maple::{Inline, MapleTree, Repr};
 
 /// splitmix64
 struct Rng(u64);
@@ -51,8 +51,8 @@ fn build(n: u64) -> MapleTree<u64> {
     t
 }
 
-fn build_arc(n: u64) -> MapleTree<Arc<u64>> {
-    let mut t = MapleTree::new();
+fn build_arc<S: Repr<Arc<u64>>>(n: u64) -> MapleTree<Arc<u64>, S> {
+    let mut t = MapleTree::default();
     {
         let mut c = t.cursor_mut();
         for i in 0..n {
@@ -155,10 +155,10 @@ fn measure_iter(t: &MapleTree<u64>, rounds: u64) {
 
 /// The copies are dropped by the caller, outside the count.
 #[inline(never)]
-fn measure_dup<T: Clone + Send + Sync + 'static>(
-    t: &MapleTree<T>,
+fn measure_dup<T: Clone + Send + Sync + 'static, S: Repr<T>>(
+    t: &MapleTree<T, S>,
     rounds: u64,
-) -> Vec<MapleTree<T>> {
+) -> Vec<MapleTree<T, S>> {
     (0..rounds).map(|_| black_box(t.dup())).collect()
 }
 
@@ -237,7 +237,10 @@ fn main() {
         "empty_area" => measure_empty_area(&build(n), &ks, false),
         "empty_area_rev" => measure_empty_area(&build(n), &ks, true),
         "iter" => measure_iter(&build(n), iters),
-        "dup_arc" => drop(measure_dup(&build_arc(n), iters)),
+        "dup_arc" => drop(measure_dup(&build_arc::<maple::Boxed>(n), iters)),
+        // Arc values in the slot word (`Inline`): dup clones each by a
+        // reference count.
+        "dup_arc_inline" => drop(measure_dup(&build_arc::<Inline>(n), iters)),
         "dup_u64" => drop(measure_dup(&build(n), iters)),
         _ => eprintln!("unknown op {op}"),
     }
