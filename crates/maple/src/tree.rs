@@ -159,6 +159,14 @@ impl Core {
 /// on another thread. [`store_range`](Self::store_range) also needs
 /// `T: Clone`, because storing into the middle of an entry splits it in
 /// two and the right-hand part gets a clone.
+///
+/// # Representation
+///
+/// `S` says how a value sits in its slot: [`Boxed`] (the default: any `T`,
+/// in a box of its own; readers get `&T`) or [`Inline`](crate::Inline)
+/// (`T:` [`InlineValue`](crate::InlineValue), such as `Arc<U>`, in the slot
+/// word itself; readers get [`InlineValue::Borrowed`](crate::InlineValue::Borrowed)).
+/// See the crate documentation, "Values: boxed, or in the slot word".
 pub struct MapleTree<T, S: Repr<T> = Boxed> {
     pub(crate) core: Core,
     pub(crate) writer: Mutex<WriterState<Slot<T, S>>>,
