@@ -42,6 +42,9 @@ row "load (random hit)"                          load 100000 20000 20000
 row "load through one Reader"                    reader_load 100000 20000 20000
 row "exact overwrite, &self (store_range)"       overwrite_shared 100000 20000 20000
 row "exact overwrite, &mut (cursor_mut)"         overwrite_mut 100000 20000 20000
+row "exact overwrite, &self, XValue inline"      overwrite_shared_xvalue 100000 20000 20000
+row "exact overwrite, &mut, XValue inline"       overwrite_mut_xvalue 100000 20000 20000
+row "load, Arc values inline"                    load_arc_inline 100000 20000 20000
 row "split of an entry then restore, &mut"       split_restore_mut 1000 20000 20000
 row "split of an entry then restore, &mut"       split_restore_mut 10000 20000 20000
 row "split of an entry then restore, &self"      split_restore_shared 10000 20000 20000
