@@ -3,6 +3,7 @@
 use std::fmt;
 use std::iter::FusedIterator;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, RangeInclusive};
 use std::ptr;
 
@@ -665,11 +666,25 @@ pub(crate) fn gap_search<T>(
 pub struct Entry<'a, T: 'a, S: Repr<T> = Boxed> {
     first: u64,
     last: u64,
-    /// The borrowed value, valid while `_guard` pins. Declared before the
-    /// guard so that it is dropped (a no-op) before the guard unpins, and
-    /// never handed out for longer than a borrow of the Entry.
-    value: S::Ref<'a>,
+    /// The borrowed value, valid while `_guard` pins, never handed out for
+    /// longer than a borrow of the Entry. Always initialised; held in a
+    /// `MaybeUninit` so that it is opaque to the aliasing model: a
+    /// reference (`&T`, the `Boxed` view) kept in a plain field would be
+    /// retagged and protected for the whole call whenever the Entry is
+    /// passed by value (to `drop`, say), and the guard unpins inside that
+    /// call, after which the value may be freed while still protected (the
+    /// hazard `std::cell::Ref` avoids by holding a `NonNull`). Dropped in
+    /// `Drop`, before the guard.
+    value: MaybeUninit<S::Ref<'a>>,
     _guard: Guard,
+}
+
+impl<'a, T: 'a, S: Repr<T>> Drop for Entry<'a, T, S> {
+    fn drop(&mut self) {
+        // SAFETY: `value` is always initialised and dropped only here; the
+        // guard (dropped after this, with the fields) still pins.
+        unsafe { self.value.assume_init_drop() }
+    }
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
@@ -686,7 +701,7 @@ impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
             last,
             // SAFETY: the guard, moved into the Entry, keeps the value alive
             // for as long as the borrow is reachable (caller).
-            value: unsafe { S::borrow(v.cast()) },
+            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
             _guard: guard,
         })
     }
@@ -704,7 +719,8 @@ impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
     }
     /// The value (see the type's documentation for what it is).
     pub fn value(&self) -> &<S::Ref<'a> as Deref>::Target {
-        &self.value
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }
     }
 }
 
