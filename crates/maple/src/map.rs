@@ -14,6 +14,7 @@ use crossbeam_epoch as epoch;
 
 use crate::error::{MapleError, WriteError};
 use crate::tree::{Entry, Iter, MapleTree, Reader, Removed};
+use crate::value::{Boxed, Repr};
 
 mod sealed {
     pub trait Sealed {}
@@ -99,7 +100,7 @@ pub enum Fit {
     Highest,
 }
 
-impl<T> MapleTree<T> {
+impl<T, S: Repr<T>> MapleTree<T, S> {
     /// The entry containing `index`, as [`BTreeMap::get`] returns the value
     /// for a key (the kernel-style name is [`load`](Self::load)). The
     /// [`Entry`] dereferences to the value and knows its range. Lock-free.
@@ -114,7 +115,7 @@ impl<T> MapleTree<T> {
     ///
     /// [`BTreeMap::get`]: std::collections::BTreeMap::get
     #[inline]
-    pub fn get(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn get(&self, index: u64) -> Option<Entry<'_, T, S>> {
         self.load(index)
     }
 
@@ -140,12 +141,12 @@ impl<T> MapleTree<T> {
     }
 
     /// The entry with the lowest range. Lock-free.
-    pub fn first(&self) -> Option<Entry<'_, T>> {
+    pub fn first(&self) -> Option<Entry<'_, T, S>> {
         self.find(0)
     }
 
     /// The entry with the highest range. Lock-free.
-    pub fn last(&self) -> Option<Entry<'_, T>> {
+    pub fn last(&self) -> Option<Entry<'_, T, S>> {
         self.prev(u64::MAX)
     }
 
@@ -164,7 +165,7 @@ impl<T> MapleTree<T> {
     /// let last = tree.iter().next_back().unwrap();
     /// assert_eq!(*last, "b");
     /// ```
-    pub fn iter(&self) -> Entries<'_, T> {
+    pub fn iter(&self) -> Entries<'_, T, S> {
         Entries::new(self.reader(), 0, u64::MAX)
     }
 
@@ -177,7 +178,7 @@ impl<T> MapleTree<T> {
     /// assert_eq!(hit, [3, 4, 5]);
     /// assert_eq!(tree.range(5..10).count(), 0); // a gap
     /// ```
-    pub fn range(&self, range: impl IndexRange) -> Entries<'_, T> {
+    pub fn range(&self, range: impl IndexRange) -> Entries<'_, T, S> {
         match range.bounds() {
             Some((a, b)) => Entries::new(self.reader(), a, b),
             None => Entries::new(self.reader(), 1, 0),
@@ -198,7 +199,7 @@ impl<T> MapleTree<T> {
     /// assert_eq!(tree.gaps(15..35).next(), Some(20..=29));
     /// assert_eq!(tree.gaps(..).next_back(), Some(40..=u64::MAX));
     /// ```
-    pub fn gaps(&self, range: impl IndexRange) -> Gaps<'_, T> {
+    pub fn gaps(&self, range: impl IndexRange) -> Gaps<'_, T, S> {
         let (lo, hi, done) = match range.bounds() {
             Some((a, b)) => (a, b, false),
             None => (1, 0, true),
@@ -249,7 +250,7 @@ impl<T> MapleTree<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Inserts `value` at `range` only if every index there is free; else
     /// fails with [`MapleError::Occupied`] and hands `value` back, as
     /// [`BTreeMap::try_insert`] (unstable) does. The kernel-style name is
@@ -315,7 +316,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Removes the lowest entry and returns its range and value
     /// (exclusive access: no lock, freed at once).
     ///
@@ -337,7 +338,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Makes every index in `range` map to `value`, replacing whatever was
     /// there, as [`BTreeMap::insert`] replaces a key's value. Entries that
     /// stick out of `range` keep their outside part (an entry spanning all
@@ -369,7 +370,7 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Empties every index in `range`, trimming entries that cross its
     /// edges and splitting one that spans it (what `rangemap`'s
     /// `remove(range)` does; the kernel-style name is
@@ -387,7 +388,7 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     /// assert_eq!(left, [(0..=49, 'a'), (150..=199, 'b')]);
     /// ```
     #[inline]
-    pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T>, MapleError> {
+    pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T, S>, MapleError> {
         let (a, b) = bounds_or_err(&range)?;
         self.remove_range(a, b)
     }
@@ -399,58 +400,61 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
 /// It holds a [`Reader`] (one pinned epoch) and yields [`Entry`]s, each
 /// pinning on its own (a nested pin: no fence), so entries stay valid after
 /// the iterator is gone. Not `Send`.
-pub struct Entries<'a, T> {
-    reader: Reader<'a, T>,
+pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
+    reader: Reader<'a, T, S>,
     // Iterates the version `reader` keeps alive; it never outlives `reader`
     // (same struct) and its references are re-pinned before they escape.
-    inner: Iter<'a, T>,
+    inner: Iter<'a, T, S>,
 }
 
-impl<'a, T> Entries<'a, T> {
-    fn new(reader: Reader<'a, T>, first: u64, last: u64) -> Self {
+impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
+    fn new(reader: Reader<'a, T, S>, first: u64, last: u64) -> Self {
         let inner = Iter::new(reader.root_ptr(), first, last);
         Entries { reader, inner }
     }
 
     #[inline]
-    fn wrap(&self, (r, v): (RangeInclusive<u64>, &T)) -> Entry<'a, T> {
+    fn wrap(
+        &self,
+        raw: crate::read::RawEntry<crate::value::Slot<T, S>>,
+    ) -> Option<Entry<'a, T, S>> {
         let _ = &self.reader;
         // A fresh pin taken while `reader` still pins this version keeps the
         // value alive for as long as the Entry lives.
         let guard = epoch::pin();
-        let raw = (*r.start(), *r.end(), v as *const T as *mut T);
-        Entry::new(guard, raw).expect("a yielded value is never null")
+        // SAFETY: as just said; a yielded word is never null.
+        unsafe { Entry::new(guard, raw) }
     }
 }
 
-impl<'a, T> Iterator for Entries<'a, T> {
-    type Item = Entry<'a, T>;
+impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
+    type Item = Entry<'a, T, S>;
     #[inline]
-    fn next(&mut self) -> Option<Entry<'a, T>> {
-        let e = self.inner.next()?;
-        Some(self.wrap(e))
+    fn next(&mut self) -> Option<Entry<'a, T, S>> {
+        let e = self.inner.next_raw()?;
+        self.wrap(e)
     }
 }
 
-impl<T> DoubleEndedIterator for Entries<'_, T> {
+impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let e = self.inner.next_back()?;
-        Some(self.wrap(e))
+        let e = self.inner.next_back_raw()?;
+        self.wrap(e)
     }
 }
 
-impl<T> FusedIterator for Entries<'_, T> {}
+impl<'a, T: 'a, S: Repr<T>> FusedIterator for Entries<'a, T, S> {}
 
-impl<T> fmt::Debug for Entries<'_, T> {
+impl<T, S: Repr<T>> fmt::Debug for Entries<'_, T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entries").finish_non_exhaustive()
     }
 }
 
-impl<'a, T> IntoIterator for &'a MapleTree<T> {
-    type Item = Entry<'a, T>;
-    type IntoIter = Entries<'a, T>;
+impl<'a, T: 'a, S: Repr<T>> IntoIterator for &'a MapleTree<T, S> {
+    type Item = Entry<'a, T, S>;
+    type IntoIter = Entries<'a, T, S>;
     /// ```
     /// let tree: maple::MapleTree<u8> = [(0..=0, 1), (5..=9, 2)].into_iter().collect();
     /// let mut sum = 0;
@@ -459,21 +463,21 @@ impl<'a, T> IntoIterator for &'a MapleTree<T> {
     /// }
     /// assert_eq!(sum, 11);
     /// ```
-    fn into_iter(self) -> Entries<'a, T> {
+    fn into_iter(self) -> Entries<'a, T, S> {
         self.iter()
     }
 }
 
 /// The free ranges of a tree within bounds: see [`MapleTree::gaps`].
-pub struct Gaps<'a, T> {
-    reader: Reader<'a, T>,
+pub struct Gaps<'a, T, S: Repr<T> = Boxed> {
+    reader: Reader<'a, T, S>,
     /// Lowest index the front may still yield / highest for the back.
     lo: u64,
     hi: u64,
     done: bool,
 }
 
-impl<T> Iterator for Gaps<'_, T> {
+impl<T, S: Repr<T>> Iterator for Gaps<'_, T, S> {
     type Item = RangeInclusive<u64>;
 
     fn next(&mut self) -> Option<RangeInclusive<u64>> {
@@ -500,7 +504,7 @@ impl<T> Iterator for Gaps<'_, T> {
     }
 }
 
-impl<T> DoubleEndedIterator for Gaps<'_, T> {
+impl<T, S: Repr<T>> DoubleEndedIterator for Gaps<'_, T, S> {
     fn next_back(&mut self) -> Option<RangeInclusive<u64>> {
         if self.done {
             return None;
@@ -524,9 +528,9 @@ impl<T> DoubleEndedIterator for Gaps<'_, T> {
     }
 }
 
-impl<T> FusedIterator for Gaps<'_, T> {}
+impl<T, S: Repr<T>> FusedIterator for Gaps<'_, T, S> {}
 
-impl<T> fmt::Debug for Gaps<'_, T> {
+impl<T, S: Repr<T>> fmt::Debug for Gaps<'_, T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Gaps")
             .field("lo", &self.lo)
@@ -546,9 +550,9 @@ trait Space {
     fn prev_used(&mut self, i: u64) -> Option<(u64, u64)>;
 }
 
-struct ReaderSpace<'r, 'a, T>(&'r Reader<'a, T>);
+struct ReaderSpace<'r, 'a, T, S: Repr<T>>(&'r Reader<'a, T, S>);
 
-impl<T> Space for ReaderSpace<'_, '_, T> {
+impl<T, S: Repr<T>> Space for ReaderSpace<'_, '_, T, S> {
     fn fit(&mut self, min: u64, max: u64, size: u64, fit: Fit) -> Result<u64, MapleError> {
         match fit {
             Fit::Lowest => self.0.empty_area(min, max, size),
@@ -563,9 +567,9 @@ impl<T> Space for ReaderSpace<'_, '_, T> {
     }
 }
 
-struct CursorSpace<'c, 'a, T>(&'c mut crate::Cursor<'a, T>);
+struct CursorSpace<'c, 'a, T, S: Repr<T>>(&'c mut crate::Cursor<'a, T, S>);
 
-impl<T: Send + Sync + 'static> Space for CursorSpace<'_, '_, T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> Space for CursorSpace<'_, '_, T, S> {
     fn fit(&mut self, min: u64, max: u64, size: u64, fit: Fit) -> Result<u64, MapleError> {
         match fit {
             Fit::Lowest => self.0.empty_area(min, max, size),
@@ -647,7 +651,9 @@ fn aligned_fit(
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, R: IndexRange> FromIterator<(R, T)> for MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromIterator<(R, T)>
+    for MapleTree<T, S>
+{
     /// Builds a tree by [`insert`](MapleTree::insert)ing each pair in order
     /// (a later range replaces what it overlaps, as collecting into a
     /// `BTreeMap` keeps the last value of a key). Pairs whose range holds no
@@ -659,13 +665,15 @@ impl<T: Clone + Send + Sync + 'static, R: IndexRange> FromIterator<(R, T)> for M
     /// assert_eq!(tree.get(5).map(|e| *e), Some('b'));
     /// ```
     fn from_iter<I: IntoIterator<Item = (R, T)>>(iter: I) -> Self {
-        let mut tree = MapleTree::new();
+        let mut tree = MapleTree::default();
         tree.extend(iter);
         tree
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, R: IndexRange> Extend<(R, T)> for MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> Extend<(R, T)>
+    for MapleTree<T, S>
+{
     /// [`insert`](MapleTree::insert)s each pair in order, through an
     /// exclusive cursor (no lock, no copy-on-write). Pairs whose range holds
     /// no index store nothing.
@@ -688,11 +696,11 @@ impl<T: Clone + Send + Sync + 'static, R: IndexRange> Extend<(R, T)> for MapleTr
 
 /// An owning iterator over a tree's entries, in increasing order (also from
 /// the back): `(range, value)` pairs. From `tree.into_iter()`.
-pub struct IntoIter<T: Send + Sync + 'static> {
-    tree: MapleTree<T>,
+pub struct IntoIter<T: Send + Sync + 'static, S: Repr<T> = Boxed> {
+    tree: MapleTree<T, S>,
 }
 
-impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> Iterator for IntoIter<T, S> {
     type Item = (RangeInclusive<u64>, T);
     fn next(&mut self) -> Option<Self::Item> {
         self.tree.pop_first()
@@ -702,18 +710,18 @@ impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> DoubleEndedIterator for IntoIter<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> DoubleEndedIterator for IntoIter<T, S> {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.tree.pop_last()
     }
 }
 
-impl<T: Send + Sync + 'static> ExactSizeIterator for IntoIter<T> {}
-impl<T: Send + Sync + 'static> FusedIterator for IntoIter<T> {}
+impl<T: Send + Sync + 'static, S: Repr<T>> ExactSizeIterator for IntoIter<T, S> {}
+impl<T: Send + Sync + 'static, S: Repr<T>> FusedIterator for IntoIter<T, S> {}
 
-impl<T: Send + Sync + 'static> IntoIterator for MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> IntoIterator for MapleTree<T, S> {
     type Item = (RangeInclusive<u64>, T);
-    type IntoIter = IntoIter<T>;
+    type IntoIter = IntoIter<T, S>;
     /// Moves the entries out, lowest first (O(log n) each).
     ///
     /// ```
@@ -721,12 +729,15 @@ impl<T: Send + Sync + 'static> IntoIterator for MapleTree<T> {
     /// let v: Vec<_> = tree.into_iter().collect();
     /// assert_eq!(v, [(1..=2, "x".to_string())]);
     /// ```
-    fn into_iter(self) -> IntoIter<T> {
+    fn into_iter(self) -> IntoIter<T, S> {
         IntoIter { tree: self }
     }
 }
 
-impl<T: PartialEq> PartialEq for MapleTree<T> {
+impl<T, S: Repr<T>> PartialEq for MapleTree<T, S>
+where
+    for<'x> S::Ref<'x>: PartialEq,
+{
     /// Two trees are equal when they hold the same entries: the same ranges
     /// with equal values (`[0, 4] -> a, [5, 9] -> a` differs from
     /// `[0, 9] -> a`, as two `BTreeMap`s with different keys do).
@@ -744,4 +755,4 @@ impl<T: PartialEq> PartialEq for MapleTree<T> {
     }
 }
 
-impl<T: Eq> Eq for MapleTree<T> {}
+impl<T, S: Repr<T>> Eq for MapleTree<T, S> where for<'x> S::Ref<'x>: Eq {}

@@ -48,7 +48,7 @@ pub use placement::Placement;
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
-use maple::MapleTree;
+use maple::{Inline, MapleTree};
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
@@ -199,9 +199,13 @@ pub struct Mm {
     id: u64,
     files: Arc<Files>,
     pattern: CallPattern,
-    tree: MapleTree<Arc<Vma>>,
+    tree: VmaTree,
     state: Mutex<State>,
 }
+
+/// The VMA tree: each `Arc<Vma>` stored in its slot word (no box per VMA; fork's
+/// `dup` clones the `Arc`s).
+pub(crate) type VmaTree = MapleTree<Arc<Vma>, Inline>;
 
 /// The few items one change handles (VMAs it removes or adds, their call sites),
 /// kept on the stack.
@@ -213,7 +217,7 @@ fn align_up(x: u64) -> Option<u64> {
 
 /// Whether any VMA of `tree` intersects `[start, end)` (`start < end`): one `find`
 /// descent.
-pub(crate) fn occupied(tree: &MapleTree<Arc<Vma>>, start: u64, end: u64) -> bool {
+pub(crate) fn occupied(tree: &VmaTree, start: u64, end: u64) -> bool {
     tree.reader()
         .find(start)
         .is_some_and(|(range, _)| *range.start() < end)
@@ -230,7 +234,7 @@ impl Mm {
             id: NEXT_MM.fetch_add(1, Ordering::Relaxed),
             pattern: files.call_pattern(),
             files,
-            tree: MapleTree::new(),
+            tree: MapleTree::new_inline(),
             state: Mutex::new(State {
                 brk_start: 0,
                 brk: 0,
@@ -278,7 +282,7 @@ impl Mm {
         self.tree
             .reader()
             .iter()
-            .map(|(r, v)| as_seen(*r.start(), *r.end(), v))
+            .map(|(r, v)| as_seen(*r.start(), *r.end(), &v))
             .collect()
     }
 

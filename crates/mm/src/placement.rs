@@ -13,9 +13,7 @@
 //! mappings without a hint take it when their length is a multiple of 2 MiB.
 
 use crate::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
-use crate::{Error, Vma, PAGE_SIZE};
-use maple::MapleTree;
-use std::sync::Arc;
+use crate::{Error, VmaTree, PAGE_SIZE};
 
 /// The size of a PMD-mapped transparent huge page (x86-64).
 pub const PMD_SIZE: u64 = 2 << 20;
@@ -67,7 +65,7 @@ pub(crate) struct Request {
     pub(crate) nohugepage: bool,
 }
 
-fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
+fn free(tree: &VmaTree, start: u64, len: u64) -> bool {
     start >= MMAP_MIN_ADDR
         && start % PAGE_SIZE == 0
         && start
@@ -75,17 +73,13 @@ fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
             .is_some_and(|end| end <= TASK_SIZE && !crate::occupied(tree, start, end))
 }
 
-fn top_down(tree: &MapleTree<Arc<Vma>>, len: u64) -> Option<u64> {
+fn top_down(tree: &VmaTree, len: u64) -> Option<u64> {
     tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len).ok()
 }
 
 /// The address the kernel would give `req` in `tree` under `policy`. `NoSpace` when
 /// nothing fits. Reads the tree only.
-pub(crate) fn unmapped_area(
-    tree: &MapleTree<Arc<Vma>>,
-    req: Request,
-    policy: Placement,
-) -> Result<u64, Error> {
+pub(crate) fn unmapped_area(tree: &VmaTree, req: Request, policy: Placement) -> Result<u64, Error> {
     let aligned = match req.pgoff {
         Some(_) => policy.thp_file,
         None => {
@@ -109,7 +103,7 @@ pub(crate) fn unmapped_area(
 
 /// `__thp_get_unmapped_area` for `req` in `tree`; `None` sends the caller to the plain
 /// search.
-fn thp_area(tree: &MapleTree<Arc<Vma>>, req: Request) -> Option<u64> {
+fn thp_area(tree: &VmaTree, req: Request) -> Option<u64> {
     let off = req.pgoff.unwrap_or(0).checked_mul(PAGE_SIZE)?;
     thp_top_down(off, req.len, req.hint, |len_pad| {
         if req.hint != 0 && free(tree, req.hint, len_pad) {

@@ -38,6 +38,7 @@ use crate::node::{
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
 use crate::read::{count, descend, descend_with, is_leaf, Level, Path};
+use crate::value::{Cloner, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
 const DEAD: u8 = 2;
@@ -149,7 +150,7 @@ pub(crate) struct Txn<'s, T> {
     nodes_delta: isize,
     /// Clones a value when a store splits an entry in two; `None` for the
     /// operations that cannot split (insert into free space, erase).
-    cloner: Option<fn(&T) -> T>,
+    cloner: Option<Cloner<T>>,
     /// Whether every store of this write was an exact fit (no node touched,
     /// no gap changed), so commit has no gap to refresh.
     only_exact_fits: bool,
@@ -166,7 +167,7 @@ impl<'s, T> Txn<'s, T> {
         st: &'s mut WriterState<T>,
         root: NodePtr,
         exclusive: bool,
-        cloner: Option<fn(&T) -> T>,
+        cloner: Option<Cloner<T>>,
     ) -> Self {
         st.recover();
         Txn {
@@ -471,9 +472,8 @@ impl<'s, T> Txn<'s, T> {
                 // Only store_range (T: Clone) can cut an entry in the middle.
                 unreachable!("entry split without a cloner")
             });
-            // SAFETY: the slot holds a live value owned by the tree.
-            let copy = clone(unsafe { &*plan.out.vals[at] });
-            plan.out.vals[at] = Box::into_raw(Box::new(copy));
+            // SAFETY: the slot holds a live value word owned by the tree.
+            plan.out.vals[at] = unsafe { clone(plan.out.vals[at]) };
             self.len_delta += 1;
         }
         if !v.is_null() {
