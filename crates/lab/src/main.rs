@@ -141,9 +141,10 @@ struct BenchArgs {
     /// Comma-separated thread counts, e.g. "1,2,4" (default: 1 to 2 x nproc).
     #[arg(long)]
     threads: Option<String>,
-    /// Measured time per sample: seconds, or with a unit ("250ms", "2s"). The
-    /// default keeps a default run (every design, both call patterns, 1 to 2 x nproc
-    /// threads, 6 repeats) under 3 minutes on 2 cores.
+    /// Measured time per sample: seconds, or with a unit ("250ms", "2s"). A default
+    /// run (every design, both call patterns, 1 to 2 x nproc threads, 6 repeats: 384
+    /// samples on 2 cores) measures for 96 s plus about 50 ms of setup CPU per sample,
+    /// about 2 minutes on idle cores; other load stretches the setup.
     #[arg(long, default_value = "250ms")]
     duration: String,
     /// Samples per point, one per round: each round runs every workload, thread

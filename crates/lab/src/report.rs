@@ -192,7 +192,8 @@ fn drift_sentence(r: &Results) -> String {
     }
     let shown: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
     format!(
-        "\nLoad drift in this run: each round's speed over every point (1 = the points' medians): {}.",
+        "\nLoad drift in this run: each round's speed over every point (1 = the points' medians): {}.\n\
+         Absolute ops/s move with the machine's load; a ratio pairs each sample with linux's in the same round.",
         shown.join(" ")
     )
 }
