@@ -6,19 +6,21 @@
 //! designs alike. **The interval of a point is the min-max of its samples**, and
 //! what it promises is that a repeat of the run under similar load gives a range
 //! that overlaps it.
+//!
 //! Nothing fancier: with a handful of samples a bootstrap or t interval claims
-//! more than the data holds, and on a loaded machine it measurably did. Three
+//! more than the data holds, and on a loaded machine it measurably did. Four
 //! pairs of back-to-back default runs (6 x 250 ms per point, 64 points, 2 cores
-//! shared with other jobs, load average 6-14): min-max ranges of ops/s overlapped
-//! at 192 of 192 points and those of the ratios to linux at 192 of 192; 90 %
-//! bootstrap intervals of the median at 165 (ratios 185); ranges of samples
-//! divided by their round's machine-wide speed at 160. Ranges of 3 of those
-//! samples (every other round) overlapped at only 168 of 192 for ops/s and 177
-//! for the ratios.
+//! shared with other jobs, load average 6-15): min-max ranges of ops/s overlapped
+//! at 256 of 256 points and those of the ratios to linux at 256 of 256; 90 %
+//! bootstrap intervals of the median at 219 (ratios 247); ranges of samples
+//! divided by their round's machine-wide speed at 217. Ranges of 3 of those
+//! samples (every other round) overlapped at only 217 of 256 for ops/s and 234
+//! for the ratios; with the former default of 3 x 500 ms, one pair at 45 and 62
+//! of 64.
 //!
 //! The ranges cover a repeat of the run under similar load. Absolute ops/s move
-//! with the machine's load: runs 25 minutes apart at load averages of about 7 and
-//! about 10 overlapped at as few as 14 of 64 points, while their ratio ranges
+//! with the machine's load: runs 40 minutes apart at load averages of about 7 and
+//! about 12 overlapped at as few as 8 of 64 points, while their ratio ranges
 //! still overlapped at 64 of 64, since a ratio pairs each sample with linux's in
 //! the same round. Compare designs by the ratios.
 //!
@@ -26,12 +28,13 @@
 //! runs come from one distribution, their ranges miss each other only when all
 //! of one run's samples lie below all of the other's, with chance
 //! [`disjoint_chance`] = 2 / C(2n, n): 10 % for n = 3 (so a table of 64 points
-//! disagrees with its repeat at about 6 of them, as measured), 0.2 % for n = 6.
+//! disagrees with its repeat at about 6 of them by chance alone; measured with
+//! 3 x 500 ms, 7 and 19), 0.2 % for n = 6.
 //! A design is called faster or slower than another only when the two ranges of
 //! ops/s do not overlap, otherwise the difference is a tie; a false verdict between
 //! equal designs therefore has the same small chance. (Calling it from the paired
 //! ratios alone, faster when every round's ratio is above 1, flipped between tie
-//! and a verdict at 28 of 168 design points over the three pairs of runs; the rule
+//! and a verdict at 35 of 224 design points over the four pairs of runs; the rule
 //! here at 1.)
 
 use serde::{Deserialize, Serialize};
