@@ -168,7 +168,14 @@ fn workload_sentence(w: &str) -> &'static str {
 /// What the interval of every figure is, and how often two runs' intervals would
 /// miss each other if nothing but sampling noise told them apart.
 fn interval_sentence(r: &Results) -> String {
-    let n = r.config.repeat.max(1);
+    // The samples per point the runs hold (an old JSON may lack `config.repeat`).
+    let n = r
+        .runs
+        .iter()
+        .map(|x| x.repeat + 1)
+        .max()
+        .unwrap_or(1)
+        .max(r.config.repeat);
     if n < 2 {
         return "Every figure: one sample per point (--repeat 1): no spread, no verdict.".into();
     }
