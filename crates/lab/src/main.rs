@@ -141,15 +141,19 @@ struct BenchArgs {
     /// Comma-separated thread counts, e.g. "1,2,4" (default: 1 to 2 x nproc).
     #[arg(long)]
     threads: Option<String>,
-    /// Measured time per sample: seconds, or with a unit ("500ms", "2s"). The
-    /// default keeps a default run (every design, both call patterns, 1 to 2 x nproc
-    /// threads, 3 repeats) under 3 minutes on 2 cores.
-    #[arg(long, default_value = "500ms")]
+    /// Measured time per sample: seconds, or with a unit ("250ms", "2s"). A default
+    /// run (every design, both call patterns, 1 to 2 x nproc threads, 6 repeats: 384
+    /// samples on 2 cores) measures for 96 s plus about 50 ms of setup CPU per sample,
+    /// about 2 minutes on idle cores; other load stretches the setup.
+    #[arg(long, default_value = "250ms")]
     duration: String,
-    /// Samples per point, interleaved across designs and call patterns (every
-    /// design's first sample, then every design's second, ...) so that drift hits
-    /// all alike; the table shows the median and min-max.
-    #[arg(long, default_value_t = 3)]
+    /// Samples per point, one per round: each round runs every workload, thread
+    /// count, design and call pattern once, so a point's samples span the whole run
+    /// and drift hits all designs alike. Every figure is the median and min-max of
+    /// its samples; two runs' ranges would miss each other with chance 2/C(2N,N) if
+    /// only sampling noise told them apart (10% at 3, 0.2% at 6), and a difference
+    /// inside the ranges is a tie.
+    #[arg(long, default_value_t = 6)]
     repeat: usize,
     /// Resident processes mapping the binary, libc and ld.so (default: enough for
     /// 6000 VMAs in libc's reverse map).

@@ -10,7 +10,7 @@
 //! and they add no dependency to the build.
 
 use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
-use crate::spread::{show, Spread, Verdict};
+use crate::spread::{disjoint_chance, show, Spread, Verdict};
 use std::fmt::Write as _;
 
 const COLORS: [&str; 10] = [
@@ -165,15 +165,55 @@ fn workload_sentence(w: &str) -> &'static str {
     }
 }
 
+/// What the interval of every figure is, and how often two runs' intervals would
+/// miss each other if nothing but sampling noise told them apart.
+fn interval_sentence(r: &Results) -> String {
+    // The samples per point the runs hold (an old JSON may lack `config.repeat`).
+    let n = r
+        .runs
+        .iter()
+        .map(|x| x.repeat + 1)
+        .max()
+        .unwrap_or(1)
+        .max(r.config.repeat);
+    if n < 2 {
+        return "Every figure: one sample per point (--repeat 1): no spread, no verdict.".into();
+    }
+    format!(
+        "Every figure: median [min-max] of {n} samples per point ({} s each), one per round, \
+         rounds run one after another so each point's samples span the whole run.\n\
+         If two runs' samples came from one distribution, their ranges would miss each other \
+         {:.1}% of the time (2/C({},{n})); load that shifts between runs can still move them apart.",
+        r.config.duration_s,
+        100.0 * disjoint_chance(n, n),
+        2 * n
+    ) + &drift_sentence(r)
+}
+
+/// The load drift this run saw, measured by the workload: each round's speed
+/// relative to the points' medians.
+fn drift_sentence(r: &Results) -> String {
+    let v = r.round_speeds();
+    if v.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+    format!(
+        "\nLoad drift in this run: each round's speed over every point (1 = the points' medians): {}.\n\
+         Absolute ops/s move with the machine's load; a ratio pairs each sample with linux's in the same round.",
+        shown.join(" ")
+    )
+}
+
 /// Everything printed after a bench and by `aspace report`.
 pub fn text(r: &Results) -> String {
     let mut s = String::new();
-    let samples = r.config.repeat.max(1);
     let _ = writeln!(
         s,
-        "\nEvery figure: median [min-max] over {samples} sample(s) per point, interleaved across designs.\n\
+        "\n{}\n\
          Verdict against linux with the same call pattern: + faster, - slower (spreads apart), ~ tie (spreads overlap).\n\
          * = more threads than this machine's {} cores (oversubscribed: time-slicing, not contention).",
+        interval_sentence(r),
         r.machine.cores
     );
     for w in workloads(r) {
@@ -891,8 +931,7 @@ th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{c
 <p>What ran, on the address-space model, with <b>{res}</b> resident processes keeping libc's reverse map at \
 {libc} VMAs:</p><ul>{what}</ul>\
 <p>Every design ran the same workload; how <code>mm</code> calls the reverse maps (the call pattern) is a \
-separate axis, listed below, and each row says which one it used. Every figure is the median and min-max of \
-{rep} sample(s) per point, taken interleaved across designs. &ldquo;x linux&rdquo; is the ratio to the \
+separate axis, listed below, and each row says which one it used. {interval} &ldquo;x linux&rdquo; is the ratio to the \
 <code>linux</code> design (the kernel's i_mmap interval tree under one rwsem) with the same call pattern, \
 thread count and repeat; a design is called faster or slower only when the two spreads do not overlap, \
 otherwise it is a tie. Lock holds are counted by the reverse maps; rmap calls by <code>mm</code>. \
@@ -903,7 +942,7 @@ Lock hold times were {timing}.</p>\
         res = r.runs.first().map_or(0, |x| x.resident),
         libc = r.runs.first().map_or(0, |x| x.resident_libc_vmas),
         what = what.join(""),
-        rep = r.config.repeat.max(1),
+        interval = esc(&interval_sentence(r)),
         cpu = esc(&m.cpu_model),
         cores = m.cores,
         nodes = m.nodes,

@@ -363,6 +363,45 @@ impl Results {
         Some((Spread::of(&ratios)?, verdict))
     }
 
+    /// The machine's speed in each round (repeat), measured by the workload itself:
+    /// the geometric mean, over every point, of its sample in that round divided by
+    /// the point's median. 1.0 everywhere on a steady machine; 0.8 means that round
+    /// ran 20% slower across the board (other load, frequency). Empty with fewer
+    /// than two rounds. Shown so a reader sees how much the load drifted during the
+    /// run; the intervals themselves are the plain min-max (see [`crate::spread`]).
+    pub fn round_speeds(&self) -> Vec<f64> {
+        let rounds = self.runs.iter().map(|r| r.repeat + 1).max().unwrap_or(0);
+        if rounds < 2 {
+            return Vec::new();
+        }
+        let mut logs = vec![(0.0f64, 0usize); rounds];
+        for s in &self.summary {
+            if s.ops_per_sec.median <= 0.0 {
+                continue;
+            }
+            for r in self.runs.iter().filter(|r| {
+                r.workload == s.workload
+                    && r.design == s.design
+                    && r.call_pattern == s.call_pattern
+                    && r.threads == s.threads
+                    && r.ops_per_sec > 0.0
+            }) {
+                let e = &mut logs[r.repeat];
+                e.0 += (r.ops_per_sec / s.ops_per_sec.median).ln();
+                e.1 += 1;
+            }
+        }
+        logs.iter()
+            .map(|&(sum, n)| {
+                if n > 0 {
+                    (sum / n as f64).exp()
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    }
+
     /// Whether any series has a USL fit (else there is nothing to project).
     pub fn any_fit(&self) -> bool {
         self.fits.iter().any(|f| f.usl.is_some())
@@ -596,6 +635,27 @@ mod tests {
         assert!(r.runs.iter().all(|x| x.ratio_to_linux.is_some()));
         // Fits use the medians: one point per series, so none.
         assert!(!r.any_fit());
+    }
+
+    /// Round speeds: a round where every point ran at half its median reads 0.5,
+    /// whatever the points' own throughputs.
+    #[test]
+    fn round_speeds_measure_machine_wide_drift() {
+        let mut r = results(2, &[]);
+        for (rep, f) in [1.0, 0.5, 1.0, 2.0].into_iter().enumerate() {
+            r.runs.push(sample("linux", "per-vma", rep, 100.0 * f));
+            r.runs.push(sample("aspace", "per-vma", rep, 3000.0 * f));
+        }
+        r.analyse();
+        let v = r.round_speeds();
+        assert_eq!(v.len(), 4);
+        // Medians are 100 and 3000 (mean of the middle two of 50, 100, 100, 200).
+        for (got, want) in v.iter().zip([1.0, 0.5, 1.0, 2.0]) {
+            assert!((got - want).abs() < 1e-12, "{v:?}");
+        }
+        r.runs.retain(|x| x.repeat == 0);
+        r.analyse();
+        assert!(r.round_speeds().is_empty());
     }
 
     /// A JSON from before the call-pattern axis (a description in `call_pattern`,
