@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use crate::cursor::Cursor;
 use crate::error::{check_range, check_window, MapleError, WriteError};
-use crate::node::{dup_subtree, free_subtree, slot_range, Leaf, NodePtr, NODE_BYTES};
+use crate::node::{dup_subtree, free_subtree, Leaf, NodePtr, NODE_BYTES};
 use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::write::{Committed, Txn, WriterState};
@@ -837,6 +837,16 @@ impl<'s, T> IntoIterator for &'s Reader<'_, T> {
 pub struct Iter<'s, T> {
     front: Path,
     back: Path,
+    /// The front's leaf, cached out of `front` so that a step inside a leaf
+    /// does not index the path: the leaf, its slot count and last index,
+    /// the next slot to look at and the first index of that slot. The
+    /// path's leaf level is brought up to date only to move to the next
+    /// leaf. `f_n == 0` once the iteration is over.
+    f_leaf: *const Leaf<T>,
+    f_n: usize,
+    f_hi: u64,
+    f_idx: usize,
+    f_start: u64,
     /// Where the front is: the range's first index, then one past the end
     /// of the last entry the front yielded.
     lo: u64,
@@ -858,6 +868,11 @@ impl<'s, T> Iter<'s, T> {
         let mut it = Iter {
             front: Path::new(),
             back: Path::new(),
+            f_leaf: ptr::null(),
+            f_n: 0,
+            f_hi: 0,
+            f_idx: 0,
+            f_start: 0,
             lo: first,
             hi: last,
             lo_floor: 0,
@@ -870,59 +885,136 @@ impl<'s, T> Iter<'s, T> {
             unsafe {
                 descend(root, first, &mut it.front);
                 descend(root, last, &mut it.back);
+                it.load_front();
             }
             it.done = false;
         }
         it
     }
-}
 
-impl<'s, T> Iterator for Iter<'s, T> {
-    type Item = (RangeInclusive<u64>, &'s T);
+    /// Fills the front's leaf cache from the path's leaf level.
+    ///
+    /// # Safety
+    /// The front path is valid for the version 's keeps alive.
+    unsafe fn load_front(&mut self) {
+        let l = *self.front.leaf();
+        let leaf = l.node.cast::<Leaf<T>>();
+        self.f_leaf = leaf;
+        // SAFETY: the path's leaf is valid (caller).
+        unsafe {
+            self.f_n = (*leaf).hdr.count as usize;
+            self.f_start = if l.idx == 0 {
+                l.lo
+            } else {
+                (*leaf).pivots[l.idx - 1] + 1
+            };
+        }
+        self.f_hi = l.hi;
+        self.f_idx = l.idx;
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Ends the iteration at both ends.
+    #[inline]
+    fn finish(&mut self) {
+        self.done = true;
+        self.f_n = 0;
+        self.f_idx = 0;
+    }
+
+    /// The front's step in full: every slot of the cached leaf from
+    /// `f_idx`, then the next leaves, with the checks against the range and
+    /// the back's progress. [`Iterator::next`] inlines only the common case
+    /// (an entry inside the range, in the leaf at hand).
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<(RangeInclusive<u64>, &'s T)> {
         while !self.done {
-            // Scan the current leaf directly; the path is consulted only to
-            // move to the next leaf. The leaf level's idx is the next slot
-            // to look at (it may run one past the leaf's end).
-            let l = *self.front.leaf();
-            // SAFETY: the path is valid for the version 's keeps alive.
-            let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
-            let n = leaf.hdr.count as usize;
-            let mut i = l.idx;
-            while i < n {
-                let (s, e) = slot_range(&leaf.pivots, n, i, l.lo, l.hi);
+            // SAFETY: the cached leaf belongs to the version 's keeps alive.
+            let leaf = unsafe { &*self.f_leaf };
+            while self.f_idx < self.f_n {
+                let i = self.f_idx;
+                let s = self.f_start;
+                let e = if i + 1 < self.f_n {
+                    leaf.pivots[i]
+                } else {
+                    self.f_hi
+                };
                 let v = leaf.slot(i);
-                i += 1;
+                self.f_idx = i + 1;
+                self.f_start = e.wrapping_add(1);
                 if v.is_null() {
                     continue;
                 }
                 if s > self.hi || e > self.hi_ceil {
                     // Past the range, or overlapping what the back yielded
                     // (a write replaced the entries in between).
-                    self.done = true;
+                    self.finish();
                     return None;
                 }
                 if s < self.lo_floor {
                     continue;
                 }
                 if e >= self.hi {
-                    self.done = true;
+                    self.finish();
                 } else {
                     self.lo = e + 1;
                     self.lo_floor = e + 1;
-                    self.front.leaf_set_idx(i);
                 }
                 // SAFETY: the value lives as long as the version.
                 return Some((s..=e, unsafe { &*v }));
             }
-            self.front.leaf_set_idx(n - 1);
-            // SAFETY: as above.
-            if !unsafe { step_next(&mut self.front) } {
-                self.done = true;
+            self.front.leaf_set_idx(self.f_n - 1);
+            // SAFETY: the path is valid for the version 's keeps alive.
+            if unsafe { step_next(&mut self.front) } {
+                // SAFETY: as above.
+                unsafe { self.load_front() };
+            } else {
+                self.finish();
             }
         }
         None
+    }
+}
+
+impl<'s, T> Iterator for Iter<'s, T> {
+    type Item = (RangeInclusive<u64>, &'s T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        // The common case: the next entry of the cached leaf, ending before
+        // the last index still wanted (so it is inside the range, the back
+        // has not passed it, and the iteration goes on). Anything else, and
+        // the move to the next leaf, is `next_slow`'s.
+        let n = self.f_n;
+        let mut i = self.f_idx;
+        if i < n {
+            // SAFETY: the cached leaf belongs to the version 's keeps alive.
+            let leaf = unsafe { &*self.f_leaf };
+            let mut s = self.f_start;
+            loop {
+                let e = if i + 1 < n { leaf.pivots[i] } else { self.f_hi };
+                let v = leaf.slot(i);
+                if !v.is_null() {
+                    if e < self.hi && s >= self.lo_floor {
+                        self.f_idx = i + 1;
+                        self.f_start = e + 1;
+                        self.lo = e + 1;
+                        self.lo_floor = e + 1;
+                        // SAFETY: the value lives as long as the version.
+                        return Some((s..=e, unsafe { &*v }));
+                    }
+                    break;
+                }
+                i += 1;
+                if i == n {
+                    break;
+                }
+                // Not the last slot, so e is a stored pivot below u64::MAX.
+                s = e + 1;
+            }
+            self.f_idx = i;
+            self.f_start = s;
+        }
+        self.next_slow()
     }
 }
 
@@ -933,7 +1025,7 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
             let (s, e, v) = unsafe { path_entry::<T>(&self.back) };
             if e < self.lo || s < self.lo_floor {
                 // Before the range, or overlapping what the front yielded.
-                self.done = true;
+                self.finish();
                 break;
             }
             // SAFETY: as above.
@@ -943,7 +1035,7 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
             let stale = e > self.hi_ceil;
             if !v.is_null() && !stale {
                 if s <= self.lo || !more {
-                    self.done = true;
+                    self.finish();
                 } else {
                     self.hi = s - 1;
                     self.hi_ceil = s - 1;
@@ -952,7 +1044,7 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
                 return Some((s..=e, unsafe { &*v }));
             }
             if !more {
-                self.done = true;
+                self.finish();
             }
         }
         None
