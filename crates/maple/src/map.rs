@@ -6,11 +6,14 @@
 //! [`Reader`]), so both vocabularies have the same concurrency contract and
 //! cost; the table is in the crate documentation.
 
+use std::cell::Cell;
 use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
-use crossbeam_epoch as epoch;
+use std::ptr::NonNull;
+
+use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::error::{MapleError, WriteError};
 use crate::tree::{Entry, Iter, MapleTree, Reader, Removed};
@@ -165,7 +168,7 @@ impl<T> MapleTree<T> {
     /// assert_eq!(*last, "b");
     /// ```
     pub fn iter(&self) -> Entries<'_, T> {
-        Entries::new(self.reader(), 0, u64::MAX)
+        Entries::new(self, 0, u64::MAX)
     }
 
     /// Entries intersecting `range`, in increasing order (also from the
@@ -179,8 +182,8 @@ impl<T> MapleTree<T> {
     /// ```
     pub fn range(&self, range: impl IndexRange) -> Entries<'_, T> {
         match range.bounds() {
-            Some((a, b)) => Entries::new(self.reader(), a, b),
-            None => Entries::new(self.reader(), 1, 0),
+            Some((a, b)) => Entries::new(self, a, b),
+            None => Entries::new(self, 1, 0),
         }
     }
 
@@ -393,33 +396,131 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     }
 }
 
+/// What keeps an [`Entry`]'s value alive: its own epoch guard (`load`,
+/// `find`, ...), or a reference to the pin shared by the entries of one
+/// iteration ([`Entries`]).
+pub(crate) enum EntryPin {
+    Own(#[allow(dead_code)] Guard),
+    Shared(#[allow(dead_code)] SharedPinRef),
+}
+
+/// One epoch pin shared by an [`Entries`] iteration and every [`Entry`] it
+/// yields, counted by hand, and released when the iterator and the last
+/// entry it yielded are all gone.
+///
+/// The count is kept so that yielding an entry writes nothing shared: the
+/// iterator holds [`ITER_SHARE`] references from the start and counts its
+/// yields itself; each entry's drop takes one reference away; when the
+/// iterator is dropped it gives back its share less one per yielded entry,
+/// leaving exactly one reference per entry still alive. An entry so costs
+/// the iterator one counter increment and its own drop one decrement: no
+/// pin and unpin of its own. The count is a `Cell`: the iterator and its
+/// entries are neither `Send` nor `Sync`, so all of them stay on the
+/// thread that pinned.
+struct SharedPin {
+    refs: Cell<usize>,
+    _guard: Guard,
+}
+
+/// The iterator's share of its [`SharedPin`]: more references than it can
+/// ever yield entries, so no entry's drop can bring the count to zero while
+/// the iterator lives.
+const ITER_SHARE: usize = usize::MAX;
+
+/// A reference to a [`SharedPin`] held by one entry.
+pub(crate) struct SharedPinRef(NonNull<SharedPin>);
+
+impl SharedPinRef {
+    /// Gives back `n` references; frees the pin when none is left.
+    ///
+    /// # Safety
+    /// The caller holds at least `n` references.
+    #[inline]
+    unsafe fn release(p: NonNull<SharedPin>, n: usize) {
+        // SAFETY: the pin lives while a reference (the caller's) does.
+        let refs = unsafe { &(*p.as_ptr()).refs };
+        let left = refs.get() - n;
+        refs.set(left);
+        if left == 0 {
+            // SAFETY: the last reference: nobody else can reach the pin.
+            unsafe { SharedPinRef::free(p) };
+        }
+    }
+
+    /// Unpins and frees the pin.
+    ///
+    /// # Safety
+    /// No reference to it remains.
+    #[cold]
+    #[inline(never)]
+    unsafe fn free(p: NonNull<SharedPin>) {
+        // SAFETY: forwarded from the caller.
+        drop(unsafe { Box::from_raw(p.as_ptr()) });
+    }
+}
+
+impl Drop for SharedPinRef {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: an entry holds one reference.
+        unsafe { SharedPinRef::release(self.0, 1) }
+    }
+}
+
 /// An iterator over a tree's entries, from [`MapleTree::iter`] or
 /// [`MapleTree::range`], or `&tree` in a `for` loop.
 ///
-/// It holds a [`Reader`] (one pinned epoch) and yields [`Entry`]s, each
-/// pinning on its own (a nested pin: no fence), so entries stay valid after
-/// the iterator is gone. Not `Send`.
+/// It pins the epoch once, when it is created, and walks the version it
+/// found then, with a [`Reader`]'s contract; the [`Entry`]s it yields share
+/// that pin: each entry keeps it, and so its value, alive on its own. An entry may
+/// therefore outlive the iterator, and the iterator may be dropped while
+/// entries it yielded are still in use; the shared pin is released when
+/// the iterator and the last entry it yielded are all gone (until then,
+/// memory retired by writers is not reclaimed, as with any [`Entry`]).
+/// Entries stay on the thread that iterated: neither the iterator nor an
+/// [`Entry`] is `Send`.
 pub struct Entries<'a, T> {
-    reader: Reader<'a, T>,
-    // Iterates the version `reader` keeps alive; it never outlives `reader`
-    // (same struct) and its references are re-pinned before they escape.
+    // Iterates the version that `pin` keeps alive: the iterator holds
+    // references to the pin until it is dropped, and each reference it
+    // yields is tied to one before it escapes.
     inner: Iter<'a, T>,
+    /// The pin shared with the entries, of which this iterator holds
+    /// [`ITER_SHARE`] references, `yielded` of them handed to entries.
+    pin: NonNull<SharedPin>,
+    yielded: usize,
 }
 
 impl<'a, T> Entries<'a, T> {
-    fn new(reader: Reader<'a, T>, first: u64, last: u64) -> Self {
-        let inner = Iter::new(reader.root_ptr(), first, last);
-        Entries { reader, inner }
+    fn new(tree: &'a MapleTree<T>, first: u64, last: u64) -> Self {
+        // The root is loaded under this pin, so the whole version the
+        // iteration walks, and every value it yields, stays alive for as
+        // long as the pin does.
+        let pin = Box::new(SharedPin {
+            refs: Cell::new(ITER_SHARE),
+            _guard: epoch::pin(),
+        });
+        let inner = Iter::new(tree.core.load_root(), first, last);
+        Entries {
+            inner,
+            pin: NonNull::from(Box::leak(pin)),
+            yielded: 0,
+        }
     }
 
     #[inline]
-    fn wrap(&self, (r, v): (RangeInclusive<u64>, &T)) -> Entry<'a, T> {
-        let _ = &self.reader;
-        // A fresh pin taken while `reader` still pins this version keeps the
-        // value alive for as long as the Entry lives.
-        let guard = epoch::pin();
-        let raw = (*r.start(), *r.end(), v as *const T as *mut T);
-        Entry::new(guard, raw).expect("a yielded value is never null")
+    fn wrap(&mut self, (r, v): (RangeInclusive<u64>, &T)) -> Entry<'a, T> {
+        // One of the iterator's references passes to the entry. The
+        // entries yielded are disjoint ranges of live entries, far fewer
+        // than ITER_SHARE.
+        self.yielded += 1;
+        Entry::shared(SharedPinRef(self.pin), *r.start(), *r.end(), v)
+    }
+}
+
+impl<T> Drop for Entries<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the iterator still holds ITER_SHARE - yielded references.
+        unsafe { SharedPinRef::release(self.pin, ITER_SHARE - self.yielded) }
     }
 }
 
@@ -429,6 +530,24 @@ impl<'a, T> Iterator for Entries<'a, T> {
     fn next(&mut self) -> Option<Entry<'a, T>> {
         let e = self.inner.next()?;
         Some(self.wrap(e))
+    }
+
+    /// The loop of `sum`, `for_each`, `count`, ...: the pin's address stays
+    /// in a register instead of being reloaded for every entry.
+    #[inline]
+    fn fold<B, F: FnMut(B, Entry<'a, T>) -> B>(mut self, init: B, mut f: F) -> B {
+        let pin = self.pin;
+        let mut acc = init;
+        while let Some((r, v)) = self.inner.next() {
+            // Counted before `f` runs, so that a panicking `f` leaves the
+            // count right for the drop.
+            self.yielded += 1;
+            acc = f(
+                acc,
+                Entry::shared(SharedPinRef(pin), *r.start(), *r.end(), v),
+            );
+        }
+        acc
     }
 }
 

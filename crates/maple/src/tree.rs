@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use crate::cursor::Cursor;
 use crate::error::{check_range, check_window, MapleError, WriteError};
+use crate::map::{EntryPin, SharedPinRef};
 use crate::node::{dup_subtree, free_subtree, Leaf, NodePtr, NODE_BYTES};
 use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -601,14 +602,16 @@ pub(crate) fn gap_search<T>(
 
 /// An entry read from the tree: its range and a reference to its value.
 ///
-/// It holds an epoch guard, so the value stays valid even if a writer
-/// removes or replaces the entry meanwhile; while it lives, memory retired
-/// by writers is not reclaimed. Not `Send`.
+/// It holds an epoch pin (its own, or, for the entries of
+/// [`MapleTree::iter`], one shared with the iteration that yielded it), so
+/// the value stays valid even if a writer removes or replaces the entry
+/// meanwhile; while it lives, memory retired by writers is not reclaimed.
+/// Not `Send`.
 pub struct Entry<'a, T> {
     first: u64,
     last: u64,
     value: *const T,
-    _guard: Guard,
+    _pin: EntryPin,
     _tree: PhantomData<&'a T>,
 }
 
@@ -621,9 +624,21 @@ impl<'a, T> Entry<'a, T> {
             first,
             last,
             value: v,
-            _guard: guard,
+            _pin: EntryPin::Own(guard),
             _tree: PhantomData,
         })
+    }
+
+    /// An entry of an iteration, kept alive by the iteration's shared pin.
+    #[inline]
+    pub(crate) fn shared(pin: SharedPinRef, first: u64, last: u64, value: &T) -> Self {
+        Entry {
+            first,
+            last,
+            value,
+            _pin: EntryPin::Shared(pin),
+            _tree: PhantomData,
+        }
     }
     /// First index of the entry.
     pub fn first(&self) -> u64 {
@@ -847,6 +862,9 @@ pub struct Iter<'s, T> {
     f_hi: u64,
     f_idx: usize,
     f_start: u64,
+    /// The bounds of the entry `next_slow` last yielded.
+    slow_s: u64,
+    slow_e: u64,
     /// Where the front is: the range's first index, then one past the end
     /// of the last entry the front yielded.
     lo: u64,
@@ -873,6 +891,8 @@ impl<'s, T> Iter<'s, T> {
             f_hi: 0,
             f_idx: 0,
             f_start: 0,
+            slow_s: 0,
+            slow_e: 0,
             lo: first,
             hi: last,
             lo_floor: 0,
@@ -925,8 +945,13 @@ impl<'s, T> Iter<'s, T> {
     /// `f_idx`, then the next leaves, with the checks against the range and
     /// the back's progress. [`Iterator::next`] inlines only the common case
     /// (an entry inside the range, in the leaf at hand).
+    ///
+    /// Returns the value of the entry it yields (its bounds are left in
+    /// `slow_s`, `slow_e`), or null at the end: a pointer comes back in a
+    /// register, where an `Option` of the item would be written to memory
+    /// and make every inlined step do the same.
     #[inline(never)]
-    fn next_slow(&mut self) -> Option<(RangeInclusive<u64>, &'s T)> {
+    fn next_slow(&mut self) -> *const T {
         while !self.done {
             // SAFETY: the cached leaf belongs to the version 's keeps alive.
             let leaf = unsafe { &*self.f_leaf };
@@ -948,7 +973,7 @@ impl<'s, T> Iter<'s, T> {
                     // Past the range, or overlapping what the back yielded
                     // (a write replaced the entries in between).
                     self.finish();
-                    return None;
+                    return ptr::null();
                 }
                 if s < self.lo_floor {
                     continue;
@@ -959,8 +984,9 @@ impl<'s, T> Iter<'s, T> {
                     self.lo = e + 1;
                     self.lo_floor = e + 1;
                 }
-                // SAFETY: the value lives as long as the version.
-                return Some((s..=e, unsafe { &*v }));
+                self.slow_s = s;
+                self.slow_e = e;
+                return v;
             }
             self.front.leaf_set_idx(self.f_n - 1);
             // SAFETY: the path is valid for the version 's keeps alive.
@@ -971,7 +997,7 @@ impl<'s, T> Iter<'s, T> {
                 self.finish();
             }
         }
-        None
+        ptr::null()
     }
 }
 
@@ -1014,7 +1040,9 @@ impl<'s, T> Iterator for Iter<'s, T> {
             self.f_idx = i;
             self.f_start = s;
         }
-        self.next_slow()
+        let v = self.next_slow();
+        // SAFETY: a non-null value lives as long as the version.
+        (!v.is_null()).then(|| (self.slow_s..=self.slow_e, unsafe { &*v }))
     }
 }
 
