@@ -538,7 +538,7 @@ impl<'a, T> Iterator for Entries<'a, T> {
     fn fold<B, F: FnMut(B, Entry<'a, T>) -> B>(mut self, init: B, mut f: F) -> B {
         let pin = self.pin;
         let mut acc = init;
-        while let Some((r, v)) = self.inner.next() {
+        for (r, v) in self.inner.by_ref() {
             // Counted before `f` runs, so that a panicking `f` leaves the
             // count right for the drop.
             self.yielded += 1;

@@ -119,6 +119,8 @@ impl<T> Mid<T> {
 /// copy).
 #[inline]
 unsafe fn splice<T>(leaf: &mut Leaf<T>, n: usize, x0: usize, x1: usize, mid: &Mid<T>, m: usize) {
+    // Lets the compiler drop the bounds checks from the loops below.
+    assert!(n <= LEAF_SLOTS && m <= LEAF_SLOTS && x0 <= x1 && x1 < n && mid.k <= 3);
     let to = x0 + mid.k; // new position of old slot x1 + 1
     let from = x1 + 1;
     if to > from {

@@ -1,8 +1,11 @@
 //! The write engine: one [`Txn`] per tree operation.
 //!
-//! The common write changes one leaf without moving its bounds:
-//! [`Txn::try_swap_leaf`] builds the new leaf privately and swaps it into
-//! its parent with one release store. Every other write descends making
+//! The common write changes one leaf without moving its bounds
+//! ([`Txn::leaf_fast`], in `fast.rs`): an exact fit replaces one value
+//! pointer in the live leaf; any other rewrite that fits the leaf is
+//! spliced into a private copy that is swapped into its parent with one
+//! release store (under `&mut`, into the leaf itself). Every other write
+//! descends making
 //! each node on its path *fresh* (a private copy, flag [`FRESH`]), changes
 //! fresh nodes in place, then [`Txn::commit`] recomputes the gaps of the
 //! nodes it dirtied and publishes the new root with one release store.
@@ -23,10 +26,10 @@
 //! a sibling ([`Txn::rebalance`]); a root with one child collapses.
 //!
 //! Split by job: this module holds the writer state, the transaction and
-//! the store paths (exact fit, leaf swap, general); `leaf` the leaf
-//! rewrite, `internal` the internal-node rebuild, `rebalance` the
-//! invariant restoration, `commit` the gap refresh, publish and
-//! retirement.
+//! the store paths; `fast` the in-leaf fast path (exact fit, splice, leaf
+//! swap); `leaf` the general leaf rewrite, `internal` the internal-node
+//! rebuild, `rebalance` the invariant restoration, `commit` the gap
+//! refresh, publish and retirement.
 
 use std::ptr;
 
