@@ -271,8 +271,9 @@ impl<T> Txn<'_, T> {
                 return false;
             };
             // Made before anything changes: a panicking clone leaves the
-            // tree as it was.
-            let copy = cloner(unsafe { &*vi });
+            // tree as it was (and frees `v`, which it never received).
+            // SAFETY: vi is a live value of the tree.
+            let copy = clone_or_free(cloner, unsafe { &*vi }, v, ptr::null_mut());
             mid.vals[mid.k - 1] = Box::into_raw(Box::new(copy));
             self.len_delta += 1;
         }

@@ -471,8 +471,16 @@ impl<'s, T> Txn<'s, T> {
                 // Only store_range (T: Clone) can cut an entry in the middle.
                 unreachable!("entry split without a cloner")
             });
+            // Under `&mut` the descent marked live nodes dirty (their gaps
+            // are still right: nothing is written before this clone); a
+            // panicking clone clears the marks on its way out.
+            let marked = if self.exclusive {
+                self.root
+            } else {
+                ptr::null_mut()
+            };
             // SAFETY: the slot holds a live value owned by the tree.
-            let copy = clone(unsafe { &*plan.out.vals[at] });
+            let copy = clone_or_free::<T>(clone, unsafe { &*plan.out.vals[at] }, v, marked);
             plan.out.vals[at] = Box::into_raw(Box::new(copy));
             self.len_delta += 1;
         }
@@ -547,6 +555,34 @@ impl<'s, T> Txn<'s, T> {
         }
         self.insert_child(path, level - 1, kids.pivots[m1 - 1], sibling);
     }
+}
+
+/// `clone(src)`. If the clone panics: frees `v` (null: nothing), the new
+/// value of the store in progress, and clears the dirty marks of the live
+/// tree under `marked` (null: none; a `&mut` write's root). A clone is only
+/// ever made before the store places `v` in any node or writes any node,
+/// so on that unwind the write, which owns `v`, is the only one that can
+/// free it, and once the marks are cleared the tree is as it was.
+fn clone_or_free<T>(clone: fn(&T) -> T, src: &T, v: *mut T, marked: NodePtr) -> T {
+    struct OnUnwind<T>(*mut T, NodePtr);
+    impl<T> Drop for OnUnwind<T> {
+        fn drop(&mut self) {
+            if !self.0.is_null() {
+                // SAFETY: reached only while unwinding out of `clone`: `v`
+                // came from `Box::into_raw` and was not placed in the tree.
+                drop(unsafe { Box::from_raw(self.0) });
+            }
+            if !self.1.is_null() {
+                // SAFETY: an exclusively held, valid tree whose only dirty
+                // marks are this write's, over gaps it has not changed.
+                unsafe { Txn::<T>::refresh(self.1, 0, u64::MAX) };
+            }
+        }
+    }
+    let guard = OnUnwind(v, marked);
+    let copy = clone(src);
+    std::mem::forget(guard);
+    copy
 }
 
 /// Worst-case node allocations for one store that touches `leaves` leaves in
