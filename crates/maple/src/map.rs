@@ -533,21 +533,28 @@ impl<'a, T> Iterator for Entries<'a, T> {
     }
 
     /// The loop of `sum`, `for_each`, `count`, ...: the pin's address stays
-    /// in a register instead of being reloaded for every entry.
+    /// in a register, and the common step and the out-of-line one each hand
+    /// their entry to `f` directly.
     #[inline]
     fn fold<B, F: FnMut(B, Entry<'a, T>) -> B>(mut self, init: B, mut f: F) -> B {
         let pin = self.pin;
         let mut acc = init;
-        for (r, v) in self.inner.by_ref() {
-            // Counted before `f` runs, so that a panicking `f` leaves the
-            // count right for the drop.
-            self.yielded += 1;
-            acc = f(
-                acc,
-                Entry::shared(SharedPinRef(pin), *r.start(), *r.end(), v),
-            );
+        loop {
+            // Each yield is counted before `f` runs, so that a panicking `f`
+            // leaves the count right for the drop.
+            if let Some((s, e, v)) = self.inner.step_fast() {
+                self.yielded += 1;
+                acc = f(acc, Entry::shared(SharedPinRef(pin), s, e, v));
+                continue;
+            }
+            match self.inner.step_slow() {
+                Some((s, e, v)) => {
+                    self.yielded += 1;
+                    acc = f(acc, Entry::shared(SharedPinRef(pin), s, e, v));
+                }
+                None => return acc,
+            }
         }
-        acc
     }
 }
 

@@ -1001,15 +1001,14 @@ impl<'s, T> Iter<'s, T> {
     }
 }
 
-impl<'s, T> Iterator for Iter<'s, T> {
-    type Item = (RangeInclusive<u64>, &'s T);
-
+impl<'s, T> Iter<'s, T> {
+    /// The common step: the next entry of the cached leaf, ending before
+    /// the last index still wanted (so it is inside the range, the back
+    /// has not passed it, and the iteration goes on): `(first, last,
+    /// value)`. `None` when the step needs [`Iter::step_slow`]: anything
+    /// else, and the move to the next leaf.
     #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        // The common case: the next entry of the cached leaf, ending before
-        // the last index still wanted (so it is inside the range, the back
-        // has not passed it, and the iteration goes on). Anything else, and
-        // the move to the next leaf, is `next_slow`'s.
+    pub(crate) fn step_fast(&mut self) -> Option<(u64, u64, &'s T)> {
         let n = self.f_n;
         let mut i = self.f_idx;
         if i < n {
@@ -1026,7 +1025,7 @@ impl<'s, T> Iterator for Iter<'s, T> {
                         self.lo = e + 1;
                         self.lo_floor = e + 1;
                         // SAFETY: the value lives as long as the version.
-                        return Some((s..=e, unsafe { &*v }));
+                        return Some((s, e, unsafe { &*v }));
                     }
                     break;
                 }
@@ -1040,9 +1039,29 @@ impl<'s, T> Iterator for Iter<'s, T> {
             self.f_idx = i;
             self.f_start = s;
         }
+        None
+    }
+
+    /// The step [`Iter::step_fast`] declined: `(first, last, value)` of the
+    /// next entry from the front, or `None` at the end.
+    #[inline]
+    pub(crate) fn step_slow(&mut self) -> Option<(u64, u64, &'s T)> {
         let v = self.next_slow();
         // SAFETY: a non-null value lives as long as the version.
-        (!v.is_null()).then(|| (self.slow_s..=self.slow_e, unsafe { &*v }))
+        (!v.is_null()).then(|| (self.slow_s, self.slow_e, unsafe { &*v }))
+    }
+}
+
+impl<'s, T> Iterator for Iter<'s, T> {
+    type Item = (RangeInclusive<u64>, &'s T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (s, e, v) = match self.step_fast() {
+            Some(x) => x,
+            None => self.step_slow()?,
+        };
+        Some((s..=e, v))
     }
 }
 
