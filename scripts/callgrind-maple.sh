@@ -42,6 +42,9 @@ row "load (random hit)"                          load 100000 20000 20000
 row "load through one Reader"                    reader_load 100000 20000 20000
 row "exact overwrite, &self (store_range)"       overwrite_shared 100000 20000 20000
 row "exact overwrite, &mut (cursor_mut)"         overwrite_mut 100000 20000 20000
+row "exact overwrite, &self, XValue inline"      overwrite_shared_xvalue 100000 20000 20000
+row "exact overwrite, &mut, XValue inline"       overwrite_mut_xvalue 100000 20000 20000
+row "load, Arc values inline"                    load_arc_inline 100000 20000 20000
 row "split of an entry then restore, &mut"       split_restore_mut 1000 20000 20000
 row "split of an entry then restore, &mut"       split_restore_mut 10000 20000 20000
 row "split of an entry then restore, &self"      split_restore_shared 10000 20000 20000
@@ -51,7 +54,9 @@ row "empty_area (size 5)"                        empty_area 100000 20000 20000
 row "empty_area_rev (size 5)"                    empty_area_rev 100000 20000 20000
 row "full iteration, per entry"                  iter 100000 5 500000
 row "dup, Arc values, per entry"                 dup_arc 100000 3 300000
+row "dup, Arc values inline (Inline), per entry" dup_arc_inline 100000 3 300000
 row "dup, u64 values, per entry"                 dup_u64 100000 3 300000
 if [ -z "${QUICK:-}" ]; then
     row "dup, Arc values, per entry"             dup_arc 1000000 1 1000000
+    row "dup, Arc values inline (Inline), per entry" dup_arc_inline 1000000 1 1000000
 fi

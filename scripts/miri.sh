@@ -6,9 +6,10 @@
 #   scripts/miri.sh            every unit and integration test of both crates
 #                              (heavy tests shrink under cfg(miri); about
 #                              10-15 CPU-minutes)
-#   scripts/miri.sh --quick    the subset CI runs (about 4 minutes here): the
-#                              idiomatic-layer model test, bad input, and the
-#                              concurrent stress test of aspace-maple, and the
+#   scripts/miri.sh --quick    the subset CI runs (about 5 minutes here): the
+#                              idiomatic-layer model test, bad input, the
+#                              concurrent stress test and the inline-value
+#                              test of aspace-maple, and the
 #                              deterministic tests of rmap's interval tree
 #
 # rmap's integration tests are not run: its topology probes read /sys and
@@ -60,7 +61,7 @@ run() {
 }
 
 if [ "$quick" = 1 ]; then
-  run -p aspace-maple --test api --test bad_input --test stress -- "$@"
+  run -p aspace-maple --test api --test bad_input --test stress --test inline -- "$@"
   # rmap's own unsafe: the interval tree addresses its arena unchecked. The
   # deterministic tree tests fit the CI budget; the randomized model tests
   # (by_start/by_interval_against_model, identical_intervals_churn) run in

@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use maple::MapleTree;
+use maple::{Inline, MapleTree, Repr, XValue};
 
 /// splitmix64
 struct Rng(u64);
@@ -51,8 +51,8 @@ fn build(n: u64) -> MapleTree<u64> {
     t
 }
 
-fn build_arc(n: u64) -> MapleTree<Arc<u64>> {
-    let mut t = MapleTree::new();
+fn build_arc<S: Repr<Arc<u64>>>(n: u64) -> MapleTree<Arc<u64>, S> {
+    let mut t = MapleTree::default();
     {
         let mut c = t.cursor_mut();
         for i in 0..n {
@@ -86,6 +86,46 @@ fn measure_reader_load(t: &MapleTree<u64>, ks: &[u64]) {
 fn measure_overwrite_shared(t: &MapleTree<u64>, ks: &[u64]) {
     for &k in ks {
         t.store_range(first(k), last(k), k + 1).unwrap();
+    }
+}
+
+fn build_xvalue(n: u64) -> MapleTree<XValue, Inline> {
+    let mut t = MapleTree::new_inline();
+    {
+        let mut c = t.cursor_mut();
+        for i in 0..n {
+            c.store_range(first(i), last(i), xv(i)).unwrap();
+        }
+    }
+    t
+}
+
+fn xv(i: u64) -> XValue {
+    XValue::new(i as usize).expect("small keys")
+}
+
+/// Integers in the slot word (`Inline`): the store allocates nothing, as
+/// the kernel's store of an existing pointer.
+#[inline(never)]
+fn measure_overwrite_shared_xvalue(t: &MapleTree<XValue, Inline>, ks: &[u64]) {
+    for &k in ks {
+        t.store_range(first(k), last(k), xv(k + 1)).unwrap();
+    }
+}
+
+#[inline(never)]
+fn measure_overwrite_mut_xvalue(t: &mut MapleTree<XValue, Inline>, ks: &[u64]) {
+    let mut c = t.cursor_mut();
+    for &k in ks {
+        c.store_range(first(k), last(k), xv(k + 1)).unwrap();
+    }
+}
+
+/// `load` of an inline `Arc` (as `mm` reads its VMAs).
+#[inline(never)]
+fn measure_load_arc_inline(t: &MapleTree<Arc<u64>, Inline>, ks: &[u64]) {
+    for &k in ks {
+        black_box(t.load(first(k) + 2).map(|e| **e));
     }
 }
 
@@ -155,10 +195,10 @@ fn measure_iter(t: &MapleTree<u64>, rounds: u64) {
 
 /// The copies are dropped by the caller, outside the count.
 #[inline(never)]
-fn measure_dup<T: Clone + Send + Sync + 'static>(
-    t: &MapleTree<T>,
+fn measure_dup<T: Clone + Send + Sync + 'static, S: Repr<T>>(
+    t: &MapleTree<T, S>,
     rounds: u64,
-) -> Vec<MapleTree<T>> {
+) -> Vec<MapleTree<T, S>> {
     (0..rounds).map(|_| black_box(t.dup())).collect()
 }
 
@@ -213,6 +253,9 @@ fn main() {
         "reader_load" => measure_reader_load(&build(n), &ks),
         "overwrite_shared" => measure_overwrite_shared(&build(n), &ks),
         "overwrite_mut" => measure_overwrite_mut(&mut build(n), &ks),
+        "overwrite_shared_xvalue" => measure_overwrite_shared_xvalue(&build_xvalue(n), &ks),
+        "overwrite_mut_xvalue" => measure_overwrite_mut_xvalue(&mut build_xvalue(n), &ks),
+        "load_arc_inline" => measure_load_arc_inline(&build_arc::<Inline>(n), &ks),
         "split_restore_mut" => measure_split_restore_mut(&mut build(n), &ks),
         "split_restore_shared" => measure_split_restore_shared(&build(n), &ks),
         "insert" => {
@@ -237,7 +280,10 @@ fn main() {
         "empty_area" => measure_empty_area(&build(n), &ks, false),
         "empty_area_rev" => measure_empty_area(&build(n), &ks, true),
         "iter" => measure_iter(&build(n), iters),
-        "dup_arc" => drop(measure_dup(&build_arc(n), iters)),
+        "dup_arc" => drop(measure_dup(&build_arc::<maple::Boxed>(n), iters)),
+        // Arc values in the slot word (`Inline`): dup clones each by a
+        // reference count.
+        "dup_arc_inline" => drop(measure_dup(&build_arc::<Inline>(n), iters)),
         "dup_u64" => drop(measure_dup(&build(n), iters)),
         _ => eprintln!("unknown op {op}"),
     }

@@ -12,13 +12,14 @@ use crate::read::{
     RawEntry,
 };
 use crate::tree::{check_insert, gap_search, Core, Iter, MapleTree};
+use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Txn, WriterState};
 
-enum Access<'a, T> {
+enum Access<'a, T, S: Repr<T>> {
     /// Holds the writer lock; writes copy-on-write and publish.
-    Shared(MutexGuard<'a, WriterState<T>>),
+    Shared(MutexGuard<'a, WriterState<Slot<T, S>>>),
     /// `&mut MapleTree`: writes in place.
-    Exclusive(&'a mut WriterState<T>),
+    Exclusive(&'a mut WriterState<Slot<T, S>>),
 }
 
 /// A positioned write cursor.
@@ -46,18 +47,18 @@ enum Access<'a, T> {
 /// drop(c);
 /// assert_eq!(tree.len(), 2);
 /// ```
-pub struct Cursor<'a, T> {
+pub struct Cursor<'a, T, S: Repr<T> = Boxed> {
     core: &'a Core,
-    tree_ptr: *const MapleTree<T>,
-    access: Access<'a, T>,
+    tree_ptr: *const MapleTree<T, S>,
+    access: Access<'a, T, S>,
     index: u64,
     path: Path,
     /// Whether `path` points into the current version at `index`.
     valid: bool,
 }
 
-impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
-    pub(crate) fn shared(tree: &'a MapleTree<T>) -> Self {
+impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
+    pub(crate) fn shared(tree: &'a MapleTree<T, S>) -> Self {
         let guard = tree.writer.lock();
         Cursor {
             core: &tree.core,
@@ -69,8 +70,8 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         }
     }
 
-    pub(crate) fn exclusive(tree: &'a mut MapleTree<T>) -> Self {
-        let tree_ptr: *const MapleTree<T> = tree;
+    pub(crate) fn exclusive(tree: &'a mut MapleTree<T, S>) -> Self {
+        let tree_ptr: *const MapleTree<T, S> = tree;
         let MapleTree { core, writer, .. } = tree;
         Cursor {
             core,
@@ -86,10 +87,10 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         self.core.writer_root()
     }
 
-    fn item(&self, e: RawEntry<T>) -> Option<(RangeInclusive<u64>, &T)> {
+    fn item(&self, e: RawEntry<Slot<T, S>>) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         // SAFETY: the cursor excludes other writers, so the value lives at
         // least until this cursor's next write (which needs &mut self).
-        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { &*e.2 }))
+        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { S::borrow(e.2.cast()) }))
     }
 
     fn ensure_path(&mut self) -> bool {
@@ -107,14 +108,14 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     }
 
     /// Moves to `index` and returns the entry containing it, if any.
-    pub fn walk(&mut self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn walk(&mut self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         self.index = index;
         self.valid = false;
         if !self.ensure_path() {
             return None;
         }
         // SAFETY: the path is valid for the current version.
-        let e = unsafe { path_entry::<T>(&self.path) };
+        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
         self.item(e)
     }
 
@@ -128,21 +129,21 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     // Not `Iterator::next`: the returned reference borrows the cursor (a
     // lending step), which the Iterator trait cannot express.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn next(&mut self) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         if !self.ensure_path() {
             return None;
         }
         let saved = self.path;
         // SAFETY: the path is valid for the current version.
         let found = unsafe {
-            step_next(&mut self.path) && seek_occupied_fwd::<T>(&mut self.path).is_some()
+            step_next(&mut self.path) && seek_occupied_fwd::<Slot<T, S>>(&mut self.path).is_some()
         };
         if !found {
             self.path = saved;
             return None;
         }
         // SAFETY: as above.
-        let e = unsafe { path_entry::<T>(&self.path) };
+        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
         self.index = e.0;
         self.item(e)
     }
@@ -152,33 +153,33 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     // Not `Iterator::prev`: the returned reference borrows the cursor (a
     // lending step), which the Iterator trait cannot express.
     #[allow(clippy::should_implement_trait)]
-    pub fn prev(&mut self) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn prev(&mut self) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         if !self.ensure_path() {
             return None;
         }
         let saved = self.path;
         // SAFETY: the path is valid for the current version.
         let found = unsafe {
-            step_prev(&mut self.path) && seek_occupied_back::<T>(&mut self.path).is_some()
+            step_prev(&mut self.path) && seek_occupied_back::<Slot<T, S>>(&mut self.path).is_some()
         };
         if !found {
             self.path = saved;
             return None;
         }
         // SAFETY: as above.
-        let e = unsafe { path_entry::<T>(&self.path) };
+        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
         self.index = e.0;
         self.item(e)
     }
 
     /// Entries intersecting `[first, last]` in the current version.
-    pub fn range(&self, first: u64, last: u64) -> Iter<'_, T> {
+    pub fn range(&self, first: u64, last: u64) -> Iter<'_, T, S> {
         Iter::new(self.root(), first, last)
     }
 
     /// See [`MapleTree::empty_area`]; also moves the cursor to the result.
     pub fn empty_area(&mut self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        let s = gap_search::<T>(self.root(), min, max, size, false)?;
+        let s = gap_search::<Slot<T, S>>(self.root(), min, max, size, false)?;
         self.index = s;
         self.valid = false;
         Ok(s)
@@ -186,7 +187,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
 
     /// See [`MapleTree::empty_area_rev`]; also moves the cursor to the result.
     pub fn empty_area_rev(&mut self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        let s = gap_search::<T>(self.root(), min, max, size, true)?;
+        let s = gap_search::<Slot<T, S>>(self.root(), min, max, size, true)?;
         self.index = s;
         self.valid = false;
         Ok(s)
@@ -222,7 +223,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         (self.valid && !self.root().is_null()).then_some(self.path)
     }
 
-    fn state(&mut self) -> &mut WriterState<T> {
+    fn state(&mut self) -> &mut WriterState<Slot<T, S>> {
         match &mut self.access {
             Access::Shared(g) => g,
             Access::Exclusive(s) => s,
@@ -232,7 +233,11 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
     /// Runs one transaction: in place under `&mut`, else copy-on-write.
     /// Afterwards the pool keeps only its usual few blocks: whatever a
     /// preallocation reserved beyond what the write used goes back.
-    fn run<R>(&mut self, cloner: Option<fn(&T) -> T>, f: impl FnOnce(&mut Txn<'_, T>) -> R) -> R {
+    fn run<R>(
+        &mut self,
+        cloner: Option<Cloner<Slot<T, S>>>,
+        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
+    ) -> R {
         let r = self.run_txn(cloner, f);
         self.state().pool.trim();
         r
@@ -240,8 +245,8 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
 
     fn run_txn<R>(
         &mut self,
-        cloner: Option<fn(&T) -> T>,
-        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+        cloner: Option<Cloner<Slot<T, S>>>,
+        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
         self.valid = false;
         match &mut self.access {
@@ -264,29 +269,17 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         }
     }
 
-    /// Stores an already boxed value at `[first, last]` (see
-    /// [`MapleTree::store_range`]). After [`preallocate`](Self::preallocate)
-    /// this allocates nothing.
-    pub fn store_range_boxed(
-        &mut self,
-        first: u64,
-        last: u64,
-        value: Box<T>,
-    ) -> Result<(), WriteError<Box<T>>>
+    /// Stores a value word at `[first, last]` (valid, checked by the caller).
+    fn store_word(&mut self, first: u64, last: u64, v: *mut Slot<T, S>)
     where
         T: Clone,
     {
-        if let Err(kind) = check_range(first, last) {
-            return Err(WriteError { kind, value });
-        }
-        let v = Box::into_raw(value);
         let known = self.known_path();
-        self.run(Some(T::clone), |t| match &known {
+        self.run(Some(clone_slot::<T, S>), |t| match &known {
             Some(p) => t.store_at(p, first, last, v),
             None => t.store(first, last, v),
         });
         self.index = first;
-        Ok(())
     }
 
     /// Stores `value` at `[first, last]`, as [`MapleTree::store_range`].
@@ -297,11 +290,8 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        self.store_range_boxed(first, last, Box::new(value))
-            .map_err(|e| WriteError {
-                kind: e.kind,
-                value: *e.value,
-            })
+        self.store_word(first, last, S::into_word(value).cast());
+        Ok(())
     }
 
     /// Inserts `value` at `[first, last]` if all of it is free.
@@ -309,7 +299,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         if let Err(kind) = check_insert(self.root(), first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = Box::into_raw(Box::new(value));
+        let v = S::into_word(value).cast();
         let known = self.known_path();
         self.run(None, |t| match &known {
             Some(p) => t.store_at(p, first, last, v),
@@ -328,7 +318,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         }
         self.ensure_path();
         // SAFETY: the path is valid for the current version.
-        let (s, e, v) = unsafe { path_entry::<T>(&self.path) };
+        let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.path) };
         if v.is_null() {
             return None;
         }
@@ -345,7 +335,7 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
             return None;
         }
         // SAFETY: &mut tree: the version is ours.
-        let (s, e, v) = unsafe { read::lookup::<T>(root, index) };
+        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
         if v.is_null() {
             return None;
         }
@@ -356,11 +346,31 @@ impl<'a, T: Send + Sync + 'static> Cursor<'a, T> {
         debug_assert_eq!(taken, Some(v));
         // SAFETY: the value was unlinked and taken out of the retire list,
         // so this is its only owner.
-        taken.map(|p| (s..=e, *unsafe { Box::from_raw(p) }))
+        taken.map(|p| (s..=e, unsafe { S::from_word(p.cast()) }))
     }
 }
 
-impl<T> Drop for Cursor<'_, T> {
+impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
+    /// Stores an already boxed value at `[first, last]` (see
+    /// [`MapleTree::store_range`]). After [`preallocate`](Self::preallocate)
+    /// this allocates nothing. (An [`Inline`](crate::Inline) tree allocates
+    /// nothing per value in any case.)
+    pub fn store_range_boxed(
+        &mut self,
+        first: u64,
+        last: u64,
+        value: Box<T>,
+    ) -> Result<(), WriteError<Box<T>>> {
+        if let Err(kind) = check_range(first, last) {
+            return Err(WriteError { kind, value });
+        }
+        // The Boxed representation's word is the box pointer.
+        self.store_word(first, last, Box::into_raw(value).cast());
+        Ok(())
+    }
+}
+
+impl<T, S: Repr<T>> Drop for Cursor<'_, T, S> {
     /// Gives back a preallocation that no write used.
     fn drop(&mut self) {
         match &mut self.access {

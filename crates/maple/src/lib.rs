@@ -92,6 +92,52 @@
 //! | `serde` | feature | yes | feature | - | - | feature `serde` |
 //! | `no_std` + `alloc` | yes | yes | - | (epoch: `alloc`) | kernel | no: see below |
 //!
+//! # Values: boxed, or in the slot word
+//!
+//! A leaf slot is one atomic word. `MapleTree<T>` (that is,
+//! `MapleTree<T, `[`Boxed`]`>`) boxes each value and stores the box's
+//! pointer: any `T` works, and readers get `&T`. Pointer-like values can
+//! instead live in the slot word itself, `MapleTree<T, `[`Inline`]`>`, for
+//! `T:` [`InlineValue`] (after the kernel Rust bindings' `ForeignOwnable`):
+//! `Arc<U>`, `Box<U>`, `&'static U`, and small integers ([`XValue`], `u32`)
+//! encoded as the kernel's `xa_mk_value` does. Then a store allocates
+//! nothing for the value, an overwrite frees nothing but the old value
+//! itself, and [`dup`](MapleTree::dup) clones an `Arc` by one reference
+//! count per entry (with boxed `Arc`s, each entry costs a new box: 88% of
+//! `dup`'s instructions).
+//!
+//! What readers get is the representation's [`Repr::Ref`]: `&T` for
+//! [`Boxed`]; for [`Inline`], [`InlineValue::Borrowed`], built from a copy
+//! of the slot word (never a reference into the slot, which an exact-fit
+//! write may store into concurrently): a [`ValueRef`] that dereferences to
+//! the stored `Arc` (or `&'static U`, or integer) through a never-dropped
+//! copy of it, or `&U` for a `Box<U>`. An [`Entry`] dereferences to the
+//! same thing. Everything else, the API and the concurrency contract, is
+//! the same; `SAFETY.md` has the argument.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use maple::{Inline, MapleTree};
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Vma { name: &'static str }
+//!
+//! let tree: MapleTree<Arc<Vma>, Inline> = MapleTree::new_inline();
+//! tree.insert(0x1000..0x3000, Arc::new(Vma { name: "text" })).unwrap();
+//! tree.insert(0x2000..0x2800, Arc::new(Vma { name: "hole" })).unwrap(); // splits "text"
+//! let e = tree.load(0x1234).unwrap();
+//! assert_eq!(e.name, "text"); // Entry -> Arc<Vma> -> Vma
+//! let text: Arc<Vma> = (*e).clone(); // a reference count, no copy
+//! assert_eq!(Arc::strong_count(&text), 3); // both parts of the split, and `text`
+//! let child = tree.dup(); // one reference count per entry, no allocation per entry
+//! let names: Vec<_> = child.reader().iter().map(|(_, v)| v.name).collect();
+//! assert_eq!(names, ["text", "hole", "text"]);
+//! ```
+//!
+//! The default representation stays [`Boxed`], so `MapleTree<T>` and code
+//! written for it are unchanged. [`MapleTree::new`] makes a boxed tree;
+//! [`MapleTree::new_inline`] (or `Default`) an inline one.
+//!
 //! # `no_std`
 //!
 //! Not supported, for a reason in the reclamation scheme: every lock-free
@@ -144,12 +190,14 @@ mod serde_impl;
 mod sync;
 mod tree;
 mod validate;
+mod value;
 mod write;
 
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
 pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
 pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
+pub use value::{Boxed, Inline, InlineValue, Repr, ValueRef, XValue};
 
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;

@@ -16,7 +16,9 @@ use std::ptr::NonNull;
 use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::error::{MapleError, WriteError};
+use crate::read::RawEntry;
 use crate::tree::{Entry, Iter, MapleTree, Reader, Removed};
+use crate::value::{Boxed, Repr, Slot};
 
 mod sealed {
     pub trait Sealed {}
@@ -102,7 +104,7 @@ pub enum Fit {
     Highest,
 }
 
-impl<T> MapleTree<T> {
+impl<T, S: Repr<T>> MapleTree<T, S> {
     /// The entry containing `index`, as [`BTreeMap::get`] returns the value
     /// for a key (the kernel-style name is [`load`](Self::load)). The
     /// [`Entry`] dereferences to the value and knows its range. Lock-free.
@@ -117,7 +119,7 @@ impl<T> MapleTree<T> {
     ///
     /// [`BTreeMap::get`]: std::collections::BTreeMap::get
     #[inline]
-    pub fn get(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn get(&self, index: u64) -> Option<Entry<'_, T, S>> {
         self.load(index)
     }
 
@@ -143,12 +145,12 @@ impl<T> MapleTree<T> {
     }
 
     /// The entry with the lowest range. Lock-free.
-    pub fn first(&self) -> Option<Entry<'_, T>> {
+    pub fn first(&self) -> Option<Entry<'_, T, S>> {
         self.find(0)
     }
 
     /// The entry with the highest range. Lock-free.
-    pub fn last(&self) -> Option<Entry<'_, T>> {
+    pub fn last(&self) -> Option<Entry<'_, T, S>> {
         self.prev(u64::MAX)
     }
 
@@ -170,7 +172,7 @@ impl<T> MapleTree<T> {
     /// let last = tree.iter().next_back().unwrap();
     /// assert_eq!(*last, "b");
     /// ```
-    pub fn iter(&self) -> Entries<'_, T> {
+    pub fn iter(&self) -> Entries<'_, T, S> {
         Entries::new(self, 0, u64::MAX)
     }
 
@@ -183,7 +185,7 @@ impl<T> MapleTree<T> {
     /// assert_eq!(hit, [3, 4, 5]);
     /// assert_eq!(tree.range(5..10).count(), 0); // a gap
     /// ```
-    pub fn range(&self, range: impl IndexRange) -> Entries<'_, T> {
+    pub fn range(&self, range: impl IndexRange) -> Entries<'_, T, S> {
         match range.bounds() {
             Some((a, b)) => Entries::new(self, a, b),
             None => Entries::new(self, 1, 0),
@@ -204,7 +206,7 @@ impl<T> MapleTree<T> {
     /// assert_eq!(tree.gaps(15..35).next(), Some(20..=29));
     /// assert_eq!(tree.gaps(..).next_back(), Some(40..=u64::MAX));
     /// ```
-    pub fn gaps(&self, range: impl IndexRange) -> Gaps<'_, T> {
+    pub fn gaps(&self, range: impl IndexRange) -> Gaps<'_, T, S> {
         let (lo, hi, done) = match range.bounds() {
             Some((a, b)) => (a, b, false),
             None => (1, 0, true),
@@ -255,7 +257,7 @@ impl<T> MapleTree<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Inserts `value` at `range` only if every index there is free; else
     /// fails with [`MapleError::Occupied`] and hands `value` back, as
     /// [`BTreeMap::try_insert`] (unstable) does. The kernel-style name is
@@ -321,7 +323,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Removes the lowest entry and returns its range and value
     /// (exclusive access: no lock, freed at once).
     ///
@@ -343,7 +345,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Makes every index in `range` map to `value`, replacing whatever was
     /// there, as [`BTreeMap::insert`] replaces a key's value. Entries that
     /// stick out of `range` keep their outside part (an entry spanning all
@@ -375,7 +377,7 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Empties every index in `range`, trimming entries that cross its
     /// edges and splitting one that spans it (what `rangemap`'s
     /// `remove(range)` does; the kernel-style name is
@@ -393,7 +395,7 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     /// assert_eq!(left, [(0..=49, 'a'), (150..=199, 'b')]);
     /// ```
     #[inline]
-    pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T>, MapleError> {
+    pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T, S>, MapleError> {
         let (a, b) = bounds_or_err(&range)?;
         self.remove_range(a, b)
     }
@@ -475,26 +477,26 @@ impl Drop for SharedPinRef {
 ///
 /// It pins the epoch once, when it is created, and walks the version it
 /// found then, with a [`Reader`]'s contract; the [`Entry`]s it yields share
-/// that pin: each entry keeps it, and so its value, alive on its own. An entry may
-/// therefore outlive the iterator, and the iterator may be dropped while
-/// entries it yielded are still in use; the shared pin is released when
-/// the iterator and the last entry it yielded are all gone (until then,
-/// memory retired by writers is not reclaimed, as with any [`Entry`]).
-/// Entries stay on the thread that iterated: neither the iterator nor an
-/// [`Entry`] is `Send`.
-pub struct Entries<'a, T> {
+/// that pin: each entry keeps it, and so its value, alive on its own. An
+/// entry may therefore outlive the iterator, and the iterator may be
+/// dropped while entries it yielded are still in use; the shared pin is
+/// released when the iterator and the last entry it yielded are all gone
+/// (until then, memory retired by writers is not reclaimed, as with any
+/// [`Entry`]). Entries stay on the thread that iterated: neither the
+/// iterator nor an [`Entry`] is `Send`.
+pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
     // Iterates the version that `pin` keeps alive: the iterator holds
-    // references to the pin until it is dropped, and each reference it
-    // yields is tied to one before it escapes.
-    inner: Iter<'a, T>,
+    // references to the pin until it is dropped, and each value it yields
+    // is tied to one before it escapes.
+    inner: Iter<'a, T, S>,
     /// The pin shared with the entries, of which this iterator holds
     /// [`ITER_SHARE`] references, `yielded` of them handed to entries.
     pin: NonNull<SharedPin>,
     yielded: usize,
 }
 
-impl<'a, T> Entries<'a, T> {
-    fn new(tree: &'a MapleTree<T>, first: u64, last: u64) -> Self {
+impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
+    fn new(tree: &'a MapleTree<T, S>, first: u64, last: u64) -> Self {
         // The root is loaded under this pin, so the whole version the
         // iteration walks, and every value it yields, stays alive for as
         // long as the pin does.
@@ -511,27 +513,29 @@ impl<'a, T> Entries<'a, T> {
     }
 
     #[inline]
-    fn wrap(&mut self, (r, v): (RangeInclusive<u64>, &T)) -> Entry<'a, T> {
+    fn wrap(&mut self, raw: RawEntry<Slot<T, S>>) -> Entry<'a, T, S> {
         // One of the iterator's references passes to the entry. The
         // entries yielded are disjoint ranges of live entries, far fewer
         // than ITER_SHARE.
         self.yielded += 1;
-        Entry::shared(SharedPinRef(self.pin), *r.start(), *r.end(), v)
+        // SAFETY: a yielded word is never null, and it belongs to the
+        // version the pin keeps alive.
+        unsafe { Entry::shared(SharedPinRef(self.pin), raw) }
     }
 }
 
-impl<T> Drop for Entries<'_, T> {
+impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
     fn drop(&mut self) {
         // SAFETY: the iterator still holds ITER_SHARE - yielded references.
         unsafe { SharedPinRef::release(self.pin, ITER_SHARE - self.yielded) }
     }
 }
 
-impl<'a, T> Iterator for Entries<'a, T> {
-    type Item = Entry<'a, T>;
+impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
+    type Item = Entry<'a, T, S>;
     #[inline]
-    fn next(&mut self) -> Option<Entry<'a, T>> {
-        let e = self.inner.next()?;
+    fn next(&mut self) -> Option<Entry<'a, T, S>> {
+        let e = self.inner.next_raw()?;
         Some(self.wrap(e))
     }
 
@@ -539,21 +543,23 @@ impl<'a, T> Iterator for Entries<'a, T> {
     /// in a register, and the common step and the out-of-line one each hand
     /// their entry to `f` directly.
     #[inline]
-    fn fold<B, F: FnMut(B, Entry<'a, T>) -> B>(mut self, init: B, mut f: F) -> B {
+    fn fold<B, F: FnMut(B, Entry<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
         let pin = self.pin;
         let mut acc = init;
         loop {
             // Each yield is counted before `f` runs, so that a panicking `f`
             // leaves the count right for the drop.
-            if let Some((s, e, v)) = self.inner.step_fast() {
+            if let Some(raw) = self.inner.step_fast() {
                 self.yielded += 1;
-                acc = f(acc, Entry::shared(SharedPinRef(pin), s, e, v));
+                // SAFETY: as in `wrap`.
+                acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
                 continue;
             }
             match self.inner.step_slow() {
-                Some((s, e, v)) => {
+                Some(raw) => {
                     self.yielded += 1;
-                    acc = f(acc, Entry::shared(SharedPinRef(pin), s, e, v));
+                    // SAFETY: as in `wrap`.
+                    acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
                 }
                 None => return acc,
             }
@@ -561,25 +567,25 @@ impl<'a, T> Iterator for Entries<'a, T> {
     }
 }
 
-impl<T> DoubleEndedIterator for Entries<'_, T> {
+impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let e = self.inner.next_back()?;
+        let e = self.inner.next_back_raw()?;
         Some(self.wrap(e))
     }
 }
 
-impl<T> FusedIterator for Entries<'_, T> {}
+impl<'a, T: 'a, S: Repr<T>> FusedIterator for Entries<'a, T, S> {}
 
-impl<T> fmt::Debug for Entries<'_, T> {
+impl<T, S: Repr<T>> fmt::Debug for Entries<'_, T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entries").finish_non_exhaustive()
     }
 }
 
-impl<'a, T> IntoIterator for &'a MapleTree<T> {
-    type Item = Entry<'a, T>;
-    type IntoIter = Entries<'a, T>;
+impl<'a, T: 'a, S: Repr<T>> IntoIterator for &'a MapleTree<T, S> {
+    type Item = Entry<'a, T, S>;
+    type IntoIter = Entries<'a, T, S>;
     /// ```
     /// let tree: maple::MapleTree<u8> = [(0..=0, 1), (5..=9, 2)].into_iter().collect();
     /// let mut sum = 0;
@@ -588,21 +594,21 @@ impl<'a, T> IntoIterator for &'a MapleTree<T> {
     /// }
     /// assert_eq!(sum, 11);
     /// ```
-    fn into_iter(self) -> Entries<'a, T> {
+    fn into_iter(self) -> Entries<'a, T, S> {
         self.iter()
     }
 }
 
 /// The free ranges of a tree within bounds: see [`MapleTree::gaps`].
-pub struct Gaps<'a, T> {
-    reader: Reader<'a, T>,
+pub struct Gaps<'a, T, S: Repr<T> = Boxed> {
+    reader: Reader<'a, T, S>,
     /// Lowest index the front may still yield / highest for the back.
     lo: u64,
     hi: u64,
     done: bool,
 }
 
-impl<T> Iterator for Gaps<'_, T> {
+impl<T, S: Repr<T>> Iterator for Gaps<'_, T, S> {
     type Item = RangeInclusive<u64>;
 
     fn next(&mut self) -> Option<RangeInclusive<u64>> {
@@ -629,7 +635,7 @@ impl<T> Iterator for Gaps<'_, T> {
     }
 }
 
-impl<T> DoubleEndedIterator for Gaps<'_, T> {
+impl<T, S: Repr<T>> DoubleEndedIterator for Gaps<'_, T, S> {
     fn next_back(&mut self) -> Option<RangeInclusive<u64>> {
         if self.done {
             return None;
@@ -653,9 +659,9 @@ impl<T> DoubleEndedIterator for Gaps<'_, T> {
     }
 }
 
-impl<T> FusedIterator for Gaps<'_, T> {}
+impl<T, S: Repr<T>> FusedIterator for Gaps<'_, T, S> {}
 
-impl<T> fmt::Debug for Gaps<'_, T> {
+impl<T, S: Repr<T>> fmt::Debug for Gaps<'_, T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Gaps")
             .field("lo", &self.lo)
@@ -675,9 +681,9 @@ trait Space {
     fn prev_used(&mut self, i: u64) -> Option<(u64, u64)>;
 }
 
-struct ReaderSpace<'r, 'a, T>(&'r Reader<'a, T>);
+struct ReaderSpace<'r, 'a, T, S: Repr<T>>(&'r Reader<'a, T, S>);
 
-impl<T> Space for ReaderSpace<'_, '_, T> {
+impl<T, S: Repr<T>> Space for ReaderSpace<'_, '_, T, S> {
     fn fit(&mut self, min: u64, max: u64, size: u64, fit: Fit) -> Result<u64, MapleError> {
         match fit {
             Fit::Lowest => self.0.empty_area(min, max, size),
@@ -692,9 +698,9 @@ impl<T> Space for ReaderSpace<'_, '_, T> {
     }
 }
 
-struct CursorSpace<'c, 'a, T>(&'c mut crate::Cursor<'a, T>);
+struct CursorSpace<'c, 'a, T, S: Repr<T>>(&'c mut crate::Cursor<'a, T, S>);
 
-impl<T: Send + Sync + 'static> Space for CursorSpace<'_, '_, T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> Space for CursorSpace<'_, '_, T, S> {
     fn fit(&mut self, min: u64, max: u64, size: u64, fit: Fit) -> Result<u64, MapleError> {
         match fit {
             Fit::Lowest => self.0.empty_area(min, max, size),
@@ -776,7 +782,9 @@ fn aligned_fit(
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, R: IndexRange> FromIterator<(R, T)> for MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromIterator<(R, T)>
+    for MapleTree<T, S>
+{
     /// Builds a tree by [`insert`](MapleTree::insert)ing each pair in order
     /// (a later range replaces what it overlaps, as collecting into a
     /// `BTreeMap` keeps the last value of a key). Pairs whose range holds no
@@ -788,13 +796,15 @@ impl<T: Clone + Send + Sync + 'static, R: IndexRange> FromIterator<(R, T)> for M
     /// assert_eq!(tree.get(5).map(|e| *e), Some('b'));
     /// ```
     fn from_iter<I: IntoIterator<Item = (R, T)>>(iter: I) -> Self {
-        let mut tree = MapleTree::new();
+        let mut tree = MapleTree::default();
         tree.extend(iter);
         tree
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, R: IndexRange> Extend<(R, T)> for MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> Extend<(R, T)>
+    for MapleTree<T, S>
+{
     /// [`insert`](MapleTree::insert)s each pair in order, through an
     /// exclusive cursor (no lock, no copy-on-write). Pairs whose range holds
     /// no index store nothing.
@@ -817,11 +827,11 @@ impl<T: Clone + Send + Sync + 'static, R: IndexRange> Extend<(R, T)> for MapleTr
 
 /// An owning iterator over a tree's entries, in increasing order (also from
 /// the back): `(range, value)` pairs. From `tree.into_iter()`.
-pub struct IntoIter<T: Send + Sync + 'static> {
-    tree: MapleTree<T>,
+pub struct IntoIter<T: Send + Sync + 'static, S: Repr<T> = Boxed> {
+    tree: MapleTree<T, S>,
 }
 
-impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> Iterator for IntoIter<T, S> {
     type Item = (RangeInclusive<u64>, T);
     fn next(&mut self) -> Option<Self::Item> {
         self.tree.pop_first()
@@ -831,18 +841,18 @@ impl<T: Send + Sync + 'static> Iterator for IntoIter<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> DoubleEndedIterator for IntoIter<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> DoubleEndedIterator for IntoIter<T, S> {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.tree.pop_last()
     }
 }
 
-impl<T: Send + Sync + 'static> ExactSizeIterator for IntoIter<T> {}
-impl<T: Send + Sync + 'static> FusedIterator for IntoIter<T> {}
+impl<T: Send + Sync + 'static, S: Repr<T>> ExactSizeIterator for IntoIter<T, S> {}
+impl<T: Send + Sync + 'static, S: Repr<T>> FusedIterator for IntoIter<T, S> {}
 
-impl<T: Send + Sync + 'static> IntoIterator for MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> IntoIterator for MapleTree<T, S> {
     type Item = (RangeInclusive<u64>, T);
-    type IntoIter = IntoIter<T>;
+    type IntoIter = IntoIter<T, S>;
     /// Moves the entries out, lowest first (O(log n) each).
     ///
     /// ```
@@ -850,12 +860,15 @@ impl<T: Send + Sync + 'static> IntoIterator for MapleTree<T> {
     /// let v: Vec<_> = tree.into_iter().collect();
     /// assert_eq!(v, [(1..=2, "x".to_string())]);
     /// ```
-    fn into_iter(self) -> IntoIter<T> {
+    fn into_iter(self) -> IntoIter<T, S> {
         IntoIter { tree: self }
     }
 }
 
-impl<T: PartialEq> PartialEq for MapleTree<T> {
+impl<T, S: Repr<T>> PartialEq for MapleTree<T, S>
+where
+    for<'x> S::Ref<'x>: PartialEq,
+{
     /// Two trees are equal when they hold the same entries: the same ranges
     /// with equal values (`[0, 4] -> a, [5, 9] -> a` differs from
     /// `[0, 9] -> a`, as two `BTreeMap`s with different keys do).
@@ -873,4 +886,4 @@ impl<T: PartialEq> PartialEq for MapleTree<T> {
     }
 }
 
-impl<T: Eq> Eq for MapleTree<T> {}
+impl<T, S: Repr<T>> Eq for MapleTree<T, S> where for<'x> S::Ref<'x>: Eq {}

@@ -16,8 +16,10 @@
 //! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
 //! | header | pivot[0] | pivot[1] | ... | pivot[14] | slot[0] | slot[1] | ... | slot[15] |
 //! +--------+----------+----------+-----+-----------+---------+---------+-----+----------+
-//!   slot[i]: *mut T (a boxed value), or null for a free range ("gap");
-//!            atomic, because an exact-fit write replaces it in place
+//!   slot[i]: a value's word (a box pointer, or the value itself for an
+//!            inline representation: see `value.rs`), or null for a free
+//!            range ("gap"); atomic, because an exact-fit write replaces it
+//!            in place
 //!
 //! Internal / allocation-range node (10 children, 9 pivots, 10 gaps) = 240 -> 256 bytes
 //! +--------+-----------+----------+-----------+-----------+-----------+-----+------------+
@@ -46,6 +48,7 @@ use std::ptr;
 
 use crate::mem::{alloc_block, free_block};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
+use crate::value::{Cloner, SlotOps};
 
 pub(crate) const LEAF_SLOTS: usize = 16;
 pub(crate) const INT_SLOTS: usize = 10;
@@ -338,9 +341,9 @@ pub(crate) fn internal_gap(node: &Internal) -> u64 {
 /// Drops every value and frees every node of a subtree.
 ///
 /// # Safety
-/// The subtree is unreachable by anyone else and every value pointer in it
+/// The subtree is unreachable by anyone else and every value word in it
 /// is owned by it.
-pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
+pub(crate) unsafe fn free_subtree<T: SlotOps>(p: NodePtr) -> usize {
     if p.is_null() {
         return 0;
     }
@@ -352,7 +355,7 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
             for i in 0..leaf.hdr.count as usize {
                 let v = leaf.slot(i);
                 if !v.is_null() {
-                    drop(Box::from_raw(v));
+                    T::drop_word(v);
                 }
             }
         } else {
@@ -366,39 +369,42 @@ pub(crate) unsafe fn free_subtree<T>(p: NodePtr) -> usize {
     freed
 }
 
-/// Copies a subtree node by node, cloning each value (the fork path).
-/// Returns the new root and the number of nodes allocated.
+/// Copies a subtree node by node, cloning each value word with `clone`
+/// (the fork path): a new box for a boxed value, a reference count for an
+/// inline `Arc`, a copy for an inline integer. Returns the new root and the
+/// number of nodes allocated.
 ///
-/// Unwind-safe: if a `T::clone` panics, everything built so far (cloned
+/// Unwind-safe: if a `clone` panics, everything built so far (cloned
 /// values and copied nodes) is dropped exactly once as the panic unwinds,
 /// and the source subtree is untouched.
 ///
 /// # Safety
-/// `p` is a valid subtree that stays alive for the call.
-pub(crate) unsafe fn dup_subtree<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+/// `p` is a valid subtree that stays alive for the call; `clone` is the
+/// tree's cloner for its kind `T`.
+pub(crate) unsafe fn dup_subtree<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, usize) {
     if p.is_null() {
         return (ptr::null_mut(), 0);
     }
     // SAFETY: p is valid for the call (caller).
     if unsafe { (*p).kind } == KIND_LEAF {
         // SAFETY: as above.
-        unsafe { dup_leaf::<T>(p) }
+        unsafe { dup_leaf::<T>(p, clone) }
     } else {
         // SAFETY: as above.
-        unsafe { dup_internal::<T>(p) }
+        unsafe { dup_internal::<T>(p, clone) }
     }
 }
 
 /// A copy under construction: on unwind, drops the first `done` slots
 /// (values or subtrees already copied) and frees the block. Forgotten once
 /// the copy is complete.
-struct PartialCopy<T> {
+struct PartialCopy<T: SlotOps> {
     node: NodePtr,
     done: usize,
     _values: std::marker::PhantomData<T>,
 }
 
-impl<T> Drop for PartialCopy<T> {
+impl<T: SlotOps> Drop for PartialCopy<T> {
     fn drop(&mut self) {
         // SAFETY: the block is ours and unreachable; its first `done` slots
         // hold values / subtrees this copy owns, the rest are not owned
@@ -409,7 +415,7 @@ impl<T> Drop for PartialCopy<T> {
                 for i in 0..self.done {
                     let v = leaf.slot(i);
                     if !v.is_null() {
-                        drop(Box::from_raw(v));
+                        T::drop_word(v);
                     }
                 }
             } else {
@@ -425,7 +431,7 @@ impl<T> Drop for PartialCopy<T> {
 
 /// # Safety
 /// `p` is a valid leaf that stays alive for the call.
-unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+unsafe fn dup_leaf<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, usize) {
     let q = alloc_block();
     // SAFETY: p is a valid leaf; q is a fresh block, initialised as an
     // empty leaf before anything else touches it.
@@ -446,8 +452,8 @@ unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     for i in 0..n {
         let v = src.slot(i);
         if !v.is_null() {
-            // SAFETY: v is a live value of the source tree.
-            let copy = Box::into_raw(Box::new(unsafe { (*v).clone() }));
+            // SAFETY: v is a live value word of the source tree.
+            let copy = unsafe { clone(v) };
             // SAFETY: q is our block.
             unsafe { (*q.cast::<Leaf<T>>()).set_slot(i, copy) };
         }
@@ -459,7 +465,7 @@ unsafe fn dup_leaf<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
 
 /// # Safety
 /// `p` is a valid internal node that stays alive for the call.
-unsafe fn dup_internal<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
+unsafe fn dup_internal<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, usize) {
     let q = alloc_block();
     // SAFETY: as in dup_leaf: q starts as an empty internal node (no
     // children, so the guard frees nothing below it).
@@ -483,7 +489,7 @@ unsafe fn dup_internal<T: Clone>(p: NodePtr) -> (NodePtr, usize) {
     let mut nodes = 1;
     for i in 0..n {
         // SAFETY: children of a valid node are valid.
-        let (d, k) = unsafe { dup_subtree::<T>(src.child(i)) };
+        let (d, k) = unsafe { dup_subtree::<T>(src.child(i), clone) };
         // SAFETY: q is our block.
         unsafe { (*q.cast::<Internal>()).set_child(i, d) };
         nodes += k;

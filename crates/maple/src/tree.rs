@@ -3,6 +3,7 @@
 use std::fmt;
 use std::iter::FusedIterator;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, RangeInclusive};
 use std::ptr;
 
@@ -15,6 +16,7 @@ use crate::map::{EntryPin, SharedPinRef};
 use crate::node::{dup_subtree, free_subtree, Leaf, NodePtr, NODE_BYTES};
 use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
 use crate::write::{Committed, Txn, WriterState};
 
 /// The published root, alone on its cache line: every read loads it, so a
@@ -159,27 +161,36 @@ impl Core {
 /// on another thread. [`store_range`](Self::store_range) also needs
 /// `T: Clone`, because storing into the middle of an entry splits it in
 /// two and the right-hand part gets a clone.
-pub struct MapleTree<T> {
+///
+/// # Representation
+///
+/// `S` says how a value sits in its slot: [`Boxed`] (the default: any `T`,
+/// in a box of its own; readers get `&T`) or [`Inline`](crate::Inline)
+/// (`T:` [`InlineValue`](crate::InlineValue), such as `Arc<U>`, in the slot
+/// word itself; readers get [`InlineValue::Borrowed`](crate::InlineValue::Borrowed)).
+/// See the crate documentation, "Values: boxed, or in the slot word".
+pub struct MapleTree<T, S: Repr<T> = Boxed> {
     pub(crate) core: Core,
-    pub(crate) writer: Mutex<WriterState<T>>,
+    pub(crate) writer: Mutex<WriterState<Slot<T, S>>>,
     /// The writer's deferred work, reachable without the writer lock.
     #[cfg(loom)]
     loom_deferred: crate::write::LoomDeferred,
-    _owns: PhantomData<Box<T>>,
+    _owns: PhantomData<(Box<T>, S)>,
 }
 
-// SAFETY: the tree owns its nodes and boxed values; moving it moves T values.
-unsafe impl<T: Send> Send for MapleTree<T> {}
+// SAFETY: the tree owns its nodes and values (boxed or inline words);
+// moving it moves T values.
+unsafe impl<T: Send, S: Repr<T>> Send for MapleTree<T, S> {}
 // SAFETY: shared access hands out &T to many threads (T: Sync) and lets any
 // thread insert or drop values (T: Send); the node protocol is synchronised
 // by the root's release/acquire and the writer mutex.
-unsafe impl<T: Send + Sync> Sync for MapleTree<T> {}
+unsafe impl<T: Send + Sync, S: Repr<T>> Sync for MapleTree<T, S> {}
 
 // Unwind safety: see "Unwind safety" on MapleTree: no operation leaves a
 // broken invariant behind when `T::clone` panics, and the lock does not
 // poison.
-impl<T: std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for MapleTree<T> {}
-impl<T: std::panic::UnwindSafe> std::panic::UnwindSafe for MapleTree<T> {}
+impl<T: std::panic::RefUnwindSafe, S: Repr<T>> std::panic::RefUnwindSafe for MapleTree<T, S> {}
+impl<T: std::panic::UnwindSafe, S: Repr<T>> std::panic::UnwindSafe for MapleTree<T, S> {}
 
 /// What the tree occupies, from its own accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -191,7 +202,8 @@ pub struct MemoryUsage {
     /// Entries stored.
     pub entries: usize,
     /// `entries * size_of::<T>()`: the boxed values (allocator overhead not
-    /// included).
+    /// included); 0 for an [`Inline`](crate::Inline) tree, whose values live
+    /// in the slots (what an inline `Arc` or `Box` points to is not counted).
     pub value_bytes: usize,
 }
 
@@ -207,8 +219,38 @@ impl MemoryUsage {
 }
 
 impl<T> MapleTree<T> {
-    /// An empty tree. Allocates nothing until the first store.
+    /// An empty tree (values boxed: the default representation). Allocates
+    /// nothing until the first store. For values stored in the slot word
+    /// itself see [`new_inline`](MapleTree::new_inline); any
+    /// representation also has [`Default`].
     pub fn new() -> Self {
+        Self::empty()
+    }
+}
+
+impl<T: crate::InlineValue + 'static> MapleTree<T, crate::Inline> {
+    /// An empty tree whose values live in the slot words themselves (see
+    /// [`Inline`](crate::Inline)): no allocation per value, and
+    /// [`dup`](Self::dup) of `Arc` values costs a reference count each.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let tree = maple::MapleTree::new_inline();
+    /// tree.insert(0x1000..0x2000, Arc::new("text")).unwrap();
+    /// let child = tree.dup(); // clones the Arc: no allocation per entry
+    /// let e = child.load(0x1234).unwrap();
+    /// assert_eq!(**e, "text");
+    /// assert_eq!(Arc::strong_count(&*e), 2); // one reference per tree
+    /// ```
+    pub fn new_inline() -> Self {
+        Self::empty()
+    }
+}
+
+impl<T, S: Repr<T>> MapleTree<T, S> {
+    /// An empty tree of any representation. Allocates nothing.
+    pub(crate) fn empty() -> Self {
         let state = WriterState::new();
         #[cfg(loom)]
         let loom_deferred = state.deferred.clone();
@@ -247,40 +289,43 @@ impl<T> MapleTree<T> {
             nodes,
             node_bytes: nodes * NODE_BYTES,
             entries,
-            value_bytes: entries * std::mem::size_of::<T>(),
+            value_bytes: entries * S::OUT_OF_LINE_BYTES,
         }
     }
 
     /// The entry containing `index`. Lock-free.
-    pub fn load(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn load(&self, index: u64) -> Option<Entry<'_, T, S>> {
         let guard = epoch::pin();
         let root = self.core.load_root();
         if root.is_null() {
             return None;
         }
         // SAFETY: the guard keeps this version alive.
-        let (s, e, v) = unsafe { read::lookup::<T>(root, index) };
-        Entry::new(guard, (s, e, v))
+        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
+        // SAFETY: the guard keeps the value alive for the Entry's life.
+        unsafe { Entry::new(guard, (s, e, v)) }
     }
 
     /// The first entry ending at or after `index`. Lock-free.
-    pub fn find(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn find(&self, index: u64) -> Option<Entry<'_, T, S>> {
         let guard = epoch::pin();
         // SAFETY: the guard keeps this version alive.
-        let e = unsafe { read::find::<T>(self.core.load_root(), index) }?;
-        Entry::new(guard, e)
+        let e = unsafe { read::find::<Slot<T, S>>(self.core.load_root(), index) }?;
+        // SAFETY: the guard keeps the value alive for the Entry's life.
+        unsafe { Entry::new(guard, e) }
     }
 
     /// The last entry starting at or before `index`. Lock-free.
-    pub fn prev(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn prev(&self, index: u64) -> Option<Entry<'_, T, S>> {
         let guard = epoch::pin();
         // SAFETY: the guard keeps this version alive.
-        let e = unsafe { read::find_prev::<T>(self.core.load_root(), index) }?;
-        Entry::new(guard, e)
+        let e = unsafe { read::find_prev::<Slot<T, S>>(self.core.load_root(), index) }?;
+        // SAFETY: the guard keeps the value alive for the Entry's life.
+        unsafe { Entry::new(guard, e) }
     }
 
     /// A read-side section for several reads or an iteration. Lock-free.
-    pub fn reader(&self) -> Reader<'_, T> {
+    pub fn reader(&self) -> Reader<'_, T, S> {
         let guard = epoch::pin();
         let root = self.core.load_root();
         Reader {
@@ -302,12 +347,12 @@ impl<T> MapleTree<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> MapleTree<T> {
+impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Runs one write transaction under the writer lock and publishes it.
     pub(crate) fn write<R>(
         &self,
-        cloner: Option<fn(&T) -> T>,
-        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+        cloner: Option<Cloner<Slot<T, S>>>,
+        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
         let mut st = self.writer.lock();
         self.write_locked(&mut st, cloner, f)
@@ -315,9 +360,9 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
 
     pub(crate) fn write_locked<R>(
         &self,
-        st: &mut WriterState<T>,
-        cloner: Option<fn(&T) -> T>,
-        f: impl FnOnce(&mut Txn<'_, T>) -> R,
+        st: &mut WriterState<Slot<T, S>>,
+        cloner: Option<Cloner<Slot<T, S>>>,
+        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
         let guard = epoch::pin();
         let mut txn = Txn::new(st, self.core.writer_root(), false, cloner);
@@ -334,7 +379,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         if let Err(kind) = check_insert(self.core.writer_root(), first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = Box::into_raw(Box::new(value));
+        let v = S::into_word(value).cast();
         self.write_locked(&mut st, None, |t| t.store(first, last, v));
         Ok(())
     }
@@ -342,7 +387,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     /// Removes the whole entry containing `index` and returns it. The value
     /// is dropped once the returned [`Entry`] and every reader that could
     /// see it are gone.
-    pub fn erase(&self, index: u64) -> Option<Entry<'_, T>> {
+    pub fn erase(&self, index: u64) -> Option<Entry<'_, T, S>> {
         let guard = epoch::pin();
         let mut st = self.writer.lock();
         let root = self.core.writer_root();
@@ -350,14 +395,14 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
             return None;
         }
         // SAFETY: the writer lock keeps the working version alive.
-        let (s, e, v) = unsafe { read::lookup::<T>(root, index) };
+        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
         if v.is_null() {
             return None;
         }
         self.write_locked(&mut st, None, |t| t.store(s, e, ptr::null_mut()));
-        // The value's drop was deferred after this guard was pinned, so it
-        // outlives the returned Entry.
-        Entry::new(guard, (s, e, v))
+        // SAFETY: the value's drop was deferred after this guard was
+        // pinned, so it outlives the returned Entry.
+        unsafe { Entry::new(guard, (s, e, v)) }
     }
 
     /// Finds the lowest free `[s, s + size - 1]` in `[min, max]`, stores
@@ -392,11 +437,11 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
         rev: bool,
     ) -> Result<u64, WriteError<T>> {
         let mut st = self.writer.lock();
-        let s = match gap_search::<T>(self.core.writer_root(), min, max, size, rev) {
+        let s = match gap_search::<Slot<T, S>>(self.core.writer_root(), min, max, size, rev) {
             Ok(s) => s,
             Err(kind) => return Err(WriteError { kind, value }),
         };
-        let v = Box::into_raw(Box::new(value));
+        let v = S::into_word(value).cast();
         self.write_locked(&mut st, None, |t| t.store(s, s + (size - 1), v));
         Ok(s)
     }
@@ -419,7 +464,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
             unsafe {
                 guard.defer_unchecked(move || {
                     let old = old;
-                    free_subtree::<T>(old.0);
+                    free_subtree::<Slot<T, S>>(old.0);
                 })
             };
         }
@@ -427,12 +472,12 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
 
     /// A write cursor. Holds the writer lock until dropped (readers keep
     /// running; other writers wait).
-    pub fn cursor(&self) -> Cursor<'_, T> {
+    pub fn cursor(&self) -> Cursor<'_, T, S> {
         Cursor::shared(self)
     }
 
     /// A write cursor over exclusive access: no lock, no copy-on-write.
-    pub fn cursor_mut(&mut self) -> Cursor<'_, T> {
+    pub fn cursor_mut(&mut self) -> Cursor<'_, T, S> {
         Cursor::exclusive(self)
     }
 
@@ -464,7 +509,7 @@ impl<T: Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Makes every index in `[first, last]` map to `value`. Parts of older
     /// entries outside the range survive, trimmed; an entry spanning the
     /// whole range is split, and its right part gets a clone of its value.
@@ -472,8 +517,8 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = Box::into_raw(Box::new(value));
-        self.write(Some(T::clone), |t| t.store(first, last, v));
+        let v = S::into_word(value).cast();
+        self.write(Some(clone_slot::<T, S>), |t| t.store(first, last, v));
         Ok(())
     }
 
@@ -496,7 +541,7 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     /// removed values are dropped once it and every reader that could see
     /// them are gone (a trimmed entry's value stays in the tree). Fails only
     /// on an inverted range, changing nothing.
-    pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T>, MapleError> {
+    pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T, S>, MapleError> {
         check_range(first, last)?;
         // Pinned before the write retires anything, so the removed values
         // outlive their deferred drop for as long as `Removed` lives.
@@ -504,11 +549,17 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
         let mut st = self.writer.lock();
         let root = self.core.writer_root();
         let mut parts = Vec::new();
-        for (r, v) in Iter::<'_, T>::new(root, first, last) {
-            parts.push(((*r.start()).max(first), (*r.end()).min(last), v as *const T));
+        let mut it = Iter::<'_, T, S>::new(root, first, last);
+        while let Some((s, e, v)) = it.next_raw() {
+            let r = s..=e;
+            parts.push((
+                (*r.start()).max(first),
+                (*r.end()).min(last),
+                v.cast::<()>(),
+            ));
         }
         if !parts.is_empty() {
-            self.write_locked(&mut st, Some(T::clone), |t| {
+            self.write_locked(&mut st, Some(clone_slot::<T, S>), |t| {
                 t.store(first, last, ptr::null_mut())
             });
         }
@@ -526,10 +577,10 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
         let st = self.writer.lock();
         let root = self.core.writer_root();
         // SAFETY: the writer lock keeps this version alive and unchanged.
-        let (copy, nodes) = unsafe { dup_subtree::<T>(root) };
+        let (copy, nodes) = unsafe { dup_subtree::<Slot<T, S>>(root, clone_slot::<T, S>) };
         let len = self.len();
         drop(st);
-        let tree = MapleTree::new();
+        let tree = Self::empty();
         tree.core.publish(copy);
         // Relaxed: the new tree is not shared yet.
         tree.core.counters.len.store(len, Ordering::Relaxed);
@@ -538,32 +589,35 @@ impl<T: Clone + Send + Sync + 'static> MapleTree<T> {
     }
 }
 
-impl<T> Default for MapleTree<T> {
+impl<T, S: Repr<T>> Default for MapleTree<T, S> {
     fn default() -> Self {
-        Self::new()
+        Self::empty()
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> Clone for MapleTree<T> {
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> Clone for MapleTree<T, S> {
     fn clone(&self) -> Self {
         self.dup()
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for MapleTree<T> {
+impl<T, S: Repr<T>> fmt::Debug for MapleTree<T, S>
+where
+    for<'x> S::Ref<'x>: fmt::Debug,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let snap = self.reader();
         f.debug_map().entries(snap.iter()).finish()
     }
 }
 
-impl<T> Drop for MapleTree<T> {
+impl<T, S: Repr<T>> Drop for MapleTree<T, S> {
     fn drop(&mut self) {
         // Relaxed: exclusive access.
         let root = self.core.root.0.load(Ordering::Relaxed);
         // SAFETY: &mut self: no reader or writer remains, and the tree owns
         // every node and value of its current version.
-        unsafe { free_subtree::<T>(root) };
+        unsafe { free_subtree::<Slot<T, S>>(root) };
     }
 }
 
@@ -607,37 +661,67 @@ pub(crate) fn gap_search<T>(
 /// the value stays valid even if a writer removes or replaces the entry
 /// meanwhile; while it lives, memory retired by writers is not reclaimed.
 /// Not `Send`.
-pub struct Entry<'a, T> {
+///
+/// It dereferences to the value: `T` for a [`Boxed`] tree, the target of
+/// [`InlineValue::Borrowed`](crate::InlineValue::Borrowed) for an
+/// [`Inline`](crate::Inline) one (an inline `Arc<U>` entry dereferences to
+/// the `Arc<U>`, through a never-dropped copy of it).
+pub struct Entry<'a, T: 'a, S: Repr<T> = Boxed> {
     first: u64,
     last: u64,
-    value: *const T,
+    /// The borrowed value, valid while `_guard` pins, never handed out for
+    /// longer than a borrow of the Entry. Always initialised; held in a
+    /// `MaybeUninit` so that it is opaque to the aliasing model: a
+    /// reference (`&T`, the `Boxed` view) kept in a plain field would be
+    /// retagged and protected for the whole call whenever the Entry is
+    /// passed by value (to `drop`, say), and the guard unpins inside that
+    /// call, after which the value may be freed while still protected (the
+    /// hazard `std::cell::Ref` avoids by holding a `NonNull`). Dropped in
+    /// `Drop`, before the guard.
+    value: MaybeUninit<S::Ref<'a>>,
     _pin: EntryPin,
-    _tree: PhantomData<&'a T>,
 }
 
-impl<'a, T> Entry<'a, T> {
-    pub(crate) fn new(guard: Guard, (first, last, v): RawEntry<T>) -> Option<Self> {
+impl<'a, T: 'a, S: Repr<T>> Drop for Entry<'a, T, S> {
+    fn drop(&mut self) {
+        // SAFETY: `value` is always initialised and dropped only here; the
+        // guard (dropped after this, with the fields) still pins.
+        unsafe { self.value.assume_init_drop() }
+    }
+}
+
+impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
+    /// # Safety
+    /// `v` is null or a value word that `guard` keeps alive (it was read
+    /// from a version `guard` pins, or its drop was deferred after `guard`
+    /// was pinned).
+    pub(crate) unsafe fn new(guard: Guard, (first, last, v): RawEntry<Slot<T, S>>) -> Option<Self> {
         if v.is_null() {
             return None;
         }
         Some(Entry {
             first,
             last,
-            value: v,
+            // SAFETY: the guard, moved into the Entry, keeps the value alive
+            // for as long as the borrow is reachable (caller).
+            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
             _pin: EntryPin::Own(guard),
-            _tree: PhantomData,
         })
     }
 
     /// An entry of an iteration, kept alive by the iteration's shared pin.
+    ///
+    /// # Safety
+    /// `v` is a non-null value word that `pin` keeps alive.
     #[inline]
-    pub(crate) fn shared(pin: SharedPinRef, first: u64, last: u64, value: &T) -> Self {
+    pub(crate) unsafe fn shared(pin: SharedPinRef, (first, last, v): RawEntry<Slot<T, S>>) -> Self {
         Entry {
             first,
             last,
-            value,
+            // SAFETY: the pin, moved into the Entry, keeps the value alive
+            // for as long as the borrow is reachable (caller).
+            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
             _pin: EntryPin::Shared(pin),
-            _tree: PhantomData,
         }
     }
     /// First index of the entry.
@@ -652,25 +736,28 @@ impl<'a, T> Entry<'a, T> {
     pub fn range(&self) -> RangeInclusive<u64> {
         self.first..=self.last
     }
-    /// The value.
-    pub fn value(&self) -> &T {
-        // SAFETY: the guard held by self delays the value's reclamation.
-        unsafe { &*self.value }
+    /// The value (see the type's documentation for what it is).
+    pub fn value(&self) -> &<S::Ref<'a> as Deref>::Target {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }
     }
 }
 
-impl<T> Deref for Entry<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
+impl<'a, T: 'a, S: Repr<T>> Deref for Entry<'a, T, S> {
+    type Target = <S::Ref<'a> as Deref>::Target;
+    fn deref(&self) -> &Self::Target {
         self.value()
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
+impl<'a, T: 'a, S: Repr<T>> fmt::Debug for Entry<'a, T, S>
+where
+    <S::Ref<'a> as Deref>::Target: fmt::Debug,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entry")
             .field("range", &self.range())
-            .field("value", self.value())
+            .field("value", &self.value())
             .finish()
     }
 }
@@ -681,13 +768,14 @@ impl<T: fmt::Debug> fmt::Debug for Entry<'_, T> {
 /// It holds an epoch guard, so the values stay valid while it lives (and
 /// memory retired by writers meanwhile is not reclaimed: keep it short).
 /// Not `Send`.
-pub struct Removed<'a, T> {
+pub struct Removed<'a, T, S: Repr<T> = Boxed> {
     _guard: Guard,
-    parts: Vec<(u64, u64, *const T)>,
-    _tree: PhantomData<&'a T>,
+    /// Each part's freed range and value word (kept alive by `_guard`).
+    parts: Vec<(u64, u64, *mut ())>,
+    _tree: PhantomData<&'a (T, S)>,
 }
 
-impl<T> Removed<'_, T> {
+impl<T, S: Repr<T>> Removed<'_, T, S> {
     /// Number of entries the removal touched.
     pub fn len(&self) -> usize {
         self.parts.len()
@@ -700,11 +788,11 @@ impl<T> Removed<'_, T> {
 
     /// The freed part of each touched entry's range and its value, in
     /// increasing order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, &T)> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, S::Ref<'_>)> + '_ {
         self.parts.iter().map(|&(s, e, v)| {
             // SAFETY: the guard held by self delays the value's reclamation
             // (pinned before the removal retired it).
-            (s..=e, unsafe { &*v })
+            (s..=e, unsafe { S::borrow(v) })
         })
     }
 
@@ -713,11 +801,21 @@ impl<T> Removed<'_, T> {
     where
         T: Clone,
     {
-        self.iter().map(|(r, v)| (r, v.clone())).collect()
+        self.parts
+            .iter()
+            .map(|&(s, e, v)| {
+                // SAFETY: as in iter; the clone is a new word owned here,
+                // turned back into a value at once.
+                (s..=e, unsafe { S::from_word(S::clone_word(v)) })
+            })
+            .collect()
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
+impl<T, S: Repr<T>> fmt::Debug for Removed<'_, T, S>
+where
+    for<'x> S::Ref<'x>: fmt::Debug,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
@@ -757,51 +855,51 @@ impl<T: fmt::Debug> fmt::Debug for Removed<'_, T> {
 /// let back: Vec<char> = r.iter().rev().map(|(_, v)| *v).collect();
 /// assert_eq!(back, ['b', 'a']);
 /// ```
-pub struct Reader<'a, T> {
+pub struct Reader<'a, T, S: Repr<T> = Boxed> {
     guard: Guard,
     root: NodePtr,
-    _tree: PhantomData<&'a MapleTree<T>>,
+    _tree: PhantomData<&'a MapleTree<T, S>>,
 }
 
-impl<'a, T> Reader<'a, T> {
+impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
     pub(crate) fn root_ptr(&self) -> NodePtr {
         self.root
     }
 
-    fn item(&self, e: RawEntry<T>) -> Option<(RangeInclusive<u64>, &T)> {
+    fn item(&self, e: RawEntry<Slot<T, S>>) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         // SAFETY: the reader's guard keeps the value alive for &self.
-        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { &*e.2 }))
+        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { S::borrow(e.2.cast()) }))
     }
 
     /// The entry containing `index`.
-    pub fn load(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn load(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         if self.root.is_null() {
             return None;
         }
         // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::lookup::<T>(self.root, index) })
+        self.item(unsafe { read::lookup::<Slot<T, S>>(self.root, index) })
     }
 
     /// The first entry ending at or after `index`.
-    pub fn find(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn find(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::find::<T>(self.root, index) }?)
+        self.item(unsafe { read::find::<Slot<T, S>>(self.root, index) }?)
     }
 
     /// The last entry starting at or before `index`.
-    pub fn prev(&self, index: u64) -> Option<(RangeInclusive<u64>, &T)> {
+    pub fn prev(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
         // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::find_prev::<T>(self.root, index) }?)
+        self.item(unsafe { read::find_prev::<Slot<T, S>>(self.root, index) }?)
     }
 
     /// All entries in increasing order (also from the back).
-    pub fn iter(&self) -> Iter<'_, T> {
+    pub fn iter(&self) -> Iter<'_, T, S> {
         self.range(0, u64::MAX)
     }
 
     /// Entries intersecting `[first, last]`, in increasing order. An empty
     /// iterator when `first > last`.
-    pub fn range(&self, first: u64, last: u64) -> Iter<'_, T> {
+    pub fn range(&self, first: u64, last: u64) -> Iter<'_, T, S> {
         Iter::new(self.root, first, last)
     }
 
@@ -818,19 +916,19 @@ impl<'a, T> Reader<'a, T> {
     /// See [`MapleTree::empty_area`].
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
         let _ = &self.guard;
-        gap_search::<T>(self.root, min, max, size, false)
+        gap_search::<Slot<T, S>>(self.root, min, max, size, false)
     }
 
     /// See [`MapleTree::empty_area_rev`].
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        gap_search::<T>(self.root, min, max, size, true)
+        gap_search::<Slot<T, S>>(self.root, min, max, size, true)
     }
 }
 
-impl<'s, T> IntoIterator for &'s Reader<'_, T> {
-    type Item = (RangeInclusive<u64>, &'s T);
-    type IntoIter = Iter<'s, T>;
-    fn into_iter(self) -> Iter<'s, T> {
+impl<'s, T, S: Repr<T>> IntoIterator for &'s Reader<'_, T, S> {
+    type Item = (RangeInclusive<u64>, S::Ref<'s>);
+    type IntoIter = Iter<'s, T, S>;
+    fn into_iter(self) -> Iter<'s, T, S> {
         self.iter()
     }
 }
@@ -849,7 +947,7 @@ impl<'s, T> IntoIterator for &'s Reader<'_, T> {
 /// would overlap (the entries between them that a write replaced were not
 /// unchanged throughout the iteration, so the contract does not require
 /// them).
-pub struct Iter<'s, T> {
+pub struct Iter<'s, T, S: Repr<T> = Boxed> {
     front: Path,
     back: Path,
     /// The front's leaf, cached out of `front` so that a step inside a leaf
@@ -857,7 +955,7 @@ pub struct Iter<'s, T> {
     /// the next slot to look at and the first index of that slot. The
     /// path's leaf level is brought up to date only to move to the next
     /// leaf. `f_n == 0` once the iteration is over.
-    f_leaf: *const Leaf<T>,
+    f_leaf: *const Leaf<Slot<T, S>>,
     f_n: usize,
     f_hi: u64,
     f_idx: usize,
@@ -878,10 +976,10 @@ pub struct Iter<'s, T> {
     /// back has yielded, then `hi`.
     hi_ceil: u64,
     done: bool,
-    _snap: PhantomData<&'s T>,
+    _snap: PhantomData<&'s (T, S)>,
 }
 
-impl<'s, T> Iter<'s, T> {
+impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     pub(crate) fn new(root: NodePtr, first: u64, last: u64) -> Self {
         let mut it = Iter {
             front: Path::new(),
@@ -918,7 +1016,7 @@ impl<'s, T> Iter<'s, T> {
     /// The front path is valid for the version 's keeps alive.
     unsafe fn load_front(&mut self) {
         let l = *self.front.leaf();
-        let leaf = l.node.cast::<Leaf<T>>();
+        let leaf = l.node.cast::<Leaf<Slot<T, S>>>();
         self.f_leaf = leaf;
         // SAFETY: the path's leaf is valid (caller).
         unsafe {
@@ -943,15 +1041,15 @@ impl<'s, T> Iter<'s, T> {
 
     /// The front's step in full: every slot of the cached leaf from
     /// `f_idx`, then the next leaves, with the checks against the range and
-    /// the back's progress. [`Iterator::next`] inlines only the common case
-    /// (an entry inside the range, in the leaf at hand).
+    /// the back's progress. [`Iter::step_fast`] is only the common case (an
+    /// entry inside the range, in the leaf at hand).
     ///
-    /// Returns the value of the entry it yields (its bounds are left in
-    /// `slow_s`, `slow_e`), or null at the end: a pointer comes back in a
-    /// register, where an `Option` of the item would be written to memory
+    /// Returns the value word of the entry it yields (its bounds are left
+    /// in `slow_s`, `slow_e`), or null at the end: a pointer comes back in a
+    /// register, where an `Option` of the entry would be written to memory
     /// and make every inlined step do the same.
     #[inline(never)]
-    fn next_slow(&mut self) -> *const T {
+    fn next_slow(&mut self) -> *mut Slot<T, S> {
         while !self.done {
             // SAFETY: the cached leaf belongs to the version 's keeps alive.
             let leaf = unsafe { &*self.f_leaf };
@@ -973,7 +1071,7 @@ impl<'s, T> Iter<'s, T> {
                     // Past the range, or overlapping what the back yielded
                     // (a write replaced the entries in between).
                     self.finish();
-                    return ptr::null();
+                    return ptr::null_mut();
                 }
                 if s < self.lo_floor {
                     continue;
@@ -997,18 +1095,16 @@ impl<'s, T> Iter<'s, T> {
                 self.finish();
             }
         }
-        ptr::null()
+        ptr::null_mut()
     }
-}
 
-impl<'s, T> Iter<'s, T> {
     /// The common step: the next entry of the cached leaf, ending before
     /// the last index still wanted (so it is inside the range, the back
-    /// has not passed it, and the iteration goes on): `(first, last,
-    /// value)`. `None` when the step needs [`Iter::step_slow`]: anything
-    /// else, and the move to the next leaf.
+    /// has not passed it, and the iteration goes on), as its range and
+    /// (non-null) value word. `None` when the step needs
+    /// [`Iter::step_slow`]: anything else, and the move to the next leaf.
     #[inline]
-    pub(crate) fn step_fast(&mut self) -> Option<(u64, u64, &'s T)> {
+    pub(crate) fn step_fast(&mut self) -> Option<RawEntry<Slot<T, S>>> {
         let n = self.f_n;
         let mut i = self.f_idx;
         if i < n {
@@ -1024,8 +1120,7 @@ impl<'s, T> Iter<'s, T> {
                         self.f_start = e + 1;
                         self.lo = e + 1;
                         self.lo_floor = e + 1;
-                        // SAFETY: the value lives as long as the version.
-                        return Some((s, e, unsafe { &*v }));
+                        return Some((s, e, v));
                     }
                     break;
                 }
@@ -1042,34 +1137,28 @@ impl<'s, T> Iter<'s, T> {
         None
     }
 
-    /// The step [`Iter::step_fast`] declined: `(first, last, value)` of the
-    /// next entry from the front, or `None` at the end.
+    /// The step [`Iter::step_fast`] declined: the next entry from the
+    /// front, or `None` at the end.
     #[inline]
-    pub(crate) fn step_slow(&mut self) -> Option<(u64, u64, &'s T)> {
+    pub(crate) fn step_slow(&mut self) -> Option<RawEntry<Slot<T, S>>> {
         let v = self.next_slow();
-        // SAFETY: a non-null value lives as long as the version.
-        (!v.is_null()).then(|| (self.slow_s, self.slow_e, unsafe { &*v }))
+        (!v.is_null()).then_some((self.slow_s, self.slow_e, v))
     }
-}
 
-impl<'s, T> Iterator for Iter<'s, T> {
-    type Item = (RangeInclusive<u64>, &'s T);
-
+    /// The next entry from the front as its range and (non-null) value word.
     #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        let (s, e, v) = match self.step_fast() {
-            Some(x) => x,
-            None => self.step_slow()?,
-        };
-        Some((s..=e, v))
+    pub(crate) fn next_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        match self.step_fast() {
+            Some(x) => Some(x),
+            None => self.step_slow(),
+        }
     }
-}
 
-impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
-    fn next_back(&mut self) -> Option<Self::Item> {
+    /// The next entry from the back as its range and (non-null) value word.
+    pub(crate) fn next_back_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
         while !self.done {
             // SAFETY: the path is valid for the version 's keeps alive.
-            let (s, e, v) = unsafe { path_entry::<T>(&self.back) };
+            let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.back) };
             if e < self.lo || s < self.lo_floor {
                 // Before the range, or overlapping what the front yielded.
                 self.finish();
@@ -1087,8 +1176,7 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
                     self.hi = s - 1;
                     self.hi_ceil = s - 1;
                 }
-                // SAFETY: the value lives as long as the version.
-                return Some((s..=e, unsafe { &*v }));
+                return Some((s, e, v));
             }
             if !more {
                 self.finish();
@@ -1098,4 +1186,23 @@ impl<'s, T> DoubleEndedIterator for Iter<'s, T> {
     }
 }
 
-impl<T> FusedIterator for Iter<'_, T> {}
+impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
+    type Item = (RangeInclusive<u64>, S::Ref<'s>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (s, e, v) = self.next_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive.
+        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+    }
+}
+
+impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (s, e, v) = self.next_back_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive.
+        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+    }
+}
+
+impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}

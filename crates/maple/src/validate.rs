@@ -124,7 +124,7 @@ fn check_pivots(pivots: &[u64], n: usize, lo: u64, hi: u64) -> Result<(), String
     Ok(())
 }
 
-impl<T> MapleTree<T> {
+impl<T, S: crate::value::Repr<T>> MapleTree<T, S> {
     /// Checks every structural invariant of the current version (node
     /// layout, pivot order, gaps, occupancy, depth, counters). For tests and
     /// fuzzing; O(n). Call it with no write in flight.
@@ -140,7 +140,7 @@ impl<T> MapleTree<T> {
         if !root.is_null() {
             // SAFETY: the reader's guard keeps the nodes alive; no write runs
             // meanwhile (the caller's contract).
-            unsafe { check::<T>(root, 0, u64::MAX, 0, true, &mut w)? };
+            unsafe { check::<crate::value::Slot<T, S>>(root, 0, u64::MAX, 0, true, &mut w)? };
         }
         if w.entries != self.len() {
             return Err(format!(

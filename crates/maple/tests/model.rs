@@ -12,7 +12,30 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use maple::{MapleError, MapleTree};
+use crate::kind::get as value_of;
+use crate::kind::{mk, Tree, V};
+use maple::MapleError;
+
+/// The tree under test: values boxed (the default representation). The
+/// same tests run for an inline representation in `tests/model_inline.rs`,
+/// which includes this file as a module and supplies its own `kind`.
+#[allow(dead_code)]
+mod kind {
+    /// The representation.
+    pub type S = maple::Boxed;
+    /// The tree type.
+    pub type Tree = maple::MapleTree<V, S>;
+    /// Its value type.
+    pub type V = u64;
+    /// A value of the tree for a model value.
+    pub fn mk(v: u64) -> V {
+        v
+    }
+    /// The model value of a value handed back.
+    pub fn get(v: &V) -> u64 {
+        *v
+    }
+}
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -397,7 +420,7 @@ fn op(space: Space) -> BoxedStrategy<Op> {
 // ---------------------------------------------------------------------------
 
 struct Harness {
-    tree: MapleTree<u64>,
+    tree: Tree,
     model: Model,
     next_value: u64,
     ops: u64,
@@ -407,7 +430,7 @@ fn owned(e: Option<(RangeInclusive<u64>, &u64)>) -> Option<Ent> {
     e.map(|(r, v)| (r, *v))
 }
 
-fn entry(e: Option<maple::Entry<'_, u64>>) -> Option<Ent> {
+fn entry(e: Option<maple::Entry<'_, V, crate::kind::S>>) -> Option<Ent> {
     e.map(|e| {
         assert_eq!(e.range(), e.first()..=e.last());
         assert_eq!(*e.value(), *e);
@@ -418,7 +441,7 @@ fn entry(e: Option<maple::Entry<'_, u64>>) -> Option<Ent> {
 impl Harness {
     fn new() -> Self {
         Harness {
-            tree: MapleTree::new(),
+            tree: Tree::default(),
             model: Model::default(),
             next_value: 1,
             ops: 0,
@@ -440,29 +463,29 @@ impl Harness {
         match *op {
             Op::Store(f, l) => {
                 let v = self.value();
-                match self.tree.store_range(f, l, v) {
+                match self.tree.store_range(f, l, mk(v)) {
                     Ok(()) => {
                         assert!(f <= l, "store_range({f}, {l}) accepted an inverted range");
                         self.model.store(f, l, v);
                     }
                     Err(e) => {
                         assert_eq!(e.kind, MapleError::InvertedRange { first: f, last: l });
-                        assert_eq!(e.value, v, "WriteError must give the value back");
+                        assert_eq!(value_of(&e.value), v, "WriteError must give the value back");
                     }
                 }
             }
             Op::StorePoint(i) => {
                 let v = self.value();
-                self.tree.store(i, v).unwrap();
+                self.tree.store(i, mk(v)).unwrap();
                 self.model.store(i, i, v);
             }
             Op::Insert(f, l) => {
                 let v = self.value();
                 let want = self.model.insert(f, l, v);
-                match self.tree.insert_range(f, l, v) {
+                match self.tree.insert_range(f, l, mk(v)) {
                     Ok(()) => assert_eq!(want, Ok(()), "insert_range({f}, {l})"),
                     Err(e) => {
-                        assert_eq!(e.value, v);
+                        assert_eq!(value_of(&e.value), v);
                         check_err_kind(e.kind, want.unwrap_err(), "insert_range");
                     }
                 }
@@ -470,10 +493,10 @@ impl Harness {
             Op::InsertPoint(i) => {
                 let v = self.value();
                 let want = self.model.insert(i, i, v);
-                match self.tree.try_insert(i, v) {
+                match self.tree.try_insert(i, mk(v)) {
                     Ok(()) => assert_eq!(want, Ok(()), "insert({i})"),
                     Err(e) => {
-                        assert_eq!(e.value, v);
+                        assert_eq!(value_of(&e.value), v);
                         check_err_kind(e.kind, want.unwrap_err(), "insert");
                     }
                 }
@@ -490,7 +513,7 @@ impl Harness {
                     };
                     let l = f.saturating_add(len);
                     let v = self.value();
-                    self.tree.store_range(f, l, v).unwrap();
+                    self.tree.store_range(f, l, mk(v)).unwrap();
                     self.model.store(f, l, v);
                     self.ops += 1;
                     assert_eq!(self.tree.len(), self.model.len());
@@ -503,7 +526,7 @@ impl Harness {
             }
             Op::Remove(i) => {
                 let want = self.model.erase(i);
-                let got = self.tree.remove(i);
+                let got = self.tree.remove(i).map(|(r, v)| (r, value_of(&v)));
                 assert_eq!(got, want, "remove({i})");
             }
             Op::Overwrite(k) => {
@@ -512,7 +535,7 @@ impl Harness {
                 };
                 let v = self.value();
                 let nodes = self.tree.memory_usage().nodes;
-                self.tree.store_range(*r.start(), *r.end(), v).unwrap();
+                self.tree.store_range(*r.start(), *r.end(), mk(v)).unwrap();
                 self.model.store(*r.start(), *r.end(), v);
                 assert_eq!(
                     self.tree.memory_usage().nodes,
@@ -526,7 +549,12 @@ impl Harness {
                     let got: Vec<Ent> = removed.iter().map(|(r, v)| (r, *v)).collect();
                     assert_eq!(removed.len(), got.len());
                     assert_eq!(got, self.model.remove_range(f, l), "remove_range({f}, {l})");
-                    assert_eq!(removed.to_vec(), got);
+                    let cloned: Vec<Ent> = removed
+                        .to_vec()
+                        .into_iter()
+                        .map(|(r, v)| (r, value_of(&v)))
+                        .collect();
+                    assert_eq!(cloned, got);
                 }
                 Err(e) => assert_eq!(e, MapleError::InvertedRange { first: f, last: l }),
             },
@@ -594,9 +622,9 @@ impl Harness {
                 let v = self.value();
                 let want = self.model.empty_area(min, max, size, rev);
                 let got = if rev {
-                    self.tree.alloc_range_rev(min, max, size, v)
+                    self.tree.alloc_range_rev(min, max, size, mk(v))
                 } else {
-                    self.tree.alloc_range(min, max, size, v)
+                    self.tree.alloc_range(min, max, size, mk(v))
                 };
                 match (got, want) {
                     (Ok(s), Ok(w)) => {
@@ -605,7 +633,7 @@ impl Harness {
                     }
                     (Err(e), Err(w)) => {
                         assert_eq!(e.kind, w, "alloc_range error");
-                        assert_eq!(e.value, v);
+                        assert_eq!(value_of(&e.value), v);
                     }
                     (g, w) => panic!(
                         "alloc_range({min}, {max}, {size}, rev {rev}): got {:?}, want {w:?}",
@@ -640,7 +668,7 @@ impl Harness {
                 // The copy is independent: writing the original leaves it alone.
                 let saved = self.model.clone();
                 let v = self.value();
-                self.tree.store_range(0, 3, v).unwrap();
+                self.tree.store_range(0, 3, mk(v)).unwrap();
                 self.model.store(0, 3, v);
                 check_tree(&copy, &saved, space);
                 self.tree.clear();
@@ -725,7 +753,7 @@ impl Harness {
                 IterStep::Store(f, l) => {
                     let v = self.next_value + 1;
                     self.next_value = v;
-                    tree.store_range(f, l, v).unwrap();
+                    tree.store_range(f, l, mk(v)).unwrap();
                     self.model.store(f, l, v);
                 }
                 IterStep::Erase(k) => {
@@ -736,7 +764,7 @@ impl Harness {
                     let v = self.next_value + 1;
                     self.next_value = v;
                     let want = self.model.insert(f, l, v);
-                    let got = tree.insert_range(f, l, v).map_err(|e| e.kind);
+                    let got = tree.insert_range(f, l, mk(v)).map_err(|e| e.kind);
                     match (got, want) {
                         (Ok(()), Ok(())) => {}
                         (Err(g), Err(w)) => check_err_kind(g, w, "insert during iteration"),
@@ -820,7 +848,7 @@ fn check_mixed<'s>(
     }
 }
 
-fn check_tree(tree: &MapleTree<u64>, model: &Model, space: Space) {
+fn check_tree(tree: &Tree, model: &Model, space: Space) {
     // Structure: pivots, counts, fill, no adjacent gaps, and every internal
     // gap equal to the longest free run below it.
     if let Err(e) = tree.validate() {
@@ -861,7 +889,12 @@ fn check_tree(tree: &MapleTree<u64>, model: &Model, space: Space) {
     }
 }
 
-fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], values: &[u64]) {
+fn run_cursor(
+    c: &mut maple::Cursor<'_, V, crate::kind::S>,
+    model: &mut Model,
+    ops: &[CurOp],
+    values: &[u64],
+) {
     // `pos` is the model's idea of the position; `None` until the first walk
     // or after a step that ran off either end.
     let mut pos: Option<u64> = None;
@@ -901,10 +934,10 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
             }
             CurOp::Insert(f, l) => {
                 let want = model.insert(f, l, v);
-                match c.insert_range(f, l, v) {
+                match c.insert_range(f, l, mk(v)) {
                     Ok(()) => assert_eq!(want, Ok(()), "cursor insert_range({f}, {l})"),
                     Err(e) => {
-                        assert_eq!(e.value, v);
+                        assert_eq!(value_of(&e.value), v);
                         check_err_kind(e.kind, want.unwrap_err(), "cursor insert_range");
                     }
                 }
@@ -914,14 +947,14 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
                 if matches!(op, CurOp::PreStore(..)) && f <= l {
                     c.preallocate(f, l);
                 }
-                match c.store_range(f, l, v) {
+                match c.store_range(f, l, mk(v)) {
                     Ok(()) => {
                         assert!(f <= l);
                         model.store(f, l, v);
                     }
                     Err(e) => {
                         assert_eq!(e.kind, MapleError::InvertedRange { first: f, last: l });
-                        assert_eq!(e.value, v);
+                        assert_eq!(value_of(&e.value), v);
                     }
                 }
                 pos = None;
@@ -935,7 +968,7 @@ fn run_cursor(c: &mut maple::Cursor<'_, u64>, model: &mut Model, ops: &[CurOp], 
                 if k % 2 == 0 {
                     c.walk(*r.start());
                 }
-                c.store_range(*r.start(), *r.end(), v).unwrap();
+                c.store_range(*r.start(), *r.end(), mk(v)).unwrap();
                 model.store(*r.start(), *r.end(), v);
                 assert_eq!(owned(c.walk(*r.end())), Some((r.clone(), v)));
                 pos = Some(*r.end());
@@ -1085,14 +1118,14 @@ impl Rng {
 /// `[15, 35]` (it starts below what the front already passed).
 #[test]
 fn mixed_ends_with_a_write_between_never_overlap() {
-    let tree = MapleTree::new();
+    let tree = Tree::default();
     for i in 0..200u64 {
-        tree.store_range(i * 10, i * 10 + 9, i).unwrap();
+        tree.store_range(i * 10, i * 10 + 9, mk(i)).unwrap();
     }
     let snap = tree.reader();
     let mut it = snap.range(10, 39);
     assert_eq!(owned(it.next()), Some((10..=19, 1)));
-    tree.store_range(15, 35, 1000).unwrap();
+    tree.store_range(15, 35, mk(1000)).unwrap();
     let back = owned(it.next_back());
     if let Some((r, _)) = &back {
         assert!(
@@ -1108,7 +1141,7 @@ fn mixed_ends_with_a_write_between_never_overlap() {
     let snap = tree.reader();
     let mut it = snap.range(100, 139);
     assert_eq!(owned(it.next_back()), Some((130..=139, 13)));
-    tree.store_range(115, 135, 2000).unwrap();
+    tree.store_range(115, 135, mk(2000)).unwrap();
     if let Some((r, _)) = owned(it.next()) {
         assert!(
             *r.end() < 130,

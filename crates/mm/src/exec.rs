@@ -313,21 +313,21 @@ impl Planner {
     }
 
     /// Where a non-fixed file mapping of `len` bytes from page `pgoff` goes: top-down,
-    /// and, when it is at least [`PMD_SIZE`] and covers a whole PMD-aligned piece of
-    /// the file, at an address congruent to its file offset modulo `PMD_SIZE` (the
-    /// kernel's `thp_get_unmapped_area`, which ext4 and tmpfs use: it searches for
-    /// `len + PMD_SIZE` and moves the start up to the congruent address).
+    /// with the kernel's huge-page rule ([`crate::placement::thp_top_down`], the same
+    /// function the placement policy uses): when it covers a whole PMD-aligned 2 MiB
+    /// block of the file, the kernel searches for `len + PMD_SIZE` and moves the start
+    /// up to the address congruent to the file offset modulo `PMD_SIZE` (the top of
+    /// the padded area when the found start already is). With no padded gap, the
+    /// plain search.
     fn top_down_file(&self, path: &Path, len: u64, pgoff: u64) -> Result<u64, Error> {
-        let off = pgoff.saturating_mul(PAGE_SIZE);
-        let off_align = off.div_ceil(PMD_SIZE).saturating_mul(PMD_SIZE);
-        let off_end = off.saturating_add(len);
-        if len < PMD_SIZE || off_end <= off_align || off_end - off_align < PMD_SIZE {
-            return self.top_down(path, len, PAGE_SIZE);
-        }
-        match self.top_down(path, len + PMD_SIZE, PAGE_SIZE) {
-            Ok(at) => Ok(at + (off.wrapping_sub(at) & (PMD_SIZE - 1))),
-            // No padded gap: the kernel falls back to the plain search.
-            Err(_) => self.top_down(path, len, PAGE_SIZE),
+        let thp = pgoff.checked_mul(PAGE_SIZE).and_then(|off| {
+            crate::placement::thp_top_down(off, len, 0, |len_pad| {
+                self.top_down(path, len_pad, PAGE_SIZE).ok()
+            })
+        });
+        match thp {
+            Some(at) => Ok(at),
+            None => self.top_down(path, len, PAGE_SIZE),
         }
     }
 
@@ -816,6 +816,21 @@ mod tests {
         let at = pl.top_down_file(p, 4 << 20, 256).unwrap();
         assert_eq!(at % PMD_SIZE, 1 << 20);
         // Under 2 MiB: plain top-down.
+        let at = pl.top_down_file(p, 1 << 20, 0).unwrap();
+        assert_eq!(at, MMAP_BASE - (1 << 20));
+        // The padded area's start already congruent: the mapping goes 2 MiB above
+        // it, at the top of the padded area, as the kernel's top-down search does
+        // (the address Linux 6.18 gave a 4 MiB request below 0x7ffff7c00000,
+        // tests/remap.rs `thp_policy_reproduces_recorded_kernel_addresses`).
+        let mut pl = Planner::default();
+        pl.occupy(0x7fff_f7c0_0000, MMAP_BASE);
+        assert_eq!(pl.top_down_file(p, 4 << 20, 0).unwrap(), 0x7fff_f780_0000);
+        // A file range with no whole aligned 2 MiB block: plain top-down.
+        assert_eq!(
+            pl.top_down_file(p, 3 << 20, 1).unwrap(),
+            0x7fff_f7c0_0000 - (3 << 20)
+        );
+        let pl = Planner::default();
         let at = pl.top_down_file(p, 1 << 20, 0).unwrap();
         assert_eq!(at, MMAP_BASE - (1 << 20));
     }

@@ -48,10 +48,11 @@ pub use placement::Placement;
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
-use maple::MapleTree;
+use maple::{Inline, MapleTree};
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
@@ -198,12 +199,28 @@ pub struct Mm {
     id: u64,
     files: Arc<Files>,
     pattern: CallPattern,
-    tree: MapleTree<Arc<Vma>>,
+    tree: VmaTree,
     state: Mutex<State>,
 }
 
+/// The VMA tree: each `Arc<Vma>` stored in its slot word (no box per VMA; fork's
+/// `dup` clones the `Arc`s).
+pub(crate) type VmaTree = MapleTree<Arc<Vma>, Inline>;
+
+/// The few items one change handles (VMAs it removes or adds, their call sites),
+/// kept on the stack.
+type Few<T> = SmallVec<[T; 4]>;
+
 fn align_up(x: u64) -> Option<u64> {
     Some(x.checked_add(PAGE_SIZE - 1)? & !(PAGE_SIZE - 1))
+}
+
+/// Whether any VMA of `tree` intersects `[start, end)` (`start < end`): one `find`
+/// descent.
+pub(crate) fn occupied(tree: &VmaTree, start: u64, end: u64) -> bool {
+    tree.reader()
+        .find(start)
+        .is_some_and(|(range, _)| *range.start() < end)
 }
 
 fn interval(v: &Vma, pgoff: u64) -> Interval {
@@ -217,7 +234,7 @@ impl Mm {
             id: NEXT_MM.fetch_add(1, Ordering::Relaxed),
             pattern: files.call_pattern(),
             files,
-            tree: MapleTree::new(),
+            tree: MapleTree::new_inline(),
             state: Mutex::new(State {
                 brk_start: 0,
                 brk: 0,
@@ -258,18 +275,22 @@ impl Mm {
     }
 
     /// Every VMA, in address order. Takes no lock: a concurrent change may be
-    /// seen in part (each VMA whole, old or new), as the maple tree's readers see it.
+    /// seen in part (some VMAs old, some new), as the maple tree's readers see it;
+    /// the VMAs returned never overlap (an old VMA a change is cutting is returned
+    /// as the piece the tree still maps to it, with no [`Vma::rmap_id`]).
     pub fn vmas(&self) -> Vec<Vma> {
         self.tree
             .reader()
             .iter()
-            .map(|(_, v)| (**v).clone())
+            .map(|(r, v)| as_seen(*r.start(), *r.end(), &v))
             .collect()
     }
 
-    /// The VMA containing `addr`, if any (lock-free).
+    /// The VMA containing `addr`, if any (lock-free; see [`Mm::vmas`]).
     pub fn find(&self, addr: u64) -> Option<Vma> {
-        self.tree.load(addr).map(|e| (**e.value()).clone())
+        self.tree
+            .load(addr)
+            .map(|e| as_seen(e.first(), e.last(), e.value()))
     }
 
     /// The program break and where the heap starts.
@@ -401,15 +422,13 @@ impl Mm {
         why: Why,
         core: (u64, u64),
     ) {
-        let old: Vec<Arc<Vma>> = self
-            .tree
-            .reader()
-            .range(start, end - 1)
-            .map(|(_, v)| v.clone())
-            .collect();
+        let old = self.overlapping(start, end);
+        if old.is_empty() && new.is_empty() {
+            return;
+        }
         let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
-        let mut add = Vec::with_capacity(new.len() + 2);
-        let mut add_sites = Vec::with_capacity(new.len() + 2);
+        let mut add: Few<Vma> = SmallVec::new();
+        let mut add_sites: Few<CallSite> = SmallVec::new();
         if let Some(first) = old.first().filter(|v| v.start < start) {
             add.push(first.slice(first.start, start));
             add_sites.push(CallSite::Split);
@@ -435,7 +454,7 @@ impl Mm {
             add.push(last.slice(end, last.end));
             add_sites.push(CallSite::Split);
         }
-        let old_sites: Vec<CallSite> = old
+        let old_sites: Few<CallSite> = old
             .iter()
             .map(|v| {
                 let cut = v.start < start || v.end > end;
@@ -446,17 +465,70 @@ impl Mm {
                 }
             })
             .collect();
-        for v in &old {
-            self.tree.erase(v.start);
+        // The stretches of `[lo, hi)` that old VMAs cover and no new one does.
+        let lo = old.first().map_or(start, |v| v.start.min(start));
+        let hi = old.last().map_or(end, |v| v.end.max(end));
+        let mut clear: Few<(u64, u64)> = SmallVec::new();
+        let mut at = lo;
+        for (s, e) in add.iter().map(|v| (v.start, v.end)).chain([(hi, hi)]) {
+            if at < s && old.iter().any(|o| o.start < s && at < o.end) {
+                clear.push((at, s));
+            }
+            at = e;
         }
-        self.unlink(st, &old, &old_sites);
-        self.link(st, &mut add, &add_sites);
+        if old.iter().any(|v| v.link.is_some()) {
+            self.unlink(st, &old, &old_sites);
+        }
+        if add.iter().any(|v| v.file().is_some()) {
+            self.link(st, &mut add, &add_sites);
+        }
+        // Tree writes: first each cleared stretch emptied in one write (an erase when
+        // it is exactly one old VMA), which leaves an old VMA that a stretch cuts on
+        // its remainder's range, so that storing the remainder is then an exact fit
+        // (one slot swapped); then each new VMA stored over its range, replacing
+        // whatever is left there in the same write (a merge or a grow in place is one
+        // write, not an erase and an insert). A lock-free reader may meanwhile see an
+        // old VMA on part of its range (see [`Mm::vmas`]), and never a hole where
+        // the change keeps something mapped. The same instruction count as storing
+        // first and erasing the remains after, and less time: the range removal's
+        // instructions are mostly a path buffer's clearing, cheap per byte.
+        for (s, e) in clear {
+            if old.iter().any(|o| o.start == s && o.end == e) {
+                self.tree.erase(s);
+            } else {
+                drop(self.tree.remove_range(s, e - 1).expect("s < e"));
+            }
+        }
         for v in add {
             let (s, e) = (v.start, v.end);
             self.tree
-                .insert_range(s, e - 1, Arc::new(v))
-                .expect("range was cleared");
+                .store_range(s, e - 1, Arc::new(v))
+                .expect("a VMA's range is not inverted");
         }
+    }
+
+    /// The VMAs intersecting `[start, end)`, in address order: one `find` descent
+    /// per VMA (a range iterator costs two root-to-leaf paths, 2 KiB to set up, for
+    /// the zero to two VMAs a call usually touches).
+    fn overlapping(&self, start: u64, end: u64) -> Few<Arc<Vma>> {
+        let r = self.tree.reader();
+        let mut out = SmallVec::new();
+        let mut at = start;
+        while at < end {
+            match r.find(at) {
+                Some((range, v)) if *range.start() < end => {
+                    out.push(v.clone());
+                    at = *range.end() + 1;
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Whether any VMA intersects `[start, end)`.
+    fn occupied(&self, start: u64, end: u64) -> bool {
+        occupied(&self.tree, start, end)
     }
 
     /// Places `list` (sorted, contiguous or not), merging its ends with compatible
@@ -464,23 +536,32 @@ impl Mm {
     fn place(&self, st: &mut State, mut list: Vec<Vma>, why: Why) {
         let (mut lo, mut hi) = (list[0].start, list[list.len() - 1].end);
         let core = (lo, hi);
-        if lo > 0 {
-            if let Some(e) = self.tree.load(lo - 1) {
+        if list.len() > 1 {
+            merge_adjacent(&mut list);
+        }
+        {
+            let r = self.tree.reader();
+            // A mergeable neighbour's piece outside the range joins the list's end
+            // VMA (what merge_adjacent would make of the two).
+            if let Some((_, e)) = lo.checked_sub(1).and_then(|i| r.load(i)) {
                 let left = e.slice(e.start, lo);
                 if left.can_merge(&list[0]) {
                     lo = left.start;
-                    list.insert(0, left);
+                    list[0] = Vma {
+                        end: list[0].end,
+                        ..left
+                    };
+                }
+            }
+            if let Some((_, e)) = r.load(hi) {
+                let right = e.slice(hi, e.end);
+                let last = list.len() - 1;
+                if list[last].can_merge(&right) {
+                    hi = right.end;
+                    list[last].end = hi;
                 }
             }
         }
-        if let Some(e) = self.tree.load(hi) {
-            let right = e.slice(hi, e.end);
-            if list[list.len() - 1].can_merge(&right) {
-                hi = right.end;
-                list.push(right);
-            }
-        }
-        merge_adjacent(&mut list);
         self.replace(st, lo, hi, list, why, core);
     }
 
@@ -570,15 +651,7 @@ impl Mm {
             }
         }
         let mut st = self.state.lock();
-        if opts.fixed_noreplace
-            && !opts.fixed
-            && self
-                .tree
-                .reader()
-                .range(addr, addr + len - 1)
-                .next()
-                .is_some()
-        {
+        if opts.fixed_noreplace && !opts.fixed && self.occupied(addr, addr + len) {
             return Err(Error::Exists { start: addr, len });
         }
         let start = if at_addr {
@@ -618,9 +691,7 @@ impl Mm {
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
-        if self.tree.reader().range(start, end - 1).next().is_none() {
-            return Ok(());
-        }
+        // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
     }
@@ -634,7 +705,7 @@ impl Mm {
         let mut st = self.state.lock();
         let mut pieces = Vec::new();
         let mut at = start;
-        for (_, v) in self.tree.reader().range(start, end - 1) {
+        for v in self.overlapping(start, end) {
             if v.start > at {
                 break;
             }
@@ -682,14 +753,7 @@ impl Mm {
                 (new_end, old_end),
             );
         } else if new_end > old_end {
-            if new_end > MMAP_BASE
-                || self
-                    .tree
-                    .reader()
-                    .range(old_end, new_end - 1)
-                    .next()
-                    .is_some()
-            {
+            if new_end > MMAP_BASE || self.occupied(old_end, new_end) {
                 return st.brk;
             }
             let heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
@@ -910,6 +974,17 @@ impl std::fmt::Debug for Mm {
             .field("vmas", &self.tree.len())
             .finish()
     }
+}
+
+/// The VMA a reader found on the tree's range `[first, last]`: `v` itself, or,
+/// while a change that cuts `v` is in flight (the tree already maps part of `v`'s
+/// range elsewhere), the piece of `v` on that range, with no reverse-map id (no
+/// reverse map holds that piece's interval).
+fn as_seen(first: u64, last: u64, v: &Vma) -> Vma {
+    if v.start == first && v.end == last + 1 {
+        return v.clone();
+    }
+    v.slice(first.max(v.start), (last + 1).min(v.end))
 }
 
 fn anon(start: u64, end: u64, prot: Prot, kind: AnonKind) -> Vma {

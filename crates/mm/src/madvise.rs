@@ -121,7 +121,7 @@ impl Mm {
         let mut pieces = Vec::new();
         let mut changed = false;
         let mut at = start;
-        for (_, v) in self.tree.reader().range(start, end - 1) {
+        for v in self.overlapping(start, end) {
             if v.start > at {
                 break;
             }

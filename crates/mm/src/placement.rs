@@ -13,9 +13,7 @@
 //! mappings without a hint take it when their length is a multiple of 2 MiB.
 
 use crate::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
-use crate::{Error, Vma, PAGE_SIZE};
-use maple::MapleTree;
-use std::sync::Arc;
+use crate::{Error, VmaTree, PAGE_SIZE};
 
 /// The size of a PMD-mapped transparent huge page (x86-64).
 pub const PMD_SIZE: u64 = 2 << 20;
@@ -67,25 +65,21 @@ pub(crate) struct Request {
     pub(crate) nohugepage: bool,
 }
 
-fn free(tree: &MapleTree<Arc<Vma>>, start: u64, len: u64) -> bool {
+fn free(tree: &VmaTree, start: u64, len: u64) -> bool {
     start >= MMAP_MIN_ADDR
         && start % PAGE_SIZE == 0
-        && start.checked_add(len).is_some_and(|end| {
-            end <= TASK_SIZE && tree.reader().range(start, end - 1).next().is_none()
-        })
+        && start
+            .checked_add(len)
+            .is_some_and(|end| end <= TASK_SIZE && !crate::occupied(tree, start, end))
 }
 
-fn top_down(tree: &MapleTree<Arc<Vma>>, len: u64) -> Option<u64> {
+fn top_down(tree: &VmaTree, len: u64) -> Option<u64> {
     tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len).ok()
 }
 
 /// The address the kernel would give `req` in `tree` under `policy`. `NoSpace` when
 /// nothing fits. Reads the tree only.
-pub(crate) fn unmapped_area(
-    tree: &MapleTree<Arc<Vma>>,
-    req: Request,
-    policy: Placement,
-) -> Result<u64, Error> {
+pub(crate) fn unmapped_area(tree: &VmaTree, req: Request, policy: Placement) -> Result<u64, Error> {
     let aligned = match req.pgoff {
         Some(_) => policy.thp_file,
         None => {
@@ -107,25 +101,90 @@ pub(crate) fn unmapped_area(
     top_down(tree, req.len).ok_or(Error::NoSpace { len: req.len })
 }
 
-/// `__thp_get_unmapped_area`; `None` sends the caller to the plain search.
-fn thp_area(tree: &MapleTree<Arc<Vma>>, req: Request) -> Option<u64> {
+/// `__thp_get_unmapped_area` for `req` in `tree`; `None` sends the caller to the plain
+/// search.
+fn thp_area(tree: &VmaTree, req: Request) -> Option<u64> {
     let off = req.pgoff.unwrap_or(0).checked_mul(PAGE_SIZE)?;
-    let off_end = off.checked_add(req.len)?;
+    thp_top_down(off, req.len, req.hint, |len_pad| {
+        if req.hint != 0 && free(tree, req.hint, len_pad) {
+            Some(req.hint)
+        } else {
+            top_down(tree, len_pad)
+        }
+    })
+}
+
+/// The kernel's huge-page placement rule (`__thp_get_unmapped_area`, Linux 6.7+, an
+/// mm that places top-down), shared by [`unmapped_area`] and the exec planner: for a
+/// mapping of `len` bytes at file byte offset `off` whose file range holds a whole
+/// PMD-aligned 2 MiB block, `search(len + PMD_SIZE)` (the address space's own search,
+/// hint `hint` honoured) finds a padded area at `ret`, and the mapping goes at the
+/// first address above `ret` congruent to `off` modulo [`PMD_SIZE`], or, when `ret`
+/// itself is congruent, at `ret + PMD_SIZE`: the top of the padded area, as the
+/// kernel's top-down branch does (`if (test_bit(MMF_TOPDOWN, ...) && !off_sub)
+/// return ret + size`). A search that returns the hint keeps it. `None`, for the
+/// caller's plain search, when the range holds no whole block, the padding overflows,
+/// or no padded area fits.
+pub(crate) fn thp_top_down(
+    off: u64,
+    len: u64,
+    hint: u64,
+    search: impl FnOnce(u64) -> Option<u64>,
+) -> Option<u64> {
+    let off_end = off.checked_add(len)?;
     let off_align = off.checked_add(PMD_SIZE - 1)? & !(PMD_SIZE - 1);
     if off_end <= off_align || off_end - off_align < PMD_SIZE {
         return None;
     }
-    let len_pad = req.len.checked_add(PMD_SIZE)?;
+    let len_pad = len.checked_add(PMD_SIZE)?;
     off.checked_add(len_pad)?;
-    let ret = if req.hint != 0 && free(tree, req.hint, len_pad) {
-        return Some(req.hint);
-    } else {
-        top_down(tree, len_pad)?
-    };
+    let ret = search(len_pad)?;
+    if hint != 0 && ret == hint {
+        return Some(hint);
+    }
     let off_sub = off.wrapping_sub(ret) & (PMD_SIZE - 1);
     Some(if off_sub == 0 {
         ret + PMD_SIZE
     } else {
         ret + off_sub
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thp_rule_moves_up_to_the_offset_or_to_the_top_of_the_padded_area() {
+        let len = 3 << 20;
+        // A padded area at an address one page past a 2 MiB boundary, offset 0: the
+        // mapping starts at the next boundary.
+        let ret = 0x7fff_f760_1000;
+        assert_eq!(
+            thp_top_down(0, len, 0, |l| (l == len + PMD_SIZE).then_some(ret)),
+            Some(0x7fff_f780_0000)
+        );
+        // Already congruent: the top of the padded area (ret + 2 MiB), not ret.
+        let ret = 0x7fff_f760_0000;
+        assert_eq!(thp_top_down(0, len, 0, |_| Some(ret)), Some(ret + PMD_SIZE));
+        // Offset 1 MiB: congruent to 1 MiB.
+        let at = thp_top_down(1 << 20, 4 << 20, 0, |_| Some(0x7fff_f000_0000)).unwrap();
+        assert_eq!(at % PMD_SIZE, 1 << 20);
+        // The hint kept when the search returns it.
+        assert_eq!(
+            thp_top_down(0, len, 0x7000_0000_1000, |_| Some(0x7000_0000_1000)),
+            Some(0x7000_0000_1000)
+        );
+        // No whole aligned block in [off, off + len): not the huge-page rule.
+        assert_eq!(thp_top_down(0, PMD_SIZE - PAGE_SIZE, 0, |_| Some(0)), None);
+        assert_eq!(thp_top_down(PAGE_SIZE, PMD_SIZE, 0, |_| Some(0)), None);
+        // No padded area: None (the caller searches for the plain length).
+        assert_eq!(thp_top_down(0, len, 0, |_| None), None);
+        // Overflowing padding: None, no panic.
+        assert_eq!(thp_top_down(0, u64::MAX - PAGE_SIZE, 0, |_| Some(0)), None);
+        assert_eq!(
+            thp_top_down(u64::MAX - (4 << 20), 2 << 20, 0, |_| Some(0)),
+            None
+        );
+    }
 }

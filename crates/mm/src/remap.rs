@@ -111,14 +111,7 @@ impl Mm {
         if !flags.fixed {
             let grow_end = old_addr.checked_add(new_len).filter(|&e| e <= TASK_SIZE);
             if let Some(grow_end) = grow_end {
-                if old_end == vma.end
-                    && self
-                        .tree
-                        .reader()
-                        .range(old_end, grow_end - 1)
-                        .next()
-                        .is_none()
-                {
+                if old_end == vma.end && !self.occupied(old_end, grow_end) {
                     let mut ext = vma.slice(vma.start, vma.end);
                     ext.start = old_end;
                     ext.end = grow_end;

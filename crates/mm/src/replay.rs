@@ -15,6 +15,7 @@ use crate::{
     RmapCalls, Vma, Why, PAGE_SIZE,
 };
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -51,7 +52,7 @@ impl Report {
 pub struct Replay {
     files: Arc<Files>,
     placement: Placement,
-    live: HashMap<u32, Arc<Mm>>,
+    live: HashMap<u32, Arc<Mm>, BuildHasherDefault<PidHasher>>,
     /// Address spaces at their owner's exit (or execve), by pid; last one wins.
     pub exited: HashMap<u32, Vec<Vma>>,
     all: Vec<Arc<Mm>>,
@@ -67,7 +68,7 @@ impl Replay {
         Replay {
             files,
             placement,
-            live: HashMap::new(),
+            live: HashMap::default(),
             exited: HashMap::new(),
             all: Vec::new(),
             file_cache: HashMap::new(),
@@ -116,6 +117,12 @@ impl Replay {
         for e in events {
             self.step(e);
         }
+        self.finish()
+    }
+
+    /// The report after events replayed one by one with [`Replay::step`]: sums the
+    /// reverse-map calls of every address space the run made.
+    pub fn finish(&mut self) -> &Report {
         let mut total = RmapCalls::default();
         for mm in &self.all {
             total.add(&mm.calls());
@@ -349,6 +356,27 @@ impl Replay {
             }
             _ => {}
         }
+    }
+}
+
+/// Hashes a pid by one multiplication (the replay looks one up per call; SipHash
+/// cost more than the lookup).
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
     }
 }
 

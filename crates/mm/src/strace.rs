@@ -136,6 +136,22 @@ pub struct Event {
     pub call: Call,
 }
 
+impl Call {
+    /// Whether this is a memory call (mmap, munmap, mprotect, brk, mremap, madvise),
+    /// as opposed to a process event (clone, execve, exit, other process calls).
+    pub fn is_memory(&self) -> bool {
+        matches!(
+            self,
+            Call::Mmap { .. }
+                | Call::Munmap { .. }
+                | Call::Mprotect { .. }
+                | Call::Brk { .. }
+                | Call::Mremap { .. }
+                | Call::Madvise { .. }
+        )
+    }
+}
+
 /// A line that could not be understood.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {

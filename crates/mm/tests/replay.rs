@@ -1,5 +1,20 @@
-//! Replays the two shipped real traces (tests/data, recorded as the README says) and
+//! Replays the shipped real traces (tests/data, recorded as the README says) and
 //! compares the final layout with the `/proc/PID/maps` taken at exit.
+//!
+//! `python3-alloc-loop` is a long trace (one process, ~2,300 memory calls, a third
+//! of them `mremap`), recorded from `python3-alloc-loop.py` in that directory with a
+//! fixed environment so the strace run and the gdb run allocate alike (`long.py` is
+//! a copy of `python3-alloc-loop.py`):
+//!
+//! ```sh
+//! E="PYTHONHASHSEED=0 GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072"
+//! env -i $E setarch -R strace -f -y -e trace=memory,process \
+//!     -o python3-alloc-loop.strace /usr/bin/python3 -S long.py
+//! env -i $E gdb -nx -q -batch -ex 'set startup-with-shell off' \
+//!     -ex 'catch syscall exit_group' -ex run -ex 'python import gdb; \
+//!     open("python3-alloc-loop.maps","w").write(open("/proc/%d/maps" % \
+//!     gdb.selected_inferior().pid).read())' --args /usr/bin/python3 -S long.py
+//! ```
 
 use mm::placement::Placement;
 use mm::replay::{diff_maps, model_maps, parse_maps, Replay};
@@ -41,6 +56,8 @@ fn shipped_traces_replay() {
     for (trace, maps) in [
         ("git-version.strace", "git-version.maps"),
         ("python3-import-json.strace", "python3-import-json.maps"),
+        // The long one: ~2,300 calls of one process (mmap, munmap, mremap, brk).
+        ("python3-alloc-loop.strace", "python3-alloc-loop.maps"),
     ] {
         for design in [Design::Linux, Design::Aspace] {
             let (r, diffs) = replay(trace, maps, design);

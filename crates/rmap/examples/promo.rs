@@ -4,8 +4,10 @@
 //! For each of "fresh" and "history" (`HISTORY` uncontended single-thread
 //! central acquisitions first, default 20 M), 4 threads churn (batched, as
 //! the exit path does) for `millis`; a watcher thread notes when the map
-//! promotes. Rows are interleaved (fresh, history, fresh, history) so load
-//! on the machine hits both alike. Also: 1 thread never promotes.
+//! promotes. A third row, the control, runs the same single-thread phase
+//! on another map and then churns a fresh one. Rows are interleaved
+//! (fresh, history, control, fresh, ...) so load on the machine hits all
+//! alike. Also: 1 thread never promotes.
 //!
 //! `cargo run --release -p aspace-rmap --example promo -- [millis] [rounds]`
 
@@ -77,20 +79,27 @@ fn main() {
     println!("| map | 4t ops/s | promoted after | contended |");
     println!("|---|---:|---:|---:|");
     for _ in 0..rounds {
-        for hist in [0, history] {
-            let a = if hist == 0 {
-                Aspace::new(Topology::Os)
-            } else {
-                with_history(hist)
+        for row in [Row::Fresh, Row::History, Row::BusyThenFresh] {
+            let a = match row {
+                Row::Fresh => Aspace::new(Topology::Os),
+                Row::History => with_history(history),
+                Row::BusyThenFresh => {
+                    // The same single-thread work right before, on a map
+                    // that is then dropped: separates "this map has
+                    // history" from "this process just ran a long
+                    // single-threaded phase" (scheduler, caches).
+                    drop(with_history(history));
+                    Aspace::new(Topology::Os)
+                }
             };
             let (ops, when, contended) = run(Arc::new(a), &cfg);
+            let name = match row {
+                Row::Fresh => "fresh".to_string(),
+                Row::History => format!("{history} acquisitions of history"),
+                Row::BusyThenFresh => format!("fresh, after {history} on another map"),
+            };
             println!(
-                "| {} | {ops:.0} | {} | {contended} |",
-                if hist == 0 {
-                    "fresh".to_string()
-                } else {
-                    format!("{hist} acquisitions of history")
-                },
+                "| {name} | {ops:.0} | {} | {contended} |",
                 when.map_or("never".into(), |d| format!(
                     "{:.1} ms",
                     d.as_secs_f64() * 1e3
@@ -98,4 +107,15 @@ fn main() {
             );
         }
     }
+}
+
+/// The rows of one round, run in this order.
+#[derive(Clone, Copy)]
+enum Row {
+    /// A map created just now.
+    Fresh,
+    /// A map with `HISTORY` single-thread acquisitions.
+    History,
+    /// The same single-thread phase on another map, then a fresh one.
+    BusyThenFresh,
 }

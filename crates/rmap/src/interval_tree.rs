@@ -12,9 +12,10 @@
 //! hold the slot's *word offset* in the arena (`index * size_of::<Node>() / 8`,
 //! a "ref"), so that following a link is one scaled address (`base + ref * 8`)
 //! with no multiply; `NIL` (`u32::MAX`) means "none" in both. A slot
-//! is allocated first
-//! ([`IntervalTree::alloc`]) and linked into the tree separately
-//! ([`IntervalTree::link`]), so that a design can keep slots *outside* the
+//! can be allocated first
+//! ([`IntervalTree::alloc_gen`]) and linked into the tree separately
+//! ([`IntervalTree::link`]; [`IntervalTree::insert_gen`] does both at once),
+//! so that a design can keep slots *outside* the
 //! tree (the `aspace` design hangs the members of a group of identical
 //! intervals off one linked node). Freed slots go on a free list of indices
 //! threaded through `max_last` (not a link), and each slot carries a
@@ -246,6 +247,37 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         self.nodes[i as usize].meta & GEN_MASK
     }
 
+    /// Live slot `i` of generation `gen`, or `None` (one bounds check).
+    #[inline(always)]
+    pub(crate) fn live_node(&self, i: u32, gen: u32) -> Option<&Node<P>> {
+        match self.nodes.get(i as usize) {
+            Some(n) if n.meta & LIVE != 0 && n.meta & GEN_MASK == gen => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Slot `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn node_unchecked(&self, i: u32) -> &Node<P> {
+        debug_assert!((i as usize) < self.nodes.len());
+        // SAFETY: by the precondition.
+        unsafe { self.nodes.get_unchecked(i as usize) }
+    }
+
+    /// Slot `i`, unchecked, mutably.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn node_unchecked_mut(&mut self, i: u32) -> &mut Node<P> {
+        debug_assert!((i as usize) < self.nodes.len());
+        // SAFETY: by the precondition.
+        unsafe { self.nodes.get_unchecked_mut(i as usize) }
+    }
+
     /// True when `i` names a live slot of generation `gen`.
     #[inline]
     pub(crate) fn is_live(&self, i: u32, gen: u32) -> bool {
@@ -255,21 +287,30 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         }
     }
 
-    /// Allocates a slot (not linked into the tree). O(1) amortised.
+    /// [`IntervalTree::alloc_gen`]'s slot only (the tests).
+    #[cfg(test)]
+    pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
+        self.alloc_gen(iv, payload).0
+    }
+
+    /// Allocates a slot (not linked into the tree). O(1) amortised. Returns
+    /// the slot and its generation (known here; read back after linking it
+    /// would cost a second bounds check).
     ///
     /// # Panics
     ///
     /// When the arena already holds [`IntervalTree::MAX_SLOTS`] slots (more
     /// than 600 million; the memory runs out first).
-    #[inline]
-    pub(crate) fn alloc(&mut self, iv: Interval, payload: P) -> u32 {
-        self.alloc_gen(iv, payload).0
+    #[inline(always)]
+    pub(crate) fn alloc_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
+        self.alloc_with(iv, payload, NIL, 0)
     }
 
-    /// [`IntervalTree::alloc`], also returning the slot's generation (known
-    /// here; read back after linking it would cost a second bounds check).
-    #[inline]
-    pub(crate) fn alloc_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
+    /// [`IntervalTree::alloc_gen`] writing `parent` as the slot's parent
+    /// link and `flags` (of `RED | IN_TREE`) into its meta: the caller
+    /// links it under `parent` at once.
+    #[inline(always)]
+    fn alloc_with(&mut self, iv: Interval, payload: P, parent: u32, flags: u32) -> (u32, u32) {
         if self.free != NIL {
             self.live += 1;
             let i = self.free;
@@ -283,8 +324,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 max_last: iv.last,
                 left: NIL,
                 right: NIL,
-                parent: NIL,
-                meta: LIVE | gen,
+                parent,
+                meta: LIVE | flags | gen,
                 payload,
             };
             self.free = next_free;
@@ -303,8 +344,8 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 max_last: iv.last,
                 left: NIL,
                 right: NIL,
-                parent: NIL,
-                meta: LIVE,
+                parent,
+                meta: LIVE | flags,
                 payload,
             });
             (i, 0)
@@ -312,6 +353,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     }
 
     /// Frees a live slot that is not in the tree; bumps its generation.
+    #[cfg(test)]
     pub(crate) fn free(&mut self, i: u32) {
         let free = self.free;
         let n = &mut self.nodes[i as usize];
@@ -565,6 +607,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
 
     /// Links allocated slot `z` into the tree by key order `K` (equal keys to
     /// the right).
+    #[inline]
     pub(crate) fn link(&mut self, z: u32) {
         let (kf, kl) = {
             let n = &self.nodes[z as usize];
@@ -574,28 +617,76 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             );
             (n.first, n.last)
         };
-        let z = Self::ref_of(z);
+        // SAFETY: `z` was bounds-checked above; `(kf, kl)` are its keys.
+        unsafe { self.link_ref(Self::ref_of(z), kf, kl) }
+    }
+
+    /// Allocates a slot for `(iv, payload)` and links it (`alloc_gen` then
+    /// `link`, without reading back and bounds-checking the new slot).
+    ///
+    /// The descent runs first; the new slot is then written once, already
+    /// hanging under its parent (red, linked), and only the parent's child
+    /// link, the augmented values above it and the rebalancing remain.
+    #[inline(always)]
+    pub(crate) fn insert_gen(&mut self, iv: Interval, payload: P) -> (u32, u32) {
+        let (parent, as_left) = self.descend(iv.first, iv.last);
+        let (i, gen) = self.alloc_with(iv, payload, parent, RED | IN_TREE);
+        let z = Self::ref_of(i);
+        // SAFETY: `z` is the ref of the slot `alloc_with` just wrote (an
+        // arena index); `parent` is NIL or a non-NIL link; the slot already
+        // holds NIL children, `parent`, `max_last == last`, red and linked.
+        unsafe {
+            if parent == NIL {
+                self.root = z;
+            } else {
+                let pn = self.at_mut(parent);
+                if as_left {
+                    pn.left = z;
+                } else {
+                    pn.right = z;
+                }
+                // Augment: raise max_last along the path until it covers z.
+                let mut p = parent;
+                while p != NIL {
+                    let pn = self.at_mut(p);
+                    if pn.max_last >= iv.last {
+                        break;
+                    }
+                    pn.max_last = iv.last;
+                    p = pn.parent;
+                }
+            }
+            // A red node under a black parent breaks nothing.
+            if self.red(parent) || parent == NIL {
+                self.insert_fixup(z);
+            }
+        }
+        (i, gen)
+    }
+
+    /// Where a node with keys `(kf, kl)` goes: its parent (`NIL` for an
+    /// empty tree) and whether it is the parent's left child.
+    #[inline(always)]
+    fn descend(&self, kf: u64, kl: u64) -> (u32, bool) {
         let mut cur = self.root;
         if cur == NIL {
-            // SAFETY: `z` is the ref of an index bounds-checked above.
-            unsafe { self.attach(z, NIL, false) };
-            return;
+            return (NIL, false);
         }
-        // Descend to the first free child slot; each step is one key compare
-        // and one link load (the kernel's descent compares the start only,
-        // and so does `ByStart`). Unrolled by two so that the parent and the
-        // child alternate between two variables instead of being copied.
-        let (parent, go_left) = loop {
+        // Each step is one key compare and one link load (the kernel's
+        // descent compares the start only, and so does `ByStart`). Unrolled
+        // by two so that the parent and the child alternate between two
+        // variables instead of being copied.
+        loop {
             // SAFETY: `cur` is a non-NIL link (root or a child link).
             let n = unsafe { self.at(cur) };
             let next = if K::before(kf, kl, n) {
                 if n.left == NIL {
-                    break (cur, true);
+                    return (cur, true);
                 }
                 n.left
             } else {
                 if n.right == NIL {
-                    break (cur, false);
+                    return (cur, false);
                 }
                 n.right
             };
@@ -603,18 +694,28 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             let n = unsafe { self.at(next) };
             cur = if K::before(kf, kl, n) {
                 if n.left == NIL {
-                    break (next, true);
+                    return (next, true);
                 }
                 n.left
             } else {
                 if n.right == NIL {
-                    break (next, false);
+                    return (next, false);
                 }
                 n.right
             };
-        };
-        // SAFETY: `z` is the ref of an index bounds-checked above; `parent`
-        // is a non-NIL link.
+        }
+    }
+
+    /// [`IntervalTree::link`] of the slot whose ref is `z`.
+    ///
+    /// # Safety
+    /// `z` is the ref of a slot `< nodes.len()` that is live and not linked,
+    /// with keys `(kf, kl)`.
+    #[inline(always)]
+    unsafe fn link_ref(&mut self, z: u32, kf: u64, kl: u64) {
+        let (parent, go_left) = self.descend(kf, kl);
+        // SAFETY: `z` is a slot's ref by the precondition; `parent` is NIL
+        // or a non-NIL link.
         unsafe { self.attach(z, parent, go_left) };
     }
 
@@ -808,13 +909,79 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
 
     /// Takes linked node `z` out of the tree (the slot stays live).
     pub(crate) fn unlink(&mut self, z: u32) {
+        assert!((z as usize) < self.nodes.len(), "unlink: slot out of range");
+        // SAFETY: `z` was bounds-checked just above.
+        unsafe { self.unlink_at(z) }
+    }
+
+    /// Unlinks and frees (or retires, see [`IntervalTree::release`]) the
+    /// live, linked slot `i` of generation `gen`, with one bounds check;
+    /// `false` (and nothing changed) when `(i, gen)` names no such slot.
+    /// `gen` is a generation this tree handed out (at most `GEN_MASK`).
+    #[inline(always)]
+    pub(crate) fn remove_linked(&mut self, i: u32, gen: u32) -> bool {
+        debug_assert!(gen <= GEN_MASK);
+        match self.nodes.get(i as usize) {
+            // Every bit but the colour: live, linked, of generation `gen`.
+            Some(n) if n.meta & !RED == LIVE | IN_TREE | gen => {}
+            _ => return false,
+        }
+        let free = self.free;
+        // SAFETY: `i < nodes.len()`, checked just above; the arena never
+        // shrinks, so it still holds after the unlink.
+        unsafe {
+            self.unlink_core(i);
+            // Unlinked and released in one write of the slot (what
+            // `unlink_at`'s tail and `release_at` do, knowing the slot's
+            // generation is `gen`): no links, not red, not linked, and
+            // either retired at the last generation or freed with the next.
+            let n = self.nodes.get_unchecked_mut(i as usize);
+            n.left = NIL;
+            n.right = NIL;
+            n.parent = NIL;
+            if gen == GEN_MASK {
+                n.meta = GEN_MASK;
+            } else {
+                n.meta = gen + 1;
+                n.max_last = u64::from(free);
+                self.free = i;
+            }
+        }
+        self.live -= 1;
+        true
+    }
+
+    /// [`IntervalTree::unlink`] without the bounds check.
+    ///
+    /// # Safety
+    /// `zi < nodes.len()`.
+    #[inline(always)]
+    unsafe fn unlink_at(&mut self, zi: u32) {
+        // SAFETY: forwarded precondition.
+        unsafe { self.unlink_core(zi) };
+        // SAFETY: `zi < nodes.len()` by the precondition.
+        let zn = unsafe { self.nodes.get_unchecked_mut(zi as usize) };
+        zn.meta &= !(IN_TREE | RED);
+        zn.left = NIL;
+        zn.right = NIL;
+        zn.parent = NIL;
+    }
+
+    /// [`IntervalTree::unlink_at`] but for the slot's own fields: the tree
+    /// no longer reaches `zi`, whose links, colour and `IN_TREE` bit are
+    /// stale until the caller rewrites them.
+    ///
+    /// # Safety
+    /// `zi < nodes.len()`.
+    #[inline(always)]
+    unsafe fn unlink_core(&mut self, zi: u32) {
         let (zl, zr, zp, zmax, zred) = {
-            let n = &self.nodes[z as usize];
+            // SAFETY: `zi < nodes.len()` by the precondition.
+            let n = unsafe { self.nodes.get_unchecked(zi as usize) };
             debug_assert!(n.in_tree(), "unlink: slot not linked");
             (n.left, n.right, n.parent, n.max_last, n.is_red())
         };
-        let zi = z;
-        let z = Self::ref_of(z);
+        let z = Self::ref_of(zi);
         let removed_red;
         let x;
         let xp;
@@ -881,11 +1048,6 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 self.delete_fixup(x, xp);
             }
         }
-        let zn = &mut self.nodes[zi as usize];
-        zn.meta &= !(IN_TREE | RED);
-        zn.left = NIL;
-        zn.right = NIL;
-        zn.parent = NIL;
     }
 
     /// Restores the red-black properties after a black node left `x`'s
@@ -1107,20 +1269,19 @@ pub mod bare {
         #[inline]
         pub fn insert(&mut self, first: u64, last: u64, payload: u64) -> Option<u32> {
             let iv = Interval::new(first, last).ok()?;
-            let i = self.0.alloc(iv, payload);
-            self.0.link(i);
-            Some(i)
+            Some(self.0.insert_gen(iv, payload).0)
         }
 
         /// Removes the entry in `slot`; false when it holds none.
         #[inline]
         pub fn remove(&mut self, slot: u32) -> bool {
-            if (slot as usize) >= self.0.nodes.len() || !self.0.node(slot).in_tree() {
-                return false;
+            match self.0.nodes.get(slot as usize) {
+                Some(n) if n.in_tree() => {
+                    let gen = n.meta & super::GEN_MASK;
+                    self.0.remove_linked(slot, gen)
+                }
+                _ => false,
             }
-            self.0.unlink(slot);
-            self.0.free(slot);
-            true
         }
 
         /// Calls `f(payload)` for every entry overlapping `[a, b]`, in order.
@@ -1144,23 +1305,44 @@ pub mod bare {
 /// Methods added for the designs (generation retirement, the event
 /// recorder); kept apart from the tree algorithm above.
 impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
-    /// Frees a live slot that is not in the tree, like [`IntervalTree::free`],
-    /// except that a slot whose generation is the last one is *retired*
+    /// Frees a live slot that is not in the tree (bumps its generation and
+    /// puts it on the free list), except that a slot whose generation is the
+    /// last one is *retired*
     /// instead: it is never reused, so no generation ever repeats and a
     /// removed handle can never name a live entry again. A retired slot
     /// costs its arena bytes for the tree's life: one slot per 2^29 frees of
     /// that slot.
     #[inline]
     pub(crate) fn release(&mut self, i: u32) {
-        if self.nodes[i as usize].meta & GEN_MASK == GEN_MASK {
-            let n = &mut self.nodes[i as usize];
-            debug_assert!(n.meta & (LIVE | IN_TREE) == LIVE);
+        assert!(
+            (i as usize) < self.nodes.len(),
+            "release: slot out of range"
+        );
+        // SAFETY: `i` was bounds-checked just above.
+        unsafe { self.release_at(i) }
+    }
+
+    /// [`IntervalTree::release`] without the bounds check.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn release_at(&mut self, i: u32) {
+        let free = self.free;
+        // SAFETY: `i < nodes.len()` by the precondition.
+        let n = unsafe { self.nodes.get_unchecked_mut(i as usize) };
+        debug_assert!(n.meta & (LIVE | IN_TREE) == LIVE);
+        if n.meta & GEN_MASK == GEN_MASK {
             // Not live, not on the free list: dead for good.
             n.meta = GEN_MASK;
-            self.live -= 1;
         } else {
-            self.free(i);
+            // As `free`: bump the generation, push on the free list (a free
+            // slot's `max_last` holds the next free index, not a link).
+            n.meta = (n.meta.wrapping_add(1)) & GEN_MASK;
+            n.max_last = u64::from(free);
+            self.free = i;
         }
+        self.live -= 1;
     }
 
     /// The largest generation a slot can have.
@@ -1246,9 +1428,17 @@ mod tests {
             if model.order.is_empty() || r < 7 {
                 let a = rng.below(key_space);
                 let v = iv(a, a + rng.below(max_len));
-                let i = t.alloc(v, u64::from(step));
                 let p = model.link_pos::<K>(v);
-                t.link(i);
+                let i = if r < 3 {
+                    // The fused path the designs take.
+                    let (i, g) = t.insert_gen(v, u64::from(step));
+                    assert_eq!(g, t.gen(i));
+                    i
+                } else {
+                    let i = t.alloc(v, u64::from(step));
+                    t.link(i);
+                    i
+                };
                 model.order.insert(p, (i, t.gen(i), v));
             } else if r < 10 {
                 // link_after an existing entry with the same interval.
@@ -1271,8 +1461,16 @@ mod tests {
                 let k = rng.below(model.order.len() as u64) as usize;
                 let (i, g, _) = model.order.remove(k);
                 assert!(t.is_live(i, g));
-                t.unlink(i);
-                t.free(i);
+                if r < 13 {
+                    // The fused path the designs take; a stale or wrong
+                    // generation changes nothing.
+                    assert!(!t.remove_linked(i, g.wrapping_sub(1) & GEN_MASK));
+                    assert!(t.remove_linked(i, g));
+                    assert!(!t.remove_linked(i, g));
+                } else {
+                    t.unlink(i);
+                    t.free(i);
+                }
                 assert!(!t.is_live(i, g));
             }
             assert_eq!(t.check(), model.order.len(), "step {step}");

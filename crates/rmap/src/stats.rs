@@ -9,9 +9,15 @@
 //! adds no shared line to a modifier.
 //!
 //! Hold times are measured only while [`set_hold_timing`] is on (a relaxed
-//! global flag). The default path reads the thread-local context byte and
-//! the global flag once per map operation, tests them once, and indexes the
-//! hold counter by the call site; no clock is read. The cost is measured in
+//! global flag). Every map operation first tests one global byte that says
+//! whether any probe was ever used in this process: a declared call site
+//! (the first [`set_call_site`] of any thread sets it for good), a
+//! recording, or timing. Until then every thread's call site is
+//! [`CallSite::Other`], so the operation counts its holds there without
+//! reading its thread's context byte (the quiet path: one test, a constant
+//! counter index, no clock). Once a probe is in use, operations take an
+//! out-of-line copy that reads the context byte once and counts per site,
+//! exactly as informative. The cost is measured in
 //! `crates/rmap/BENCHMARKS.md` ("Lock-hold accounting cost").
 //!
 //! # Concurrency
@@ -19,7 +25,9 @@
 //! Counters are relaxed atomics: [`crate::ReverseMap::stats`] may run at any
 //! time and sees recent, not necessarily simultaneous, values. The call
 //! site and the recording switch are per thread; the timing switch is
-//! global and reaches other threads at their next map operation.
+//! global and reaches other threads at their next map operation; so does
+//! the sticky "a probe is in use" byte, which only the thread that declares
+//! a site or records needs to see at once (it set the byte itself).
 //!
 //! # Example
 //!
@@ -121,9 +129,17 @@ impl CallSite {
 const SITE_MASK: u8 = 0x07;
 /// High bit of the context byte: this thread is recording lock events.
 pub(crate) const RECORDING: u8 = 0x80;
-/// The global timing flag's value when on; [`LockCounters::acquire`] ORs it
-/// with the context byte so that one test covers both switches.
+/// The global timing flag's value when on; [`op_ctx`] ORs it with the
+/// context byte so that one test covers both switches.
 const TIMING: u8 = 0x40;
+/// Set in the context byte of every operation that did not take the quiet
+/// path ([`op_ctx`]): some thread has declared a call site or recorded, so
+/// this operation reads its thread's context byte.
+const SITED: u8 = 0x20;
+/// The context byte of an operation while no probe of any kind was ever
+/// switched on in this process: no call site declared by any thread (so
+/// every thread's site is [`CallSite::Other`]), no recording, no timing.
+pub(crate) const QUIET: u8 = CallSite::Other as u8;
 
 thread_local! {
     /// The calling thread's call site (low bits) and recording flag.
@@ -153,6 +169,9 @@ pub(crate) fn thread_token() -> usize {
 
 #[inline]
 pub(crate) fn set_recording(on: bool) -> bool {
+    if on {
+        enable_probe(RECORDED);
+    }
     CTX.with(|c| {
         let old = c.get();
         c.set(if on {
@@ -182,6 +201,7 @@ impl Drop for CallSiteGuard {
 /// come from `site`. Nests: the guard restores the site that was current.
 /// Thread-local; costs one byte store.
 pub fn set_call_site(site: CallSite) -> CallSiteGuard {
+    enable_probe(SITES);
     CTX.with(|c| {
         let old = c.get();
         c.set((old & !SITE_MASK) | site as u8);
@@ -196,9 +216,32 @@ pub fn call_site() -> CallSite {
     CallSite::from_bits(ctx())
 }
 
-/// Global switch for hold-time measurement. Not a loom atomic: it is
-/// configuration, not part of any protocol.
-static HOLD_TIMING: AtomicU8 = AtomicU8::new(0);
+/// Which probes this process has switched on, one bit each: [`TIMING`]
+/// (on and off with [`set_hold_timing`]), [`SITES`] (set by the first
+/// [`set_call_site`] of any thread, never cleared) and [`RECORDED`] (set by
+/// the first recording, never cleared). While it is 0, every thread's
+/// context byte is [`QUIET`], so an operation need not read it: the
+/// per-call-site accounting costs one test of this byte per operation
+/// until someone uses it. Not a loom atomic: it is configuration, not part
+/// of any protocol.
+static PROBES: AtomicU8 = AtomicU8::new(0);
+/// [`PROBES`] bit: some thread has declared a call site.
+const SITES: u8 = 0x01;
+/// [`PROBES`] bit: some thread has recorded lock events.
+const RECORDED: u8 = 0x02;
+
+/// Sets a sticky [`PROBES`] bit (no write once it is set, so that threads
+/// declaring call sites do not bounce the flag's line between CPUs).
+#[inline]
+fn enable_probe(bit: u8) {
+    // Relaxed: the thread that sets the bit reads it in program order on
+    // its next operation, which is the only thread whose context byte the
+    // bit concerns (every other thread's byte is still QUIET until it
+    // declares a site or records itself, and then sets the bit itself).
+    if PROBES.load(std::sync::atomic::Ordering::Relaxed) & bit == 0 {
+        PROBES.fetch_or(bit, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 /// Switches hold-time measurement on or off for every thread. While on,
 /// every lock hold reads the monotonic clock twice and adds its length to
@@ -206,43 +249,62 @@ static HOLD_TIMING: AtomicU8 = AtomicU8::new(0);
 pub fn set_hold_timing(on: bool) -> bool {
     // Relaxed: a configuration flag; a thread that sees the change a little
     // late measures a few holds more or fewer, which is acceptable.
-    HOLD_TIMING.swap(
-        if on { TIMING } else { 0 },
-        std::sync::atomic::Ordering::Relaxed,
-    ) != 0
+    let old = if on {
+        PROBES.fetch_or(TIMING, std::sync::atomic::Ordering::Relaxed)
+    } else {
+        PROBES.fetch_and(!TIMING, std::sync::atomic::Ordering::Relaxed)
+    };
+    old & TIMING != 0
 }
 
 /// Whether hold timing is on.
 #[inline]
 pub fn hold_timing() -> bool {
-    timing_bits() != 0
+    probes() & TIMING != 0
 }
 
-/// The calling thread's context byte (call site, recording bit) with the
-/// global timing bit: read once per operation.
+/// The operation's context byte: [`QUIET`] while no probe was ever on,
+/// else the calling thread's context byte (call site, recording bit) with
+/// the global timing bit and [`SITED`]. Read once per operation.
+///
+/// Written so that a caller branching on [`is_probed`] gets, on its
+/// not-probed side, the constant [`QUIET`]: the compiler sees that the
+/// other arm always sets [`SITED`], and drops the thread-local read, the
+/// probe tests of every hold and the call-site indexing from the fast path.
 #[inline(always)]
 pub(crate) fn op_ctx() -> u8 {
-    ctx() | timing_bits()
+    let g = probes();
+    if g == 0 {
+        QUIET
+    } else {
+        ctx() | (g & TIMING) | SITED
+    }
+}
+
+/// True when an operation under context byte `ctx` must take its probed
+/// (out-of-line) copy: some probe is on in this process.
+#[inline(always)]
+pub(crate) fn is_probed(ctx: u8) -> bool {
+    ctx & (RECORDING | TIMING | SITED) != 0
 }
 
 /// True when a hold under context byte `ctx` is timed or recorded.
 #[inline(always)]
-pub(crate) fn is_probed(ctx: u8) -> bool {
+fn is_timed_or_recorded(ctx: u8) -> bool {
     ctx & (RECORDING | TIMING) != 0
 }
 
-/// Runs one map operation `op(ctx, arg)` with the calling thread's context
-/// byte, read once. The default (neither timed nor recorded) case calls an
-/// inlined copy of `op` in which the compiler knows the probe bits are
-/// clear and drops every probe test of every hold; the probed case calls
-/// an out-of-line copy.
+/// Runs one map operation `op(ctx, arg)` with the operation's context
+/// byte, read once. The default (quiet) case calls an inlined copy of `op`
+/// with the constant [`QUIET`], in which the compiler drops every probe
+/// test of every hold; the probed case calls an out-of-line copy.
 #[inline(always)]
 pub(crate) fn with_op<A, R>(arg: A, op: impl FnOnce(u8, A) -> R + Copy) -> R {
     let c = op_ctx();
     if is_probed(c) {
         probed_op(op, c, arg)
     } else {
-        op(c, arg)
+        op(QUIET, arg)
     }
 }
 
@@ -252,11 +314,11 @@ fn probed_op<A, R>(op: impl FnOnce(u8, A) -> R, c: u8, arg: A) -> R {
     op(c, arg)
 }
 
-/// [`TIMING`] when hold timing is on, else 0.
+/// [`PROBES`].
 #[inline(always)]
-fn timing_bits() -> u8 {
-    // Relaxed: see set_hold_timing.
-    HOLD_TIMING.load(std::sync::atomic::Ordering::Relaxed)
+fn probes() -> u8 {
+    // Relaxed: see set_hold_timing and enable_probe.
+    PROBES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Monotonic nanoseconds, never 0 (0 means "not measured").
@@ -379,7 +441,7 @@ impl LockCounters {
         lock_word: *const u8,
         write: bool,
     ) -> Held<'_, G> {
-        if is_probed(ctx) {
+        if is_timed_or_recorded(ctx) {
             return self.acquire_slow(ctx, try_lock, lock, lock_word, write);
         }
         let guard = match try_lock() {

@@ -36,7 +36,7 @@ impl<T> Txn<'_, T> {
     /// `None` in exclusive mode, where retired memory is freed at once.
     pub(crate) fn commit(self, publish: impl FnOnce(NodePtr), guard: Option<&Guard>) -> Committed
     where
-        T: Send + 'static,
+        T: SlotOps + Send + 'static,
     {
         if !self.root.is_null() && !self.only_exact_fits {
             // SAFETY: the working root is valid and only fresh nodes are dirty.
@@ -114,7 +114,7 @@ impl<T> Txn<'_, T> {
                     unsafe {
                         st.defer(guard, move || {
                             let one = one;
-                            drop(Box::from_raw(one.0));
+                            T::drop_word(one.0);
                         })
                     };
                 } else if !st.retired_values.is_empty() {
@@ -124,7 +124,7 @@ impl<T> Txn<'_, T> {
                         st.defer(guard, move || {
                             let batch = batch;
                             for v in batch.0 {
-                                drop(Box::from_raw(v));
+                                T::drop_word(v);
                             }
                         })
                     };
@@ -140,7 +140,7 @@ impl<T> Txn<'_, T> {
                 st.retired_nodes.clear();
                 for v in st.retired_values.drain(..) {
                     // SAFETY: exclusive mode: no reader can hold v.
-                    drop(unsafe { Box::from_raw(v) });
+                    unsafe { T::drop_word(v) };
                 }
             }
         }

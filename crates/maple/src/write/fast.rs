@@ -183,7 +183,10 @@ impl<T> Txn<'_, T> {
         a: u64,
         b: u64,
         v: *mut T,
-    ) -> bool {
+    ) -> bool
+    where
+        T: SlotOps,
+    {
         debug_assert!(lo <= a && a <= b && b <= hi);
         // ----- plan (reads only) -----
         // SAFETY: a valid leaf (caller); this shared borrow ends before any
@@ -271,10 +274,9 @@ impl<T> Txn<'_, T> {
                 return false;
             };
             // Made before anything changes: a panicking clone leaves the
-            // tree as it was (and frees `v`, which it never received).
-            // SAFETY: vi is a live value of the tree.
-            let copy = clone_or_free(cloner, unsafe { &*vi }, v, ptr::null_mut());
-            mid.vals[mid.k - 1] = Box::into_raw(Box::new(copy));
+            // tree as it was (and drops `v`, which it never received).
+            // SAFETY: vi is a live value word of the tree; v is the store's.
+            mid.vals[mid.k - 1] = unsafe { clone_or_free(cloner, vi, v, ptr::null_mut()) };
             self.len_delta += 1;
         }
         // ----- commit to the fast path: effects on values -----

@@ -41,6 +41,7 @@ use crate::node::{
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
 use crate::read::{count, descend, is_leaf, Level, Path};
+use crate::value::{Cloner, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
 const DEAD: u8 = 2;
@@ -150,7 +151,7 @@ pub(crate) struct Txn<'s, T> {
     nodes_delta: isize,
     /// Clones a value when a store splits an entry in two; `None` for the
     /// operations that cannot split (insert into free space, erase).
-    cloner: Option<fn(&T) -> T>,
+    cloner: Option<Cloner<T>>,
     /// Whether every store of this write so far took the fast path
     /// ([`Txn::leaf_fast`]: an exact fit or a rewrite inside one leaf), which
     /// marks nothing dirty and makes no node fresh. Commit then has no gap
@@ -169,7 +170,7 @@ impl<'s, T> Txn<'s, T> {
         st: &'s mut WriterState<T>,
         root: NodePtr,
         exclusive: bool,
-        cloner: Option<fn(&T) -> T>,
+        cloner: Option<Cloner<T>>,
     ) -> Self {
         st.recover();
         Txn {
@@ -324,7 +325,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
     /// path's leaf, the leaf is reached without a search from the root.
-    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T) {
+    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
+    where
+        T: SlotOps,
+    {
         if self.root.is_null() || known.len == 0 {
             return self.store(a, b, v);
         }
@@ -368,7 +372,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
     /// checked `a <= b`.
-    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T) {
+    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T)
+    where
+        T: SlotOps,
+    {
         // The fast path first: one descent, then an exact fit or a rewrite
         // inside the leaf (see `fast.rs`). Only while no store of this write
         // has taken the general path, so every node reached is live (or,
@@ -444,7 +451,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// Rewrites `[a, b]` (inside the path's leaf) to `v`. Returns whether the
     /// leaf may now break an invariant that [`Txn::normalize`] must restore.
-    fn leaf_write(&mut self, path: &mut Path, a: u64, b: u64, v: *mut T) -> bool {
+    fn leaf_write(&mut self, path: &mut Path, a: u64, b: u64, v: *mut T) -> bool
+    where
+        T: SlotOps,
+    {
         let l = *path.leaf();
         // SAFETY: the path's leaf is fresh.
         let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
@@ -462,7 +472,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// Carries out a plan's effects on values: retires the values it drops,
     /// clones the value of an entry it cuts in two, counts the new entry.
-    fn apply_values(&mut self, plan: &mut LeafPlan<T>, v: *mut T) {
+    fn apply_values(&mut self, plan: &mut LeafPlan<T>, v: *mut T)
+    where
+        T: SlotOps,
+    {
         for i in 0..plan.n_retire {
             self.retire_value(plan.retire[i]);
         }
@@ -479,9 +492,8 @@ impl<'s, T> Txn<'s, T> {
             } else {
                 ptr::null_mut()
             };
-            // SAFETY: the slot holds a live value owned by the tree.
-            let copy = clone_or_free::<T>(clone, unsafe { &*plan.out.vals[at] }, v, marked);
-            plan.out.vals[at] = Box::into_raw(Box::new(copy));
+            // SAFETY: the slot holds a live value word owned by the tree.
+            plan.out.vals[at] = unsafe { clone_or_free::<T>(clone, plan.out.vals[at], v, marked) };
             self.len_delta += 1;
         }
         if !v.is_null() {
@@ -557,20 +569,31 @@ impl<'s, T> Txn<'s, T> {
     }
 }
 
-/// `clone(src)`. If the clone panics: frees `v` (null: nothing), the new
-/// value of the store in progress, and clears the dirty marks of the live
-/// tree under `marked` (null: none; a `&mut` write's root). A clone is only
-/// ever made before the store places `v` in any node or writes any node,
-/// so on that unwind the write, which owns `v`, is the only one that can
-/// free it, and once the marks are cleared the tree is as it was.
-fn clone_or_free<T>(clone: fn(&T) -> T, src: &T, v: *mut T, marked: NodePtr) -> T {
-    struct OnUnwind<T>(*mut T, NodePtr);
-    impl<T> Drop for OnUnwind<T> {
+/// `clone(src)`, a new word. If the clone panics: drops `v` (null:
+/// nothing), the new value of the store in progress, and clears the dirty
+/// marks of the live tree under `marked` (null: none; a `&mut` write's
+/// root). A clone is only ever made before the store places `v` in any
+/// node or writes any node, so on that unwind the write, which owns `v`, is
+/// the only one that can drop it, and once the marks are cleared the tree
+/// is as it was.
+///
+/// # Safety
+/// `src` is a live stored word of the tree; `v` is null or a word the
+/// store owns; `marked` is null or the root of a tree this write holds
+/// exclusively.
+unsafe fn clone_or_free<T: SlotOps>(
+    clone: Cloner<T>,
+    src: *mut T,
+    v: *mut T,
+    marked: NodePtr,
+) -> *mut T {
+    struct OnUnwind<T: SlotOps>(*mut T, NodePtr);
+    impl<T: SlotOps> Drop for OnUnwind<T> {
         fn drop(&mut self) {
             if !self.0.is_null() {
-                // SAFETY: reached only while unwinding out of `clone`: `v`
-                // came from `Box::into_raw` and was not placed in the tree.
-                drop(unsafe { Box::from_raw(self.0) });
+                // SAFETY: reached only while unwinding out of `clone`: the
+                // word was never placed in the tree, and the write owns it.
+                unsafe { T::drop_word(self.0) };
             }
             if !self.1.is_null() {
                 // SAFETY: an exclusively held, valid tree whose only dirty
@@ -580,7 +603,8 @@ fn clone_or_free<T>(clone: fn(&T) -> T, src: &T, v: *mut T, marked: NodePtr) -> 
         }
     }
     let guard = OnUnwind(v, marked);
-    let copy = clone(src);
+    // SAFETY: forwarded from the caller.
+    let copy = unsafe { clone(src) };
     std::mem::forget(guard);
     copy
 }

@@ -36,6 +36,17 @@ pub(crate) struct Member {
 }
 
 /// See the module docs.
+///
+/// # The member invariant
+///
+/// Whenever no method of `GroupTree` is running, the `next` and `prev` of
+/// every slot of the arena, live or free, are arena indices
+/// (`< nodes.len()`): a slot gets `NIL` in both only inside `insert_new` and
+/// `insert_after`, which link it into a circle (indices) before anything
+/// that can panic or return; links are only ever set to indices of slots
+/// (the new one, or values read from other links); freeing a slot keeps
+/// its links; and the arena never shrinks. The member-list updates
+/// therefore index unchecked.
 #[derive(Debug, Default)]
 pub(crate) struct GroupTree {
     /// Ordered by `(first, last)`: `insert` finds a group by exact interval.
@@ -81,20 +92,31 @@ impl GroupTree {
     }
 
     /// Links slot `i` into the circle right after `after`.
-    #[inline]
-    fn link_member_after(&mut self, after: u32, i: u32) {
-        let next = self.t.node(after).payload.next;
-        {
-            let m = &mut self.t.node_mut(i).payload;
-            m.prev = after;
-            m.next = next;
+    ///
+    /// # Safety
+    /// `after` and `i` are arena indices (`after` a live member); the member
+    /// invariant holds for every slot but `i`.
+    #[inline(always)]
+    unsafe fn link_member_after(&mut self, after: u32, i: u32) {
+        // SAFETY: `after` and `i` by the precondition; `next` is `after`'s
+        // link, an index by the member invariant.
+        unsafe {
+            let next = self.t.node_unchecked(after).payload.next;
+            {
+                let m = &mut self.t.node_unchecked_mut(i).payload;
+                m.prev = after;
+                m.next = next;
+            }
+            self.t.node_unchecked_mut(after).payload.next = i;
+            self.t.node_unchecked_mut(next).payload.prev = i;
         }
-        self.t.node_mut(after).payload.next = i;
-        self.t.node_mut(next).payload.prev = i;
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert_new(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
+        // Find first, so that nothing can panic between the allocation and
+        // the linking (the member invariant).
+        let head = self.t.find_exact(iv);
         let (i, gen) = self.t.alloc_gen(
             iv,
             Member {
@@ -103,11 +125,16 @@ impl GroupTree {
                 prev: NIL,
             },
         );
-        match self.t.find_exact(iv) {
+        match head {
             Some(head) => {
                 // Append at the tail (just before the head).
-                let tail = self.t.node(head).payload.prev;
-                self.link_member_after(tail, i);
+                // SAFETY: `head` is a linked node's index (find_exact reads
+                // it from the tree's links), `i` the slot just allocated;
+                // `tail` is `head`'s link, an index by the member invariant.
+                unsafe {
+                    let tail = self.t.node_unchecked(head).payload.prev;
+                    self.link_member_after(tail, i);
+                }
             }
             None => {
                 let m = &mut self.t.node_mut(i).payload;
@@ -143,7 +170,8 @@ impl super::shardset::ShardTree for GroupTree {
                     prev: NIL,
                 },
             );
-            self.link_member_after(slot, i);
+            // SAFETY: `slot` is live (checked above), `i` just allocated.
+            unsafe { self.link_member_after(slot, i) };
             (i, gen)
         } else {
             self.insert_new(iv, vma)
@@ -158,6 +186,33 @@ impl super::shardset::ShardTree for GroupTree {
         } else {
             Err(RmapError::UnknownHandle)
         }
+    }
+
+    /// `check` and `remove_checked` with one bounds check, and the
+    /// neighbours' links updated unchecked (the member invariant).
+    #[inline(always)]
+    fn remove(&mut self, i: u32, gen: u32) -> Result<(), RmapError> {
+        let Some(n) = self.t.live_node(i, gen) else {
+            return Err(RmapError::UnknownHandle);
+        };
+        let n = *n;
+        let Member { next, prev, .. } = n.payload;
+        if next == i {
+            // Sole member: it is the head; the group leaves the tree.
+            self.t.unlink(i);
+        } else {
+            // SAFETY: `next` and `prev` are indices (the member invariant).
+            unsafe {
+                self.t.node_unchecked_mut(prev).payload.next = next;
+                self.t.node_unchecked_mut(next).payload.prev = prev;
+            }
+            if n.in_tree() {
+                self.t.replace(i, next);
+            }
+        }
+        // SAFETY: `live_node` found slot `i`, so `i < nodes.len()`.
+        unsafe { self.t.release_at(i) };
+        Ok(())
     }
 
     // Always inlined: out of line, the call, its register saves and the

@@ -59,11 +59,9 @@ impl VmaTree {
     }
 
     /// Inserts; returns (slot, generation). `iv` must be validated.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
-        let (i, gen) = self.t.alloc_gen(iv, vma);
-        self.t.link(i);
-        (i, gen)
+        self.t.insert_gen(iv, vma)
     }
 
     /// Validates `(slot, gen)`.
@@ -94,6 +92,19 @@ impl VmaTree {
             self.t.link(i);
         }
         Ok((i, new_gen))
+    }
+
+    /// Removes live entry `(slot, gen)`; [`RmapError::UnknownHandle`] when
+    /// it names none (one bounds check for the check and the removal).
+    #[inline(always)]
+    pub(crate) fn remove(&mut self, slot: u32, gen: u32) -> Result<(), RmapError> {
+        // Every live slot of a VmaTree is linked (insert links it, removal
+        // unlinks and frees it under one lock hold).
+        if self.t.remove_linked(slot, gen) {
+            Ok(())
+        } else {
+            Err(RmapError::UnknownHandle)
+        }
     }
 
     /// Removes a node that [`VmaTree::check`] accepted.

@@ -120,6 +120,8 @@ pub(crate) trait TreeSet: Debug + Send + Sync {
     fn tree(&self, i: usize) -> &Self::Tree;
     /// Tree `i < count()`, mutably.
     fn tree_mut(&mut self, i: usize) -> &mut Self::Tree;
+    /// True when the set is one tree (so `total` is one load).
+    const ONE: bool = false;
     /// Entries in every tree.
     fn total(&self) -> usize {
         (0..self.count()).map(|i| self.tree(i).len()).sum()
@@ -133,6 +135,7 @@ pub(crate) trait TreeSet: Debug + Send + Sync {
 /// One tree whose header shares the lock word's cache line.
 impl TreeSet for VmaTree {
     type Tree = VmaTree;
+    const ONE: bool = true;
     fn build(_: &Topology) -> Self {
         VmaTree::new()
     }
@@ -157,6 +160,7 @@ impl TreeSet for VmaTree {
 /// One tree whose header starts on the line after the lock word.
 impl TreeSet for CachePadded<VmaTree> {
     type Tree = VmaTree;
+    const ONE: bool = true;
     fn build(_: &Topology) -> Self {
         CachePadded::new(VmaTree::new())
     }
@@ -250,7 +254,7 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         if rec {
             t.trace_entry(slot);
         }
-        self.counters.set_len(g.total());
+        self.count_len(&g, 1);
         Ok(Handle::new(self.id, s as u32, slot, gen))
     }
 
@@ -261,6 +265,19 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         self.insert_in(c, iv, vma)
     }
 
+    /// Updates the lock-free entry count after one insert (`+1`) or removal
+    /// (`-1`) under the exclusive hold `g`: one tree's count is read back;
+    /// several trees' would be a sum, so the count is stepped instead.
+    #[inline(always)]
+    fn count_len(&self, g: &S, step: isize) {
+        if S::ONE {
+            self.counters.set_len(g.total());
+        } else {
+            self.counters
+                .set_len(self.counters.len().wrapping_add_signed(step));
+        }
+    }
+
     /// `remove` under context byte `c` (split like `insert_in`).
     #[inline(always)]
     fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
@@ -268,12 +285,12 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let s = resolve(self.id, h, g.count())?;
         let rec = g.recording();
         let t = g.tree_mut(s);
-        t.check(h.slot(), h.gen())?;
         if rec {
+            t.check(h.slot(), h.gen())?;
             t.trace_entry(h.slot());
         }
-        t.remove_checked(h.slot());
-        self.counters.set_len(g.total());
+        t.remove(h.slot(), h.gen())?;
+        self.count_len(&g, -1);
         Ok(())
     }
 
@@ -296,7 +313,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         if crate::stats::is_probed(c) {
             return self.insert_probed(c, iv, vma);
         }
-        self.insert_in(c, iv, vma)
+        self.insert_in(crate::stats::QUIET, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -329,7 +346,7 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
         if crate::stats::is_probed(c) {
             return self.remove_probed(c, h);
         }
-        self.remove_in(c, h)
+        self.remove_in(crate::stats::QUIET, h)
     }
 
     fn insert_batch(
@@ -585,7 +602,8 @@ impl<O: Outer, R: ShardRule> Partitioned<O, R> {
 
     #[inline(always)]
     fn remove_in(&self, c: u8, h: Handle) -> Result<(), RmapError> {
-        self.check_map(h)?;
+        // The map here; the shard index once, by `ShardSet::remove`.
+        resolve_map(self.id, h)?;
         let _o = self.outer.enter(c);
         self.shards.remove(c, h)
     }
@@ -608,7 +626,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         if crate::stats::is_probed(c) {
             return self.insert_probed(c, iv, vma);
         }
-        self.insert_in(c, iv, vma)
+        self.insert_in(crate::stats::QUIET, iv, vma)
     }
 
     fn insert_after(&self, parent: Handle, iv: Interval, vma: VmaId) -> Result<Handle, RmapError> {
@@ -630,7 +648,7 @@ impl<O: Outer, R: ShardRule> ReverseMap for Partitioned<O, R> {
         if crate::stats::is_probed(c) {
             return self.remove_probed(c, h);
         }
-        self.remove_in(c, h)
+        self.remove_in(crate::stats::QUIET, h)
     }
 
     fn insert_batch(

@@ -31,6 +31,13 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     fn check(&self, slot: u32, gen: u32) -> Result<(), RmapError>;
     /// Removes an entry that `check` accepted.
     fn remove_checked(&mut self, slot: u32);
+    /// `check`, then `remove_checked`.
+    #[inline(always)]
+    fn remove(&mut self, slot: u32, gen: u32) -> Result<(), RmapError> {
+        self.check(slot, gen)?;
+        self.remove_checked(slot);
+        Ok(())
+    }
     /// Calls `f` for every entry overlapping `range`.
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId));
     /// Entries.
@@ -45,7 +52,7 @@ pub(crate) trait ShardTree: Default + Send + Sync {
 }
 
 impl ShardTree for super::VmaTree {
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, iv: Interval, vma: VmaId) -> (u32, u32) {
         super::VmaTree::insert(self, iv, vma)
     }
@@ -65,6 +72,10 @@ impl ShardTree for super::VmaTree {
     #[inline]
     fn remove_checked(&mut self, slot: u32) {
         super::VmaTree::remove_checked(self, slot)
+    }
+    #[inline(always)]
+    fn remove(&mut self, slot: u32, gen: u32) -> Result<(), RmapError> {
+        super::VmaTree::remove(self, slot, gen)
     }
     fn walk(&self, range: Interval, f: &mut dyn FnMut(Interval, VmaId)) {
         super::VmaTree::walk(self, range, f)
@@ -162,7 +173,9 @@ impl<T: ShardTree> ShardSet<T> {
     /// Inserts into shard `s` (taken modulo the shard count).
     #[inline(always)]
     pub(crate) fn insert(&self, c: u8, map: u32, s: usize, iv: Interval, vma: VmaId) -> Handle {
-        let s = s % self.shards.len();
+        let n = self.shards.len();
+        // The rules pick `s < n`: no division on that path.
+        let s = if s < n { s } else { s % n };
         let sh = &self.shards[s];
         let mut t = sh.counters.write_in(&sh.lock, c);
         let (slot, gen) = t.insert(iv, vma);
@@ -205,11 +218,11 @@ impl<T: ShardTree> ShardSet<T> {
     pub(crate) fn remove(&self, c: u8, h: Handle) -> Result<(), RmapError> {
         let sh = self.shard(h)?;
         let mut t = sh.counters.write_in(&sh.lock, c);
-        t.check(h.slot(), h.gen())?;
         if t.recording() {
+            t.check(h.slot(), h.gen())?;
             t.trace_entry(h.slot());
         }
-        t.remove_checked(h.slot());
+        t.remove(h.slot(), h.gen())?;
         sh.counters.set_len(t.len());
         Ok(())
     }
