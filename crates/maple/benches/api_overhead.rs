@@ -13,7 +13,9 @@
 //!
 //! Pairs: `load`/`get`, `store_range`/`insert`, `insert_range`/`try_insert`
 //! (refused: occupied), `reader_iter`/`tree_iter` (a full scan per
-//! iteration), `empty_area`/`gaps_seek` (the first gap at or past a random
+//! iteration, consumed by `sum`, i.e. `fold`), `reader_iter_next`/
+//! `tree_iter_next` (the same stepped with `next`, as a `for` loop does),
+//! `empty_area`/`gaps_seek` (the first gap at or past a random
 //! index). Keys come from a fixed-seed splitmix64.
 
 use std::hint::black_box;
@@ -98,6 +100,32 @@ fn measure_tree_iter(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
     acc
 }
 
+/// As `measure_reader_iter`, stepping with `next` (a `for` loop) rather
+/// than `fold` (`sum`).
+#[inline(never)]
+fn measure_reader_iter_next(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
+    let mut acc = 0u64;
+    for _ in 0..iters {
+        let r = t.reader();
+        for (_, v) in r.iter() {
+            acc = acc.wrapping_add(*v);
+        }
+    }
+    acc
+}
+
+/// As `measure_tree_iter`, stepping with `next`.
+#[inline(never)]
+fn measure_tree_iter_next(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
+    let mut acc = 0u64;
+    for _ in 0..iters {
+        for e in t.iter() {
+            acc = acc.wrapping_add(*e);
+        }
+    }
+    acc
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes `--bench`: run a quick pass of every pair.
@@ -132,6 +160,8 @@ fn run(op: &str, n: u64, iters: u64) {
         "gaps_seek" => measure_gaps_seek,
         "reader_iter" => measure_reader_iter,
         "tree_iter" => measure_tree_iter,
+        "reader_iter_next" => measure_reader_iter_next,
+        "tree_iter_next" => measure_tree_iter_next,
         _ => panic!("unknown op {op}"),
     };
     let t0 = Instant::now();

@@ -28,7 +28,9 @@
 //! Kernel developers think in `load` / `store_range` / `erase` /
 //! `empty_area`; Rust users reach for `get` / `insert` / `remove` / `iter`
 //! with range arguments. Both are here, on the same tree, with the same
-//! concurrency contract and cost (the idiomatic calls are inlined wrappers):
+//! concurrency contract and cost (the idiomatic calls are inlined wrappers;
+//! `iter()`'s entries, which may outlive it, cost a few instructions more
+//! each than a [`Reader`]'s references):
 //!
 //! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
 //! |---|---|---|

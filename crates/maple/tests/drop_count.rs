@@ -454,3 +454,85 @@ fn reader_delays_but_does_not_leak() {
     drop(t);
     settle(c, &HashSet::new());
 }
+
+/// The entries of `tree.iter()` share the iteration's one pin: each keeps
+/// its value alive after the iterator is gone and after a writer replaced
+/// it, whatever the order in which they and the iterator are dropped (and
+/// when the loop consuming them panics); once the last of them is gone the
+/// replaced values are reclaimed, so the pin was released exactly then.
+#[test]
+fn iteration_entries_share_one_pin_released_by_the_last() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let fill = |round: u64| {
+        for i in 0..200 {
+            t.store_range(i * 4, i * 4 + 1, c.make(round * 1_000 + i))
+                .unwrap();
+        }
+    };
+    fill(0);
+    for round in 0..4u64 {
+        let mut it = t.iter();
+        let mut kept = Vec::new();
+        for k in 0..60 {
+            let e = if k % 3 == 0 {
+                it.next_back()
+            } else {
+                it.next()
+            };
+            let e = e.expect("200 entries");
+            if k % 2 == 0 {
+                kept.push(e);
+            }
+        }
+        match round {
+            // The iterator goes first, before the write.
+            0 => drop(it),
+            // The rest consumed by a fold, keeping every fifth.
+            1 => it.enumerate().for_each(|(k, e)| {
+                if k % 5 == 0 {
+                    kept.push(e)
+                }
+            }),
+            // A consuming loop that panics with entries stashed.
+            2 => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    it.for_each(|e| {
+                        kept.push(e);
+                        if kept.len() == 40 {
+                            panic!("deliberate");
+                        }
+                    })
+                }));
+                assert!(r.is_err());
+            }
+            // The iterator outlives the write and the first drops.
+            _ => {
+                kept.truncate(10);
+                t.store_range(0, 100_000, c.make(9_999)).unwrap();
+                drop(kept.pop());
+                assert!(it.next().is_some());
+                drop(it);
+            }
+        }
+        t.store_range(0, 100_000, c.make(10_000 + round)).unwrap();
+        for e in &kept {
+            assert!(c.is_live(e.serial), "a kept entry's value was dropped");
+            assert_eq!(e.tag / 1_000, round, "the entry's own value");
+        }
+        // Drop in an order that is neither the yield order nor its reverse.
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by_key(|&k| (k * 7919) % kept.len().max(1));
+        let mut slots: Vec<Option<_>> = kept.into_iter().map(Some).collect();
+        for k in order {
+            drop(slots[k].take());
+        }
+        // Everything replaced is reclaimed: no pin is left behind.
+        settle(c, &held(&t));
+        t.clear();
+        settle(c, &HashSet::new());
+        fill(round + 1);
+    }
+    drop(t);
+    settle(c, &HashSet::new());
+}

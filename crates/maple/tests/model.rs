@@ -849,6 +849,11 @@ fn check_mixed<'s>(
 }
 
 fn check_tree(tree: &Tree, model: &Model, space: Space) {
+    // Structure: pivots, counts, fill, no adjacent gaps, and every internal
+    // gap equal to the longest free run below it.
+    if let Err(e) = tree.validate() {
+        panic!("invalid tree: {e}");
+    }
     let want = model.entries();
     assert_eq!(tree.len(), want.len());
     let snap = tree.reader();

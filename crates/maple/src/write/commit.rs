@@ -11,7 +11,7 @@ impl<T> Txn<'_, T> {
     ///
     /// # Safety
     /// `node` is valid; only fresh nodes have dirty bits.
-    unsafe fn refresh(node: NodePtr, lo: u64, hi: u64) -> u64 {
+    pub(super) unsafe fn refresh(node: NodePtr, lo: u64, hi: u64) -> u64 {
         // SAFETY: forwarded; writes go only to nodes with dirty bits (fresh).
         unsafe {
             if is_leaf(node) {

@@ -1,8 +1,11 @@
 //! The write engine: one [`Txn`] per tree operation.
 //!
-//! The common write changes one leaf without moving its bounds:
-//! [`Txn::try_swap_leaf`] builds the new leaf privately and swaps it into
-//! its parent with one release store. Every other write descends making
+//! The common write changes one leaf without moving its bounds
+//! ([`Txn::leaf_fast`], in `fast.rs`): an exact fit replaces one value
+//! pointer in the live leaf; any other rewrite that fits the leaf is
+//! spliced into a private copy that is swapped into its parent with one
+//! release store (under `&mut`, into the leaf itself). Every other write
+//! descends making
 //! each node on its path *fresh* (a private copy, flag [`FRESH`]), changes
 //! fresh nodes in place, then [`Txn::commit`] recomputes the gaps of the
 //! nodes it dirtied and publishes the new root with one release store.
@@ -23,10 +26,10 @@
 //! a sibling ([`Txn::rebalance`]); a root with one child collapses.
 //!
 //! Split by job: this module holds the writer state, the transaction and
-//! the store paths (exact fit, leaf swap, general); `leaf` the leaf
-//! rewrite, `internal` the internal-node rebuild, `rebalance` the
-//! invariant restoration, `commit` the gap refresh, publish and
-//! retirement.
+//! the store paths; `fast` the in-leaf fast path (exact fit, splice, leaf
+//! swap); `leaf` the general leaf rewrite, `internal` the internal-node
+//! rebuild, `rebalance` the invariant restoration, `commit` the gap
+//! refresh, publish and retirement.
 
 use std::ptr;
 
@@ -37,7 +40,7 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, descend_with, is_leaf, Level, Path};
+use crate::read::{count, descend, is_leaf, Level, Path};
 use crate::value::{Cloner, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
@@ -54,8 +57,6 @@ pub(crate) struct WriterState<T> {
     retired_values: Vec<*mut T>,
     /// The tree's free node blocks and recycler (see `mem.rs`).
     pub(crate) pool: BlockPool,
-    /// A path buffer reused by every write's first descent.
-    scratch_path: Option<Box<Path>>,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
     /// crossbeam-epoch would run it outside the loom execution that owns its
@@ -75,7 +76,6 @@ impl<T> WriterState<T> {
             retired_nodes: Vec::new(),
             retired_values: Vec::new(),
             pool: BlockPool::new(),
-            scratch_path: None,
             #[cfg(loom)]
             deferred: Default::default(),
         }
@@ -127,6 +127,7 @@ impl<T> Drop for WriterState<T> {
 }
 
 mod commit;
+mod fast;
 mod internal;
 mod leaf;
 mod rebalance;
@@ -151,8 +152,10 @@ pub(crate) struct Txn<'s, T> {
     /// Clones a value when a store splits an entry in two; `None` for the
     /// operations that cannot split (insert into free space, erase).
     cloner: Option<Cloner<T>>,
-    /// Whether every store of this write was an exact fit (no node touched,
-    /// no gap changed), so commit has no gap to refresh.
+    /// Whether every store of this write so far took the fast path
+    /// ([`Txn::leaf_fast`]: an exact fit or a rewrite inside one leaf), which
+    /// marks nothing dirty and makes no node fresh. Commit then has no gap
+    /// to refresh, and the next store may take the fast path too.
     only_exact_fits: bool,
 }
 
@@ -322,7 +325,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
     /// path's leaf, the leaf is reached without a search from the root.
-    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T) {
+    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
+    where
+        T: SlotOps,
+    {
         if self.root.is_null() || known.len == 0 {
             return self.store(a, b, v);
         }
@@ -330,14 +336,25 @@ impl<'s, T> Txn<'s, T> {
         if a < l.lo || b > l.hi {
             return self.store(a, b, v);
         }
-        // SAFETY: the known path's leaf is a leaf of the working version.
-        if unsafe { self.try_exact_fit(l.node, l.lo, l.hi, a, b, v) } {
+        // SAFETY: the known path was taken in the working version, which no
+        // store of this write has changed yet (only_exact_fits).
+        if self.only_exact_fits
+            && unsafe {
+                self.leaf_fast(
+                    l.node,
+                    l.lo,
+                    l.hi,
+                    known.len - 1,
+                    |d| (known.lv[d].node, known.lv[d].idx),
+                    a,
+                    b,
+                    v,
+                )
+            }
+        {
             return;
         }
         self.only_exact_fits = false;
-        if self.try_swap_leaf(known, a, b, v) {
-            return;
-        }
         let mut path = Path::new();
         self.descend_fresh_along(known, &mut path);
         let idx = {
@@ -355,37 +372,26 @@ impl<'s, T> Txn<'s, T> {
 
     /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
     /// checked `a <= b`.
-    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T) {
-        // Only a store that may overwrite (store_range: it has a cloner) can
-        // be an exact fit; insert and alloc write free ranges, erase frees.
-        if self.cloner.is_some() && !v.is_null() && !self.root.is_null() {
-            // A bare descent to the leaf: cheaper than recording a path,
-            // which only the leaf swap below needs.
+    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T)
+    where
+        T: SlotOps,
+    {
+        // The fast path first: one descent, then an exact fit or a rewrite
+        // inside the leaf (see `fast.rs`). Only while no store of this write
+        // has taken the general path, so every node reached is live (or,
+        // under `&mut`, ours) and none is dirty.
+        if !self.root.is_null() && self.only_exact_fits {
+            let mut trail = fast::Trail::new();
             // SAFETY: the working root is valid; the descent only reads.
-            let (leaf, lo, hi) = unsafe { leaf_of(self.root, a) };
-            // SAFETY: leaf is a leaf of the working version.
-            if unsafe { self.try_exact_fit(leaf, lo, hi, a, b, v) } {
+            let (leaf, lo, hi, depth) = unsafe { fast::leaf_trail(self.root, a, &mut trail) };
+            // SAFETY: leaf and trail are a root-to-leaf path of the working
+            // version; `get` is only called below `depth`.
+            if b <= hi && unsafe { self.leaf_fast(leaf, lo, hi, depth, |d| trail.get(d), a, b, v) }
+            {
                 return;
             }
         }
         self.only_exact_fits = false;
-        if !self.root.is_null() && self.st.fresh.is_empty() {
-            // A read-only descent for the leaf swap, into a path buffer kept
-            // between writes (a new `Path` is 1 KiB to clear).
-            let mut path = self
-                .st
-                .scratch_path
-                .take()
-                .unwrap_or_else(|| Box::new(Path::new()));
-            // SAFETY: the working root is valid and not yet changed by this
-            // write (no fresh node); the descent only reads.
-            unsafe { descend_with::<false>(self.root, a, &mut path) };
-            let done = self.try_swap_leaf(&path, a, b, v);
-            self.st.scratch_path = Some(path);
-            if done {
-                return;
-            }
-        }
         if self.root.is_null() {
             if v.is_null() {
                 return;
@@ -445,7 +451,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// Rewrites `[a, b]` (inside the path's leaf) to `v`. Returns whether the
     /// leaf may now break an invariant that [`Txn::normalize`] must restore.
-    fn leaf_write(&mut self, path: &mut Path, a: u64, b: u64, v: *mut T) -> bool {
+    fn leaf_write(&mut self, path: &mut Path, a: u64, b: u64, v: *mut T) -> bool
+    where
+        T: SlotOps,
+    {
         let l = *path.leaf();
         // SAFETY: the path's leaf is fresh.
         let leaf = unsafe { &*l.node.cast::<Leaf<T>>() };
@@ -463,7 +472,10 @@ impl<'s, T> Txn<'s, T> {
 
     /// Carries out a plan's effects on values: retires the values it drops,
     /// clones the value of an entry it cuts in two, counts the new entry.
-    fn apply_values(&mut self, plan: &mut LeafPlan<T>, v: *mut T) {
+    fn apply_values(&mut self, plan: &mut LeafPlan<T>, v: *mut T)
+    where
+        T: SlotOps,
+    {
         for i in 0..plan.n_retire {
             self.retire_value(plan.retire[i]);
         }
@@ -472,112 +484,21 @@ impl<'s, T> Txn<'s, T> {
                 // Only store_range (T: Clone) can cut an entry in the middle.
                 unreachable!("entry split without a cloner")
             });
+            // Under `&mut` the descent marked live nodes dirty (their gaps
+            // are still right: nothing is written before this clone); a
+            // panicking clone clears the marks on its way out.
+            let marked = if self.exclusive {
+                self.root
+            } else {
+                ptr::null_mut()
+            };
             // SAFETY: the slot holds a live value word owned by the tree.
-            plan.out.vals[at] = unsafe { clone(plan.out.vals[at]) };
+            plan.out.vals[at] = unsafe { clone_or_free::<T>(clone, plan.out.vals[at], v, marked) };
             self.len_delta += 1;
         }
         if !v.is_null() {
             self.len_delta += 1;
         }
-    }
-
-    /// The exact-fit write: when `[a, b]` is exactly the range of one
-    /// existing entry and `v` is a value, the leaf `leaf` (covering
-    /// `[lo, hi]`, holding `a`) keeps every pivot and slot but that one
-    /// slot's pointer, which is replaced with one release store. No node is
-    /// copied, no gap changes (a value replaces a value), and a reader sees
-    /// the old value or the new one, each for the same range. The old value
-    /// is retired like any other. Returns false, having changed nothing,
-    /// otherwise.
-    ///
-    /// # Safety
-    /// `leaf` is a leaf of the working version covering `[lo, hi]` with
-    /// `lo <= a <= hi`.
-    unsafe fn try_exact_fit(
-        &mut self,
-        leaf: NodePtr,
-        lo: u64,
-        hi: u64,
-        a: u64,
-        b: u64,
-        v: *mut T,
-    ) -> bool {
-        if v.is_null() {
-            return false;
-        }
-        // SAFETY: guaranteed by the caller.
-        let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
-        let n = leaf.hdr.count as usize;
-        let i = slot_in(&leaf.pivots, a).min(n - 1);
-        let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
-        let old = leaf.slot(i);
-        if s != a || e != b || old.is_null() {
-            return false;
-        }
-        leaf.set_slot(i, v);
-        self.retire_value(old);
-        self.len_delta += 1;
-        true
-    }
-
-    /// The common write, done without copying the path (under `&mut`, in
-    /// place): when `[a, b]` lies
-    /// in one leaf whose rewrite fits and needs no rebalancing, the leaf is
-    /// copied and swapped into its (live) parent with one release store, and
-    /// the gaps above it are updated in place. Readers see the old leaf or
-    /// the new one; the root and inner nodes stay as they are, so a reader's
-    /// cached upper levels stay valid (path copying made every concurrent
-    /// read miss on them). Returns false, having changed nothing, when the
-    /// write needs the general path.
-    ///
-    /// `path` is a path into the current version that reaches the leaf
-    /// holding `a` (a cursor's, or the store's own read-only descent).
-    fn try_swap_leaf(&mut self, path: &Path, a: u64, b: u64, v: *mut T) -> bool {
-        let root = self.root;
-        // SAFETY: root is the published version's root, kept alive by the
-        // writer lock, and the path was taken in this same version.
-        unsafe {
-            if (!self.exclusive && (*root).flags & FRESH != 0) || is_leaf(root) {
-                return false;
-            }
-            let l = *path.leaf();
-            if b > l.hi {
-                return false;
-            }
-            let leaf = &*l.node.cast::<Leaf<T>>();
-            let mut plan = LeafPlan::new(leaf, l, a, b, v);
-            if plan.out.n > LEAF_SLOTS || plan.needs_normalize(false, l.hi == u64::MAX) {
-                return false;
-            }
-            self.apply_values(&mut plan, v);
-            let new = if self.exclusive {
-                // `&mut`: no reader, so the leaf is rewritten in place and
-                // only the gaps above it change (no dirty marks, no refresh
-                // of the path at commit).
-                write_leaf(l.node, &plan.out, 0, plan.out.n);
-                l.node
-            } else {
-                let new = self.take_block();
-                init_leaf::<T>(new, 0);
-                write_leaf(new, &plan.out, 0, plan.out.n);
-                let parent = path.lv[path.len - 2];
-                (*parent.node.cast::<Internal>()).set_child(parent.idx, new);
-                self.retire_node(l.node);
-                new
-            };
-            // Gaps upward, in place, until one does not change.
-            let mut g = leaf_gap(new.cast::<Leaf<T>>(), l.lo, l.hi);
-            for d in (0..path.len - 1).rev() {
-                let lv = path.lv[d];
-                let int = &*lv.node.cast::<Internal>();
-                if int.gap(lv.idx) == g {
-                    break;
-                }
-                int.set_gap(lv.idx, g);
-                g = internal_gap(int);
-            }
-        }
-        true
     }
 
     /// Writes `out` into the path's leaf, splitting it in two when it does not
@@ -648,32 +569,51 @@ impl<'s, T> Txn<'s, T> {
     }
 }
 
+/// `clone(src)`, a new word. If the clone panics: drops `v` (null:
+/// nothing), the new value of the store in progress, and clears the dirty
+/// marks of the live tree under `marked` (null: none; a `&mut` write's
+/// root). A clone is only ever made before the store places `v` in any
+/// node or writes any node, so on that unwind the write, which owns `v`, is
+/// the only one that can drop it, and once the marks are cleared the tree
+/// is as it was.
+///
+/// # Safety
+/// `src` is a live stored word of the tree; `v` is null or a word the
+/// store owns; `marked` is null or the root of a tree this write holds
+/// exclusively.
+unsafe fn clone_or_free<T: SlotOps>(
+    clone: Cloner<T>,
+    src: *mut T,
+    v: *mut T,
+    marked: NodePtr,
+) -> *mut T {
+    struct OnUnwind<T: SlotOps>(*mut T, NodePtr);
+    impl<T: SlotOps> Drop for OnUnwind<T> {
+        fn drop(&mut self) {
+            if !self.0.is_null() {
+                // SAFETY: reached only while unwinding out of `clone`: the
+                // word was never placed in the tree, and the write owns it.
+                unsafe { T::drop_word(self.0) };
+            }
+            if !self.1.is_null() {
+                // SAFETY: an exclusively held, valid tree whose only dirty
+                // marks are this write's, over gaps it has not changed.
+                unsafe { Txn::<T>::refresh(self.1, 0, u64::MAX) };
+            }
+        }
+    }
+    let guard = OnUnwind(v, marked);
+    // SAFETY: forwarded from the caller.
+    let copy = unsafe { clone(src) };
+    std::mem::forget(guard);
+    copy
+}
+
 /// Worst-case node allocations for one store that touches `leaves` leaves in
 /// a tree of `height` levels: a path copy, a split cascade and a boundary
 /// shift (path copy + split cascade) per leaf, plus the fill.
 pub(crate) fn worst_case_nodes(height: usize, leaves: usize) -> usize {
     (leaves + 1) * (4 * height + 4)
-}
-
-/// The leaf covering `index` and its bounds `(leaf, lo, hi)`.
-///
-/// # Safety
-/// `root` is a valid, non-null tree that stays alive for the call.
-unsafe fn leaf_of(root: NodePtr, index: u64) -> (NodePtr, u64, u64) {
-    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    // SAFETY: children of a valid node are valid.
-    unsafe {
-        while !is_leaf(node) {
-            let int = &*node.cast::<Internal>();
-            let n = int.hdr.count as usize;
-            let i = slot_in(&int.pivots, index).min(n - 1);
-            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-            node = int.child(i);
-            lo = s;
-            hi = e;
-        }
-    }
-    (node, lo, hi)
 }
 
 /// Height of a tree (0 when empty).
