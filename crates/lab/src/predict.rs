@@ -81,6 +81,10 @@ pub struct PredictArgs {
     /// --validate).
     #[arg(long, default_value = "docs/results/predict/validation.json")]
     pub validation: PathBuf,
+    /// Also write each recorded profile here as `<design>.profile.json`
+    /// (input of `predict`'s `simbench` example, for profiling the simulator).
+    #[arg(long)]
+    pub save_profiles: Option<PathBuf>,
 }
 
 /// One design's predicted curve.
@@ -240,7 +244,10 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            warmup: (4, Duration::from_millis(300)),
+            // 8 threads on a 2-CPU host: more chances that two of them run
+            // at once for a whole time slice, which is when the locks'
+            // lines bounce at a many-CPU rate.
+            warmup: (8, Duration::from_millis(300)),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
@@ -540,7 +547,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .iter()
         .map(|&d| plan.profile(d, pattern))
         .collect::<Result<_, _>>()?;
+    if let Some(dir) = &a.save_profiles {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for p in &profiles {
+            let f = dir.join(format!("{}.profile.json", p.label));
+            let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
+            std::fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        }
+    }
+    let t0 = std::time::Instant::now();
     let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
+    eprintln!(
+        "aspace predict: simulation took {:.1} s wall ({} points)",
+        t0.elapsed().as_secs_f64(),
+        profiles.len() * cpus.len()
+    );
     let curves: Vec<Curve> = profiles
         .iter()
         .zip(preds)
