@@ -13,6 +13,7 @@
 //! Everything printed is labelled a PREDICTION, with the validation error
 //! (docs/results/predict/) beside it.
 
+pub mod host;
 pub mod recorder;
 pub mod validate;
 
@@ -79,7 +80,7 @@ pub struct PredictArgs {
     pub measured: Option<PathBuf>,
     /// The validation to print beside the predictions (as written by
     /// --validate).
-    #[arg(long, default_value = "docs/results/predict/validation.json")]
+    #[arg(long, default_value = DEFAULT_VALIDATION)]
     pub validation: PathBuf,
     /// Also write each recorded profile here as `<design>.profile.json`
     /// (input of `predict`'s `simbench` example, for profiling the simulator).
@@ -131,6 +132,10 @@ pub struct PredictOutput {
 /// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock
 /// into one phase and never meet (or always meet) at a lock.
 pub const WORK_JITTER: f64 = 0.2;
+
+/// Where `aspace predict --validate` keeps its comparisons (relative to the
+/// repository root).
+pub const DEFAULT_VALIDATION: &str = "docs/results/predict/validation.json";
 
 /// The note printed beside every prediction.
 pub const VALIDATION_NOTE: &str = "validation against every published figure: docs/results/predict/validation.md (aspace predict --validate)";
@@ -587,10 +592,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         },
         seconds: a.seconds,
         validation: VALIDATION_NOTE.into(),
-        validation_checks: std::fs::read_to_string(&a.validation)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default(),
+        validation_checks: host::load_checks(&a.validation),
         curves,
     };
     print!("{}", table(&out));
@@ -603,10 +605,14 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     let svg_path = a.out.join("predict.svg");
     std::fs::write(&svg_path, svg(&out))
         .map_err(|e| format!("cannot write {}: {e}", svg_path.display()))?;
+    let html_path = a.out.join("report.html");
+    std::fs::write(&html_path, host::predict_page(&out))
+        .map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
     println!(
-        "\nWrote {} and {} (PREDICTIONS, not measurements).",
+        "\nWrote {}, {} and {} (PREDICTIONS, not measurements).",
         json.display(),
-        svg_path.display()
+        svg_path.display(),
+        html_path.display()
     );
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// One comparison.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What is compared.
     pub what: String,
