@@ -249,10 +249,10 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            // 8 threads on a 2-CPU host: more chances that two of them run
-            // at once for a whole time slice, which is when the locks'
-            // lines bounce at a many-CPU rate.
-            warmup: (8, Duration::from_millis(300)),
+            // 8 threads for at least a second: a design that adapts needs
+            // moments of many-CPU lock traffic (two threads running at once),
+            // which a loaded host with few CPUs gives only now and then.
+            warmup: (8, Duration::from_millis(1000)),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;

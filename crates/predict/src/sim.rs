@@ -35,15 +35,47 @@
 //!   written data and a waiter spins on it, each hold pays one more
 //!   transfer (the spinner's poll stole the line).
 //!
+//!   Whether a lock word shares its line with written data is recorded
+//!   from the real code (`rmap::trace` reports a hold that writes the lock
+//!   word's line as data; [`crate::LockDesc::shares_line_with_data`]).
+//!
 //! # What is not modelled
 //!
-//! Other shared lines of a real exec (the file's reference count,
-//! `mapping->i_mmap_writable`, the page-cache folios and their reference
-//! counts for libc, the dentry and mount counts, the `mm` and page-table
-//! allocations), other global locks, memory bandwidth, interrupts,
-//! frequency changes with load, the exact osq/MCS hand-off costs, and
-//! rwsem lock-stealing heuristics beyond those above. Work outside the
-//! locks scales perfectly.
+//! * **Other shared lines of a real exec.** Every exec of a dynamically
+//!   linked binary also writes lines that every other copy writes: the
+//!   reference counts and `_mapcount` of libc's and ld.so's page-cache folios
+//!   (each fault that maps them, each unmap at exit), the dentry and
+//!   `struct file` references of the path walk and `open` of each library,
+//!   the inode's `i_writecount`/`i_mmap_writable` where they change, the
+//!   `mm` and page-table allocations (per-CPU caches, mostly local), and the
+//!   global counters of the memory cgroup. These are atomics on lines, not
+//!   locks: each costs a line transfer when another CPU wrote it last, and
+//!   a line can move only so many times a second, so together they set a
+//!   ceiling that every design shares. The simulator has no such lines, so
+//!   once a design's reverse map stops being the bottleneck its curve rises
+//!   to `CPUs x SMT yield / exec cost`: ratios between an uncontended design
+//!   and a collapsed one (numa_locks / linux on 384 CPUs) come out larger
+//!   than the kernel's, and no design can be predicted to beat another that
+//!   is already uncontended (aspace / numa_locks stays about 1).
+//! * Other global locks, memory bandwidth, interrupts, frequency changes
+//!   with load, the exact osq/MCS hand-off costs, and rwsem lock-stealing
+//!   heuristics beyond those above. Work outside the locks scales
+//!   perfectly.
+//! * A split is one hold of the kernel's `__split_vma` only because the
+//!   recorder merges the model's consecutive split holds of one lock; a
+//!   lock held across several reverse-map calls is otherwise not modelled
+//!   (an outer lock is taken and released around nothing).
+//!
+//! # Speed
+//!
+//! Every event is one step of one CPU. The queue is a binary heap of
+//! integer keys (the bits of a non-negative `f64` order as the number
+//! does) whose top is replaced in place when the handler schedules the
+//! CPU's next step; line states are flat arrays (last writer, a count of
+//! shared copies, one bit per CPU) so that writing a line nobody shares
+//! costs no scan, and reads are clipped to the lines some hold writes (a
+//! line nobody writes never costs a transfer). Nothing is allocated per
+//! event.
 
 use crate::machine::{Machine, MachineError, Place};
 use crate::profile::{Profile, ProfileError, Site, Step};

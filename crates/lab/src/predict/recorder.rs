@@ -372,12 +372,12 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     n
                 });
             }
-            // At least `wd`; then up to `wd / 15` rounds of 100 ms more, until the
+            // At least `wd`; then up to 10 rounds of 100 ms more, until the
             // warm-up has seen at least 1000 contended acquisitions (the
             // walker stalls modifiers 1 ms in 3).
             let start = files.lock_stats();
             std::thread::sleep(wd);
-            for _ in 0..(wd.as_millis() / 15).max(1) {
+            for _ in 0..10 {
                 if files.lock_stats().contended - start.contended >= 1000 {
                     break;
                 }
