@@ -249,10 +249,10 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            // 8 threads for at least a second: a design that adapts needs
+            // 8 threads for at least 2.5 s: a design that adapts needs
             // moments of many-CPU lock traffic (two threads running at once),
             // which a loaded host with few CPUs gives only now and then.
-            warmup: (8, Duration::from_millis(1000)),
+            warmup: (8, Duration::from_millis(2500)),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
