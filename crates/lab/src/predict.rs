@@ -11,7 +11,14 @@
 //! 3. `predict::simulate` runs every design at every CPU count.
 //!
 //! Everything printed is labelled a PREDICTION, with the validation error
-//! (docs/results/predict/) beside it.
+//! (docs/results/predict/) beside it: the table, `predict.json`,
+//! `predict.svg`, and `report.html`, the "Predictions" section of the HTML
+//! report ([`host::predict_section`]). `aspace bench` records and simulates
+//! its own host the same way and puts the predicted curve beside the
+//! measured one ([`host::predict_for_bench`], [`host::bench_section`]).
+//!
+//! What the model lacks, and how each published figure compares, is in
+//! `docs/results/predict/README.md` and the simulator's module docs.
 
 pub mod host;
 pub mod recorder;
@@ -128,6 +135,13 @@ pub struct PredictOutput {
     pub curves: Vec<Curve>,
 }
 
+/// The least warm-up before recording a profile for another machine: 8
+/// threads for at least 2.5 s, because a design that adapts needs moments
+/// of many-CPU lock traffic (two threads running at once), which a loaded
+/// host with few CPUs gives only now and then (at 1 s an adapting design
+/// adapted in about half the runs on a 2-vCPU host with load average 15).
+pub const WARMUP: Duration = Duration::from_millis(2500);
+
 /// Each work step of a prediction is stretched by a factor uniform in
 /// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock
 /// into one phase and never meet (or always meet) at a lock.
@@ -227,6 +241,8 @@ pub struct Plan {
     pub model_cost: bool,
     /// Simulated seconds.
     pub seconds: f64,
+    /// The recording's least warm-up ([`WARMUP`] for other machines).
+    pub warmup: Duration,
 }
 
 impl Plan {
@@ -249,10 +265,7 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            // 8 threads for at least 2.5 s: a design that adapts needs
-            // moments of many-CPU lock traffic (two threads running at once),
-            // which a loaded host with few CPUs gives only now and then.
-            warmup: (8, Duration::from_millis(2500)),
+            warmup: (8, self.warmup),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
@@ -540,6 +553,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         resident: a.resident,
         model_cost: a.model_cost,
         seconds: a.seconds,
+        warmup: WARMUP,
     };
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",

@@ -214,9 +214,9 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         "a labelled prediction section"
     );
     assert!(
-        v["predicted"]["points"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|x| x["design"] == "aspace" && x["threads"] == 1)),
+        v["predicted"]["points"].as_array().is_some_and(|p| p
+            .iter()
+            .any(|x| x["design"] == "aspace" && x["threads"] == 1)),
         "predicted points in the JSON"
     );
     let svg = std::fs::read_to_string(out.join("execl.svg")).unwrap();

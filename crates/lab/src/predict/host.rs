@@ -14,6 +14,7 @@ use rmap::Design;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 /// The label on every predicted figure.
 pub const KIND: &str = "PREDICTION (simulated, not measured)";
@@ -119,6 +120,9 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                 resident: b.resident,
                 model_cost: true,
                 seconds: 1.0,
+                // The bench predicts this host, where a design adapts or not
+                // as it does in the bench itself: a short warm-up.
+                warmup: Duration::from_millis(300),
             };
             for &pattern in &b.patterns {
                 let profiles = b

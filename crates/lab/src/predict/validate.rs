@@ -84,6 +84,7 @@ impl Point {
                 resident: a.resident,
                 model_cost: false,
                 seconds: a.seconds,
+                warmup: crate::predict::WARMUP,
             },
             machine,
         }
@@ -313,6 +314,7 @@ pub fn checks(
             resident: a.resident,
             model_cost: true,
             seconds: secs,
+            warmup: crate::predict::WARMUP,
         };
         let designs = Design::ALL;
         let profiles: Vec<Profile> = designs
@@ -457,6 +459,7 @@ mod tests {
             resident: 1200,
             model_cost: false,
             seconds: 0.2,
+            warmup: std::time::Duration::from_millis(300),
         };
         let profiles: Vec<Profile> = [Design::Linux, Design::NumaSplit, Design::NumaLocks]
             .iter()
