@@ -136,11 +136,12 @@ pub struct PredictOutput {
 }
 
 /// The least warm-up before recording a profile for another machine: 8
-/// threads for at least 2.5 s, because a design that adapts needs moments
+/// threads for at least 2 s (and until the maps' lock count is stable),
+/// because a design that adapts needs moments
 /// of many-CPU lock traffic (two threads running at once), which a loaded
 /// host with few CPUs gives only now and then (at 1 s an adapting design
 /// adapted in about half the runs on a 2-vCPU host with load average 15).
-pub const WARMUP: Duration = Duration::from_millis(2500);
+pub const WARMUP: Duration = Duration::from_millis(2000);
 
 /// Each work step of a prediction is stretched by a factor uniform in
 /// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock

@@ -372,13 +372,28 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                     n
                 });
             }
-            // At least `wd`; then up to 10 rounds of 100 ms more, until the
+            // At least `wd`; then up to 30 rounds of 100 ms more, until the
             // warm-up has seen at least 1000 contended acquisitions (the
-            // walker stalls modifiers 1 ms in 3).
+            // walker stalls modifiers 1 ms in 3) and the maps' lock count
+            // (shards over every file the program maps) has not changed for
+            // 500 ms: a design that adapts file by file is recorded once
+            // every file it will adapt has.
             let start = files.lock_stats();
+            let locks = || -> u64 {
+                prog.files()
+                    .map(|f| u64::from(f.rmap().stats().shards))
+                    .sum()
+            };
             std::thread::sleep(wd);
-            for _ in 0..10 {
-                if files.lock_stats().contended - start.contended >= 1000 {
+            let (mut seen, mut still) = (locks(), 0);
+            for _ in 0..30 {
+                let now = locks();
+                if now == seen {
+                    still += 1;
+                } else {
+                    (seen, still) = (now, 0);
+                }
+                if still >= 5 && files.lock_stats().contended - start.contended >= 1000 {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(100));
