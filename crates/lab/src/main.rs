@@ -175,6 +175,14 @@ struct BenchArgs {
     /// The binary each worker execs (a dynamically linked ELF file).
     #[arg(long, default_value = "/bin/true")]
     binary: PathBuf,
+    /// Do not put the predicted curve for this host beside the measured one (the
+    /// prediction records each design's profile first: a few seconds per design).
+    #[arg(long)]
+    no_predict: bool,
+    /// The host description for the predicted curve (`aspace calibrate --out`);
+    /// default: this host's CPU count with the built-in 16-core machine's latencies.
+    #[arg(long)]
+    predict_host: Option<PathBuf>,
 }
 
 /// `--call-pattern`.
@@ -471,8 +479,12 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         runs,
         summary: Vec::new(),
         fits: Vec::new(),
+        predicted: None,
     };
     r.analyse();
+    if !a.no_predict {
+        r.predicted = bench_prediction(&a, &designs, &patterns, &workloads, resident);
+    }
     print!("{}", report::text(&r));
     write_outputs(&r, &a.out, Some(&json))?;
     println!(
@@ -484,6 +496,38 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         json.display()
     );
     Ok(())
+}
+
+/// The predicted curve for this host (`aspace bench` without `--no-predict`). A
+/// prediction that cannot be made is reported and left out: the measurement stands.
+fn bench_prediction(
+    a: &BenchArgs,
+    designs: &[Design],
+    patterns: &[CallPattern],
+    workloads: &[Workload],
+    resident: usize,
+) -> Option<predict::host::HostPrediction> {
+    eprintln!("aspace bench: predicting this host's curves (PREDICTION; --no-predict skips it)");
+    let plan = predict::host::BenchPlan {
+        host_file: a.predict_host.as_deref(),
+        binary: &a.binary,
+        resident,
+        workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
+        designs: designs.to_vec(),
+        patterns: patterns.to_vec(),
+        threads: a.threads.as_deref().map_or_else(
+            || default_threads(machine::nproc()),
+            |s| parse_threads(s).unwrap_or_default(),
+        ),
+        validation: Path::new(predict::DEFAULT_VALIDATION),
+    };
+    match predict::host::predict_for_bench(&plan) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("aspace bench: no prediction: {e}");
+            None
+        }
+    }
 }
 
 fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<(), String> {

@@ -11,8 +11,16 @@
 //! 3. `predict::simulate` runs every design at every CPU count.
 //!
 //! Everything printed is labelled a PREDICTION, with the validation error
-//! (docs/results/predict/) beside it.
+//! (docs/results/predict/) beside it: the table, `predict.json`,
+//! `predict.svg`, and `report.html`, the "Predictions" section of the HTML
+//! report ([`host::predict_section`]). `aspace bench` records and simulates
+//! its own host the same way and puts the predicted curve beside the
+//! measured one ([`host::predict_for_bench`], [`host::bench_section`]).
+//!
+//! What the model lacks, and how each published figure compares, is in
+//! `docs/results/predict/README.md` and the simulator's module docs.
 
+pub mod host;
 pub mod recorder;
 pub mod validate;
 
@@ -79,8 +87,12 @@ pub struct PredictArgs {
     pub measured: Option<PathBuf>,
     /// The validation to print beside the predictions (as written by
     /// --validate).
-    #[arg(long, default_value = "docs/results/predict/validation.json")]
+    #[arg(long, default_value = DEFAULT_VALIDATION)]
     pub validation: PathBuf,
+    /// Also write each recorded profile here as `<design>.profile.json`
+    /// (input of `predict`'s `simbench` example, for profiling the simulator).
+    #[arg(long)]
+    pub save_profiles: Option<PathBuf>,
 }
 
 /// One design's predicted curve.
@@ -123,10 +135,22 @@ pub struct PredictOutput {
     pub curves: Vec<Curve>,
 }
 
+/// The least warm-up before recording a profile for another machine: 8
+/// threads for at least 2 s (and until the maps' lock count is stable),
+/// because a design that adapts needs moments
+/// of many-CPU lock traffic (two threads running at once), which a loaded
+/// host with few CPUs gives only now and then (at 1 s an adapting design
+/// adapted in about half the runs on a 2-vCPU host with load average 15).
+pub const WARMUP: Duration = Duration::from_millis(2000);
+
 /// Each work step of a prediction is stretched by a factor uniform in
 /// `1 +- WORK_JITTER`: real execs vary, and without jitter copies can lock
 /// into one phase and never meet (or always meet) at a lock.
 pub const WORK_JITTER: f64 = 0.2;
+
+/// Where `aspace predict --validate` keeps its comparisons (relative to the
+/// repository root).
+pub const DEFAULT_VALIDATION: &str = "docs/results/predict/validation.json";
 
 /// The note printed beside every prediction.
 pub const VALIDATION_NOTE: &str = "validation against every published figure: docs/results/predict/validation.md (aspace predict --validate)";
@@ -218,6 +242,8 @@ pub struct Plan {
     pub model_cost: bool,
     /// Simulated seconds.
     pub seconds: f64,
+    /// The recording's least warm-up ([`WARMUP`] for other machines).
+    pub warmup: Duration,
 }
 
 impl Plan {
@@ -240,7 +266,7 @@ impl Plan {
             binary: self.binary.clone(),
             resident: self.resident,
             iterations: 5,
-            warmup: (4, Duration::from_millis(300)),
+            warmup: (8, self.warmup),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
@@ -528,6 +554,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         resident: a.resident,
         model_cost: a.model_cost,
         seconds: a.seconds,
+        warmup: WARMUP,
     };
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
@@ -540,7 +567,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .iter()
         .map(|&d| plan.profile(d, pattern))
         .collect::<Result<_, _>>()?;
+    if let Some(dir) = &a.save_profiles {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for p in &profiles {
+            let f = dir.join(format!("{}.profile.json", p.label));
+            let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
+            std::fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        }
+    }
+    let t0 = std::time::Instant::now();
     let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
+    eprintln!(
+        "aspace predict: simulation took {:.1} s wall ({} points)",
+        t0.elapsed().as_secs_f64(),
+        profiles.len() * cpus.len()
+    );
     let curves: Vec<Curve> = profiles
         .iter()
         .zip(preds)
@@ -565,10 +607,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         },
         seconds: a.seconds,
         validation: VALIDATION_NOTE.into(),
-        validation_checks: std::fs::read_to_string(&a.validation)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default(),
+        validation_checks: host::load_checks(&a.validation),
         curves,
     };
     print!("{}", table(&out));
@@ -581,10 +620,14 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     let svg_path = a.out.join("predict.svg");
     std::fs::write(&svg_path, svg(&out))
         .map_err(|e| format!("cannot write {}: {e}", svg_path.display()))?;
+    let html_path = a.out.join("report.html");
+    std::fs::write(&html_path, host::predict_page(&out))
+        .map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
     println!(
-        "\nWrote {} and {} (PREDICTIONS, not measurements).",
+        "\nWrote {}, {} and {} (PREDICTIONS, not measurements).",
         json.display(),
-        svg_path.display()
+        svg_path.display(),
+        html_path.display()
     );
     Ok(())
 }

@@ -1058,6 +1058,10 @@ Lock hold times were {timing}.</p>\
         o.push_str("<p class=\"proj\">Projections extrapolate the fitted curve far beyond the measured thread counts: read them as the shape the measured points imply, not as measurements.</p>");
         let _ = write!(o, "<pre>{}</pre>", esc(&fits_text(r)));
     }
+    o.push_str(&crate::predict::host::bench_section(
+        r,
+        r.predicted.as_ref(),
+    ));
     o.push_str("</body></html>\n");
     o
 }

@@ -257,6 +257,10 @@ pub struct Results {
     /// USL fits (recomputed by `aspace report`).
     #[serde(default)]
     pub fits: Vec<Fit>,
+    /// The predicted curve for this host (`aspace predict`'s simulator), shown
+    /// beside the measured one; PREDICTIONS, not measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<crate::predict::host::HostPrediction>,
 }
 
 /// Why a series has no fit (shown in the reports).
@@ -568,6 +572,7 @@ mod tests {
                 .collect(),
             summary: Vec::new(),
             fits: Vec::new(),
+            predicted: None,
         }
     }
 

@@ -208,6 +208,17 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     assert!(html.contains("libc rmap bytes") && html.contains("Ablations"));
     assert!(html.contains("fork_insert_after") && html.contains("p99"));
     assert_eq!(html.contains("Projection (USL fit"), fitted);
+    // The predicted curve for this host, beside the measured one, labelled.
+    assert!(
+        html.contains("Predictions for this host") && html.contains("PREDICTED ops/s"),
+        "a labelled prediction section"
+    );
+    assert!(
+        v["predicted"]["points"].as_array().is_some_and(|p| p
+            .iter()
+            .any(|x| x["design"] == "aspace" && x["threads"] == 1)),
+        "predicted points in the JSON"
+    );
     let svg = std::fs::read_to_string(out.join("execl.svg")).unwrap();
     assert!(svg.contains("min-max"), "error bars are explained");
     if cores < 3 {

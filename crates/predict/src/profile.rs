@@ -132,6 +132,11 @@ pub struct Profile {
     /// How the profile was recorded, in words (for reports).
     #[serde(default)]
     pub notes: String,
+    /// VMAs one exit-unlink hold removes on average (measured by the
+    /// recorder from the model's own call counts; 0: unknown). Only
+    /// `unbatch_exit`-style transforms read it.
+    #[serde(default)]
+    pub exit_vmas_per_hold: f64,
 }
 
 /// What is wrong with a profile.
@@ -296,6 +301,7 @@ mod tests {
                 ],
             }],
             recorded_ghz: 2.0,
+            exit_vmas_per_hold: 0.0,
             notes: String::new(),
         }
     }

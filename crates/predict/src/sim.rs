@@ -35,20 +35,52 @@
 //!   written data and a waiter spins on it, each hold pays one more
 //!   transfer (the spinner's poll stole the line).
 //!
+//!   Whether a lock word shares its line with written data is recorded
+//!   from the real code (`rmap::trace` reports a hold that writes the lock
+//!   word's line as data; [`crate::LockDesc::shares_line_with_data`]).
+//!
 //! # What is not modelled
 //!
-//! Other shared lines of a real exec (the file's reference count,
-//! `mapping->i_mmap_writable`, the page-cache folios and their reference
-//! counts for libc, the dentry and mount counts, the `mm` and page-table
-//! allocations), other global locks, memory bandwidth, interrupts,
-//! frequency changes with load, the exact osq/MCS hand-off costs, and
-//! rwsem lock-stealing heuristics beyond those above. Work outside the
-//! locks scales perfectly.
+//! * **Other shared lines of a real exec.** Every exec of a dynamically
+//!   linked binary also writes lines that every other copy writes: the
+//!   reference counts and `_mapcount` of libc's and ld.so's page-cache folios
+//!   (each fault that maps them, each unmap at exit), the dentry and
+//!   `struct file` references of the path walk and `open` of each library,
+//!   the inode's `i_writecount`/`i_mmap_writable` where they change, the
+//!   `mm` and page-table allocations (per-CPU caches, mostly local), and the
+//!   global counters of the memory cgroup. These are atomics on lines, not
+//!   locks: each costs a line transfer when another CPU wrote it last, and
+//!   a line can move only so many times a second, so together they set a
+//!   ceiling that every design shares. The simulator has no such lines, so
+//!   once a design's reverse map stops being the bottleneck its curve rises
+//!   to `CPUs x SMT yield / exec cost`: ratios between an uncontended design
+//!   and a collapsed one (numa_locks / linux on 384 CPUs) come out larger
+//!   than the kernel's, and no design can be predicted to beat another that
+//!   is already uncontended (aspace / numa_locks stays about 1).
+//! * Other global locks, memory bandwidth, interrupts, frequency changes
+//!   with load, the exact osq/MCS hand-off costs, and rwsem lock-stealing
+//!   heuristics beyond those above. Work outside the locks scales
+//!   perfectly.
+//! * A split is one hold of the kernel's `__split_vma` only because the
+//!   recorder merges the model's consecutive split holds of one lock; a
+//!   lock held across several reverse-map calls is otherwise not modelled
+//!   (an outer lock is taken and released around nothing).
+//!
+//! # Speed
+//!
+//! Every event is one step of one CPU. The queue is a binary heap of
+//! integer keys (the bits of a non-negative `f64` order as the number
+//! does) whose top is replaced in place when the handler schedules the
+//! CPU's next step; line states are flat arrays (last writer, a count of
+//! shared copies, one bit per CPU) so that writing a line nobody shares
+//! costs no scan, and reads are clipped to the lines some hold writes (a
+//! line nobody writes never costs a transfer). Nothing is allocated per
+//! event.
 
 use crate::machine::{Machine, MachineError, Place};
 use crate::profile::{Profile, ProfileError, Site, Step};
 use serde::{Deserialize, Serialize};
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 
@@ -205,18 +237,13 @@ struct Cpu {
     iterations: u64,
 }
 
+/// A cache line: its last writer, and how many CPUs hold a shared copy
+/// (their bits are in [`Sim::sharers`], `words` per line, so that a write to
+/// a line nobody shares costs no scan).
+#[derive(Clone, Copy)]
 struct Line {
     last_writer: u32,
-    sharers: Vec<u64>,
-}
-
-impl Line {
-    fn new(words: usize) -> Line {
-        Line {
-            last_writer: NONE,
-            sharers: vec![0; words],
-        }
-    }
+    nsharers: u32,
 }
 
 struct LockSt {
@@ -257,6 +284,7 @@ enum Kind {
     Wake,
 }
 
+#[derive(Clone, Copy)]
 struct Ev {
     t: f64,
     cpu: u32,
@@ -264,21 +292,76 @@ struct Ev {
     gen: u32,
 }
 
-impl PartialEq for Ev {
-    fn eq(&self, o: &Ev) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
+/// The event queue: a binary heap of `(time, slot)` keys packed in
+/// integers (a non-negative `f64`'s bits order as the number does), so that
+/// every comparison is an integer compare; ties go to the lower CPU.
+///
+/// The loop [`Queue::take`]s the earliest event, leaving its key on top
+/// while the event is handled: the handler's first push replaces that key
+/// in place (one sift down, instead of a pop's and a push's), and
+/// [`Queue::done`] pops it if the handler pushed nothing.
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The events, two slots per CPU: `2c` for its running step (`Done`,
+    /// `Wake`), `2c + 1` for a spin timeout (a newer one only replaces one
+    /// its `gen` already made stale; the old key is skipped).
+    ev: Vec<Ev>,
+    /// The top key is the event being handled.
+    held: bool,
 }
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Ev) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+impl Queue {
+    fn new(cpus: usize) -> Queue {
+        Queue {
+            heap: BinaryHeap::with_capacity(2 * cpus),
+            ev: vec![
+                Ev {
+                    t: 0.0,
+                    cpu: NONE,
+                    kind: Kind::Done,
+                    gen: 0,
+                };
+                2 * cpus
+            ],
+            held: false,
+        }
     }
-}
-impl Ord for Ev {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest event.
-    fn cmp(&self, o: &Ev) -> Ordering {
-        o.t.total_cmp(&self.t).then(o.cpu.cmp(&self.cpu))
+
+    fn push(&mut self, e: Ev) {
+        let slot = 2 * e.cpu + u32::from(e.kind == Kind::SpinTimeout);
+        self.ev[slot as usize] = e;
+        let key = Reverse((e.t.to_bits(), slot));
+        if self.held {
+            self.held = false;
+            if let Some(mut top) = self.heap.peek_mut() {
+                *top = key;
+                return;
+            }
+        }
+        self.heap.push(key);
+    }
+
+    /// The earliest event; its key stays on top until a push or `done`.
+    fn take(&mut self) -> Option<Ev> {
+        self.done();
+        loop {
+            let &Reverse((bits, slot)) = self.heap.peek()?;
+            let e = self.ev[slot as usize];
+            if e.t.to_bits() == bits {
+                self.held = true;
+                return Some(e);
+            }
+            // A spin timeout whose slot a newer one took.
+            self.heap.pop();
+        }
+    }
+
+    /// Pops the handled event's key if no push replaced it.
+    fn done(&mut self) {
+        if self.held {
+            self.held = false;
+            self.heap.pop();
+        }
     }
 }
 
@@ -288,7 +371,10 @@ struct Sim<'a> {
     cpus: Vec<Cpu>,
     locks: Vec<LockSt>,
     lines: Vec<Line>,
-    heap: BinaryHeap<Ev>,
+    /// Shared-copy bits: line `l`'s are `sharers[l * words..(l + 1) * words]`.
+    sharers: Vec<u64>,
+    words: usize,
+    heap: Queue,
     lock_acc: Vec<Acc>,
     site_acc: Vec<Acc>,
     rng: u64,
@@ -323,51 +409,52 @@ impl<'a> Sim<'a> {
 
     /// Cost for `c` to write line `l`, and the line now owned by `c`.
     fn write_line(&mut self, c: u32, l: u32) -> f64 {
-        let (lw, shared_with) = {
-            let line = &self.lines[l as usize];
-            let w = (c / 64) as usize;
-            let others = line
-                .sharers
-                .iter()
-                .enumerate()
-                .find(|&(i, &bits)| {
-                    let bits = if i == w {
-                        bits & !(1u64 << (c % 64))
-                    } else {
-                        bits
-                    };
-                    bits != 0
-                })
-                .map(|(i, &bits)| {
-                    let bits = if i == w {
-                        bits & !(1u64 << (c % 64))
-                    } else {
-                        bits
-                    };
-                    i as u32 * 64 + bits.trailing_zeros()
-                });
-            (line.last_writer, others)
+        let line = self.lines[l as usize];
+        let mut cost = if line.last_writer != c {
+            self.transfer(line.last_writer, c)
+        } else {
+            0.0
         };
-        let mut cost = if lw != c { self.transfer(lw, c) } else { 0.0 };
-        if let Some(s) = shared_with {
-            cost = cost.max(self.transfer(s, c));
+        if line.nsharers > 0 {
+            // The copy another sharer holds must be invalidated: the
+            // first other sharer's distance stands for them all.
+            let w = (c / 64) as usize;
+            let own = 1u64 << (c % 64);
+            let base = l as usize * self.words;
+            let mut other = NONE;
+            for (i, &bits) in self.sharers[base..base + self.words].iter().enumerate() {
+                let bits = if i == w { bits & !own } else { bits };
+                if bits != 0 {
+                    other = i as u32 * 64 + bits.trailing_zeros();
+                    break;
+                }
+            }
+            if other != NONE {
+                cost = cost.max(self.transfer(other, c));
+            }
+            self.sharers[base..base + self.words].fill(0);
         }
-        let line = &mut self.lines[l as usize];
-        line.last_writer = c;
-        line.sharers.iter_mut().for_each(|b| *b = 0);
+        self.lines[l as usize] = Line {
+            last_writer: c,
+            nsharers: 0,
+        };
         cost
     }
 
     fn read_line(&mut self, c: u32, l: u32) -> f64 {
-        let w = (c / 64) as usize;
-        let bit = 1u64 << (c % 64);
-        let line = &self.lines[l as usize];
-        if line.last_writer == c || line.sharers[w] & bit != 0 {
+        let line = self.lines[l as usize];
+        if line.last_writer == c || line.last_writer == NONE {
+            // Never written by another CPU: nothing to fetch.
             return 0.0;
         }
-        let cost = self.transfer(line.last_writer, c);
-        self.lines[l as usize].sharers[w] |= bit;
-        cost
+        let i = l as usize * self.words + (c / 64) as usize;
+        let bit = 1u64 << (c % 64);
+        if self.sharers[i] & bit != 0 {
+            return 0.0;
+        }
+        self.sharers[i] |= bit;
+        self.lines[l as usize].nsharers += 1;
+        self.transfer(line.last_writer, c)
     }
 
     fn cur_hold(&self, c: u32) -> CHold {
@@ -642,7 +729,24 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         next += data_lines[&d];
     }
     let words = m.cpus().div_ceil(64) as usize;
-    let lines: Vec<Line> = (0..next).map(|_| Line::new(words)).collect();
+    let lines = vec![
+        Line {
+            last_writer: NONE,
+            nsharers: 0,
+        };
+        next as usize
+    ];
+    // A line no hold ever writes never costs a transfer (its first read
+    // finds no writer): reads are clipped to the lines some hold writes.
+    let mut data_written: HashMap<u32, u32> = HashMap::new();
+    for s in &profile.slots {
+        for st in &s.steps {
+            if let Step::Hold(h) = st {
+                let n = data_written.entry(h.data).or_insert(0);
+                *n = (*n).max(h.lines_written);
+            }
+        }
+    }
 
     let steps: Vec<Vec<CStep>> = profile
         .slots
@@ -654,14 +758,16 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                     Step::Work(t) => CStep::Work(*t),
                     Step::Hold(h) => {
                         let base = data_base[&h.data];
+                        let w_end = base + h.lines_written;
+                        let r_end = (w_end + h.lines_read).min(base + data_written[&h.data]);
                         CStep::Hold(CHold {
                             lock: h.lock,
                             write: h.write,
                             site: h.site.index() as u8,
                             hold_ns: h.hold_ns,
                             w_first: base,
-                            w_end: base + h.lines_written,
-                            r_end: base + h.lines_written + h.lines_read,
+                            w_end,
+                            r_end: r_end.max(w_end),
                         })
                     }
                 })
@@ -726,7 +832,9 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         cpus,
         locks,
         lines,
-        heap: BinaryHeap::with_capacity(cfg.cpus as usize * 2),
+        sharers: vec![0; next as usize * words],
+        words,
+        heap: Queue::new(cfg.cpus as usize),
         lock_acc: vec![Acc::default(); nlocks],
         site_acc: vec![Acc::default(); Site::ALL.len()],
         rng: cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
@@ -752,7 +860,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
     let end_warm = cfg.warmup_ns;
     let end = cfg.warmup_ns + cfg.duration_ns;
     let mut before = None;
-    while let Some(ev) = sim.heap.pop() {
+    while let Some(ev) = sim.heap.take() {
         if before.is_none() && ev.t >= end_warm {
             before = Some(sim.snapshot());
         }

@@ -75,6 +75,7 @@ fn one_lock_profile(
             })
             .collect(),
         recorded_ghz: 1.0,
+        exit_vmas_per_hold: 0.0,
         notes: String::new(),
     }
 }

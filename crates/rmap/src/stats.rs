@@ -490,6 +490,7 @@ impl LockCounters {
                 wait_ns: start.saturating_sub(t0),
                 lines_written: 0,
                 lines_read: 0,
+                lock_line_written_as_data: false,
             });
             // Acquiring a reader-writer lock writes its word either way, and
             // the hold counter beside it.

@@ -68,6 +68,10 @@ pub struct LockEvent {
     pub lines_written: u32,
     /// Distinct shared cache lines only read while held.
     pub lines_read: u32,
+    /// The lock word's line was also written as data while held (a tree
+    /// header or root beside the lock word): a waiter polling the lock word
+    /// then takes away a line the holder writes.
+    pub lock_line_written_as_data: bool,
 }
 
 const LINE: usize = 64;
@@ -139,6 +143,12 @@ pub(crate) fn finish_pending(hold_ns: u64) {
         let Some(mut p) = r.stack.pop() else {
             return;
         };
+        // The hold's first touch is its lock word (see `stats`), the second
+        // the lock's counters; a later write to the lock word's line is data.
+        if let Some(&(lock_line, _)) = p.touched.first() {
+            p.event.lock_line_written_as_data =
+                p.touched.iter().skip(2).any(|&(l, w)| w && l == lock_line);
+        }
         p.touched.sort_unstable();
         p.touched.dedup();
         let mut written = 0u32;

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// One comparison.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What is compared.
     pub what: String,
@@ -84,6 +84,7 @@ impl Point {
                 resident: a.resident,
                 model_cost: false,
                 seconds: a.seconds,
+                warmup: crate::predict::WARMUP,
             },
             machine,
         }
@@ -151,8 +152,23 @@ fn measured(file: &Path) -> Result<Vec<(String, usize, f64)>, String> {
         .collect())
 }
 
-/// Runs every comparison.
-pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
+fn note(notes: &mut Vec<String>, machine: &str, profiles: &[Profile]) {
+    for p in profiles {
+        notes.push(format!(
+            "{machine} {} ({} holds per iteration): {}",
+            p.label,
+            p.holds_per_iteration(),
+            p.notes
+        ));
+    }
+}
+
+/// Runs every comparison; `notes` gets how each profile was recorded.
+pub fn checks(
+    a: &PredictArgs,
+    host: &Machine,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Check>, String> {
     let mut out = Vec::new();
     let per_vma = CallPattern::PerVma;
     let secs = a.seconds;
@@ -169,6 +185,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
         .iter()
         .map(|&d| p.plan.profile(d, per_vma))
         .collect::<Result<_, _>>()?;
+    note(notes, "hygon-384", &profiles);
     let r = p.run(&profiles, 384)?;
     let set = "hygon-384, execl x384, per-vma";
     out.push(ratio_check(
@@ -214,6 +231,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
         .iter()
         .map(|&d| p.plan.profile(d, per_vma))
         .collect::<Result<_, _>>()?;
+    note(notes, "spr-224 shell", &profiles);
     let r = p.run(&profiles, 224)?;
     out.push(ratio_check(
         "linux / linux_shared_line",
@@ -231,6 +249,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
         .iter()
         .map(|&d| p.plan.profile(d, per_vma))
         .collect::<Result<_, _>>()?;
+    note(notes, "emr-112", &profiles);
     let r = p.run(&profiles, 220)?;
     let set = "emr-112, execl x220, per-vma";
     out.push(share_check(
@@ -266,6 +285,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
     // 4. ~20 cores: exit batching.
     let p = Point::new("spr-224", host, a, false);
     let batched = p.plan.profile(Design::Linux, per_vma)?;
+    note(notes, "spr-224 execl", std::slice::from_ref(&batched));
     let unbatched = recorder::unbatch_exit(&batched);
     let r = p.run(&[unbatched, batched], 20)?;
     out.push(ratio_check(
@@ -294,6 +314,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
             resident: a.resident,
             model_cost: true,
             seconds: secs,
+            warmup: crate::predict::WARMUP,
         };
         let designs = Design::ALL;
         let profiles: Vec<Profile> = designs
@@ -340,7 +361,7 @@ pub fn checks(a: &PredictArgs, host: &Machine) -> Result<Vec<Check>, String> {
 }
 
 /// The validation table as Markdown.
-pub fn markdown(checks: &[Check], host: &Machine, a: &PredictArgs) -> String {
+pub fn markdown(checks: &[Check], notes: &[String], host: &Machine, a: &PredictArgs) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -386,6 +407,12 @@ pub fn markdown(checks: &[Check], host: &Machine, a: &PredictArgs) -> String {
     }
     let met = checks.iter().filter(|c| c.met).count();
     let _ = writeln!(s, "\n{met} of {} targets met.", checks.len());
+    if !notes.is_empty() {
+        let _ = writeln!(s, "\nHow each profile was recorded (the published rows):\n");
+        for n in notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
     s
 }
 
@@ -393,8 +420,9 @@ pub fn markdown(checks: &[Check], host: &Machine, a: &PredictArgs) -> String {
 pub fn run(a: &PredictArgs) -> Result<(), String> {
     recorder::check(&a.binary)?;
     let host = super::host_arg(a.host.as_deref(), &a.binary)?;
-    let checks = checks(a, &host)?;
-    let md = markdown(&checks, &host, a);
+    let mut notes = Vec::new();
+    let checks = checks(a, &host, &mut notes)?;
+    let md = markdown(&checks, &notes, &host, a);
     print!("{md}");
     std::fs::create_dir_all(&a.out)
         .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
@@ -431,6 +459,7 @@ mod tests {
             resident: 1200,
             model_cost: false,
             seconds: 0.2,
+            warmup: std::time::Duration::from_millis(300),
         };
         let profiles: Vec<Profile> = [Design::Linux, Design::NumaSplit, Design::NumaLocks]
             .iter()

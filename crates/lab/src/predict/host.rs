@@ -1,0 +1,564 @@
+//! Predictions in the HTML reports: the "Predictions" section that
+//! `aspace predict --out DIR` writes (`DIR/report.html`), and the predicted
+//! curve for this host that `aspace bench` puts beside its measured one.
+//!
+//! Every figure here is labelled a PREDICTION, with the validation errors
+//! (`docs/results/predict/validation.json`, as `aspace predict --validate`
+//! writes it) beside it.
+
+use super::{simulate_all, validate::Check, Plan, PredictOutput, VALIDATION_NOTE};
+use crate::results::Results;
+use mm::CallPattern;
+use predict::Machine;
+use rmap::Design;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+/// The label on every predicted figure.
+pub const KIND: &str = "PREDICTION (simulated, not measured)";
+
+/// One predicted point for the host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostPoint {
+    /// `execl` or `shell`.
+    pub workload: String,
+    /// Design name.
+    pub design: String,
+    /// Call pattern name.
+    pub call_pattern: String,
+    /// Worker threads (copies).
+    pub threads: usize,
+    /// Predicted ops (iterations) per second.
+    pub per_s: f64,
+    /// Predicted contended acquisitions, percent.
+    pub contended_pct: f64,
+}
+
+/// The predicted curves for the host `aspace bench` ran on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostPrediction {
+    /// Always [`KIND`].
+    pub kind: String,
+    /// The machine description the simulation used, in words.
+    pub machine: String,
+    /// Where it came from: a calibration file, or the documented default.
+    pub source: String,
+    /// What is predicted and what is not, in words.
+    pub note: String,
+    /// The points (thread counts above the host's CPUs are left out: the
+    /// simulator runs one copy per CPU).
+    pub points: Vec<HostPoint>,
+    /// The validation errors, where the file was found.
+    pub validation_checks: Vec<Check>,
+}
+
+/// Reads the validation file (empty when absent or unreadable).
+pub fn load_checks(path: &Path) -> Vec<Check> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// What `aspace bench` predicts for its own run.
+#[derive(Clone, Debug)]
+pub struct BenchPlan<'a> {
+    /// `aspace calibrate`'s host file; `None`: the default description
+    /// ([`super::host_without_calibration`]: the OS's CPU count, nominal
+    /// latencies of a 16-core server).
+    pub host_file: Option<&'a Path>,
+    /// The binary.
+    pub binary: &'a Path,
+    /// Resident processes.
+    pub resident: usize,
+    /// Workloads by name (`execl`, `shell`).
+    pub workloads: Vec<String>,
+    /// Designs.
+    pub designs: Vec<Design>,
+    /// Call patterns.
+    pub patterns: Vec<CallPattern>,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// The validation file.
+    pub validation: &'a Path,
+}
+
+/// Records every (workload, design, pattern) on the host and simulates the
+/// bench's thread counts, with the model's own exec cost (the bench runs
+/// the model, not the kernel).
+pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
+    let (mut host, source) = match b.host_file {
+        Some(p) => (
+            Machine::load(p).map_err(|e| e.to_string())?,
+            format!("aspace calibrate's description {}", p.display()),
+        ),
+        None => (
+            super::host_without_calibration(),
+            "default: this host's CPU count with the nominal latencies and wake-up of the \
+             built-in 16-core machine (aspace bench --predict-host FILE uses a calibration)"
+                .to_owned(),
+        ),
+    };
+    host.name = "host".into();
+    let max = host.cpus() as usize;
+    let threads: Vec<u32> = b
+        .threads
+        .iter()
+        .filter(|&&t| t >= 1 && t <= max)
+        .map(|&t| t as u32)
+        .collect();
+    let mut points = Vec::new();
+    if !threads.is_empty() {
+        for w in &b.workloads {
+            let plan = Plan {
+                machine: host.clone(),
+                host: host.clone(),
+                shell: w == "shell",
+                binary: b.binary.to_path_buf(),
+                resident: b.resident,
+                model_cost: true,
+                seconds: 1.0,
+                // The bench predicts this host, where a design adapts or not
+                // as it does in the bench itself: a short warm-up.
+                warmup: Duration::from_millis(300),
+            };
+            for &pattern in &b.patterns {
+                let profiles = b
+                    .designs
+                    .iter()
+                    .map(|&d| plan.profile(d, pattern))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let preds = simulate_all(&host, &profiles, &threads, 1.0)?;
+                for (d, curve) in b.designs.iter().zip(preds) {
+                    for p in curve {
+                        points.push(HostPoint {
+                            workload: w.clone(),
+                            design: d.name().to_owned(),
+                            call_pattern: pattern.name().to_owned(),
+                            threads: p.cpus as usize,
+                            per_s: p.per_s,
+                            contended_pct: p.contended_pct,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(HostPrediction {
+        kind: KIND.into(),
+        machine: format!("{} ({} CPUs)", host.description, host.cpus()),
+        source,
+        note: "each design's profile recorded here from the model's own code, simulated with \
+               the model's own iteration cost (the bench measures the model, not the kernel); \
+               one copy per CPU, so thread counts above the host's CPUs are not predicted"
+            .into(),
+        points,
+        validation_checks: load_checks(b.validation),
+    })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn rate(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn table(rows: &[Vec<String>], head: &[&str]) -> String {
+    let mut o = String::from("<table><tr>");
+    for h in head {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o.push_str("</tr>");
+    for r in rows {
+        o.push_str("<tr>");
+        for c in r {
+            let _ = write!(o, "<td>{}</td>", esc(c));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
+    o
+}
+
+/// The validation table (every published figure and this host's 1-2
+/// thread ratios against their predictions, with the errors).
+pub fn checks_html(checks: &[Check]) -> String {
+    if checks.is_empty() {
+        return format!(
+            "<p>No validation found beside these predictions: run <code>aspace predict \
+             --validate</code> ({}).</p>",
+            esc(VALIDATION_NOTE)
+        );
+    }
+    let met = checks.iter().filter(|c| c.met).count();
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            let share = c.published.ends_with('%');
+            vec![
+                c.what.clone(),
+                c.setting.clone(),
+                c.published.clone(),
+                if share {
+                    format!("{:.1}%", c.predicted)
+                } else {
+                    format!("{:.3}", c.predicted)
+                },
+                match c.error {
+                    Some(e) if share => format!("{e:+.1} points"),
+                    Some(e) => format!("{e:+.1}%"),
+                    None => "-".into(),
+                },
+                c.target.clone(),
+                if c.met { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    format!(
+        "<h3>Validation: predicted against published and measured ({met} of {} targets met)</h3>{}",
+        checks.len(),
+        table(
+            &rows,
+            &[
+                "what",
+                "setting",
+                "published / measured",
+                "predicted",
+                "error",
+                "target",
+                "met"
+            ]
+        )
+    )
+}
+
+/// The "Predictions" section of `aspace predict --out DIR`'s report.
+pub fn predict_section(o: &PredictOutput) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<section id=\"predictions\"><h2 class=\"proj\">Predictions: {} ({}) &mdash; {}</h2>\
+         <p class=\"proj\">Every figure in this section is simulated by <code>aspace predict</code>, \
+         not measured: profiles recorded from the model's code on this host, a machine description \
+         with public sources, and the simulator of <code>crates/predict</code>. Workload {}, {:.0} us \
+         per iteration on the host. The validation errors are below the table.</p>{}",
+        esc(&o.machine.name),
+        esc(&o.machine.description),
+        KIND,
+        esc(&o.workload),
+        o.iteration_ns / 1e3,
+        super::svg(o)
+    );
+    let linux = o.curves.iter().find(|c| c.design == "linux");
+    let mut rows = Vec::new();
+    for c in &o.curves {
+        for p in &c.points {
+            let ratio = linux
+                .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
+                .filter(|q| q.per_s > 0.0)
+                .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
+            let total = f64::from(p.cpus) * 1e9 * o.seconds;
+            let sites: Vec<String> = p
+                .sites
+                .iter()
+                .filter(|x| x.spin_ns + x.sleep_ns > 0.0)
+                .map(|x| {
+                    format!(
+                        "{} {:.1}",
+                        x.site,
+                        100.0 * (x.spin_ns + x.sleep_ns) / total.max(1.0)
+                    )
+                })
+                .collect();
+            rows.push(vec![
+                c.design.clone(),
+                p.cpus.to_string(),
+                rate(p.per_s),
+                ratio,
+                format!("{:.1}", 100.0 * p.spin_share),
+                format!("{:.1}", 100.0 * p.wait_share),
+                format!("{:.1}", p.contended_pct),
+                sites.join(", "),
+            ]);
+        }
+    }
+    s.push_str(&table(
+        &rows,
+        &[
+            "design",
+            "CPUs",
+            "predicted execs/s",
+            "x linux",
+            "spin %",
+            "wait %",
+            "contended %",
+            "wait by call site (% of CPU time)",
+        ],
+    ));
+    s.push_str(&checks_html(&o.validation_checks));
+    s.push_str("</section>");
+    s
+}
+
+/// A whole page holding [`predict_section`].
+pub fn predict_page(o: &PredictOutput) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace predict: {}</title>\
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
+th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
+<h1>aspace predict (PREDICTIONS, not measurements)</h1>{}</body></html>\n",
+        esc(&o.machine.name),
+        predict_section(o)
+    )
+}
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+];
+
+/// Measured medians over repeats: (design, pattern, threads) -> ops/s.
+fn measured(r: &Results, w: &str) -> Vec<(String, String, usize, f64)> {
+    let mut by: std::collections::BTreeMap<(String, String, usize), Vec<f64>> = Default::default();
+    for x in r.runs.iter().filter(|x| x.workload == w) {
+        by.entry((x.design.clone(), x.call_pattern.clone(), x.threads))
+            .or_default()
+            .push(x.ops_per_sec);
+    }
+    by.into_iter()
+        .map(|((d, p, t), mut v)| {
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            let med = if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            };
+            (d, p, t, med)
+        })
+        .collect()
+}
+
+/// Measured (solid) and predicted (dashed) ops/s against threads.
+fn bench_svg(r: &Results, hp: &HostPrediction, w: &str) -> String {
+    let meas = measured(r, w);
+    let pred: Vec<&HostPoint> = hp.points.iter().filter(|p| p.workload == w).collect();
+    let mut series: Vec<(String, String)> = Vec::new();
+    for (d, p, _, _) in &meas {
+        if !series.contains(&(d.clone(), p.clone())) {
+            series.push((d.clone(), p.clone()));
+        }
+    }
+    let (wd, h) = (760.0, 420.0);
+    let (l, rt, t, b) = (80.0, 230.0, 40.0, 50.0);
+    let xmax = meas
+        .iter()
+        .map(|m| m.2 as f64)
+        .chain(pred.iter().map(|p| p.threads as f64))
+        .fold(1.0, f64::max);
+    let ymax = meas
+        .iter()
+        .map(|m| m.3)
+        .chain(pred.iter().map(|p| p.per_s))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let px = |x: f64| l + (wd - l - rt) * x / xmax;
+    let py = |y: f64| h - b - (h - t - b) * y / ymax;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{wd}" height="{h}" viewBox="0 0 {wd} {h}" font-family="sans-serif" font-size="12"><rect width="{wd}" height="{h}" fill="white"/><text x="{}" y="22" font-size="15" text-anchor="middle">{}</text><line x1="{l}" y1="{2}" x2="{3}" y2="{2}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{2}" stroke="black"/>"#,
+        (wd - rt + l) / 2.0,
+        esc(&format!(
+            "{w}: measured (solid) and PREDICTED (dashed) ops/s vs threads"
+        )),
+        h - b,
+        wd - rt
+    );
+    for i in 0..=5 {
+        let y = ymax * f64::from(i) / 5.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{3}" text-anchor="end">{4}</text>"##,
+            py(y),
+            wd - rt,
+            l - 6.0,
+            py(y) + 4.0,
+            rate(y)
+        );
+    }
+    let mut ticks: Vec<usize> = meas.iter().map(|m| m.2).collect();
+    ticks.sort_unstable();
+    ticks.dedup();
+    for x in ticks {
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{x}</text>"#,
+            px(x as f64),
+            h - b + 16.0
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">threads</text>"#,
+        (wd - rt + l) / 2.0,
+        h - 10.0
+    );
+    for (i, (d, p)) in series.iter().enumerate() {
+        let col = COLORS[i % COLORS.len()];
+        let m: Vec<String> = meas
+            .iter()
+            .filter(|x| &x.0 == d && &x.1 == p)
+            .map(|x| format!("{:.1},{:.1}", px(x.2 as f64), py(x.3)))
+            .collect();
+        let q: Vec<String> = pred
+            .iter()
+            .filter(|x| &x.design == d && &x.call_pattern == p)
+            .map(|x| format!("{:.1},{:.1}", px(x.threads as f64), py(x.per_s)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{col}" stroke-width="2" points="{}"/>"#,
+            m.join(" ")
+        );
+        if !q.is_empty() {
+            let _ = write!(
+                s,
+                r#"<polyline fill="none" stroke="{col}" stroke-width="2" stroke-dasharray="6 3" points="{}"/>"#,
+                q.join(" ")
+            );
+        }
+        let y = t + 18.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{col}" stroke-width="2"/><text x="{3}" y="{4}">{5}</text>"#,
+            wd - rt + 10.0,
+            y,
+            wd - rt + 40.0,
+            wd - rt + 46.0,
+            y + 4.0,
+            esc(&format!("{d} {p}"))
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The bench report's "Predictions" section: the predicted curve for this
+/// host beside the measured one, labelled, with the validation errors.
+pub fn bench_section(r: &Results, hp: Option<&HostPrediction>) -> String {
+    let Some(hp) = hp else {
+        return String::from(
+            "<section id=\"predictions\"><h2 class=\"proj\">Predictions</h2><p>No prediction \
+             for this run (bench --no-predict, or a results file from before predictions).</p></section>",
+        );
+    };
+    let mut s = format!(
+        "<section id=\"predictions\"><h2 class=\"proj\">Predictions for this host: {KIND}</h2>\
+         <p class=\"proj\">Dashed lines and the &ldquo;predicted&rdquo; column are simulated by \
+         <code>aspace predict</code>'s simulator on {} ({}), not measured; {}. Solid lines are the \
+         measured medians above.</p>",
+        esc(&hp.machine),
+        esc(&hp.source),
+        esc(&hp.note)
+    );
+    let mut ws: Vec<&str> = hp.points.iter().map(|p| p.workload.as_str()).collect();
+    ws.dedup();
+    for w in ws {
+        let _ = write!(s, "<h3>{}</h3>{}", esc(w), bench_svg(r, hp, w));
+        let meas = measured(r, w);
+        let rows: Vec<Vec<String>> = hp
+            .points
+            .iter()
+            .filter(|p| p.workload == w)
+            .map(|p| {
+                let m = meas
+                    .iter()
+                    .find(|x| x.0 == p.design && x.1 == p.call_pattern && x.2 == p.threads)
+                    .map(|x| x.3);
+                vec![
+                    p.design.clone(),
+                    p.call_pattern.clone(),
+                    p.threads.to_string(),
+                    m.map_or("-".into(), rate),
+                    rate(p.per_s),
+                    m.filter(|&m| m > 0.0).map_or("-".into(), |m| {
+                        format!("{:+.1}%", 100.0 * (p.per_s - m) / m)
+                    }),
+                ]
+            })
+            .collect();
+        s.push_str(&table(
+            &rows,
+            &[
+                "design",
+                "pattern",
+                "threads",
+                "measured ops/s",
+                "PREDICTED ops/s",
+                "predicted vs measured",
+            ],
+        ));
+    }
+    s.push_str(&checks_html(&hp.validation_checks));
+    s.push_str("</section>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_section_labels_predictions_and_errors() {
+        let r: Results = serde_json::from_str(
+            r#"{"machine":{"cpu_model":"x","cores":2,"nodes":1,"kernel":"k","commit":"c","timestamp":0},
+                "runs":[]}"#,
+        )
+        .unwrap();
+        let none = bench_section(&r, None);
+        assert!(none.contains("No prediction"));
+        let hp = HostPrediction {
+            kind: KIND.into(),
+            machine: "m".into(),
+            source: "s".into(),
+            note: "n".into(),
+            points: vec![HostPoint {
+                workload: "execl".into(),
+                design: "linux".into(),
+                call_pattern: "per-vma".into(),
+                threads: 1,
+                per_s: 1234.0,
+                contended_pct: 0.0,
+            }],
+            validation_checks: vec![Check {
+                what: "numa_split / linux".into(),
+                setting: "s".into(),
+                published: "1.77".into(),
+                published_value: Some(1.77),
+                predicted: 1.5,
+                target: "t".into(),
+                error: Some(-15.3),
+                met: false,
+            }],
+        };
+        let s = bench_section(&r, Some(&hp));
+        assert!(s.contains(KIND));
+        assert!(s.contains("PREDICTED"));
+        assert!(s.contains("1234"));
+        assert!(s.contains("-15.3%"));
+        assert!(s.contains("0 of 1 targets met"));
+    }
+}
