@@ -361,3 +361,38 @@ fn short_soak_finds_no_violation_and_reports_memory() {
     assert!(lines.lines().all(|l| l.split('\t').count() == 2));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn bench_predicts_every_design_and_leaves_a_bound_out() {
+    // A bound (`exclude`) takes no lock: the host prediction skips it and
+    // still predicts the designs beside it.
+    let out = tmpdir("cli-bench-bound");
+    let json = out.join("r.json");
+    let o = aspace(&[
+        "bench",
+        "--designs",
+        "linux,exclude",
+        "--threads",
+        "1",
+        "--duration",
+        "50ms",
+        "--repeat",
+        "1",
+        "--resident",
+        "10",
+        "--workload",
+        "execl",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stderr:\n{stderr}");
+    assert!(!stderr.contains("no prediction"), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let points = v["predicted"]["points"].as_array().expect("predicted points");
+    assert!(points.iter().any(|x| x["design"] == "linux"), "{points:?}");
+    assert!(!points.iter().any(|x| x["design"] == "exclude"), "{points:?}");
+}

@@ -124,14 +124,21 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                 // as it does in the bench itself: a short warm-up.
                 warmup: Duration::from_millis(300),
             };
+            // A bound (`exclude`) takes no reverse-map lock: there is nothing to
+            // record or simulate, so it has no predicted curve.
+            let designs: Vec<Design> = b
+                .designs
+                .iter()
+                .copied()
+                .filter(|d| !d.is_bound())
+                .collect();
             for &pattern in &b.patterns {
-                let profiles = b
-                    .designs
+                let profiles = designs
                     .iter()
                     .map(|&d| plan.profile(d, pattern))
                     .collect::<Result<Vec<_>, _>>()?;
                 let preds = simulate_all(&host, &profiles, &threads, 1.0)?;
-                for (d, curve) in b.designs.iter().zip(preds) {
+                for (d, curve) in designs.iter().zip(preds) {
                     for p in curve {
                         points.push(HostPoint {
                             workload: w.clone(),
@@ -152,7 +159,8 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
         source,
         note: "each design's profile recorded here from the model's own code, simulated with \
                the model's own iteration cost (the bench measures the model, not the kernel); \
-               one copy per CPU, so thread counts above the host's CPUs are not predicted"
+               one copy per CPU, so thread counts above the host's CPUs are not predicted; \
+               bounds that take no lock (exclude) are not simulated"
             .into(),
         points,
         validation_checks: load_checks(b.validation),
