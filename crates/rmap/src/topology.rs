@@ -23,6 +23,23 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 /// How threads map to CPUs and NUMA nodes.
+///
+/// ```
+/// use rmap::Topology;
+///
+/// // An emulated 2-node machine with 4 CPUs per node.
+/// let t: Topology = "2x4".parse()?;
+/// assert_eq!((t.nodes(), t.cpus()), (2, 8));
+/// assert_eq!(t.to_string(), "2x4");
+/// // A thread gets its CPU at its first call; its node follows from it.
+/// let (cpu, node) = (t.current_cpu(), t.current_node());
+/// assert!(cpu < 8 && node == cpu / 4);
+/// assert!("0x4".parse::<Topology>().is_err());
+/// // The machine's own topology.
+/// let os = Topology::detect();
+/// assert!(os.current_cpu() < os.cpus() && os.current_node() < os.nodes());
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Topology {
     /// Ask the operating system (under Miri: a synthetic machine of 2
