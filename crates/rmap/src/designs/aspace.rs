@@ -1,4 +1,4 @@
-//! `aspace`: ours. Grouped identical intervals, centralised while
+//! `aspace`: this crate's own design. Grouped identical intervals, centralised while
 //! uncontended, promoted to per-CPU-group shards under a distributed outer
 //! lock once contention is seen.
 //!
@@ -663,9 +663,9 @@ mod tests {
 
     #[test]
     fn one_thread_never_promotes() {
-        // Miri: far fewer rounds (each costs ~1 ms interpreted), still many
-        // times the promotion threshold of handoffs.
-        let rounds: u64 = if cfg!(miri) { 2_000 } else { 200_000 };
+        // Miri: 300 rounds (each costs ~30 ms interpreted), still several
+        // times the handoffs a promotion needs.
+        let rounds: u64 = if cfg!(miri) { 300 } else { 200_000 };
         let a = Aspace::new(Topology::Os);
         for v in 0..rounds {
             let h = a.insert(iv(), v).unwrap();
@@ -682,8 +682,9 @@ mod tests {
     /// for longer than it; the retries make that harmless.)
     #[test]
     fn handoffs_promote_after_long_history() {
-        // Miri: a shorter history (still far longer than the window).
-        let history: u64 = if cfg!(miri) { 2_000 } else { 1_000_000 };
+        // Miri: a shorter history, still several times the handoffs a
+        // promotion needs (each round costs ~30 ms interpreted).
+        let history: u64 = if cfg!(miri) { 300 } else { 1_000_000 };
         let a = Aspace::new(Topology::Os);
         for v in 0..history {
             let h = a.insert(iv(), v).unwrap();
