@@ -65,6 +65,11 @@
 //! distributed outer lock, using loom's atomics and locks through the crate's
 //! `sync` module.
 //!
+//! `scripts/miri.sh` runs every unit and integration test under Miri (where
+//! a nightly toolchain has it). Miri refuses the `/sys` reads and the
+//! `sched_getcpu` call of [`Topology::Os`], so under `cfg(miri)` it stands
+//! for a synthetic machine of 2 nodes of 2 CPUs ([`topology`]).
+//!
 //! # Benchmarks
 //!
 //! `cargo bench -p aspace-rmap` (criterion), and the reusable churn runner in
