@@ -168,7 +168,15 @@ fn bad_design_and_topology_strings() {
 /// CPU count saturates, so every design still works on it.
 #[test]
 fn degenerate_emulated_topology_does_not_panic() {
-    for (nodes, cpus_per_node) in [(0, 0), (0, 4), (3, 0), (65536, 65536), (u32::MAX, u32::MAX)] {
+    let cases: &[(u32, u32)] = if cfg!(miri) {
+        // Miri: the zero cases only. The two capped ones build maps of
+        // 65,536 per-node shards each, minutes per design interpreted; the
+        // capping is plain arithmetic with no unsafe, checked natively.
+        &[(0, 0), (0, 4), (3, 0)]
+    } else {
+        &[(0, 0), (0, 4), (3, 0), (65536, 65536), (u32::MAX, u32::MAX)]
+    };
+    for &(nodes, cpus_per_node) in cases {
         let t = Topology::Emulated {
             nodes,
             cpus_per_node,
