@@ -58,6 +58,8 @@ proptest! {
     // Miri: 2 cases of up to 60 ops (interpreted, each op is ~1,000x slower).
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 2 } else { ProptestConfig::default().cases },
+        // Miri's isolation refuses the getcwd that the regression file needs.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
         ..ProptestConfig::default()
     })]
     #[test]
