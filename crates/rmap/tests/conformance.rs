@@ -273,7 +273,7 @@ fn single_entry() {
 #[test]
 fn ten_thousand_identical() {
     // Miri: 200 entries, still several groups' worth of identical intervals.
-    let n: u64 = if cfg!(miri) { 200 } else { 10_000 };
+    let n: u64 = if cfg!(miri) { 64 } else { 10_000 };
     for (name, m) in subjects() {
         let i = iv(0x28, 0x1ad);
         let mut hs: Vec<Handle> = (0..n).map(|v| m.insert(i, v).unwrap()).collect();
