@@ -22,15 +22,16 @@
 # serde holds no unsafe.
 #
 # Cost, measured in CPU seconds (user time of `cargo miri test` per test
-# binary, compilation included; wall time on a loaded machine says nothing)
-# on the 2-core development machine, before the last shrinks noted:
-#   maple: lib 241 (random_large_space since cut from 400 to 200 operations,
-#          ~-90), api 21, bad_input 29, drop_count 134, edges 382 (sizes
-#          since cut, ~-120), exact_fit, memory, model, stress: see the
-#          report of the run that added this table
-#   rmap:  lib 192, bad_input 36, accounting 40, concurrency 83
-# The lanes below are balanced on those figures; the whole run is about
-# 20-25 CPU-minutes, so 12-15 minutes on 2 idle cores.
+# binary, compilation included: the first binary of a target directory pays
+# for the dependencies) on the 2-core development machine, which was loaded
+# by other work (wall time there was 2-4x the CPU time):
+#   lane a: maple lib 241, edges 382, drop_count 134, measured before
+#           random_large_space (400 -> 200 operations) and edges' sizes
+#           were cut, ~-200 together
+#   lane b: rmap lib 192, bad_input 36, accounting 56, concurrency 83,
+#           multimap 16, conformance ~80; maple api 21, bad_input 29,
+#           exact_fit 49, memory 36, stress 8, model (see the report)
+# About 20 CPU-minutes in all, so 10-12 minutes on 2 idle cores.
 #
 # CI runs --quick, bounded to 420 s: the full run would take CI (about 8
 # minutes today) past its 20-minute budget. Run the full script before
