@@ -29,9 +29,11 @@
 #           random_large_space (400 -> 200 operations) and edges' sizes
 #           were cut, ~-200 together
 #   lane b: rmap lib 192, bad_input 36, accounting 56, concurrency 83,
-#           multimap 16, conformance ~80; maple api 21, bad_input 29,
-#           exact_fit 49, memory 36, stress 8, model (see the report)
-# About 20 CPU-minutes in all, so 10-12 minutes on 2 idle cores.
+#           multimap 16, conformance 146 (with rmap's dependencies);
+#           maple api 21, bad_input 29,
+#           exact_fit 49, memory 36, stress 8, model 108
+# Lane a ~560, lane b ~800 (with maple's dependencies built again): about
+# 23 CPU-minutes in all, so about 13-14 minutes on 2 idle cores.
 #
 # CI runs --quick, bounded to 420 s: the full run would take CI (about 8
 # minutes today) past its 20-minute budget. Run the full script before
