@@ -25,15 +25,16 @@
 # binary, compilation included: the first binary of a target directory pays
 # for the dependencies) on the 2-core development machine, which was loaded
 # by other work (wall time there was 2-4x the CPU time):
-#   lane a: maple lib 241, edges 382, drop_count 134, measured before
+#   lane a: maple lib 241, edges 382, drop_count 134, model 108; lib and
+#           edges measured before
 #           random_large_space (400 -> 200 operations) and edges' sizes
 #           were cut, ~-200 together
 #   lane b: rmap lib 192, bad_input 36, accounting 56, concurrency 83,
 #           multimap 16, conformance 146 (with rmap's dependencies);
 #           maple api 21, bad_input 29,
-#           exact_fit 49, memory 36, stress 8, model 108
-# Lane a ~560, lane b ~800 (with maple's dependencies built again): about
-# 23 CPU-minutes in all, so about 13-14 minutes on 2 idle cores.
+#           exact_fit 49, memory 36, stress 8
+# Lane a ~670, lane b ~700 (with maple's dependencies built again): about
+# 23 CPU-minutes in all, so about 12 minutes on 2 idle cores.
 #
 # CI runs --quick, bounded to 420 s: the full run would take CI (about 8
 # minutes today) past its 20-minute budget. Run the full script before
@@ -101,9 +102,9 @@ fi
 
 jobs="${MIRI_JOBS:-$(nproc 2>/dev/null || echo 1)}"
 # Each lane is a list of `cargo miri test` argument sets, run in order.
-lane_a=("-p aspace-maple --lib --test edges --test drop_count")
+lane_a=("-p aspace-maple --lib --test edges --test drop_count --test model")
 lane_b=("-p aspace-rmap --lib --tests"
-  "-p aspace-maple --test api --test bad_input --test exact_fit --test memory --test model --test stress")
+  "-p aspace-maple --test api --test bad_input --test exact_fit --test memory --test stress")
 
 run_lane() {
   local args
