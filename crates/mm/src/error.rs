@@ -26,6 +26,20 @@ pub const EEXIST: i32 = 17;
 /// Every operation that returns this error has left the address space exactly as it was
 /// before the call (see [`crate::Mm`]). [`Error::errno`] gives the errno the Linux call
 /// would have returned.
+///
+/// ```
+/// use mm::{CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+/// use rmap::{Design, Topology};
+///
+/// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
+/// let e = mm.munmap(1, PAGE_SIZE).unwrap_err(); // not page aligned
+/// assert!(matches!(e, Error::Invalid { .. }));
+/// assert_eq!(e.errno(), 22); // EINVAL
+/// assert!(mm.is_empty()); // nothing changed
+/// let a = mm.mmap(0, PAGE_SIZE, Prot::R, MapFlags::default(), None)?;
+/// assert_eq!(mm.mprotect(a, 2 * PAGE_SIZE, Prot::RW).unwrap_err().errno(), 12); // ENOMEM
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {

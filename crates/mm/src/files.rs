@@ -145,6 +145,23 @@ impl std::str::FromStr for CallPattern {
 ///
 /// Lookups by path take one internal mutex (the bench resolves once and then uses
 /// [`Program`] handles, which touch no registry lock). Costs one `File` per path seen.
+///
+/// ```
+/// use mm::{CallPattern, Files};
+/// use rmap::{Design, Topology};
+/// use std::path::Path;
+/// use std::sync::Arc;
+///
+/// let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+/// // A synthetic file (no file system access); the same path is the same file.
+/// let a = files.register(Path::new("/synthetic/a.so"), 8);
+/// assert!(Arc::ptr_eq(&a, &files.register(Path::new("/synthetic/a.so"), 8)));
+/// assert_eq!(a.pages(), 8);
+/// assert!(a.rmap().is_empty());
+/// assert_eq!(files.all().len(), 1);
+/// // A real file is opened by path; a missing one is an error, not a panic.
+/// assert!(files.open(Path::new("/no/such/file")).is_err());
+/// ```
 pub struct Files {
     design: Design,
     pattern: CallPattern,

@@ -57,6 +57,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
 
+/// This crate's README, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;
+
 /// The page size (x86-64).
 pub const PAGE_SIZE: u64 = 4096;
 
@@ -768,6 +773,24 @@ impl Mm {
     /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
     /// the registry's [`CallPattern`]) and the
     /// child's entry replaced with the linked copy.
+    ///
+    /// ```
+    /// use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+    /// use rmap::{Design, Topology};
+    ///
+    /// let files = Files::new(Design::Aspace, Topology::Os, CallPattern::Batched);
+    /// let lib = files.register(std::path::Path::new("/synthetic/libdemo.so"), 16);
+    /// let parent = Mm::new(files.clone());
+    /// let at = parent.mmap(0, 16 * PAGE_SIZE, Prot::RX, MapFlags::default(), Some((&lib, 0)))?;
+    /// let child = parent.fork();
+    /// assert_eq!(child.vmas().len(), 1);
+    /// assert_eq!(lib.rmap().len(), 2); // the child's copy is in the file's reverse map
+    /// parent.munmap(at, 16 * PAGE_SIZE)?;
+    /// assert!(child.find(at).is_some()); // the child keeps its own mapping
+    /// child.exit();
+    /// assert_eq!(lib.rmap().len(), 0);
+    /// # Ok::<(), mm::Error>(())
+    /// ```
     pub fn fork(&self) -> Mm {
         let st = self.state.lock();
         let child = Mm {

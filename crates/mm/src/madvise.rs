@@ -115,6 +115,20 @@ impl Mm {
     /// `Invalid` for a bad range or an advice that does not apply to a VMA in it,
     /// `NotMapped` if a page of the range is unmapped (Linux applies the advice to
     /// the mapped parts and then returns `ENOMEM`; the model changes nothing).
+    ///
+    /// ```
+    /// use mm::{Advice, CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+    /// use rmap::{Design, Topology};
+    ///
+    /// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
+    /// let a = mm.mmap(0, 4 * PAGE_SIZE, Prot::RW, MapFlags::default(), None)?;
+    /// mm.madvise(a, 2 * PAGE_SIZE, Advice::DontFork)?;
+    /// assert_eq!(mm.vmas().len(), 2); // split at the advised range's edge
+    /// assert!(mm.find(a).unwrap().flags.dontcopy);
+    /// assert!(!mm.find(a + 2 * PAGE_SIZE).unwrap().flags.dontcopy);
+    /// assert!(mm.madvise(a, 64 * PAGE_SIZE, Advice::DoFork).is_err()); // runs past the mapping
+    /// # Ok::<(), mm::Error>(())
+    /// ```
     pub fn madvise(&self, start: u64, len: u64, advice: Advice) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();

@@ -39,6 +39,24 @@ impl Mm {
     /// VMA contains `old_addr` or the old range runs past its VMA (`EFAULT`);
     /// `NoSpace` when the mapping cannot grow in place and may not move, or no gap
     /// fits (`ENOMEM`).
+    ///
+    /// ```
+    /// use mm::{CallPattern, Files, MapFlags, MremapFlags, Mm, Placement, Prot, PAGE_SIZE};
+    /// use rmap::{Design, Topology};
+    ///
+    /// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
+    /// let a = mm.mmap(0, 2 * PAGE_SIZE, Prot::RW, MapFlags::default(), None)?;
+    /// // Shrinking unmaps the tail.
+    /// let same = mm.mremap(a, 2 * PAGE_SIZE, PAGE_SIZE, MremapFlags::default(), 0, Placement::default())?;
+    /// assert_eq!(same, a);
+    /// assert!(mm.find(a + PAGE_SIZE).is_none());
+    /// // Growing to 8 pages, allowed to move.
+    /// let may_move = MremapFlags { may_move: true, ..MremapFlags::default() };
+    /// let b = mm.mremap(a, PAGE_SIZE, 8 * PAGE_SIZE, may_move, 0, Placement::default())?;
+    /// assert_eq!(mm.find(b).unwrap().len(), 8 * PAGE_SIZE);
+    /// assert_eq!(mm.vmas().len(), 1);
+    /// # Ok::<(), mm::Error>(())
+    /// ```
     pub fn mremap(
         &self,
         old_addr: u64,

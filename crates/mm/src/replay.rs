@@ -513,6 +513,24 @@ impl Mm {
 pub type MapsLine = (u64, u64, Prot, String, u64);
 
 /// Parses `/proc/PID/maps` text; `None` for a malformed line.
+///
+/// With [`model_maps`] and [`diff_maps`], compares the model's layout with a
+/// real process's:
+///
+/// ```
+/// use mm::replay::{diff_maps, model_maps, parse_maps};
+/// use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+/// use rmap::{Design, Topology};
+///
+/// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
+/// let fixed = MapFlags { fixed: true, shared: false };
+/// mm.mmap(0x10_0000, 2 * PAGE_SIZE, Prot::RW, fixed, None)?;
+/// let real = parse_maps("00100000-00102000 rw-p 00000000 00:00 0\n").unwrap();
+/// let (model_only, kernel_only) = diff_maps(&model_maps(&mm.vmas()), &real);
+/// assert!(model_only.is_empty() && kernel_only.is_empty());
+/// assert_eq!(parse_maps("not a maps line"), None);
+/// # Ok::<(), mm::Error>(())
+/// ```
 pub fn parse_maps(text: &str) -> Option<Vec<MapsLine>> {
     text.lines()
         .filter(|l| !l.trim().is_empty())

@@ -170,6 +170,23 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// Parses a whole trace. Signal lines (`--- SIG... ---`) are skipped.
+///
+/// ```
+/// use mm::strace::{parse, Call};
+///
+/// let trace = "\
+/// 42 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7fc0000
+/// 42 munmap(0x7ffff7fc0000, 8192) = 0
+/// ";
+/// let events = parse(trace)?;
+/// assert_eq!(events.len(), 2);
+/// assert!(matches!(
+///     events[0].call,
+///     Call::Mmap { len: 8192, file: None, ret: Ok(0x7ffff7fc0000), .. }
+/// ));
+/// assert_eq!((events[1].pid, events[1].line), (42, 2));
+/// # Ok::<(), mm::strace::ParseError>(())
+/// ```
 pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
     let mut out = Vec::new();
     let mut pending: HashMap<u32, String> = HashMap::new();

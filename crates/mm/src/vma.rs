@@ -7,6 +7,14 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Page protection, as `PROT_READ | PROT_WRITE | PROT_EXEC`.
+///
+/// ```
+/// use mm::Prot;
+///
+/// assert_eq!(Prot::from_maps("r-xp"), Some(Prot::RX));
+/// assert_eq!(Prot::RW.to_string(), "rw-");
+/// assert_eq!(Prot::from_maps("r"), None);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Prot {
     /// `PROT_READ`.

@@ -1507,7 +1507,7 @@ mod tests {
 
     /// Model steps per run: fewer under Miri, which checks every unchecked
     /// access of the tree.
-    const STEPS: u32 = if cfg!(miri) { 250 } else { 4000 };
+    const STEPS: u32 = if cfg!(miri) { 120 } else { 4000 };
 
     #[test]
     fn by_start_against_model() {

@@ -18,7 +18,7 @@
 //! | `numa_split` | [`designs::numa_split`] | one tree per NUMA node, one lock |
 //! | `numa_locks` | [`designs::numa_locks`] | one tree and one lock per NUMA node |
 //! | `sharded` | [`designs::sharded`] | one shard per 8 CPUs, inverted outer rwlock |
-//! | `aspace` | [`designs::aspace`] | ours: grouped identical intervals, centralised until contended, then per-CPU-group shards with a distributed outer lock |
+//! | `aspace` | [`designs::aspace`] | this crate's own: grouped identical intervals, centralised until contended, then per-CPU-group shards with a distributed outer lock |
 //! | `aspace_central` | [`designs::aspace`] | ablation: `aspace`'s grouped tree under its one lock, never promoted |
 //! | `exclude` | [`designs::exclude`] | a bound, not a design: the file keeps no reverse map (walks cannot be answered) |
 //!
@@ -65,6 +65,11 @@
 //! distributed outer lock, using loom's atomics and locks through the crate's
 //! `sync` module.
 //!
+//! `scripts/miri.sh` runs every unit and integration test under Miri (where
+//! a nightly toolchain has it). Miri refuses the `/sys` reads and the
+//! `sched_getcpu` call of [`Topology::Os`], so under `cfg(miri)` it stands
+//! for a synthetic machine of 2 nodes of 2 CPUs ([`topology`]).
+//!
 //! # Benchmarks
 //!
 //! `cargo bench -p aspace-rmap` (criterion), and the reusable churn runner in
@@ -93,6 +98,11 @@ pub use topology::Topology;
 #[doc(hidden)]
 pub use interval_tree::bare as __bare_interval_tree;
 
+/// This crate's README, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;
+
 /// Opaque id of a VMA (the mapping), chosen by the caller.
 pub type VmaId = u64;
 
@@ -101,6 +111,20 @@ pub type VmaId = u64;
 /// Construct with [`Interval::new`], which rejects `first > last`. The fields
 /// are public, so every map operation validates its intervals again and
 /// returns [`RmapError::InvertedInterval`] for an inverted one.
+///
+/// ```
+/// use rmap::{Interval, RmapError};
+///
+/// let text = Interval::new(0, 0x1f)?;
+/// assert!(text.overlaps(&Interval::new(0x1f, 0x40)?)); // shares page 0x1f
+/// assert!(!text.overlaps(&Interval::new(0x20, 0x40)?));
+/// assert!(Interval::FULL.overlaps(&text));
+/// assert_eq!(
+///     Interval::new(9, 3),
+///     Err(RmapError::InvertedInterval { first: 9, last: 3 })
+/// );
+/// # Ok::<(), RmapError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Interval {
     /// First page offset (inclusive).
@@ -139,6 +163,29 @@ impl Interval {
 
 /// Opaque handle to one entry, returned by insert. `Copy`; carries the id of
 /// the map that issued it so that a foreign handle is detected.
+///
+/// A handle names one entry even among identical intervals, so removing it
+/// removes exactly that entry; using it again afterwards, or on another
+/// map, is an error and changes nothing.
+///
+/// ```
+/// use rmap::{Design, Interval, RmapError, Topology};
+///
+/// let libc = Design::Linux.build(&Topology::Os);
+/// let iv = Interval::new(0, 0x1c)?;
+/// // Two processes map the same pages: identical intervals, distinct handles.
+/// let a = libc.insert(iv, 1)?;
+/// let b = libc.insert(iv, 2)?;
+/// assert_ne!(a, b);
+/// libc.remove(a)?; // exactly process 1's entry
+/// assert_eq!(libc.remove(a), Err(RmapError::UnknownHandle)); // stale now
+/// let other = Design::Linux.build(&Topology::Os);
+/// assert_eq!(other.remove(b), Err(RmapError::ForeignHandle));
+/// let mut left = Vec::new();
+/// libc.walk(iv, &mut |_, id| left.push(id));
+/// assert_eq!(left, [2]);
+/// # Ok::<(), RmapError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
     map: u32,
@@ -219,6 +266,35 @@ impl std::error::Error for RmapError {}
 
 /// A file's reverse map. See the crate docs and each design's module docs
 /// for the concurrency contract each implementation gives.
+///
+/// The calls an address-space model makes, in one example: `exec` links a
+/// program's mappings of the file, `fork` links the child's copies right
+/// after the parent's, an rmap walk finds every mapping of a page, `exit`
+/// unlinks.
+///
+/// ```
+/// use rmap::{Design, Interval, ReverseMap, Topology};
+///
+/// let map = Design::Sharded.build_arc(&Topology::Emulated { nodes: 2, cpus_per_node: 8 });
+/// // exec: a program's two mappings of the file, linked in one lock hold.
+/// let segs = [(Interval::new(0, 0x27)?, 10), (Interval::new(0x28, 0x1a0)?, 11)];
+/// let mut parent = Vec::new();
+/// map.insert_batch(&segs, &mut parent)?;
+/// // fork: the child's copies (ids + 100) go right after the parent's.
+/// let items: Vec<_> = parent.iter().zip(&segs).map(|(&h, &(iv, id))| (h, iv, id + 100)).collect();
+/// let mut child = Vec::new();
+/// map.insert_after_batch(&items, &mut child)?;
+/// assert_eq!(map.len(), 4);
+/// // An rmap walk over one page: every mapping of it, each once.
+/// let mut ids = Vec::new();
+/// map.walk(Interval::new(0x30, 0x30)?, &mut |_, id| ids.push(id));
+/// ids.sort_unstable();
+/// assert_eq!(ids, [11, 111]);
+/// // exit: the child's mappings unlinked in one hold.
+/// map.remove_batch(&child)?;
+/// assert_eq!(map.len(), 2);
+/// # Ok::<(), rmap::RmapError>(())
+/// ```
 pub trait ReverseMap: Send + Sync {
     /// Which design this is.
     fn design(&self) -> Design;

@@ -11,14 +11,39 @@
 //! nodes, which is what exercises the NUMA designs on a one-node machine
 //! with a handful of threads; dealing CPU ids in order would put the first
 //! `cpus_per_node` threads all on node 0.
+//!
+//! Under Miri (`cfg(miri)`), which refuses both the `/sys` reads (isolation)
+//! and the `sched_getcpu` foreign call, [`Topology::Os`] is a synthetic
+//! machine of 2 nodes of 2 CPUs each: a thread's CPU comes from the same
+//! per-thread counter as [`Topology::Emulated`] (thread `k` on node `k % 2`,
+//! CPU `(k % 2) * 2 + (k / 2) % 2`), so the NUMA and sharded designs still
+//! spread threads over more than one node and shard when Miri checks them.
 
 use std::str::FromStr;
 use std::sync::OnceLock;
 
 /// How threads map to CPUs and NUMA nodes.
+///
+/// ```
+/// use rmap::Topology;
+///
+/// // An emulated 2-node machine with 4 CPUs per node.
+/// let t: Topology = "2x4".parse()?;
+/// assert_eq!((t.nodes(), t.cpus()), (2, 8));
+/// assert_eq!(t.to_string(), "2x4");
+/// // A thread gets its CPU at its first call; its node follows from it.
+/// let (cpu, node) = (t.current_cpu(), t.current_node());
+/// assert!(cpu < 8 && node == cpu / 4);
+/// assert!("0x4".parse::<Topology>().is_err());
+/// // The machine's own topology.
+/// let os = Topology::detect();
+/// assert!(os.current_cpu() < os.cpus() && os.current_node() < os.nodes());
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Topology {
-    /// Ask the operating system.
+    /// Ask the operating system (under Miri: a synthetic machine of 2
+    /// nodes of 2 CPUs, see the [module docs](crate::topology)).
     #[default]
     Os,
     /// `nodes` nodes of `cpus_per_node` CPUs each; threads get CPU ids
@@ -37,6 +62,40 @@ pub enum Topology {
 /// per node and per CPU group, so an absurd topology would exhaust memory.
 pub const MAX_EMULATED_CPUS: u32 = 1 << 16;
 
+/// Under Miri: the nodes of the synthetic machine [`Topology::Os`] stands for.
+#[cfg(miri)]
+const MIRI_NODES: u32 = 2;
+/// Under Miri: CPUs per node of the synthetic machine.
+#[cfg(miri)]
+const MIRI_CPUS_PER_NODE: u32 = 2;
+
+#[cfg(miri)]
+fn os_nodes() -> u32 {
+    MIRI_NODES
+}
+
+#[cfg(miri)]
+fn os_cpus() -> u32 {
+    MIRI_NODES * MIRI_CPUS_PER_NODE
+}
+
+/// Under Miri: the calling thread's CPU on the synthetic machine, dealt out
+/// as [`Topology::Emulated`] deals them (round-robin over the nodes).
+#[cfg(miri)]
+fn os_cpu() -> u32 {
+    let k = emulated_thread_id();
+    (k % MIRI_NODES) * MIRI_CPUS_PER_NODE + (k / MIRI_NODES) % MIRI_CPUS_PER_NODE
+}
+
+/// Under Miri: CPU -> node of the synthetic machine (CPUs numbered node by
+/// node).
+#[cfg(miri)]
+fn cpu_nodes() -> &'static [u32] {
+    static MAP: OnceLock<Vec<u32>> = OnceLock::new();
+    MAP.get_or_init(|| (0..os_cpus()).map(|c| c / MIRI_CPUS_PER_NODE).collect())
+}
+
+#[cfg(not(miri))]
 fn os_nodes() -> u32 {
     static NODES: OnceLock<u32> = OnceLock::new();
     *NODES.get_or_init(|| {
@@ -57,6 +116,7 @@ fn os_nodes() -> u32 {
     })
 }
 
+#[cfg(not(miri))]
 fn os_cpus() -> u32 {
     static CPUS: OnceLock<u32> = OnceLock::new();
     *CPUS.get_or_init(|| {
@@ -70,6 +130,7 @@ fn os_cpus() -> u32 {
     })
 }
 
+#[cfg(not(miri))]
 fn os_cpu() -> u32 {
     // SAFETY: sched_getcpu has no preconditions; it returns -1 on error.
     let c = unsafe { libc::sched_getcpu() };
@@ -83,6 +144,7 @@ fn os_cpu() -> u32 {
 /// CPU -> node, read once from `/sys/devices/system/node/node<N>/cpulist`
 /// (CPUs not listed, or no sysfs: node 0). Lets every design find its node
 /// from the vDSO's `sched_getcpu` instead of a `getcpu` system call.
+#[cfg(not(miri))]
 fn cpu_nodes() -> &'static [u32] {
     static MAP: OnceLock<Vec<u32>> = OnceLock::new();
     MAP.get_or_init(|| {
@@ -114,6 +176,7 @@ fn cpu_nodes() -> &'static [u32] {
 
 /// Parses a sysfs CPU list such as `"0-3,8,10-11"`; malformed parts are
 /// skipped.
+#[cfg_attr(miri, allow(dead_code))]
 fn parse_cpulist(s: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {

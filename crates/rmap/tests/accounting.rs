@@ -101,7 +101,10 @@ fn recorder_sees_each_hold_with_its_lines() {
         let walk: Vec<_> = events.iter().filter(|e| e.site == CallSite::Walk).collect();
         assert!(!walk.is_empty(), "{d}");
         // A walk only reads the tree (it writes the lock word and counters).
-        assert!(walk.iter().all(|e| e.lines_read >= 1), "{d}: {walk:?}");
+        // An empty per-node shard is walked without reading a tree line: on
+        // a machine of 2 or more nodes (Miri's synthetic topology is one)
+        // the residents sit on the inserting thread's node only.
+        assert!(walk.iter().any(|e| e.lines_read >= 1), "{d}: {walk:?}");
         assert!(events.iter().all(|e| e.hold_ns > 0));
         // Not recording any more: nothing is collected.
         let none = rmap::trace::record(|| ());
