@@ -392,7 +392,12 @@ fn bench_predicts_every_design_and_leaves_a_bound_out() {
     assert!(!stderr.contains("no prediction"), "{stderr}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let points = v["predicted"]["points"].as_array().expect("predicted points");
+    let points = v["predicted"]["points"]
+        .as_array()
+        .expect("predicted points");
     assert!(points.iter().any(|x| x["design"] == "linux"), "{points:?}");
-    assert!(!points.iter().any(|x| x["design"] == "exclude"), "{points:?}");
+    assert!(
+        !points.iter().any(|x| x["design"] == "exclude"),
+        "{points:?}"
+    );
 }

@@ -282,12 +282,21 @@ pub fn churn_on(map: Arc<dyn ReverseMap>, cfg: &ChurnConfig) -> Result<ChurnResu
                 // Relaxed: a statistic, read after the threads are joined (join orders it).
                 walks.fetch_add(1, Ordering::Relaxed);
                 walked.fetch_add(k, Ordering::Relaxed);
+                // Sleep until the next walk is due, in slices of at most
+                // 50 ms so that a stop is seen promptly; a walk that ran
+                // late starts the schedule again from now (no burst).
                 next += period;
-                let now = Instant::now();
-                if next > now {
+                loop {
+                    // Relaxed: a stop flag; no data is published through it.
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let now = Instant::now();
+                    if next <= now {
+                        next = now;
+                        break;
+                    }
                     std::thread::sleep((next - now).min(Duration::from_millis(50)));
-                } else {
-                    next = now;
                 }
             }
         }));

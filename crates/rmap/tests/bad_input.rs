@@ -229,7 +229,18 @@ fn churn_with_bad_config_is_an_error() {
         ..ChurnConfig::default()
     };
     let r = churn(Design::Linux, &tiny).unwrap();
-    assert!(r.walks <= 2, "{} walks", r.walks);
+    // A period that overflows a Duration is clamped to the run's length: one
+    // walk at the start, then at most one per elapsed period. Bounded by the
+    // run's own elapsed time, so a descheduled main thread (a loaded
+    // machine, Miri's clock) cannot fail it.
+    let periods = r.elapsed.as_nanos().div_ceil(tiny.duration.as_nanos());
+    assert!(
+        u128::from(r.walks) <= 1 + periods,
+        "{} walks in {:?} with a period of {:?}",
+        r.walks,
+        r.elapsed,
+        tiny.duration
+    );
 }
 
 #[test]
@@ -248,4 +259,26 @@ fn churn_edge_configs_that_work() {
         assert_eq!(r.walks, 0);
         assert!(r.threads >= threads.max(1));
     }
+}
+
+#[test]
+fn churn_walks_no_faster_than_its_rate() {
+    // 5 Hz: a period of 200 ms, longer than the walker's 50-ms sleep slices;
+    // each slice must not start a walk of its own.
+    let cfg = ChurnConfig {
+        threads: 1,
+        duration: Duration::from_millis(if cfg!(miri) { 20 } else { 300 }),
+        walk_rate_hz: 5.0,
+        resident_processes: 20,
+        ..ChurnConfig::default()
+    };
+    let r = churn(Design::Linux, &cfg).unwrap();
+    let period = Duration::from_millis(200);
+    let periods = r.elapsed.as_nanos().div_ceil(period.as_nanos());
+    assert!(
+        u128::from(r.walks) <= 1 + periods,
+        "{} walks in {:?} at 5 Hz",
+        r.walks,
+        r.elapsed
+    );
 }
