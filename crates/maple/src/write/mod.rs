@@ -57,6 +57,10 @@ pub(crate) struct WriterState<T> {
     retired_values: Vec<*mut T>,
     /// The tree's free node blocks and recycler (see `mem.rs`).
     pub(crate) pool: BlockPool,
+    /// The write generation: advanced by every write (each [`Txn`], and
+    /// `clear`), so that a path saved by a cursor is used only in the
+    /// version it was taken in (`raw::CursorPath`).
+    pub(crate) gen: u64,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
     /// crossbeam-epoch would run it outside the loom execution that owns its
@@ -76,6 +80,7 @@ impl<T> WriterState<T> {
             retired_nodes: Vec::new(),
             retired_values: Vec::new(),
             pool: BlockPool::new(),
+            gen: 0,
             #[cfg(loom)]
             deferred: Default::default(),
         }
@@ -173,6 +178,7 @@ impl<'s, T> Txn<'s, T> {
         cloner: Option<Cloner<T>>,
     ) -> Self {
         st.recover();
+        st.gen = st.gen.wrapping_add(1);
         Txn {
             st,
             root,
@@ -252,9 +258,17 @@ impl<'s, T> Txn<'s, T> {
         self.st.retired_values.push(v);
     }
 
-    /// Takes back the most recently retired value (erase through `&mut`).
-    pub(crate) fn take_retired_value(&mut self) -> Option<*mut T> {
-        self.st.retired_values.pop()
+    /// Takes back the most recently retired value (erase through `&mut`):
+    /// the write's own, since under `&mut` no reader can hold it. `None`
+    /// in a copy-on-write write, whose retired values readers may still see.
+    pub(crate) fn take_retired_value(&mut self) -> Option<crate::raw::Owned<T>> {
+        if !self.exclusive {
+            return None;
+        }
+        let v = self.st.retired_values.pop()?;
+        // SAFETY: the value was unlinked by this exclusive write (no reader
+        // exists) and is no longer on the retire list: nobody else owns it.
+        unsafe { crate::raw::Owned::new(v) }
     }
 
     /// Descends to the leaf covering `index`, making every node on the way
