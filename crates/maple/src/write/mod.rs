@@ -40,7 +40,7 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, is_leaf, Level, Path};
+use crate::read::{count, descend, is_leaf, walk, Descent, Level, Path};
 use crate::value::{Cloner, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
@@ -275,43 +275,19 @@ impl<'s, T> Txn<'s, T> {
     /// fresh and marking each taken child dirty for the gap refresh.
     fn descend_fresh(&mut self, index: u64, path: &mut Path) {
         self.root = self.make_fresh(self.root);
-        let (mut node, mut lo, mut hi) = (self.root, 0u64, u64::MAX);
-        path.len = 0;
-        loop {
-            // SAFETY: node is fresh and valid; children are valid nodes.
-            unsafe {
-                let n = count(node);
-                if is_leaf(node) {
-                    let leaf = &*node.cast::<Leaf<T>>();
-                    let i = slot_in(&leaf.pivots, index).min(n - 1);
-                    path.lv[path.len] = Level {
-                        node,
-                        idx: i,
-                        lo,
-                        hi,
-                    };
-                    path.len += 1;
-                    return;
-                }
-                let i = slot_in(&(*node.cast::<Internal>()).pivots, index).min(n - 1);
-                let child = (*node.cast::<Internal>()).child(i);
-                crate::node::prefetch_node(child);
-                let child = self.make_fresh(child);
-                let int = &mut *node.cast::<Internal>();
-                int.set_child(i, child);
-                int.hdr.dirty |= 1 << i;
-                path.lv[path.len] = Level {
-                    node,
-                    idx: i,
-                    lo,
-                    hi,
-                };
-                path.len += 1;
-                let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-                lo = s;
-                hi = e;
-                node = child;
-            }
+        // SAFETY: the working root is fresh and valid; the hooks make each
+        // child fresh before the walk enters it.
+        unsafe {
+            walk(
+                self.root,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along: None,
+                    index,
+                },
+            )
         }
     }
 
@@ -320,20 +296,21 @@ impl<'s, T> Txn<'s, T> {
     /// walk again from the root. Under copy-on-write the nodes along the
     /// path are still copied; under `&mut` they are used as they are.
     fn descend_fresh_along(&mut self, known: &Path, path: &mut Path) {
-        *path = *known;
         self.root = self.make_fresh(self.root);
-        path.lv[0].node = self.root;
-        for d in 0..path.len - 1 {
-            let l = path.lv[d];
-            // SAFETY: l.node is fresh; the known path was taken in the current
-            // version, so its child index is in range.
-            unsafe {
-                let child = self.make_fresh((*l.node.cast::<Internal>()).child(l.idx));
-                let int = &mut *l.node.cast::<Internal>();
-                int.set_child(l.idx, child);
-                int.hdr.dirty |= 1 << l.idx;
-                path.lv[d + 1].node = child;
-            }
+        let index = known.leaf().lo;
+        // SAFETY: as in `descend_fresh`; the known path was taken in the
+        // current version, so each of its child indices is in range.
+        unsafe {
+            walk(
+                self.root,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along: Some(known),
+                    index,
+                },
+            )
         }
     }
 
@@ -583,6 +560,78 @@ impl<'s, T> Txn<'s, T> {
     }
 }
 
+/// [`walk`] hooks of the writer's general descent: each child on the way
+/// is made fresh (copied, unless this write already owns it), linked into
+/// its fresh parent and marked dirty, and the path is recorded. `along`:
+/// take the slots of this known path instead of searching pivots.
+struct Fresh<'t, 's, 'p, T> {
+    txn: &'t mut Txn<'s, T>,
+    path: &'p mut Path,
+    along: Option<&'p Path>,
+    index: u64,
+}
+
+impl<T> Descent for Fresh<'_, '_, '_, T> {
+    type Out = ();
+
+    #[inline(always)]
+    fn slot(&self, int: &Internal, n: usize, d: usize, index: u64) -> usize {
+        match self.along {
+            Some(k) => k.lv[d].idx,
+            None => slot_in(&int.pivots, index).min(n - 1),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn down(
+        &mut self,
+        node: NodePtr,
+        i: usize,
+        d: usize,
+        lo: u64,
+        hi: u64,
+        child: NodePtr,
+    ) -> NodePtr {
+        if self.along.is_none() {
+            crate::node::prefetch_node(child);
+        }
+        let child = self.txn.make_fresh(child);
+        // SAFETY: node is fresh (the root was made fresh before the walk,
+        // every other node by this hook), so this write may change it.
+        unsafe {
+            let int = &mut *node.cast::<Internal>();
+            int.set_child(i, child);
+            int.hdr.dirty |= 1 << i;
+        }
+        self.path.lv[d] = Level {
+            node,
+            idx: i,
+            lo,
+            hi,
+        };
+        child
+    }
+
+    #[inline(always)]
+    unsafe fn leaf(self, leaf: NodePtr, n: usize, d: usize, lo: u64, hi: u64) {
+        let idx = match self.along {
+            Some(k) => k.leaf().idx,
+            None => {
+                // SAFETY: a valid leaf (caller); only its pivots are read.
+                let piv = unsafe { &(*leaf.cast::<Leaf<T>>()).pivots };
+                slot_in(piv, self.index).min(n - 1)
+            }
+        };
+        self.path.lv[d] = Level {
+            node: leaf,
+            idx,
+            lo,
+            hi,
+        };
+        self.path.len = d + 1;
+    }
+}
+
 /// `clone(src)`, a new word. If the clone panics: drops `v` (null:
 /// nothing), the new value of the store in progress, and clears the dirty
 /// marks of the live tree under `marked` (null: none; a `&mut` write's
@@ -635,19 +684,36 @@ pub(crate) fn worst_case_nodes(height: usize, leaves: usize) -> usize {
 /// # Safety
 /// `root` is null or valid.
 pub(crate) unsafe fn height(root: NodePtr) -> usize {
-    let mut h = 0;
-    let mut p = root;
-    // SAFETY: following first children of a valid tree.
-    unsafe {
-        while !p.is_null() {
-            h += 1;
-            if is_leaf(p) {
-                break;
-            }
-            p = (*p.cast::<Internal>()).child(0);
+    /// [`walk`] hooks down the leftmost edge, counting levels.
+    struct Leftmost;
+    impl Descent for Leftmost {
+        type Out = usize;
+        #[inline(always)]
+        fn slot(&self, _: &Internal, _: usize, _: usize, _: u64) -> usize {
+            0
+        }
+        #[inline(always)]
+        unsafe fn down(
+            &mut self,
+            _: NodePtr,
+            _: usize,
+            _: usize,
+            _: u64,
+            _: u64,
+            child: NodePtr,
+        ) -> NodePtr {
+            child
+        }
+        #[inline(always)]
+        unsafe fn leaf(self, _: NodePtr, _: usize, d: usize, _: u64, _: u64) -> usize {
+            d + 1
         }
     }
-    h
+    if root.is_null() {
+        return 0;
+    }
+    // SAFETY: a valid tree (caller); the hooks only count.
+    unsafe { walk(root, 0, Leftmost) }
 }
 
 /// Number of leaves overlapping `[a, b]` (for preallocation).
