@@ -109,11 +109,11 @@ pub(crate) trait Descent {
         child: NodePtr,
     ) -> NodePtr;
 
-    /// Arrives at `leaf` (`n` slots) at depth `d`, covering `[lo, hi]`.
+    /// Arrives at `leaf` at depth `d`, covering `[lo, hi]`.
     ///
     /// # Safety
     /// `leaf` is a valid leaf of a live version.
-    unsafe fn leaf(self, leaf: NodePtr, n: usize, d: usize, lo: u64, hi: u64) -> Self::Out;
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) -> Self::Out;
 }
 
 /// The root-to-leaf descent towards `index`, doing on the way what `hooks`
@@ -131,13 +131,13 @@ pub(crate) unsafe fn walk<D: Descent>(root: NodePtr, index: u64, mut hooks: D) -
     // tree is at most MAX_HEIGHT deep.
     unsafe {
         loop {
-            let n = count(node);
             if is_leaf(node) {
-                return hooks.leaf(node, n, d, lo, hi);
+                return hooks.leaf(node, d, lo, hi);
             }
             let (i, s, e, child) = {
                 // This borrow ends before `down`, which may write the node.
                 let int = &*node.cast::<Internal>();
+                let n = int.hdr.count as usize;
                 let i = hooks.slot(int, n, d, index);
                 let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
                 (i, s, e, int.child(i))
@@ -177,11 +177,12 @@ impl Descent for Record<'_> {
     }
 
     #[inline(always)]
-    unsafe fn leaf(self, leaf: NodePtr, n: usize, d: usize, lo: u64, hi: u64) {
-        // SAFETY: a valid leaf (caller); only its pivots are read, which are
-        // the same for every slot type.
-        let piv = unsafe { &(*leaf.cast::<Leaf<u8>>()).pivots };
-        let idx = slot_in(piv, self.1).min(n - 1);
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) {
+        // SAFETY: a valid leaf (caller); only its count and pivots are
+        // read, which are the same for every slot type.
+        let leaf_ref = unsafe { &*leaf.cast::<Leaf<u8>>() };
+        let n = leaf_ref.hdr.count as usize;
+        let idx = slot_in(&leaf_ref.pivots, self.1).min(n - 1);
         self.0.lv[d] = Level {
             node: leaf,
             idx,
@@ -223,9 +224,10 @@ impl<T> Descent for Lookup<T> {
     }
 
     #[inline(always)]
-    unsafe fn leaf(self, leaf: NodePtr, n: usize, _: usize, lo: u64, hi: u64) -> RawEntry<T> {
+    unsafe fn leaf(self, leaf: NodePtr, _: usize, lo: u64, hi: u64) -> RawEntry<T> {
         // SAFETY: a valid leaf (caller).
         let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
+        let n = leaf.hdr.count as usize;
         let i = slot_in(&leaf.pivots, self.0).min(n - 1);
         let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
         (s, e, leaf.slot(i))

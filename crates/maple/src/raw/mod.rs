@@ -114,6 +114,7 @@ impl<V> Core<V> {
         }
     }
 
+    #[inline]
     fn apply(&self, c: &Committed) {
         // Relaxed: the counters are statistics, exact only when no write is
         // in flight; they are written by the single writer only.
@@ -147,6 +148,7 @@ impl<V: SlotOps + Send + 'static> Core<V> {
     /// publishes it; `st` is this tree's writer state, held under the
     /// writer lock. Replaced nodes and values are retired through the
     /// epoch, after the publish.
+    #[inline]
     pub(crate) fn write<R>(
         &self,
         st: &mut WriterState<V>,
@@ -163,6 +165,7 @@ impl<V: SlotOps + Send + 'static> Core<V> {
 
     /// Runs one write transaction in place (`&mut` access: no reader, no
     /// other writer), freeing what it replaces at once.
+    #[inline]
     pub(crate) fn write_exclusive<R>(
         &mut self,
         st: &mut WriterState<V>,
@@ -431,6 +434,7 @@ impl CursorPath {
 
     /// Makes the path valid for `at` at `index` (descending only when it is
     /// not); false for an empty tree.
+    #[inline]
     fn ensure<V>(&mut self, at: Locked<'_, V>, index: u64) -> bool {
         if at.root.is_null() {
             self.gen = None;
@@ -446,6 +450,7 @@ impl CursorPath {
 
     /// The slot the path (made valid at `index`) points at: bounds and
     /// value word, `None` for a gap; `None` too for an empty tree.
+    #[inline]
     pub(crate) fn entry<'w, V>(
         &mut self,
         at: Locked<'w, V>,
@@ -463,6 +468,7 @@ impl CursorPath {
     /// Moves to the next (`fwd`) or previous entry after the path's slot
     /// (made valid at `index`) and returns it; `None`, the path unchanged,
     /// at the end.
+    #[inline]
     pub(crate) fn step<'w, V>(
         &mut self,
         at: Locked<'w, V>,

@@ -83,7 +83,7 @@ impl Descent for ToTrail<'_> {
     }
 
     #[inline(always)]
-    unsafe fn leaf(self, leaf: NodePtr, _: usize, d: usize, lo: u64, hi: u64) -> Self::Out {
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) -> Self::Out {
         (leaf, lo, hi, d)
     }
 }

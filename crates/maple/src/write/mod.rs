@@ -613,13 +613,14 @@ impl<T> Descent for Fresh<'_, '_, '_, T> {
     }
 
     #[inline(always)]
-    unsafe fn leaf(self, leaf: NodePtr, n: usize, d: usize, lo: u64, hi: u64) {
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) {
         let idx = match self.along {
             Some(k) => k.leaf().idx,
             None => {
-                // SAFETY: a valid leaf (caller); only its pivots are read.
-                let piv = unsafe { &(*leaf.cast::<Leaf<T>>()).pivots };
-                slot_in(piv, self.index).min(n - 1)
+                // SAFETY: a valid leaf (caller); only its count and pivots
+                // are read.
+                let l = unsafe { &*leaf.cast::<Leaf<T>>() };
+                slot_in(&l.pivots, self.index).min(l.hdr.count as usize - 1)
             }
         };
         self.path.lv[d] = Level {
@@ -705,7 +706,7 @@ pub(crate) unsafe fn height(root: NodePtr) -> usize {
             child
         }
         #[inline(always)]
-        unsafe fn leaf(self, _: NodePtr, _: usize, d: usize, _: u64, _: u64) -> usize {
+        unsafe fn leaf(self, _: NodePtr, d: usize, _: u64, _: u64) -> usize {
             d + 1
         }
     }
