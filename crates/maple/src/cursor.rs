@@ -7,35 +7,34 @@
 use std::ops::RangeInclusive;
 use std::ptr;
 
-use parking_lot::MutexGuard;
-
 use crate::error::{check_range, MapleError, WriteError};
-use crate::raw::{Core, CursorPath, Found, Locked};
+use crate::mem::BlockPool;
+use crate::raw::{CursorPath, Exclusive, Found, Locked, Writer};
 use crate::tree::{Iter, MapleTree};
 use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
-use crate::write::{Txn, WriterState};
+use crate::write::Txn;
 
 enum Access<'a, T, S: Repr<T>> {
     /// Holds the writer lock; writes copy-on-write and publish.
-    Shared(&'a MapleTree<T, S>, MutexGuard<'a, WriterState<Slot<T, S>>>),
+    Shared(Writer<'a, Slot<T, S>>),
     /// `&mut MapleTree`: writes in place.
-    Exclusive(&'a mut Core<Slot<T, S>>, &'a mut WriterState<Slot<T, S>>),
+    Exclusive(Exclusive<'a, Slot<T, S>>),
 }
 
 impl<T, S: Repr<T>> Access<'_, T, S> {
-    /// The current version, kept put by the writer state this holds.
+    /// The current version, kept put by the writer access this holds.
     #[inline]
     fn locked(&self) -> Locked<'_, Slot<T, S>> {
         match self {
-            Access::Shared(tree, st) => tree.core.locked(st),
-            Access::Exclusive(core, st) => core.locked(st),
+            Access::Shared(w) => w.locked(),
+            Access::Exclusive(x) => x.locked(),
         }
     }
 
-    fn state(&mut self) -> &mut WriterState<Slot<T, S>> {
+    fn pool(&mut self) -> &mut BlockPool {
         match self {
-            Access::Shared(_, st) => st,
-            Access::Exclusive(_, st) => st,
+            Access::Shared(w) => w.pool(),
+            Access::Exclusive(x) => x.pool(),
         }
     }
 }
@@ -83,18 +82,16 @@ pub struct Cursor<'a, T, S: Repr<T> = Boxed> {
 
 impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     pub(crate) fn shared(tree: &'a MapleTree<T, S>) -> Self {
-        let guard = tree.writer.lock();
         Cursor {
-            access: Access::Shared(tree, guard),
+            access: Access::Shared(tree.core.lock()),
             index: 0,
             pos: CursorPath::new(),
         }
     }
 
     pub(crate) fn exclusive(tree: &'a mut MapleTree<T, S>) -> Self {
-        let MapleTree { core, writer, .. } = tree;
         Cursor {
-            access: Access::Exclusive(core, writer.get_mut()),
+            access: Access::Exclusive(tree.core.exclusive()),
             index: 0,
             pos: CursorPath::new(),
         }
@@ -163,19 +160,19 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     /// allocator after it, or when the cursor is dropped.
     pub fn preallocate(&mut self, first: u64, last: u64) {
         let need = self.access.locked().root.worst_case_nodes(first, last);
-        self.access.state().pool.reserve(need);
+        self.access.pool().reserve(need);
     }
 
     /// Node allocations so far that preallocation did not cover
     /// (cumulative over the tree's life).
     pub fn unreserved_allocations(&mut self) -> u64 {
-        self.access.state().pool.misses
+        self.access.pool().misses
     }
 
     /// Free node blocks the writer holds now (for tests and diagnostics).
     #[doc(hidden)]
     pub fn pooled_blocks(&mut self) -> usize {
-        self.access.state().pool.len()
+        self.access.pool().len()
     }
 
     /// Runs one transaction: in place under `&mut`, else copy-on-write.
@@ -187,10 +184,10 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
         let r = match &mut self.access {
-            Access::Shared(tree, st) => tree.core.write(st, cloner, f),
-            Access::Exclusive(core, st) => core.write_exclusive(st, cloner, f),
+            Access::Shared(w) => w.write(cloner, f),
+            Access::Exclusive(x) => x.write(cloner, f),
         };
-        self.access.state().pool.trim();
+        self.access.pool().trim();
         r
     }
 
@@ -252,11 +249,11 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
 
     /// Exclusive erase handing the value back (used by [`MapleTree::remove`]).
     pub(crate) fn remove_at(mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
-        let Access::Exclusive(core, st) = &mut self.access else {
+        let Access::Exclusive(x) = &mut self.access else {
             unreachable!("remove_at on a shared cursor");
         };
-        let (s, e, v) = core.remove(st, index)?;
-        st.pool.trim();
+        let (s, e, v) = x.remove(index)?;
+        x.pool().trim();
         Some((s..=e, v.into_value()))
     }
 }
@@ -289,6 +286,6 @@ impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
 impl<T, S: Repr<T>> Drop for Cursor<'_, T, S> {
     /// Gives back a preallocation that no write used.
     fn drop(&mut self) {
-        self.access.state().pool.trim();
+        self.access.pool().trim();
     }
 }

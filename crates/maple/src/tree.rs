@@ -10,8 +10,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::RangeInclusive;
 
-use parking_lot::Mutex;
-
 use crate::cursor::Cursor;
 use crate::error::{check_range, MapleError, WriteError};
 use crate::node::{NodePtr, NODE_BYTES};
@@ -112,7 +110,6 @@ pub use crate::raw::{Entry, Iter, Removed};
 /// See the crate documentation, "Values: boxed, or in the slot word".
 pub struct MapleTree<T, S: Repr<T> = Boxed> {
     pub(crate) core: Core<Slot<T, S>>,
-    pub(crate) writer: Mutex<WriterState<Slot<T, S>>>,
     /// The writer's deferred work, reachable without the writer lock.
     #[cfg(loom)]
     pub(crate) loom_deferred: crate::write::LoomDeferred,
@@ -192,8 +189,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
         #[cfg(loom)]
         let loom_deferred = state.deferred.clone();
         MapleTree {
-            core: Core::new(),
-            writer: Mutex::new(state),
+            core: Core::new(state),
             #[cfg(loom)]
             loom_deferred,
             _owns: PhantomData,
@@ -265,19 +261,18 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         cloner: Option<Cloner<Slot<T, S>>>,
         f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
-        let mut st = self.writer.lock();
-        self.core.write(&mut st, cloner, f)
+        self.core.lock().write(cloner, f)
     }
 
     /// Inserts `value` at `[first, last]` if every index there is free.
     /// Fails with [`MapleError::Occupied`] (handing the value back) otherwise.
     pub fn insert_range(&self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>> {
-        let mut st = self.writer.lock();
-        if let Err(kind) = self.core.locked(&st).root.check_insert(first, last) {
+        let mut w = self.core.lock();
+        if let Err(kind) = w.locked().root.check_insert(first, last) {
             return Err(WriteError { kind, value });
         }
         let v = S::into_word(value).cast();
-        self.core.write(&mut st, None, |t| t.store(first, last, v));
+        w.write(None, |t| t.store(first, last, v));
         Ok(())
     }
 
@@ -285,8 +280,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// is dropped once the returned [`Entry`] and every reader that could
     /// see it are gone.
     pub fn erase(&self, index: u64) -> Option<Entry<'_, T, S>> {
-        let mut st = self.writer.lock();
-        self.core.erase(&mut st, index)
+        self.core.lock().erase(index)
     }
 
     /// Finds the lowest free `[s, s + size - 1]` in `[min, max]`, stores
@@ -320,21 +314,20 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         value: T,
         rev: bool,
     ) -> Result<u64, WriteError<T>> {
-        let mut st = self.writer.lock();
-        let s = match self.core.locked(&st).root.gap(min, max, size, rev) {
+        let mut w = self.core.lock();
+        let s = match w.locked().root.gap(min, max, size, rev) {
             Ok(s) => s,
             Err(kind) => return Err(WriteError { kind, value }),
         };
         let v = S::into_word(value).cast();
-        self.core
-            .write(&mut st, None, |t| t.store(s, s + (size - 1), v));
+        w.write(None, |t| t.store(s, s + (size - 1), v));
         Ok(s)
     }
 
     /// Removes every entry. Readers still holding the old version keep it
     /// until they unpin; it is then freed in one deferred pass.
     pub fn clear(&self) {
-        self.core.clear(&mut self.writer.lock());
+        self.core.lock().clear();
     }
 
     /// A write cursor. Holds the writer lock until dropped (readers keep
@@ -352,7 +345,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// diagnostics; takes the writer lock).
     #[doc(hidden)]
     pub fn pooled_blocks(&self) -> usize {
-        self.writer.lock().pool.len()
+        self.core.lock().pool().len()
     }
 
     /// Removes the entry containing `index` and returns its range and value.
@@ -395,20 +388,19 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// on an inverted range, changing nothing.
     pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T, S>, MapleError> {
         check_range(first, last)?;
-        let mut st = self.writer.lock();
         Ok(self
             .core
-            .remove_range(&mut st, first, last, clone_slot::<T, S>))
+            .lock()
+            .remove_range(first, last, clone_slot::<T, S>))
     }
 
     /// Copies the tree node by node (the fork path), cloning every value.
     /// Takes the writer lock for the copy; readers keep running.
     pub fn dup(&self) -> Self {
-        let st = self.writer.lock();
-        let core = self.core.dup(&st, clone_slot::<T, S>);
-        drop(st);
         let mut tree = Self::empty();
-        tree.core = core;
+        self.core
+            .lock()
+            .dup_into(clone_slot::<T, S>, &mut tree.core);
         tree
     }
 }

@@ -14,10 +14,9 @@ use std::ptr::{self, NonNull};
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use super::{Core, Iter};
+use super::{Core, Iter, Writer};
 use crate::read::RawEntry;
 use crate::value::{Boxed, Cloner, Repr, Slot};
-use crate::write::WriterState;
 #[allow(unused_imports)] // intra-doc links
 use crate::MapleTree;
 
@@ -54,53 +53,43 @@ impl<T, S: Repr<T>> Core<Slot<T, S>> {
         // SAFETY: as in `load`.
         unsafe { Entry::new(guard, e) }
     }
+}
 
-    /// Removes the whole entry containing `index` in one write through
-    /// `&self` (`st` held under the writer lock) and returns it; the value
-    /// stays alive while the Entry does.
-    pub(crate) fn erase(
-        &self,
-        st: &mut WriterState<Slot<T, S>>,
-        index: u64,
-    ) -> Option<Entry<'_, T, S>>
-    where
-        T: Send + Sync + 'static,
-    {
+impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
+    /// Removes the whole entry containing `index` in one write and returns
+    /// it; the value stays alive while the Entry does.
+    pub(crate) fn erase(mut self, index: u64) -> Option<Entry<'w, T, S>> {
         // Pinned before the write retires the value.
         let guard = epoch::pin();
-        let e = self.locked(st).root.lookup_raw(index)?;
+        let e = self.locked().root.lookup_raw(index)?;
         if e.2.is_null() {
             return None;
         }
-        self.write(st, None, |t| t.store(e.0, e.1, ptr::null_mut()));
-        // SAFETY: the value's drop was deferred by the write above (through
-        // `&self`: always deferred), after this guard was pinned, so it
+        self.write(None, |t| t.store(e.0, e.1, ptr::null_mut()));
+        // SAFETY: the value's drop was deferred by the write above (a
+        // Writer's write always defers), after this guard was pinned, so it
         // outlives the returned Entry.
         unsafe { Entry::new(guard, e) }
     }
 
-    /// Empties `[first, last]` (valid) in one write through `&self` (`st`
-    /// held under the writer lock), and returns what was removed.
+    /// Empties `[first, last]` (valid) in one write and returns what was
+    /// removed.
     pub(crate) fn remove_range(
-        &self,
-        st: &mut WriterState<Slot<T, S>>,
+        mut self,
         first: u64,
         last: u64,
         cloner: Cloner<Slot<T, S>>,
-    ) -> Removed<'_, T, S>
-    where
-        T: Send + Sync + 'static,
-    {
+    ) -> Removed<'w, T, S> {
         // Pinned before the write retires anything, so the removed values
         // outlive their deferred drop for as long as `Removed` lives.
         let guard = epoch::pin();
         let mut parts = Vec::new();
-        let mut it = Iter::<'_, T, S>::new(self.locked(st).root, first, last);
+        let mut it = Iter::<'_, T, S>::new(self.locked().root, first, last);
         while let Some((s, e, v)) = it.next_raw() {
             parts.push((s.max(first), e.min(last), v.cast::<()>()));
         }
         if !parts.is_empty() {
-            self.write(st, Some(cloner), |t| t.store(first, last, ptr::null_mut()));
+            self.write(Some(cloner), |t| t.store(first, last, ptr::null_mut()));
         }
         Removed {
             _guard: guard,

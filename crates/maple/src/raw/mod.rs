@@ -8,10 +8,10 @@
 //!
 //! - a [`Root`] is a version's root together with a lifetime for which the
 //!   version stays alive. It is made only from an epoch guard
-//!   ([`Pinned`]: the guard pins before the root is loaded) or from
-//!   a borrow of the writer state ([`Core::locked`]: whoever holds the
-//!   writer state is the only writer, so the version cannot change while it
-//!   is borrowed). Reads on a `Root` ([`Root::lookup`], [`Root::find`],
+//!   ([`Pinned`]: the guard pins before the root is loaded) or from a
+//!   borrow of the writer's access ([`Writer::locked`] under the writer
+//!   lock, [`Exclusive::locked`] under `&mut`: the holder is the only
+//!   writer, so the version cannot change while it is borrowed). Reads on a `Root` ([`Root::lookup`], [`Root::find`],
 //!   [`Root::gap`], [`Iter`](crate::Iter)) are safe functions;
 //! - a [`Word`] is a non-null value word alive for the same lifetime, which
 //!   [`Word::get`] turns into the representation's reference;
@@ -21,7 +21,7 @@
 //!   read or retired;
 //! - a cursor's saved path ([`CursorPath`]) is stamped with the write
 //!   generation it was taken in and used only while no write has happened
-//!   since ([`WriterState::gen`]).
+//!   since (`WriterState::gen`).
 //!
 //! `SAFETY.md` describes the protocol these rest on.
 
@@ -29,8 +29,10 @@ use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
 use crossbeam_epoch::{self as epoch, Guard};
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{check_range, check_window, MapleError};
+use crate::mem::BlockPool;
 use crate::node::{dup_subtree, free_subtree, Header, NodePtr};
 use crate::read::{self, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -58,27 +60,15 @@ struct Counters {
 
 /// The part of the tree readers touch: the published root, and the
 /// counters. `V` is the slot type (`Slot<T, S>`) of the nodes it owns.
-pub(crate) struct Core<V> {
+struct Head<V> {
     root: RootLine,
     counters: Counters,
     _v: PhantomData<fn() -> V>,
 }
 
-impl<V> Core<V> {
-    /// An empty tree's core.
-    pub(crate) fn new() -> Self {
-        Core {
-            root: RootLine(AtomicPtr::new(ptr::null_mut())),
-            counters: Counters {
-                len: AtomicUsize::new(0),
-                nodes: AtomicUsize::new(0),
-            },
-            _v: PhantomData,
-        }
-    }
-
+impl<V> Head<V> {
     /// The root for a reader. Acquire pairs with the writer's release store
-    /// in [`Core::publish`], so every node reachable from it is fully
+    /// in [`Head::publish`], so every node reachable from it is fully
     /// initialised before the reader looks at it.
     #[inline]
     fn load_root(&self) -> NodePtr {
@@ -90,17 +80,6 @@ impl<V> Core<V> {
     #[inline]
     fn writer_root(&self) -> NodePtr {
         self.root.0.load(Ordering::Relaxed)
-    }
-
-    /// The current version, for the writer: `st` is this tree's writer
-    /// state, held through the writer lock or `&mut`, so no write can
-    /// replace anything while it is borrowed.
-    #[inline]
-    pub(crate) fn locked<'w>(&self, st: &'w WriterState<V>) -> Locked<'w, V> {
-        Locked {
-            root: Root::new(self.writer_root()),
-            gen: st.gen,
-        }
     }
 
     /// Publishes a new version with a single release store: the one point at
@@ -129,74 +108,168 @@ impl<V> Core<V> {
         }
     }
 
+    /// The current version for the writer holding `st`.
+    #[inline]
+    fn locked<'w>(&self, st: &'w WriterState<V>) -> Locked<'w, V> {
+        Locked {
+            root: Root::new(self.writer_root()),
+            gen: st.gen(),
+        }
+    }
+}
+
+/// A tree's core: what readers touch ([`Head`]) and the writer state behind
+/// the writer lock. Every write goes through a [`Writer`] (the lock held)
+/// or an [`Exclusive`] (`&mut`), which pair the two by construction.
+pub(crate) struct Core<V> {
+    head: Head<V>,
+    writer: Mutex<WriterState<V>>,
+}
+
+impl<V> Core<V> {
+    /// An empty tree's core; `st` its (new) writer state.
+    pub(crate) fn new(st: WriterState<V>) -> Self {
+        Core {
+            head: Head {
+                root: RootLine(AtomicPtr::new(ptr::null_mut())),
+                counters: Counters {
+                    len: AtomicUsize::new(0),
+                    nodes: AtomicUsize::new(0),
+                },
+                _v: PhantomData,
+            },
+            writer: Mutex::new(st),
+        }
+    }
+
+    /// Takes the writer lock (blocking while another writer holds it).
+    #[inline]
+    pub(crate) fn lock(&self) -> Writer<'_, V> {
+        Writer {
+            head: &self.head,
+            st: self.writer.lock(),
+        }
+    }
+
+    /// The writer's access under `&mut`: no reader, no other writer.
+    #[inline]
+    pub(crate) fn exclusive(&mut self) -> Exclusive<'_, V> {
+        Exclusive {
+            head: &self.head,
+            st: self.writer.get_mut(),
+        }
+    }
+
     /// Number of entries (exact when no write is in flight).
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: a statistic; see Core::apply.
-        self.counters.len.load(Ordering::Relaxed)
+        // Relaxed: a statistic; see Head::apply.
+        self.head.counters.len.load(Ordering::Relaxed)
     }
 
     /// Nodes in the current version (exact when no write is in flight).
     pub(crate) fn nodes(&self) -> usize {
-        // Relaxed: a statistic; see Core::apply.
-        self.counters.nodes.load(Ordering::Relaxed)
+        // Relaxed: a statistic; see Head::apply.
+        self.head.counters.nodes.load(Ordering::Relaxed)
+    }
+
+    /// The root for a reader (see [`Head::load_root`]).
+    #[inline]
+    fn load_root(&self) -> NodePtr {
+        self.head.load_root()
     }
 }
 
-impl<V: SlotOps + Send + 'static> Core<V> {
-    /// Runs one write transaction through `&self`, copy-on-write, and
-    /// publishes it; `st` is this tree's writer state, held under the
-    /// writer lock. Replaced nodes and values are retired through the
-    /// epoch, after the publish.
+impl<V: SlotOps> Core<V> {
+    /// Frees every node and value of the current version and empties the
+    /// tree: `&mut` leaves no reader or writer.
+    pub(crate) fn free_all(&mut self) {
+        let head = &self.head;
+        // Relaxed: exclusive access.
+        let root = head.root.0.load(Ordering::Relaxed);
+        head.root.0.store(ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: &mut self: no reader or writer remains, and the tree owns
+        // every node and value of its current version.
+        unsafe { free_subtree::<V>(root) };
+    }
+}
+
+/// The writer lock held: writes copy-on-write and publish.
+pub(crate) struct Writer<'a, V> {
+    head: &'a Head<V>,
+    st: MutexGuard<'a, WriterState<V>>,
+}
+
+/// `&mut` access to the tree: writes in place.
+pub(crate) struct Exclusive<'a, V> {
+    head: &'a Head<V>,
+    st: &'a mut WriterState<V>,
+}
+
+impl<V> Writer<'_, V> {
+    /// The current version, which cannot change while it is borrowed from
+    /// the lock holder.
+    #[inline]
+    pub(crate) fn locked(&self) -> Locked<'_, V> {
+        self.head.locked(&self.st)
+    }
+
+    /// The writer state (its node pool).
+    #[inline]
+    pub(crate) fn pool(&mut self) -> &mut BlockPool {
+        &mut self.st.pool
+    }
+}
+
+impl<V> Exclusive<'_, V> {
+    /// The current version, which cannot change while it is borrowed.
+    #[inline]
+    pub(crate) fn locked(&self) -> Locked<'_, V> {
+        self.head.locked(self.st)
+    }
+
+    /// The writer state (its node pool).
+    #[inline]
+    pub(crate) fn pool(&mut self) -> &mut BlockPool {
+        &mut self.st.pool
+    }
+}
+
+impl<V: SlotOps + Send + 'static> Writer<'_, V> {
+    /// Runs one write transaction, copy-on-write, and publishes it.
+    /// Replaced nodes and values are retired through the epoch, after the
+    /// publish.
     #[inline]
     pub(crate) fn write<R>(
-        &self,
-        st: &mut WriterState<V>,
-        cloner: Option<Cloner<V>>,
-        f: impl FnOnce(&mut Txn<'_, V>) -> R,
-    ) -> R {
-        let guard = epoch::pin();
-        let mut txn = Txn::new(st, self.writer_root(), false, cloner);
-        let r = f(&mut txn);
-        let c = txn.commit(|root| self.publish(root), Some(&guard));
-        self.apply(&c);
-        r
-    }
-
-    /// Runs one write transaction in place (`&mut` access: no reader, no
-    /// other writer), freeing what it replaces at once.
-    #[inline]
-    pub(crate) fn write_exclusive<R>(
         &mut self,
-        st: &mut WriterState<V>,
         cloner: Option<Cloner<V>>,
         f: impl FnOnce(&mut Txn<'_, V>) -> R,
     ) -> R {
-        let mut txn = Txn::new(st, self.writer_root(), true, cloner);
+        let guard = epoch::pin();
+        let head = self.head;
+        let mut txn = Txn::new(&mut self.st, head.writer_root(), false, cloner);
         let r = f(&mut txn);
-        // Relaxed is enough: &mut excludes every other thread.
-        let c = txn.commit(|root| self.root.0.store(root, Ordering::Relaxed), None);
-        self.apply(&c);
+        let c = txn.commit(|root| head.publish(root), Some(&guard));
+        head.apply(&c);
         r
     }
 
-    /// Removes every entry (`st` held under the writer lock). Readers still
-    /// holding the old version keep it until they unpin; it is then freed
-    /// in one deferred pass.
-    pub(crate) fn clear(&self, st: &mut WriterState<V>) {
+    /// Removes every entry. Readers still holding the old version keep it
+    /// until they unpin; it is then freed in one deferred pass.
+    pub(crate) fn clear(&mut self) {
         let guard = epoch::pin();
-        st.gen = st.gen.wrapping_add(1);
-        let old = self.writer_root();
-        self.publish(ptr::null_mut());
+        self.st.bump_gen();
+        let head = self.head;
+        let old = head.writer_root();
+        head.publish(ptr::null_mut());
         // Relaxed: statistics, written by the writer only.
-        self.counters.len.store(0, Ordering::Relaxed);
-        self.counters.nodes.store(0, Ordering::Relaxed);
+        head.counters.len.store(0, Ordering::Relaxed);
+        head.counters.nodes.store(0, Ordering::Relaxed);
         if !old.is_null() {
             let old = SendNode(old);
             // SAFETY: old is unlinked; the deferred pass runs after every
             // reader pinned before the publish has unpinned, and the values
-            // it drops are Send (the tree's bounds, through V: 'static
-            // words of a T: Send tree).
+            // it drops are Send (`V: Send`).
             unsafe {
                 guard.defer_unchecked(move || {
                     let old = old;
@@ -207,32 +280,56 @@ impl<V: SlotOps + Send + 'static> Core<V> {
     }
 }
 
-impl<V: SlotOps> Core<V> {
-    /// A copy of the current version, node by node, cloning every value
-    /// with `clone`; `st` (this tree's writer state) keeps the version
-    /// unchanged meanwhile.
-    pub(crate) fn dup(&self, st: &WriterState<V>, clone: Cloner<V>) -> Core<V> {
-        let at = self.locked(st);
-        // SAFETY: the borrow of the writer state keeps this version alive
-        // and unchanged; `clone` clones a live word of it.
+impl<V: SlotOps> Writer<'_, V> {
+    /// Copies the current version, node by node, cloning every value with
+    /// `clone`, into the empty tree `dst` (whose previous, empty, version
+    /// is replaced).
+    pub(crate) fn dup_into(&self, clone: Cloner<V>, dst: &mut Core<V>) {
+        let at = self.locked();
+        // SAFETY: the lock keeps this version alive and unchanged; `clone`
+        // clones a live word of it.
         let (copy, nodes) = unsafe { dup_subtree::<V>(at.root.ptr, clone) };
-        let core = Core::new();
-        core.publish(copy);
-        // Relaxed: the new tree is not shared yet.
-        core.counters.len.store(self.len(), Ordering::Relaxed);
-        core.counters.nodes.store(nodes, Ordering::Relaxed);
-        core
+        dst.free_all();
+        let head = &dst.head;
+        // Relaxed: `&mut dst`, not shared.
+        head.root.0.store(copy, Ordering::Relaxed);
+        head.counters.len.store(
+            self.head.counters.len.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        head.counters.nodes.store(nodes, Ordering::Relaxed);
+    }
+}
+
+impl<V: SlotOps + Send + 'static> Exclusive<'_, V> {
+    /// Runs one write transaction in place, freeing what it replaces at
+    /// once.
+    #[inline]
+    pub(crate) fn write<R>(
+        &mut self,
+        cloner: Option<Cloner<V>>,
+        f: impl FnOnce(&mut Txn<'_, V>) -> R,
+    ) -> R {
+        let head = self.head;
+        let mut txn = Txn::new(self.st, head.writer_root(), true, cloner);
+        let r = f(&mut txn);
+        // Relaxed is enough: &mut excludes every other thread.
+        let c = txn.commit(|root| head.root.0.store(root, Ordering::Relaxed), None);
+        head.apply(&c);
+        r
     }
 
-    /// Frees every node and value of the current version and empties the
-    /// tree: `&mut` leaves no reader or writer.
-    pub(crate) fn free_all(&mut self) {
-        // Relaxed: exclusive access.
-        let root = self.root.0.load(Ordering::Relaxed);
-        self.root.0.store(ptr::null_mut(), Ordering::Relaxed);
-        // SAFETY: &mut self: no reader or writer remains, and the tree owns
-        // every node and value of its current version.
-        unsafe { free_subtree::<V>(root) };
+    /// Removes the entry containing `index`: its bounds and the value, now
+    /// owned by the caller.
+    pub(crate) fn remove(&mut self, index: u64) -> Option<(u64, u64, Owned<V>)> {
+        let (s, e, w) = self.locked().root.lookup(index)?;
+        let v = w.ptr();
+        let taken = self.write(None, |t| {
+            t.store(s, e, ptr::null_mut());
+            t.take_retired_value()
+        });
+        debug_assert_eq!(taken.as_ref().map(Owned::ptr), Some(v));
+        taken.map(|o| (s, e, o))
     }
 }
 
@@ -521,28 +618,6 @@ impl<T, S: Repr<T>> Owned<Slot<T, S>> {
     pub(crate) fn into_value(self) -> T {
         // SAFETY: the word is owned by self alone.
         unsafe { S::from_word(self.0.as_ptr().cast()) }
-    }
-}
-
-impl<V> Core<V> {
-    /// `&mut` removal of the entry containing `index`: its bounds and the
-    /// value, now owned by the caller.
-    pub(crate) fn remove(
-        &mut self,
-        st: &mut WriterState<V>,
-        index: u64,
-    ) -> Option<(u64, u64, Owned<V>)>
-    where
-        V: SlotOps + Send + 'static,
-    {
-        let (s, e, w) = self.locked(st).root.lookup(index)?;
-        let v = w.ptr();
-        let taken = self.write_exclusive(st, None, |t| {
-            t.store(s, e, ptr::null_mut());
-            t.take_retired_value()
-        });
-        debug_assert_eq!(taken.as_ref().map(Owned::ptr), Some(v));
-        taken.map(|o| (s, e, o))
     }
 }
 

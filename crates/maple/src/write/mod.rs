@@ -60,7 +60,7 @@ pub(crate) struct WriterState<T> {
     /// The write generation: advanced by every write (each [`Txn`], and
     /// `clear`), so that a path saved by a cursor is used only in the
     /// version it was taken in (`raw::CursorPath`).
-    pub(crate) gen: u64,
+    gen: u64,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
     /// crossbeam-epoch would run it outside the loom execution that owns its
@@ -84,6 +84,18 @@ impl<T> WriterState<T> {
             #[cfg(loom)]
             deferred: Default::default(),
         }
+    }
+
+    /// The write generation (see the field).
+    #[inline]
+    pub(crate) fn gen(&self) -> u64 {
+        self.gen
+    }
+
+    /// Advances the write generation: every saved path becomes stale.
+    #[inline]
+    pub(crate) fn bump_gen(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
     }
 
     /// Forgets a write that unwound (a panicking `T::clone`) before commit:
@@ -178,7 +190,7 @@ impl<'s, T> Txn<'s, T> {
         cloner: Option<Cloner<T>>,
     ) -> Self {
         st.recover();
-        st.gen = st.gen.wrapping_add(1);
+        st.bump_gen();
         Txn {
             st,
             root,
