@@ -1,8 +1,9 @@
 //! The write cursor, in the manner of the kernel's `ma_state`.
 //!
 //! A safe skin: the path it keeps and every read and write through it go
-//! through the raw core (`crate::raw`), with the writer state it holds as
-//! the proof that the version stays put. No `unsafe` here.
+//! through the raw core (`crate::raw`), with the writer access it holds as
+//! the proof that the version stays put; the unchecked code is all in the
+//! core.
 
 use std::ops::RangeInclusive;
 use std::ptr;

@@ -1,10 +1,9 @@
 //! The public tree type and its read views.
-
 //!
 //! The safe skin over the raw core (`crate::raw`): every method here
 //! reaches nodes and values only through the core's operations, which take
-//! the guard or the writer state that keeps what they touch alive. No
-//! `unsafe` here.
+//! the guard or the writer access that keeps what they touch alive; the
+//! unchecked code is all in the core.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -116,8 +115,10 @@ pub struct MapleTree<T, S: Repr<T> = Boxed> {
     /// The tree owns its values: `Send` when `T` is, `Sync` when `T` is
     /// `Send + Sync` (the writer state, behind the mutex, adds `T: Send`):
     /// shared access hands out `&T` to many threads and lets any thread
-    /// insert or drop values. `fn() -> S`: the representation is a marker.
-    _owns: PhantomData<(Box<T>, fn() -> S)>,
+    /// insert or drop values.
+    _owns: PhantomData<Box<T>>,
+    /// The representation is a marker only.
+    _repr: PhantomData<fn() -> S>,
 }
 
 // Unwind safety: see "Unwind safety" on MapleTree: no operation leaves a
@@ -193,6 +194,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
             #[cfg(loom)]
             loom_deferred,
             _owns: PhantomData,
+            _repr: PhantomData,
         }
     }
 

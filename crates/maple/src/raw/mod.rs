@@ -341,7 +341,8 @@ unsafe impl Send for SendNode {}
 /// one is made). Null for an empty tree.
 pub(crate) struct Root<'a, V> {
     ptr: NodePtr,
-    _alive: PhantomData<(&'a (), fn() -> V)>,
+    _alive: PhantomData<&'a ()>,
+    _v: PhantomData<fn() -> V>,
 }
 
 impl<V> Clone for Root<'_, V> {
@@ -402,6 +403,7 @@ impl<'a, V> Root<'a, V> {
         Root {
             ptr,
             _alive: PhantomData,
+            _v: PhantomData,
         }
     }
 
