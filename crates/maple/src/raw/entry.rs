@@ -341,7 +341,7 @@ impl Drop for SharedPinRef {
 /// [`MapleTree::range`], or `&tree` in a `for` loop.
 ///
 /// It pins the epoch once, when it is created, and walks the version it
-/// found then, with a [`Reader`]'s contract; the [`Entry`]s it yields share
+/// found then, with a [`Reader`](crate::Reader)'s contract; the [`Entry`]s it yields share
 /// that pin: each entry keeps it, and so its value, alive on its own. An
 /// entry may therefore outlive the iterator, and the iterator may be
 /// dropped while entries it yielded are still in use; the shared pin is

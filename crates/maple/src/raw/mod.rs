@@ -12,10 +12,10 @@
 //!   borrow of the writer's access ([`Writer::locked`] under the writer
 //!   lock, [`Exclusive::locked`] under `&mut`: the holder is the only
 //!   writer, so the version cannot change while it is borrowed). Reads on a `Root` ([`Root::lookup`], [`Root::find`],
-//!   [`Root::gap`], [`Iter`](crate::Iter)) are safe functions;
+//!   [`Root::gap`], [`Iter`]) are safe functions;
 //! - a [`Word`] is a non-null value word alive for the same lifetime, which
 //!   [`Word::get`] turns into the representation's reference;
-//! - an [`Entry`](crate::Entry), a [`Removed`](crate::Removed) and the
+//! - an [`Entry`], a [`Removed`] and the
 //!   entries of an iteration own the guard that keeps their values alive,
 //!   and are built here, where the guard is pinned before the value is
 //!   read or retired;
