@@ -298,6 +298,23 @@ pub(crate) fn slot_in<const N: usize>(pivots: &[u64; N], index: u64) -> usize {
     base + (len == 1 && pivots[base] < index) as usize
 }
 
+/// `[lo, hi]` of slot `i` of a node covering `[lo, hi]`, from its pivots
+/// alone: a stored pivot lies below `hi` and an unused one is `u64::MAX`
+/// (both checked by `validate`), so the slot's end is its pivot capped at
+/// `hi`, and the node's count is not needed (a descent then never loads
+/// it). `i` is at most `P`, as [`slot_in`] returns.
+#[inline(always)]
+pub(crate) fn slot_bounds<const P: usize>(
+    pivots: &[u64; P],
+    i: usize,
+    lo: u64,
+    hi: u64,
+) -> (u64, u64) {
+    let s = if i == 0 { lo } else { pivots[i - 1] + 1 };
+    let e = if i < P { pivots[i].min(hi) } else { hi };
+    (s, e)
+}
+
 /// `[lo, hi]` of slot `i` in a node covering `[lo, hi]` with `count` slots.
 #[inline]
 pub(crate) fn slot_range(pivots: &[u64], count: usize, i: usize, lo: u64, hi: u64) -> (u64, u64) {

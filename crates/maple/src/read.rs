@@ -9,7 +9,8 @@
 //! `SAFETY.md`).
 
 use crate::node::{
-    prefetch_node, run_len, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF, MAX_HEIGHT,
+    prefetch_node, run_len, slot_bounds, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF,
+    MAX_HEIGHT,
 };
 
 /// One entry as read from a leaf: `[first, last]` and the value pointer.
@@ -86,10 +87,14 @@ pub(crate) trait Descent {
     type Out;
 
     /// The slot to take in internal node `int` (`n` slots) at depth `d`.
+    /// By default the pivot search, which needs no count: unused pivots
+    /// are `u64::MAX`, so no index passes the last used slot.
     #[inline(always)]
     fn slot(&self, int: &Internal, n: usize, d: usize, index: u64) -> usize {
         let _ = d;
-        slot_in(&int.pivots, index).min(n - 1)
+        let i = slot_in(&int.pivots, index);
+        debug_assert!(i < n);
+        i
     }
 
     /// Passes internal `node` at depth `d` (covering `[lo, hi]`) through
@@ -139,7 +144,7 @@ pub(crate) unsafe fn walk<D: Descent>(root: NodePtr, index: u64, mut hooks: D) -
                 let int = &*node.cast::<Internal>();
                 let n = int.hdr.count as usize;
                 let i = hooks.slot(int, n, d, index);
-                let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
+                let (s, e) = slot_bounds(&int.pivots, i, lo, hi);
                 (i, s, e, int.child(i))
             };
             node = hooks.down(node, i, d, lo, hi, child);
@@ -227,9 +232,9 @@ impl<T> Descent for Lookup<T> {
     unsafe fn leaf(self, leaf: NodePtr, _: usize, lo: u64, hi: u64) -> RawEntry<T> {
         // SAFETY: a valid leaf (caller).
         let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
-        let n = leaf.hdr.count as usize;
-        let i = slot_in(&leaf.pivots, self.0).min(n - 1);
-        let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
+        // No count needed (see `slot_bounds`).
+        let i = slot_in(&leaf.pivots, self.0);
+        let (s, e) = slot_bounds(&leaf.pivots, i, lo, hi);
         (s, e, leaf.slot(i))
     }
 }
