@@ -128,9 +128,27 @@ pub(crate) trait Descent {
 /// `root` is a valid, non-null tree that stays alive for the call, and the
 /// hooks' own requirements hold (each says what it touches).
 #[inline(always)]
-pub(crate) unsafe fn walk<D: Descent>(root: NodePtr, index: u64, mut hooks: D) -> D::Out {
-    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    let mut d = 0;
+pub(crate) unsafe fn walk<D: Descent>(root: NodePtr, index: u64, hooks: D) -> D::Out {
+    // SAFETY: forwarded from the caller; the root covers every index.
+    unsafe { walk_from(root, 0, u64::MAX, 0, index, hooks) }
+}
+
+/// [`walk`] from `node`, at depth `d` and covering `[lo, hi]`, down (the
+/// rest of a descent whose upper levels the caller already has).
+///
+/// # Safety
+/// `node` is a valid node of a version that stays alive for the call,
+/// covering `[lo, hi]` at depth `d`, and the hooks' own requirements hold.
+#[inline(always)]
+pub(crate) unsafe fn walk_from<D: Descent>(
+    node: NodePtr,
+    lo: u64,
+    hi: u64,
+    d: usize,
+    index: u64,
+    mut hooks: D,
+) -> D::Out {
+    let (mut node, mut lo, mut hi, mut d) = (node, lo, hi, d);
     // SAFETY: every pointer followed is a child of a valid node of the same
     // live version (or the replacement a hook linked in its place); a valid
     // tree is at most MAX_HEIGHT deep.

@@ -40,7 +40,7 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, is_leaf, walk, Descent, Level, Path};
+use crate::read::{count, descend, is_leaf, walk, walk_from, Descent, Level, Path};
 use crate::value::{Cloner, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
@@ -297,6 +297,30 @@ impl<'s, T> Txn<'s, T> {
                     txn: self,
                     path,
                     along: None,
+                    index,
+                },
+            )
+        }
+    }
+
+    /// The rest of a fresh descent below level `d` of `path`, whose levels
+    /// `..=d` are fresh and valid (their `idx` at `d` and below is
+    /// overwritten): to `index`, or along the slots `along` names.
+    fn descend_fresh_below(&mut self, path: &mut Path, d: usize, index: u64, along: Option<&Path>) {
+        let l = path.lv[d];
+        // SAFETY: l.node is fresh and valid, covering [l.lo, l.hi] at depth
+        // d; the hooks make each child fresh before the walk enters it.
+        unsafe {
+            walk_from(
+                l.node,
+                l.lo,
+                l.hi,
+                d,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along,
                     index,
                 },
             )
@@ -627,7 +651,7 @@ impl<T> Descent for Fresh<'_, '_, '_, T> {
     #[inline(always)]
     unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) {
         let idx = match self.along {
-            Some(k) => k.leaf().idx,
+            Some(k) => k.lv[d].idx,
             None => {
                 // SAFETY: a valid leaf (caller); only its count and pivots
                 // are read.
