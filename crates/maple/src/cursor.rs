@@ -10,10 +10,12 @@ use std::ptr;
 
 use crate::error::{check_range, MapleError, WriteError};
 use crate::mem::BlockPool;
+use crate::raw::{Core, Iter};
 use crate::raw::{CursorPath, Exclusive, Found, Locked, Writer};
-use crate::tree::{Iter, MapleTree};
 use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
 use crate::write::Txn;
+#[allow(unused_imports)] // intra-doc links
+use crate::MapleTree;
 
 enum Access<'a, T, S: Repr<T>> {
     /// Holds the writer lock; writes copy-on-write and publish.
@@ -82,17 +84,17 @@ pub struct Cursor<'a, T, S: Repr<T> = Boxed> {
 }
 
 impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
-    pub(crate) fn shared(tree: &'a MapleTree<T, S>) -> Self {
+    pub(crate) fn shared(core: &'a Core<Slot<T, S>>) -> Self {
         Cursor {
-            access: Access::Shared(tree.core.lock()),
+            access: Access::Shared(core.lock()),
             index: 0,
             pos: CursorPath::new(),
         }
     }
 
-    pub(crate) fn exclusive(tree: &'a mut MapleTree<T, S>) -> Self {
+    pub(crate) fn exclusive(core: &'a mut Core<Slot<T, S>>) -> Self {
         Cursor {
-            access: Access::Exclusive(tree.core.exclusive()),
+            access: Access::Exclusive(core.exclusive()),
             index: 0,
             pos: CursorPath::new(),
         }

@@ -335,12 +335,12 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// A write cursor. Holds the writer lock until dropped (readers keep
     /// running; other writers wait).
     pub fn cursor(&self) -> Cursor<'_, T, S> {
-        Cursor::shared(self)
+        Cursor::shared(&self.core)
     }
 
     /// A write cursor over exclusive access: no lock, no copy-on-write.
     pub fn cursor_mut(&mut self) -> Cursor<'_, T, S> {
-        Cursor::exclusive(self)
+        Cursor::exclusive(&mut self.core)
     }
 
     /// Free node blocks the writer keeps for reuse (for tests and

@@ -531,3 +531,27 @@ pub(crate) unsafe fn clone_slot<T: Clone, S: Repr<T>>(w: *mut Slot<T, S>) -> *mu
 
 /// The cloner an engine write takes (`None`: the write cannot split).
 pub(crate) type Cloner<K> = unsafe fn(*mut K) -> *mut K;
+
+/// A value word the caller owns outright (unlinked, and no reader can hold
+/// it): turned back into its value with [`Owned::into_value`].
+pub(crate) struct Owned<V>(NonNull<V>);
+
+impl<V> Owned<V> {
+    /// # Safety
+    /// `p` is a non-null value word nobody else owns or can reach.
+    pub(crate) unsafe fn new(p: *mut V) -> Option<Self> {
+        NonNull::new(p).map(Owned)
+    }
+
+    pub(crate) fn ptr(&self) -> *mut V {
+        self.0.as_ptr()
+    }
+}
+
+impl<T, S: Repr<T>> Owned<Slot<T, S>> {
+    /// The value.
+    pub(crate) fn into_value(self) -> T {
+        // SAFETY: the word is owned by self alone.
+        unsafe { S::from_word(self.0.as_ptr().cast()) }
+    }
+}

@@ -36,7 +36,7 @@ use crate::mem::BlockPool;
 use crate::node::{dup_subtree, free_subtree, Header, NodePtr};
 use crate::read::{self, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use crate::value::{Cloner, Repr, Slot, SlotOps};
+use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
 
 mod entry;
@@ -596,30 +596,6 @@ impl CursorPath {
         let (s, e, v) = unsafe { read::path_entry::<V>(&self.path) };
         // SAFETY: a word of that version (non-null: an occupied slot).
         unsafe { Word::new(v) }.map(|w| (s, e, w))
-    }
-}
-
-/// A value word the caller owns outright (unlinked, and no reader can hold
-/// it): turned back into its value with [`Owned::into_value`].
-pub(crate) struct Owned<V>(NonNull<V>);
-
-impl<V> Owned<V> {
-    /// # Safety
-    /// `p` is a non-null value word nobody else owns or can reach.
-    pub(crate) unsafe fn new(p: *mut V) -> Option<Self> {
-        NonNull::new(p).map(Owned)
-    }
-
-    pub(crate) fn ptr(&self) -> *mut V {
-        self.0.as_ptr()
-    }
-}
-
-impl<T, S: Repr<T>> Owned<Slot<T, S>> {
-    /// The value.
-    pub(crate) fn into_value(self) -> T {
-        // SAFETY: the word is owned by self alone.
-        unsafe { S::from_word(self.0.as_ptr().cast()) }
     }
 }
 

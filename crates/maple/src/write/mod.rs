@@ -273,14 +273,14 @@ impl<'s, T> Txn<'s, T> {
     /// Takes back the most recently retired value (erase through `&mut`):
     /// the write's own, since under `&mut` no reader can hold it. `None`
     /// in a copy-on-write write, whose retired values readers may still see.
-    pub(crate) fn take_retired_value(&mut self) -> Option<crate::raw::Owned<T>> {
+    pub(crate) fn take_retired_value(&mut self) -> Option<crate::value::Owned<T>> {
         if !self.exclusive {
             return None;
         }
         let v = self.st.retired_values.pop()?;
         // SAFETY: the value was unlinked by this exclusive write (no reader
         // exists) and is no longer on the retire list: nobody else owns it.
-        unsafe { crate::raw::Owned::new(v) }
+        unsafe { crate::value::Owned::new(v) }
     }
 
     /// Descends to the leaf covering `index`, making every node on the way
