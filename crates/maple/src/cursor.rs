@@ -6,13 +6,12 @@
 //! core.
 
 use std::ops::RangeInclusive;
-use std::ptr;
 
 use crate::error::{check_range, MapleError, WriteError};
 use crate::mem::BlockPool;
 use crate::raw::{Core, Iter};
 use crate::raw::{CursorPath, Exclusive, Found, Locked, Writer};
-use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
+use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
 use crate::write::Txn;
 #[allow(unused_imports)] // intra-doc links
 use crate::MapleTree;
@@ -200,13 +199,13 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         &mut self,
         first: u64,
         last: u64,
-        v: *mut Slot<T, S>,
+        v: Owned<Slot<T, S>>,
         cloner: Option<Cloner<Slot<T, S>>>,
     ) {
         let known = self.pos.known(self.access.locked());
         self.run(cloner, |t| match &known {
-            Some(p) => t.store_at(p, first, last, v),
-            None => t.store(first, last, v),
+            Some(p) => t.store_at(p, first, last, Some(v)),
+            None => t.store(first, last, Some(v)),
         });
         self.index = first;
     }
@@ -222,7 +221,7 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         self.store_word(
             first,
             last,
-            S::into_word(value).cast(),
+            Owned::from_value(value),
             Some(clone_slot::<T, S>),
         );
         Ok(())
@@ -233,7 +232,7 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         if let Err(kind) = self.access.locked().root.check_insert(first, last) {
             return Err(WriteError { kind, value });
         }
-        self.store_word(first, last, S::into_word(value).cast(), None);
+        self.store_word(first, last, Owned::from_value(value), None);
         Ok(())
     }
 
@@ -244,8 +243,8 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         w?;
         let known = self.pos.known(self.access.locked());
         self.run(None, |t| match &known {
-            Some(p) => t.store_at(p, s, e, ptr::null_mut()),
-            None => t.store(s, e, ptr::null_mut()),
+            Some(p) => t.store_at(p, s, e, None),
+            None => t.store(s, e, None),
         });
         Some(s..=e)
     }
@@ -279,7 +278,7 @@ impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
         self.store_word(
             first,
             last,
-            Box::into_raw(value).cast(),
+            Owned::from_box(value),
             Some(clone_slot::<T, Boxed>),
         );
         Ok(())

@@ -54,6 +54,27 @@ impl Path {
     }
 }
 
+/// A root-to-leaf path known to be valid for the version a write starts
+/// from (a cursor's, checked against the write generation): what
+/// `Txn::store_at` follows.
+#[derive(Clone, Copy)]
+pub(crate) struct KnownPath(Path);
+
+impl KnownPath {
+    /// # Safety
+    /// `path` was taken in the current version, and no write has happened
+    /// since.
+    #[inline]
+    pub(crate) unsafe fn new(path: Path) -> Self {
+        KnownPath(path)
+    }
+
+    #[inline]
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
 /// Number of used slots of a node.
 ///
 /// # Safety

@@ -13,7 +13,7 @@ use crate::cursor::Cursor;
 use crate::error::{check_range, MapleError, WriteError};
 use crate::node::{NodePtr, NODE_BYTES};
 use crate::raw::{Core, Pinned};
-use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
+use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
 use crate::write::{Txn, WriterState};
 
 pub use crate::raw::{Entry, Iter, Removed};
@@ -273,8 +273,8 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         if let Err(kind) = w.locked().root.check_insert(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = S::into_word(value).cast();
-        w.write(None, |t| t.store(first, last, v));
+        let v = Owned::from_value(value);
+        w.write(None, |t| t.store(first, last, Some(v)));
         Ok(())
     }
 
@@ -321,8 +321,8 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
             Ok(s) => s,
             Err(kind) => return Err(WriteError { kind, value }),
         };
-        let v = S::into_word(value).cast();
-        w.write(None, |t| t.store(s, s + (size - 1), v));
+        let v = Owned::from_value(value);
+        w.write(None, |t| t.store(s, s + (size - 1), Some(v)));
         Ok(s)
     }
 
@@ -364,8 +364,8 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = S::into_word(value).cast();
-        self.write(Some(clone_slot::<T, S>), |t| t.store(first, last, v));
+        let v = Owned::from_value(value);
+        self.write(Some(clone_slot::<T, S>), |t| t.store(first, last, Some(v)));
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use std::iter::FusedIterator;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::{Deref, RangeInclusive};
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
@@ -65,7 +65,7 @@ impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
         if e.2.is_null() {
             return None;
         }
-        self.write(None, |t| t.store(e.0, e.1, ptr::null_mut()));
+        self.write(None, |t| t.store(e.0, e.1, None));
         // SAFETY: the value's drop was deferred by the write above (a
         // Writer's write always defers), after this guard was pinned, so it
         // outlives the returned Entry.
@@ -89,7 +89,7 @@ impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
             parts.push((s.max(first), e.min(last), v.cast::<()>()));
         }
         if !parts.is_empty() {
-            self.write(Some(cloner), |t| t.store(first, last, ptr::null_mut()));
+            self.write(Some(cloner), |t| t.store(first, last, None));
         }
         Removed {
             _guard: guard,

@@ -34,7 +34,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::error::{check_range, check_window, MapleError};
 use crate::mem::BlockPool;
 use crate::node::{dup_subtree, free_subtree, Header, NodePtr};
-use crate::read::{self, Path, RawEntry};
+use crate::read::{self, KnownPath, Path, RawEntry};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
@@ -325,7 +325,7 @@ impl<V: SlotOps + Send + 'static> Exclusive<'_, V> {
         let (s, e, w) = self.locked().root.lookup(index)?;
         let v = w.ptr();
         let taken = self.write(None, |t| {
-            t.store(s, e, ptr::null_mut());
+            t.store(s, e, None);
             t.take_retired_value()
         });
         debug_assert_eq!(taken.as_ref().map(Owned::ptr), Some(v));
@@ -527,8 +527,11 @@ impl CursorPath {
 
     /// The path, when it is valid for `at` (and the tree is not empty).
     #[inline]
-    pub(crate) fn known<V>(&self, at: Locked<'_, V>) -> Option<Path> {
-        (self.gen == Some(at.gen) && !at.root.is_null()).then_some(self.path)
+    pub(crate) fn known<V>(&self, at: Locked<'_, V>) -> Option<KnownPath> {
+        // SAFETY: the path was taken in generation `at.gen`, the current
+        // one: no write since.
+        (self.gen == Some(at.gen) && !at.root.is_null())
+            .then(|| unsafe { KnownPath::new(self.path) })
     }
 
     /// Makes the path valid for `at` at `index` (descending only when it is

@@ -40,8 +40,8 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, is_leaf, walk, walk_from, Descent, Level, Path};
-use crate::value::{Cloner, SlotOps};
+use crate::read::{count, descend, is_leaf, walk, walk_from, Descent, KnownPath, Level, Path};
+use crate::value::{Cloner, Owned, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
 const DEAD: u8 = 2;
@@ -162,7 +162,7 @@ pub(crate) struct Committed {
 pub(crate) struct Txn<'s, T> {
     st: &'s mut WriterState<T>,
     /// The working root: the published one until the first copy.
-    pub(crate) root: NodePtr,
+    root: NodePtr,
     exclusive: bool,
     len_delta: isize,
     nodes_delta: isize,
@@ -273,14 +273,14 @@ impl<'s, T> Txn<'s, T> {
     /// Takes back the most recently retired value (erase through `&mut`):
     /// the write's own, since under `&mut` no reader can hold it. `None`
     /// in a copy-on-write write, whose retired values readers may still see.
-    pub(crate) fn take_retired_value(&mut self) -> Option<crate::value::Owned<T>> {
+    pub(crate) fn take_retired_value(&mut self) -> Option<Owned<T>> {
         if !self.exclusive {
             return None;
         }
         let v = self.st.retired_values.pop()?;
         // SAFETY: the value was unlinked by this exclusive write (no reader
         // exists) and is no longer on the retire list: nobody else owns it.
-        unsafe { crate::value::Owned::new(v) }
+        unsafe { Owned::new(v) }
     }
 
     /// Descends to the leaf covering `index`, making every node on the way
@@ -350,18 +350,29 @@ impl<'s, T> Txn<'s, T> {
         }
     }
 
-    /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
+    /// [`Txn::store`] through a cursor's path (valid for the version this
+    /// write starts from: [`KnownPath`]): when `[a, b]` lies inside the
     /// path's leaf, the leaf is reached without a search from the root.
-    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
+    #[inline]
+    pub(crate) fn store_at(&mut self, known: &KnownPath, a: u64, b: u64, v: Option<Owned<T>>)
+    where
+        T: SlotOps,
+    {
+        self.store_at_raw(known.path(), a, b, Owned::into_raw_or_null(v));
+    }
+
+    /// [`Txn::store_at`] of a word (null: free) through a path valid for
+    /// the version this write started from.
+    fn store_at_raw(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
     where
         T: SlotOps,
     {
         if self.root.is_null() || known.len == 0 {
-            return self.store(a, b, v);
+            return self.store_raw(a, b, v);
         }
         let l = *known.leaf();
         if a < l.lo || b > l.hi {
-            return self.store(a, b, v);
+            return self.store_raw(a, b, v);
         }
         // SAFETY: the known path was taken in the working version, which no
         // store of this write has changed yet (only_exact_fits).
@@ -397,9 +408,18 @@ impl<'s, T> Txn<'s, T> {
 
     // ----- the store ---------------------------------------------------------
 
-    /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
-    /// checked `a <= b`.
-    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T)
+    /// Makes every index of `[a, b]` map to `v` (`None`: free), which the
+    /// write takes over. The caller has checked `a <= b`.
+    #[inline]
+    pub(crate) fn store(&mut self, a: u64, b: u64, v: Option<Owned<T>>)
+    where
+        T: SlotOps,
+    {
+        self.store_raw(a, b, Owned::into_raw_or_null(v));
+    }
+
+    /// [`Txn::store`] of a word the write owns (null: free).
+    fn store_raw(&mut self, a: u64, b: u64, v: *mut T)
     where
         T: SlotOps,
     {
@@ -465,7 +485,7 @@ impl<'s, T> Txn<'s, T> {
         }
         if !v.is_null() {
             if self.root.is_null() {
-                self.store(a, b, v);
+                self.store_raw(a, b, v);
                 return;
             }
             self.descend_fresh(a, &mut path);
