@@ -7,23 +7,27 @@
 //! they touch is alive:
 //!
 //! - a [`Root`] is a version's root together with a lifetime for which the
-//!   version stays alive. It is made only from an epoch guard
-//!   ([`Pinned`]: the guard pins before the root is loaded) or from a
-//!   borrow of the writer's access ([`Writer::locked`] under the writer
-//!   lock, [`Exclusive::locked`] under `&mut`: the holder is the only
-//!   writer, so the version cannot change while it is borrowed). Reads on a `Root` ([`Root::lookup`], [`Root::find`],
-//!   [`Root::gap`], [`Iter`]) are safe functions;
+//!   version stays alive. It is made only from an epoch guard ([`Pinned`]:
+//!   the guard pins before the root is loaded) or from a borrow of the
+//!   writer's access ([`Writer::locked`] under the writer lock,
+//!   [`Exclusive::locked`] under `&mut`: the holder is the only writer, so
+//!   the version cannot change while it is borrowed). Reads on a `Root`
+//!   ([`Root::lookup`], [`Root::find`], [`Root::gap`], [`Iter`]) are safe
+//!   functions;
 //! - a [`Word`] is a non-null value word alive for the same lifetime, which
 //!   [`Word::get`] turns into the representation's reference;
-//! - an [`Entry`], a [`Removed`] and the
-//!   entries of an iteration own the guard that keeps their values alive,
-//!   and are built here, where the guard is pinned before the value is
-//!   read or retired;
+//! - an [`Entry`], a [`Removed`] and the entries of an iteration own the
+//!   guard that keeps their values alive, and are built here, where the
+//!   guard is pinned before the value is read or retired;
+//! - writes go through a [`Writer`] (the lock held) or an [`Exclusive`]
+//!   (`&mut`), which pair the writer state with its tree; they take the
+//!   stored value as an [`Owned`] word made from a value;
 //! - a cursor's saved path ([`CursorPath`]) is stamped with the write
 //!   generation it was taken in and used only while no write has happened
-//!   since (`WriterState::gen`).
+//!   since (`WriterState::gen`), as a [`KnownPath`].
 //!
-//! `SAFETY.md` describes the protocol these rest on.
+//! `SAFETY.md` (section 0) describes the boundary, the rest of it the
+//! protocol these rest on.
 
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
