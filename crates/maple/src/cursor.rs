@@ -1,25 +1,52 @@
 //! The write cursor, in the manner of the kernel's `ma_state`.
+//!
+//! A safe skin: the path it keeps and every read and write through it go
+//! through the raw core (`crate::raw`), with the writer access it holds as
+//! the proof that the version stays put; the unchecked code is all in the
+//! core.
 
 use std::ops::RangeInclusive;
-use std::ptr;
-
-use parking_lot::MutexGuard;
 
 use crate::error::{check_range, MapleError, WriteError};
-use crate::node::NodePtr;
-use crate::read::{
-    self, descend, path_entry, seek_occupied_back, seek_occupied_fwd, step_next, step_prev, Path,
-    RawEntry,
-};
-use crate::tree::{check_insert, gap_search, Core, Iter, MapleTree};
-use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
-use crate::write::{height, leaves_spanned, worst_case_nodes, Txn, WriterState};
+use crate::mem::BlockPool;
+use crate::raw::{Core, Iter};
+use crate::raw::{CursorPath, Exclusive, Found, Locked, Writer};
+use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
+use crate::write::Txn;
+#[allow(unused_imports)] // intra-doc links
+use crate::MapleTree;
 
 enum Access<'a, T, S: Repr<T>> {
     /// Holds the writer lock; writes copy-on-write and publish.
-    Shared(MutexGuard<'a, WriterState<Slot<T, S>>>),
+    Shared(Writer<'a, Slot<T, S>>),
     /// `&mut MapleTree`: writes in place.
-    Exclusive(&'a mut WriterState<Slot<T, S>>),
+    Exclusive(Exclusive<'a, Slot<T, S>>),
+}
+
+impl<T, S: Repr<T>> Access<'_, T, S> {
+    /// The current version, kept put by the writer access this holds.
+    #[inline]
+    fn locked(&self) -> Locked<'_, Slot<T, S>> {
+        match self {
+            Access::Shared(w) => w.locked(),
+            Access::Exclusive(x) => x.locked(),
+        }
+    }
+
+    fn pool(&mut self) -> &mut BlockPool {
+        match self {
+            Access::Shared(w) => w.pool(),
+            Access::Exclusive(x) => x.pool(),
+        }
+    }
+}
+
+/// An entry as the cursor hands it out.
+type Item<'r, T, S> = (RangeInclusive<u64>, <S as Repr<T>>::Ref<'r>);
+
+#[inline]
+fn item<T, S: Repr<T>>((s, e, w): Found<'_, Slot<T, S>>) -> Item<'_, T, S> {
+    (s..=e, w.get())
 }
 
 /// A positioned write cursor.
@@ -48,75 +75,36 @@ enum Access<'a, T, S: Repr<T>> {
 /// assert_eq!(tree.len(), 2);
 /// ```
 pub struct Cursor<'a, T, S: Repr<T> = Boxed> {
-    core: &'a Core,
-    tree_ptr: *const MapleTree<T, S>,
     access: Access<'a, T, S>,
     index: u64,
-    path: Path,
-    /// Whether `path` points into the current version at `index`.
-    valid: bool,
+    /// The path to `index`, valid while no write has happened since it
+    /// was taken.
+    pos: CursorPath,
 }
 
 impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
-    pub(crate) fn shared(tree: &'a MapleTree<T, S>) -> Self {
-        let guard = tree.writer.lock();
+    pub(crate) fn shared(core: &'a Core<Slot<T, S>>) -> Self {
         Cursor {
-            core: &tree.core,
-            tree_ptr: tree,
-            access: Access::Shared(guard),
+            access: Access::Shared(core.lock()),
             index: 0,
-            path: Path::new(),
-            valid: false,
+            pos: CursorPath::new(),
         }
     }
 
-    pub(crate) fn exclusive(tree: &'a mut MapleTree<T, S>) -> Self {
-        let tree_ptr: *const MapleTree<T, S> = tree;
-        let MapleTree { core, writer, .. } = tree;
+    pub(crate) fn exclusive(core: &'a mut Core<Slot<T, S>>) -> Self {
         Cursor {
-            core,
-            tree_ptr,
-            access: Access::Exclusive(writer.get_mut()),
+            access: Access::Exclusive(core.exclusive()),
             index: 0,
-            path: Path::new(),
-            valid: false,
+            pos: CursorPath::new(),
         }
-    }
-
-    fn root(&self) -> NodePtr {
-        self.core.writer_root()
-    }
-
-    fn item(&self, e: RawEntry<Slot<T, S>>) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        // SAFETY: the cursor excludes other writers, so the value lives at
-        // least until this cursor's next write (which needs &mut self).
-        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { S::borrow(e.2.cast()) }))
-    }
-
-    fn ensure_path(&mut self) -> bool {
-        let root = self.root();
-        if root.is_null() {
-            self.valid = false;
-            return false;
-        }
-        if !self.valid {
-            // SAFETY: the current version is kept alive by the lock / &mut.
-            unsafe { descend(root, self.index, &mut self.path) };
-            self.valid = true;
-        }
-        true
     }
 
     /// Moves to `index` and returns the entry containing it, if any.
-    pub fn walk(&mut self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
+    pub fn walk(&mut self, index: u64) -> Option<Item<'_, T, S>> {
         self.index = index;
-        self.valid = false;
-        if !self.ensure_path() {
-            return None;
-        }
-        // SAFETY: the path is valid for the current version.
-        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
-        self.item(e)
+        self.pos.invalidate();
+        let (s, e, w) = self.pos.entry(self.access.locked(), index)?;
+        w.map(|w| item((s, e, w)))
     }
 
     /// The cursor's position.
@@ -129,23 +117,10 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     // Not `Iterator::next`: the returned reference borrows the cursor (a
     // lending step), which the Iterator trait cannot express.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        if !self.ensure_path() {
-            return None;
-        }
-        let saved = self.path;
-        // SAFETY: the path is valid for the current version.
-        let found = unsafe {
-            step_next(&mut self.path) && seek_occupied_fwd::<Slot<T, S>>(&mut self.path).is_some()
-        };
-        if !found {
-            self.path = saved;
-            return None;
-        }
-        // SAFETY: as above.
-        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
-        self.index = e.0;
-        self.item(e)
+    pub fn next(&mut self) -> Option<Item<'_, T, S>> {
+        let f = self.pos.step(self.access.locked(), self.index, true)?;
+        self.index = f.0;
+        Some(item(f))
     }
 
     /// Moves to the previous entry before the current position and returns
@@ -153,43 +128,30 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     // Not `Iterator::prev`: the returned reference borrows the cursor (a
     // lending step), which the Iterator trait cannot express.
     #[allow(clippy::should_implement_trait)]
-    pub fn prev(&mut self) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        if !self.ensure_path() {
-            return None;
-        }
-        let saved = self.path;
-        // SAFETY: the path is valid for the current version.
-        let found = unsafe {
-            step_prev(&mut self.path) && seek_occupied_back::<Slot<T, S>>(&mut self.path).is_some()
-        };
-        if !found {
-            self.path = saved;
-            return None;
-        }
-        // SAFETY: as above.
-        let e = unsafe { path_entry::<Slot<T, S>>(&self.path) };
-        self.index = e.0;
-        self.item(e)
+    pub fn prev(&mut self) -> Option<Item<'_, T, S>> {
+        let f = self.pos.step(self.access.locked(), self.index, false)?;
+        self.index = f.0;
+        Some(item(f))
     }
 
     /// Entries intersecting `[first, last]` in the current version.
     pub fn range(&self, first: u64, last: u64) -> Iter<'_, T, S> {
-        Iter::new(self.root(), first, last)
+        Iter::new(self.access.locked().root, first, last)
     }
 
     /// See [`MapleTree::empty_area`]; also moves the cursor to the result.
     pub fn empty_area(&mut self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        let s = gap_search::<Slot<T, S>>(self.root(), min, max, size, false)?;
+        let s = self.access.locked().root.gap(min, max, size, false)?;
         self.index = s;
-        self.valid = false;
+        self.pos.invalidate();
         Ok(s)
     }
 
     /// See [`MapleTree::empty_area_rev`]; also moves the cursor to the result.
     pub fn empty_area_rev(&mut self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        let s = gap_search::<Slot<T, S>>(self.root(), min, max, size, true)?;
+        let s = self.access.locked().root.gap(min, max, size, true)?;
         self.index = s;
-        self.valid = false;
+        self.pos.invalidate();
         Ok(s)
     }
 
@@ -199,35 +161,20 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     /// a worst case; what the next write does not use is given back to the
     /// allocator after it, or when the cursor is dropped.
     pub fn preallocate(&mut self, first: u64, last: u64) {
-        let root = self.root();
-        // SAFETY: the current version is kept alive by the lock / &mut.
-        let need =
-            unsafe { worst_case_nodes(height(root), leaves_spanned(root, first, last.max(first))) };
-        self.state().pool.reserve(need);
+        let need = self.access.locked().root.worst_case_nodes(first, last);
+        self.access.pool().reserve(need);
     }
 
     /// Node allocations so far that preallocation did not cover
     /// (cumulative over the tree's life).
     pub fn unreserved_allocations(&mut self) -> u64 {
-        self.state().pool.misses
+        self.access.pool().misses
     }
 
     /// Free node blocks the writer holds now (for tests and diagnostics).
     #[doc(hidden)]
     pub fn pooled_blocks(&mut self) -> usize {
-        self.state().pool.len()
-    }
-
-    /// The cursor's path, when it is valid for the current version.
-    fn known_path(&self) -> Option<Path> {
-        (self.valid && !self.root().is_null()).then_some(self.path)
-    }
-
-    fn state(&mut self) -> &mut WriterState<Slot<T, S>> {
-        match &mut self.access {
-            Access::Shared(g) => g,
-            Access::Exclusive(s) => s,
-        }
+        self.access.pool().len()
     }
 
     /// Runs one transaction: in place under `&mut`, else copy-on-write.
@@ -238,46 +185,27 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         cloner: Option<Cloner<Slot<T, S>>>,
         f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
-        let r = self.run_txn(cloner, f);
-        self.state().pool.trim();
+        let r = match &mut self.access {
+            Access::Shared(w) => w.write(cloner, f),
+            Access::Exclusive(x) => x.write(cloner, f),
+        };
+        self.access.pool().trim();
         r
     }
 
-    fn run_txn<R>(
+    /// Stores a value word at `[first, last]` (valid, checked by the
+    /// caller), through the cursor's path when it has one.
+    fn store_word(
         &mut self,
+        first: u64,
+        last: u64,
+        v: Owned<Slot<T, S>>,
         cloner: Option<Cloner<Slot<T, S>>>,
-        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
-    ) -> R {
-        self.valid = false;
-        match &mut self.access {
-            Access::Shared(st) => {
-                // SAFETY: tree_ptr came from the &'a MapleTree this cursor borrows.
-                let tree = unsafe { &*self.tree_ptr };
-                tree.write_locked(st, cloner, f)
-            }
-            Access::Exclusive(st) => {
-                let mut txn = Txn::new(st, self.core.writer_root(), true, cloner);
-                let r = f(&mut txn);
-                // Relaxed is enough: &mut excludes every other thread.
-                let c = txn.commit(
-                    |root| self.core.root.0.store(root, crate::sync::Ordering::Relaxed),
-                    None,
-                );
-                self.core.apply(&c);
-                r
-            }
-        }
-    }
-
-    /// Stores a value word at `[first, last]` (valid, checked by the caller).
-    fn store_word(&mut self, first: u64, last: u64, v: *mut Slot<T, S>)
-    where
-        T: Clone,
-    {
-        let known = self.known_path();
-        self.run(Some(clone_slot::<T, S>), |t| match &known {
-            Some(p) => t.store_at(p, first, last, v),
-            None => t.store(first, last, v),
+    ) {
+        let known = self.pos.known(self.access.locked());
+        self.run(cloner, |t| match &known {
+            Some(p) => t.store_at(p, first, last, Some(v)),
+            None => t.store(first, last, Some(v)),
         });
         self.index = first;
     }
@@ -290,63 +218,45 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        self.store_word(first, last, S::into_word(value).cast());
+        self.store_word(
+            first,
+            last,
+            Owned::from_value(value),
+            Some(clone_slot::<T, S>),
+        );
         Ok(())
     }
 
     /// Inserts `value` at `[first, last]` if all of it is free.
     pub fn insert_range(&mut self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>> {
-        if let Err(kind) = check_insert(self.root(), first, last) {
+        if let Err(kind) = self.access.locked().root.check_insert(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = S::into_word(value).cast();
-        let known = self.known_path();
-        self.run(None, |t| match &known {
-            Some(p) => t.store_at(p, first, last, v),
-            None => t.store(first, last, v),
-        });
-        self.index = first;
+        self.store_word(first, last, Owned::from_value(value), None);
         Ok(())
     }
 
     /// Erases the entry at the cursor's position. Returns its range; the
     /// value is dropped once no reader can see it.
     pub fn erase(&mut self) -> Option<RangeInclusive<u64>> {
-        let root = self.root();
-        if root.is_null() {
-            return None;
-        }
-        self.ensure_path();
-        // SAFETY: the path is valid for the current version.
-        let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.path) };
-        if v.is_null() {
-            return None;
-        }
-        let known = self.path;
-        self.run(None, |t| t.store_at(&known, s, e, ptr::null_mut()));
+        let (s, e, w) = self.pos.entry(self.access.locked(), self.index)?;
+        w?;
+        let known = self.pos.known(self.access.locked());
+        self.run(None, |t| match &known {
+            Some(p) => t.store_at(p, s, e, None),
+            None => t.store(s, e, None),
+        });
         Some(s..=e)
     }
 
     /// Exclusive erase handing the value back (used by [`MapleTree::remove`]).
     pub(crate) fn remove_at(mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
-        debug_assert!(matches!(self.access, Access::Exclusive(_)));
-        let root = self.root();
-        if root.is_null() {
-            return None;
-        }
-        // SAFETY: &mut tree: the version is ours.
-        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
-        if v.is_null() {
-            return None;
-        }
-        let taken = self.run(None, |t| {
-            t.store(s, e, ptr::null_mut());
-            t.take_retired_value()
-        });
-        debug_assert_eq!(taken, Some(v));
-        // SAFETY: the value was unlinked and taken out of the retire list,
-        // so this is its only owner.
-        taken.map(|p| (s..=e, unsafe { S::from_word(p.cast()) }))
+        let Access::Exclusive(x) = &mut self.access else {
+            unreachable!("remove_at on a shared cursor");
+        };
+        let (s, e, v) = x.remove(index)?;
+        x.pool().trim();
+        Some((s..=e, v.into_value()))
     }
 }
 
@@ -365,7 +275,12 @@ impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
             return Err(WriteError { kind, value });
         }
         // The Boxed representation's word is the box pointer.
-        self.store_word(first, last, Box::into_raw(value).cast());
+        self.store_word(
+            first,
+            last,
+            Owned::from_box(value),
+            Some(clone_slot::<T, Boxed>),
+        );
         Ok(())
     }
 }
@@ -373,9 +288,6 @@ impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
 impl<T, S: Repr<T>> Drop for Cursor<'_, T, S> {
     /// Gives back a preallocation that no write used.
     fn drop(&mut self) {
-        match &mut self.access {
-            Access::Shared(st) => st.pool.trim(),
-            Access::Exclusive(st) => st.pool.trim(),
-        }
+        self.access.pool().trim();
     }
 }

@@ -184,6 +184,7 @@ mod error;
 mod map;
 mod mem;
 mod node;
+mod raw;
 mod read;
 #[cfg(feature = "serde")]
 mod serde_impl;

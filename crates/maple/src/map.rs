@@ -6,19 +6,15 @@
 //! [`Reader`]), so both vocabularies have the same concurrency contract and
 //! cost; the table is in the crate documentation.
 
-use std::cell::Cell;
 use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
-use std::ptr::NonNull;
-
-use crossbeam_epoch::{self as epoch, Guard};
-
 use crate::error::{MapleError, WriteError};
-use crate::read::RawEntry;
-use crate::tree::{Entry, Iter, MapleTree, Reader, Removed};
-use crate::value::{Boxed, Repr, Slot};
+use crate::tree::{Entry, MapleTree, Reader, Removed};
+use crate::value::{Boxed, Repr};
+
+pub use crate::raw::Entries;
 
 mod sealed {
     pub trait Sealed {}
@@ -173,7 +169,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// assert_eq!(*last, "b");
     /// ```
     pub fn iter(&self) -> Entries<'_, T, S> {
-        Entries::new(self, 0, u64::MAX)
+        Entries::new(&self.core, 0, u64::MAX)
     }
 
     /// Entries intersecting `range`, in increasing order (also from the
@@ -187,8 +183,8 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// ```
     pub fn range(&self, range: impl IndexRange) -> Entries<'_, T, S> {
         match range.bounds() {
-            Some((a, b)) => Entries::new(self, a, b),
-            None => Entries::new(self, 1, 0),
+            Some((a, b)) => Entries::new(&self.core, a, b),
+            None => Entries::new(&self.core, 1, 0),
         }
     }
 
@@ -398,188 +394,6 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     pub fn punch_hole(&self, range: impl IndexRange) -> Result<Removed<'_, T, S>, MapleError> {
         let (a, b) = bounds_or_err(&range)?;
         self.remove_range(a, b)
-    }
-}
-
-/// What keeps an [`Entry`]'s value alive: its own epoch guard (`load`,
-/// `find`, ...), or a reference to the pin shared by the entries of one
-/// iteration ([`Entries`]).
-pub(crate) enum EntryPin {
-    Own(#[allow(dead_code)] Guard),
-    Shared(#[allow(dead_code)] SharedPinRef),
-}
-
-/// One epoch pin shared by an [`Entries`] iteration and every [`Entry`] it
-/// yields, counted by hand, and released when the iterator and the last
-/// entry it yielded are all gone.
-///
-/// The count is kept so that yielding an entry writes nothing shared: the
-/// iterator holds [`ITER_SHARE`] references from the start and counts its
-/// yields itself; each entry's drop takes one reference away; when the
-/// iterator is dropped it gives back its share less one per yielded entry,
-/// leaving exactly one reference per entry still alive. An entry so costs
-/// the iterator one counter increment and its own drop one decrement: no
-/// pin and unpin of its own. The count is a `Cell`: the iterator and its
-/// entries are neither `Send` nor `Sync`, so all of them stay on the
-/// thread that pinned.
-struct SharedPin {
-    refs: Cell<usize>,
-    _guard: Guard,
-}
-
-/// The iterator's share of its [`SharedPin`]: more references than it can
-/// ever yield entries, so no entry's drop can bring the count to zero while
-/// the iterator lives.
-const ITER_SHARE: usize = usize::MAX;
-
-/// A reference to a [`SharedPin`] held by one entry.
-pub(crate) struct SharedPinRef(NonNull<SharedPin>);
-
-impl SharedPinRef {
-    /// Gives back `n` references; frees the pin when none is left.
-    ///
-    /// # Safety
-    /// The caller holds at least `n` references.
-    #[inline]
-    unsafe fn release(p: NonNull<SharedPin>, n: usize) {
-        // SAFETY: the pin lives while a reference (the caller's) does.
-        let refs = unsafe { &(*p.as_ptr()).refs };
-        let left = refs.get() - n;
-        refs.set(left);
-        if left == 0 {
-            // SAFETY: the last reference: nobody else can reach the pin.
-            unsafe { SharedPinRef::free(p) };
-        }
-    }
-
-    /// Unpins and frees the pin.
-    ///
-    /// # Safety
-    /// No reference to it remains.
-    #[cold]
-    #[inline(never)]
-    unsafe fn free(p: NonNull<SharedPin>) {
-        // SAFETY: forwarded from the caller.
-        drop(unsafe { Box::from_raw(p.as_ptr()) });
-    }
-}
-
-impl Drop for SharedPinRef {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: an entry holds one reference.
-        unsafe { SharedPinRef::release(self.0, 1) }
-    }
-}
-
-/// An iterator over a tree's entries, from [`MapleTree::iter`] or
-/// [`MapleTree::range`], or `&tree` in a `for` loop.
-///
-/// It pins the epoch once, when it is created, and walks the version it
-/// found then, with a [`Reader`]'s contract; the [`Entry`]s it yields share
-/// that pin: each entry keeps it, and so its value, alive on its own. An
-/// entry may therefore outlive the iterator, and the iterator may be
-/// dropped while entries it yielded are still in use; the shared pin is
-/// released when the iterator and the last entry it yielded are all gone
-/// (until then, memory retired by writers is not reclaimed, as with any
-/// [`Entry`]). Entries stay on the thread that iterated: neither the
-/// iterator nor an [`Entry`] is `Send`.
-pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
-    // Iterates the version that `pin` keeps alive: the iterator holds
-    // references to the pin until it is dropped, and each value it yields
-    // is tied to one before it escapes.
-    inner: Iter<'a, T, S>,
-    /// The pin shared with the entries, of which this iterator holds
-    /// [`ITER_SHARE`] references, `yielded` of them handed to entries.
-    pin: NonNull<SharedPin>,
-    yielded: usize,
-}
-
-impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
-    fn new(tree: &'a MapleTree<T, S>, first: u64, last: u64) -> Self {
-        // The root is loaded under this pin, so the whole version the
-        // iteration walks, and every value it yields, stays alive for as
-        // long as the pin does.
-        let pin = Box::new(SharedPin {
-            refs: Cell::new(ITER_SHARE),
-            _guard: epoch::pin(),
-        });
-        let inner = Iter::new(tree.core.load_root(), first, last);
-        Entries {
-            inner,
-            pin: NonNull::from(Box::leak(pin)),
-            yielded: 0,
-        }
-    }
-
-    #[inline]
-    fn wrap(&mut self, raw: RawEntry<Slot<T, S>>) -> Entry<'a, T, S> {
-        // One of the iterator's references passes to the entry. The
-        // entries yielded are disjoint ranges of live entries, far fewer
-        // than ITER_SHARE.
-        self.yielded += 1;
-        // SAFETY: a yielded word is never null, and it belongs to the
-        // version the pin keeps alive.
-        unsafe { Entry::shared(SharedPinRef(self.pin), raw) }
-    }
-}
-
-impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
-    fn drop(&mut self) {
-        // SAFETY: the iterator still holds ITER_SHARE - yielded references.
-        unsafe { SharedPinRef::release(self.pin, ITER_SHARE - self.yielded) }
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
-    type Item = Entry<'a, T, S>;
-    #[inline]
-    fn next(&mut self) -> Option<Entry<'a, T, S>> {
-        let e = self.inner.next_raw()?;
-        Some(self.wrap(e))
-    }
-
-    /// The loop of `sum`, `for_each`, `count`, ...: the pin's address stays
-    /// in a register, and the common step and the out-of-line one each hand
-    /// their entry to `f` directly.
-    #[inline]
-    fn fold<B, F: FnMut(B, Entry<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
-        let pin = self.pin;
-        let mut acc = init;
-        loop {
-            // Each yield is counted before `f` runs, so that a panicking `f`
-            // leaves the count right for the drop.
-            if let Some(raw) = self.inner.step_fast() {
-                self.yielded += 1;
-                // SAFETY: as in `wrap`.
-                acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
-                continue;
-            }
-            match self.inner.step_slow() {
-                Some(raw) => {
-                    self.yielded += 1;
-                    // SAFETY: as in `wrap`.
-                    acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
-                }
-                None => return acc,
-            }
-        }
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
-    #[inline]
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let e = self.inner.next_back_raw()?;
-        Some(self.wrap(e))
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> FusedIterator for Entries<'a, T, S> {}
-
-impl<T, S: Repr<T>> fmt::Debug for Entries<'_, T, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entries").finish_non_exhaustive()
     }
 }
 

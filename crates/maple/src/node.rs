@@ -279,23 +279,45 @@ pub(crate) fn prefetch_node(p: NodePtr) {
 /// Index of the slot covering `index`: the number of stored pivots below it.
 /// Pivots are sorted and unused ones are `u64::MAX`, so this is a lower
 /// bound over the whole fixed array, with no dependence on `count`. It is a
-/// branchless binary search (4 conditional moves for 15 or 9 pivots): the
-/// baseline x86-64 target has no 64-bit vector compare, and the scalar
-/// count over 15 pivots cost about 60 instructions a level (callgrind).
+/// branchless binary search over the `N + 1` possible answers: a first
+/// compare that leaves a power-of-two window ending at `N` or starting at
+/// 0, then halvings of it, so `ceil(log2(N + 1))` compares in all (4 for
+/// 15 or 9 pivots, each a conditional move). The baseline x86-64 target
+/// has no 64-bit vector compare, and the scalar count over 15 pivots cost
+/// about 60 instructions a level (callgrind).
 #[inline]
 pub(crate) fn slot_in<const N: usize>(pivots: &[u64; N], index: u64) -> usize {
-    let mut base = 0;
-    let mut len = N;
-    while len > 1 {
-        let half = len / 2;
-        // Invariant: every pivot before `base` is below `index`, and the
-        // answer lies in `base..=base + len`.
-        if pivots[base + half - 1] < index {
-            base += half;
+    // Answers lie in 0..=N; `w` is the window, a power of two with
+    // `N + 1 <= 2 * w` (constants: the loop unrolls).
+    let m = N + 1;
+    let mut w = m.next_power_of_two() / 2;
+    // Invariant: the answer lies in `base..base + w`; `pivots[k] < index`
+    // exactly when the answer exceeds `k`.
+    let mut base = if pivots[m - w - 1] < index { m - w } else { 0 };
+    while w > 1 {
+        w /= 2;
+        if pivots[base + w - 1] < index {
+            base += w;
         }
-        len -= half;
     }
-    base + (len == 1 && pivots[base] < index) as usize
+    base
+}
+
+/// `[lo, hi]` of slot `i` of a node covering `[lo, hi]`, from its pivots
+/// alone: a stored pivot lies below `hi` and an unused one is `u64::MAX`
+/// (both checked by `validate`), so the slot's end is its pivot capped at
+/// `hi`, and the node's count is not needed (a descent then never loads
+/// it). `i` is at most `P`, as [`slot_in`] returns.
+#[inline(always)]
+pub(crate) fn slot_bounds<const P: usize>(
+    pivots: &[u64; P],
+    i: usize,
+    lo: u64,
+    hi: u64,
+) -> (u64, u64) {
+    let s = if i == 0 { lo } else { pivots[i - 1] + 1 };
+    let e = if i < P { pivots[i].min(hi) } else { hi };
+    (s, e)
 }
 
 /// `[lo, hi]` of slot `i` in a node covering `[lo, hi]` with `count` slots.
@@ -501,7 +523,35 @@ unsafe fn dup_internal<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, us
 
 #[cfg(test)]
 mod tests {
-    use super::slot_in;
+    use super::{slot_bounds, slot_in, slot_range};
+
+    #[test]
+    fn slot_bounds_match_slot_range() {
+        // Every used count of a 15-pivot and a 9-pivot node covering
+        // [lo, hi], every slot: the count-free bounds equal the counted ones.
+        for (lo, hi) in [(0, u64::MAX), (100, 1000), (5, 5 + 200)] {
+            for n in 1..=16usize {
+                let mut p15 = [u64::MAX; 15];
+                for (i, p) in p15.iter_mut().enumerate().take(n - 1) {
+                    *p = lo + 10 * (i as u64 + 1);
+                }
+                for i in 0..n {
+                    assert_eq!(
+                        slot_bounds(&p15, i, lo, hi),
+                        slot_range(&p15, n, i, lo, hi),
+                        "n {n} i {i}"
+                    );
+                }
+                if n <= 10 {
+                    let mut p9 = [u64::MAX; 9];
+                    p9[..n - 1].copy_from_slice(&p15[..n - 1]);
+                    for i in 0..n {
+                        assert_eq!(slot_bounds(&p9, i, lo, hi), slot_range(&p9, n, i, lo, hi));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn slot_in_counts_pivots_below() {

@@ -9,7 +9,8 @@
 //! `SAFETY.md`).
 
 use crate::node::{
-    prefetch_node, run_len, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF, MAX_HEIGHT,
+    prefetch_node, run_len, slot_bounds, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF,
+    MAX_HEIGHT,
 };
 
 /// One entry as read from a leaf: `[first, last]` and the value pointer.
@@ -53,6 +54,27 @@ impl Path {
     }
 }
 
+/// A root-to-leaf path known to be valid for the version a write starts
+/// from (a cursor's, checked against the write generation): what
+/// `Txn::store_at` follows.
+#[derive(Clone, Copy)]
+pub(crate) struct KnownPath(Path);
+
+impl KnownPath {
+    /// # Safety
+    /// `path` was taken in the current version, and no write has happened
+    /// since.
+    #[inline]
+    pub(crate) unsafe fn new(path: Path) -> Self {
+        KnownPath(path)
+    }
+
+    #[inline]
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
 /// Number of used slots of a node.
 ///
 /// # Safety
@@ -71,62 +93,188 @@ pub(crate) unsafe fn is_leaf(p: NodePtr) -> bool {
     unsafe { (*p).kind == KIND_LEAF }
 }
 
+/// What a root-to-leaf descent does on the way down: the hooks of
+/// [`walk`], the one descent every reader and writer uses.
+///
+/// The walk itself reads each internal node's count, picks a slot
+/// ([`Descent::slot`]: by default the pivot search for the walk's index),
+/// computes that slot's range, loads the child pointer, and hands all of
+/// it to [`Descent::down`], which may record it, prefetch the child, or
+/// replace it (the writer's copy-on-write); at the leaf it calls
+/// [`Descent::leaf`]. Every hook is inlined, so each use compiles to the
+/// loop it would have been written as by hand.
+pub(crate) trait Descent {
+    /// What the descent returns.
+    type Out;
+
+    /// The slot to take in internal node `int` (`n` slots) at depth `d`.
+    /// By default the pivot search, which needs no count: unused pivots
+    /// are `u64::MAX`, so no index passes the last used slot.
+    #[inline(always)]
+    fn slot(&self, int: &Internal, n: usize, d: usize, index: u64) -> usize {
+        let _ = d;
+        let i = slot_in(&int.pivots, index);
+        debug_assert!(i < n);
+        i
+    }
+
+    /// Passes internal `node` at depth `d` (covering `[lo, hi]`) through
+    /// slot `i` to `child`, and returns the node to descend into: `child`,
+    /// or its replacement (which the hook has linked in its place).
+    ///
+    /// # Safety
+    /// `node` is a valid internal node of a live version, `child` its
+    /// child `i`.
+    unsafe fn down(
+        &mut self,
+        node: NodePtr,
+        i: usize,
+        d: usize,
+        lo: u64,
+        hi: u64,
+        child: NodePtr,
+    ) -> NodePtr;
+
+    /// Arrives at `leaf` at depth `d`, covering `[lo, hi]`.
+    ///
+    /// # Safety
+    /// `leaf` is a valid leaf of a live version.
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) -> Self::Out;
+}
+
+/// The root-to-leaf descent towards `index`, doing on the way what `hooks`
+/// says (see [`Descent`]).
+///
+/// # Safety
+/// `root` is a valid, non-null tree that stays alive for the call, and the
+/// hooks' own requirements hold (each says what it touches).
+#[inline(always)]
+pub(crate) unsafe fn walk<D: Descent>(root: NodePtr, index: u64, hooks: D) -> D::Out {
+    // SAFETY: forwarded from the caller; the root covers every index.
+    unsafe { walk_from(root, 0, u64::MAX, 0, index, hooks) }
+}
+
+/// [`walk`] from `node`, at depth `d` and covering `[lo, hi]`, down (the
+/// rest of a descent whose upper levels the caller already has).
+///
+/// # Safety
+/// `node` is a valid node of a version that stays alive for the call,
+/// covering `[lo, hi]` at depth `d`, and the hooks' own requirements hold.
+#[inline(always)]
+pub(crate) unsafe fn walk_from<D: Descent>(
+    node: NodePtr,
+    lo: u64,
+    hi: u64,
+    d: usize,
+    index: u64,
+    mut hooks: D,
+) -> D::Out {
+    let (mut node, mut lo, mut hi, mut d) = (node, lo, hi, d);
+    // SAFETY: every pointer followed is a child of a valid node of the same
+    // live version (or the replacement a hook linked in its place); a valid
+    // tree is at most MAX_HEIGHT deep.
+    unsafe {
+        loop {
+            if is_leaf(node) {
+                return hooks.leaf(node, d, lo, hi);
+            }
+            let (i, s, e, child) = {
+                // This borrow ends before `down`, which may write the node.
+                let int = &*node.cast::<Internal>();
+                let n = int.hdr.count as usize;
+                let i = hooks.slot(int, n, d, index);
+                let (s, e) = slot_bounds(&int.pivots, i, lo, hi);
+                (i, s, e, int.child(i))
+            };
+            node = hooks.down(node, i, d, lo, hi, child);
+            lo = s;
+            hi = e;
+            d += 1;
+        }
+    }
+}
+
+/// [`walk`] hooks that record the path to `.1`, prefetching each child.
+struct Record<'p>(&'p mut Path, u64);
+
+impl Descent for Record<'_> {
+    type Out = ();
+
+    #[inline(always)]
+    unsafe fn down(
+        &mut self,
+        node: NodePtr,
+        i: usize,
+        d: usize,
+        lo: u64,
+        hi: u64,
+        child: NodePtr,
+    ) -> NodePtr {
+        self.0.lv[d] = Level {
+            node,
+            idx: i,
+            lo,
+            hi,
+        };
+        prefetch_node(child);
+        child
+    }
+
+    #[inline(always)]
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) {
+        // SAFETY: a valid leaf (caller); only its count and pivots are
+        // read, which are the same for every slot type.
+        let leaf_ref = unsafe { &*leaf.cast::<Leaf<u8>>() };
+        let n = leaf_ref.hdr.count as usize;
+        let idx = slot_in(&leaf_ref.pivots, self.1).min(n - 1);
+        self.0.lv[d] = Level {
+            node: leaf,
+            idx,
+            lo,
+            hi,
+        };
+        self.0.len = d + 1;
+    }
+}
+
 /// Descends from `root` to the leaf slot covering `index`, recording the path.
 ///
 /// # Safety
 /// `root` is a valid, non-null tree that stays alive for the call.
 pub(crate) unsafe fn descend(root: NodePtr, index: u64, path: &mut Path) {
     // SAFETY: forwarded from the caller.
-    unsafe { descend_with::<true>(root, index, path) }
+    unsafe { walk(root, index, Record(path, index)) }
 }
 
-/// [`descend`], prefetching each child (`PREFETCH`: for readers, whose
-/// nodes may be cold) or not (the writer, whose exact-fit probe has just
-/// walked the same nodes).
-///
-/// # Safety
-/// As [`descend`].
-pub(crate) unsafe fn descend_with<const PREFETCH: bool>(
-    root: NodePtr,
-    index: u64,
-    path: &mut Path,
-) {
-    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    let mut len = 0;
-    // SAFETY: every pointer followed is a child of a valid node of the same
-    // live version.
-    unsafe {
-        loop {
-            let n = count(node);
-            if is_leaf(node) {
-                let leaf = &*node.cast::<Leaf<u8>>();
-                let i = slot_in(&leaf.pivots, index).min(n - 1);
-                path.lv[len] = Level {
-                    node,
-                    idx: i,
-                    lo,
-                    hi,
-                };
-                path.len = len + 1;
-                return;
-            }
-            let int = &*node.cast::<Internal>();
-            let i = slot_in(&int.pivots, index).min(n - 1);
-            path.lv[len] = Level {
-                node,
-                idx: i,
-                lo,
-                hi,
-            };
-            len += 1;
-            node = int.child(i);
-            if PREFETCH {
-                prefetch_node(node);
-            }
-            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-            lo = s;
-            hi = e;
-        }
+/// [`walk`] hooks of a point lookup: prefetch each child, record nothing,
+/// return the leaf slot.
+struct Lookup<T>(u64, std::marker::PhantomData<fn() -> T>);
+
+impl<T> Descent for Lookup<T> {
+    type Out = RawEntry<T>;
+
+    #[inline(always)]
+    unsafe fn down(
+        &mut self,
+        _: NodePtr,
+        _: usize,
+        _: usize,
+        _: u64,
+        _: u64,
+        child: NodePtr,
+    ) -> NodePtr {
+        prefetch_node(child);
+        child
+    }
+
+    #[inline(always)]
+    unsafe fn leaf(self, leaf: NodePtr, _: usize, lo: u64, hi: u64) -> RawEntry<T> {
+        // SAFETY: a valid leaf (caller).
+        let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
+        // No count needed (see `slot_bounds`).
+        let i = slot_in(&leaf.pivots, self.0);
+        let (s, e) = slot_bounds(&leaf.pivots, i, lo, hi);
+        (s, e, leaf.slot(i))
     }
 }
 
@@ -136,26 +284,8 @@ pub(crate) unsafe fn descend_with<const PREFETCH: bool>(
 /// As [`descend`].
 #[inline]
 pub(crate) unsafe fn lookup<T>(root: NodePtr, index: u64) -> RawEntry<T> {
-    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    // SAFETY: as in `descend`.
-    unsafe {
-        loop {
-            let n = count(node);
-            if is_leaf(node) {
-                let leaf = &*node.cast::<Leaf<T>>();
-                let i = slot_in(&leaf.pivots, index).min(n - 1);
-                let (s, e) = slot_range(&leaf.pivots, n, i, lo, hi);
-                return (s, e, leaf.slot(i));
-            }
-            let int = &*node.cast::<Internal>();
-            let i = slot_in(&int.pivots, index).min(n - 1);
-            node = int.child(i);
-            prefetch_node(node);
-            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-            lo = s;
-            hi = e;
-        }
-    }
+    // SAFETY: forwarded from the caller.
+    unsafe { walk(root, index, Lookup::<T>(index, std::marker::PhantomData)) }
 }
 
 /// The slot the path's leaf level points at.

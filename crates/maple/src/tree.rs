@@ -1,84 +1,22 @@
 //! The public tree type and its read views.
+//!
+//! The safe skin over the raw core (`crate::raw`): every method here
+//! reaches nodes and values only through the core's operations, which take
+//! the guard or the writer access that keeps what they touch alive; the
+//! unchecked code is all in the core.
 
 use std::fmt;
-use std::iter::FusedIterator;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
-use std::ops::{Deref, RangeInclusive};
-use std::ptr;
-
-use crossbeam_epoch::{self as epoch, Guard};
-use parking_lot::Mutex;
+use std::ops::RangeInclusive;
 
 use crate::cursor::Cursor;
-use crate::error::{check_range, check_window, MapleError, WriteError};
-use crate::map::{EntryPin, SharedPinRef};
-use crate::node::{dup_subtree, free_subtree, Leaf, NodePtr, NODE_BYTES};
-use crate::read::{self, descend, path_entry, step_next, step_prev, Path, RawEntry};
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use crate::value::{clone_slot, Boxed, Cloner, Repr, Slot};
-use crate::write::{Committed, Txn, WriterState};
+use crate::error::{check_range, MapleError, WriteError};
+use crate::node::{NodePtr, NODE_BYTES};
+use crate::raw::{Core, Pinned};
+use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
+use crate::write::{Txn, WriterState};
 
-/// The published root, alone on its cache line: every read loads it, so a
-/// line the writer also dirtied on every write (the counters, once beside
-/// it) made each concurrent read miss.
-#[repr(align(64))]
-pub(crate) struct RootLine(pub(crate) AtomicPtr<crate::node::Header>);
-
-/// Statistics the writer updates; readers of `len()` only.
-#[repr(align(64))]
-pub(crate) struct Counters {
-    pub(crate) len: AtomicUsize,
-    pub(crate) nodes: AtomicUsize,
-}
-
-/// The part of the tree readers touch: the published root, and the counters.
-pub(crate) struct Core {
-    pub(crate) root: RootLine,
-    pub(crate) counters: Counters,
-}
-
-impl Core {
-    /// The root for a reader. Acquire pairs with the writer's release store
-    /// in [`Core::publish`], so every node reachable from it is fully
-    /// initialised before the reader looks at it.
-    #[inline]
-    pub(crate) fn load_root(&self) -> NodePtr {
-        self.root.0.load(Ordering::Acquire)
-    }
-
-    /// The root for the writer, who holds the writer lock or `&mut`: the lock
-    /// acquisition (or exclusivity) already orders it after the last publish.
-    #[inline]
-    pub(crate) fn writer_root(&self) -> NodePtr {
-        self.root.0.load(Ordering::Relaxed)
-    }
-
-    /// Publishes a new version with a single release store: the one point at
-    /// which a write becomes visible.
-    #[inline]
-    pub(crate) fn publish(&self, root: NodePtr) {
-        // A write that swapped a leaf in place keeps the root: storing it
-        // again would only invalidate every reader's copy of the line.
-        if self.root.0.load(Ordering::Relaxed) != root {
-            self.root.0.store(root, Ordering::Release);
-        }
-    }
-
-    pub(crate) fn apply(&self, c: &Committed) {
-        // Relaxed: the counters are statistics, exact only when no write is
-        // in flight; they are written by the single writer only.
-        let c2 = &self.counters;
-        if c.len_delta != 0 {
-            let len = c2.len.load(Ordering::Relaxed) as isize + c.len_delta;
-            c2.len.store(len.max(0) as usize, Ordering::Relaxed);
-        }
-        if c.nodes_delta != 0 {
-            let nodes = c2.nodes.load(Ordering::Relaxed) as isize + c.nodes_delta;
-            c2.nodes.store(nodes.max(0) as usize, Ordering::Relaxed);
-        }
-    }
-}
+pub use crate::raw::{Entry, Iter, Removed};
 
 /// A maple tree: a B-tree mapping non-overlapping ranges `[first, last]` of
 /// `u64` indices to values of type `T`, with gap search, built for many
@@ -170,21 +108,18 @@ impl Core {
 /// word itself; readers get [`InlineValue::Borrowed`](crate::InlineValue::Borrowed)).
 /// See the crate documentation, "Values: boxed, or in the slot word".
 pub struct MapleTree<T, S: Repr<T> = Boxed> {
-    pub(crate) core: Core,
-    pub(crate) writer: Mutex<WriterState<Slot<T, S>>>,
+    pub(crate) core: Core<Slot<T, S>>,
     /// The writer's deferred work, reachable without the writer lock.
     #[cfg(loom)]
-    loom_deferred: crate::write::LoomDeferred,
-    _owns: PhantomData<(Box<T>, S)>,
+    pub(crate) loom_deferred: crate::write::LoomDeferred,
+    /// The tree owns its values: `Send` when `T` is, `Sync` when `T` is
+    /// `Send + Sync` (the writer state, behind the mutex, adds `T: Send`):
+    /// shared access hands out `&T` to many threads and lets any thread
+    /// insert or drop values.
+    _owns: PhantomData<Box<T>>,
+    /// The representation is a marker only.
+    _repr: PhantomData<fn() -> S>,
 }
-
-// SAFETY: the tree owns its nodes and values (boxed or inline words);
-// moving it moves T values.
-unsafe impl<T: Send, S: Repr<T>> Send for MapleTree<T, S> {}
-// SAFETY: shared access hands out &T to many threads (T: Sync) and lets any
-// thread insert or drop values (T: Send); the node protocol is synchronised
-// by the root's release/acquire and the writer mutex.
-unsafe impl<T: Send + Sync, S: Repr<T>> Sync for MapleTree<T, S> {}
 
 // Unwind safety: see "Unwind safety" on MapleTree: no operation leaves a
 // broken invariant behind when `T::clone` panics, and the lock does not
@@ -255,24 +190,17 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
         #[cfg(loom)]
         let loom_deferred = state.deferred.clone();
         MapleTree {
-            core: Core {
-                root: RootLine(AtomicPtr::new(ptr::null_mut())),
-                counters: Counters {
-                    len: AtomicUsize::new(0),
-                    nodes: AtomicUsize::new(0),
-                },
-            },
-            writer: Mutex::new(state),
+            core: Core::new(state),
             #[cfg(loom)]
             loom_deferred,
             _owns: PhantomData,
+            _repr: PhantomData,
         }
     }
 
     /// Number of entries (exact when no write is in flight).
     pub fn len(&self) -> usize {
-        // Relaxed: a statistic; see Core::apply.
-        self.core.counters.len.load(Ordering::Relaxed)
+        self.core.len()
     }
 
     /// Whether the tree holds no entry.
@@ -282,8 +210,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
 
     /// Nodes, bytes and entries of the current version.
     pub fn memory_usage(&self) -> MemoryUsage {
-        // Relaxed: statistics.
-        let nodes = self.core.counters.nodes.load(Ordering::Relaxed);
+        let nodes = self.core.nodes();
         let entries = self.len();
         MemoryUsage {
             nodes,
@@ -294,43 +221,25 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     }
 
     /// The entry containing `index`. Lock-free.
+    #[inline]
     pub fn load(&self, index: u64) -> Option<Entry<'_, T, S>> {
-        let guard = epoch::pin();
-        let root = self.core.load_root();
-        if root.is_null() {
-            return None;
-        }
-        // SAFETY: the guard keeps this version alive.
-        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
-        // SAFETY: the guard keeps the value alive for the Entry's life.
-        unsafe { Entry::new(guard, (s, e, v)) }
+        self.core.load(index)
     }
 
     /// The first entry ending at or after `index`. Lock-free.
     pub fn find(&self, index: u64) -> Option<Entry<'_, T, S>> {
-        let guard = epoch::pin();
-        // SAFETY: the guard keeps this version alive.
-        let e = unsafe { read::find::<Slot<T, S>>(self.core.load_root(), index) }?;
-        // SAFETY: the guard keeps the value alive for the Entry's life.
-        unsafe { Entry::new(guard, e) }
+        self.core.find(index)
     }
 
     /// The last entry starting at or before `index`. Lock-free.
     pub fn prev(&self, index: u64) -> Option<Entry<'_, T, S>> {
-        let guard = epoch::pin();
-        // SAFETY: the guard keeps this version alive.
-        let e = unsafe { read::find_prev::<Slot<T, S>>(self.core.load_root(), index) }?;
-        // SAFETY: the guard keeps the value alive for the Entry's life.
-        unsafe { Entry::new(guard, e) }
+        self.core.find_prev(index)
     }
 
     /// A read-side section for several reads or an iteration. Lock-free.
     pub fn reader(&self) -> Reader<'_, T, S> {
-        let guard = epoch::pin();
-        let root = self.core.load_root();
         Reader {
-            guard,
-            root,
+            pin: Pinned::new(&self.core),
             _tree: PhantomData,
         }
     }
@@ -354,33 +263,18 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         cloner: Option<Cloner<Slot<T, S>>>,
         f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
     ) -> R {
-        let mut st = self.writer.lock();
-        self.write_locked(&mut st, cloner, f)
-    }
-
-    pub(crate) fn write_locked<R>(
-        &self,
-        st: &mut WriterState<Slot<T, S>>,
-        cloner: Option<Cloner<Slot<T, S>>>,
-        f: impl FnOnce(&mut Txn<'_, Slot<T, S>>) -> R,
-    ) -> R {
-        let guard = epoch::pin();
-        let mut txn = Txn::new(st, self.core.writer_root(), false, cloner);
-        let r = f(&mut txn);
-        let c = txn.commit(|root| self.core.publish(root), Some(&guard));
-        self.core.apply(&c);
-        r
+        self.core.lock().write(cloner, f)
     }
 
     /// Inserts `value` at `[first, last]` if every index there is free.
     /// Fails with [`MapleError::Occupied`] (handing the value back) otherwise.
     pub fn insert_range(&self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>> {
-        let mut st = self.writer.lock();
-        if let Err(kind) = check_insert(self.core.writer_root(), first, last) {
+        let mut w = self.core.lock();
+        if let Err(kind) = w.locked().root.check_insert(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = S::into_word(value).cast();
-        self.write_locked(&mut st, None, |t| t.store(first, last, v));
+        let v = Owned::from_value(value);
+        w.write(None, |t| t.store(first, last, Some(v)));
         Ok(())
     }
 
@@ -388,21 +282,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// is dropped once the returned [`Entry`] and every reader that could
     /// see it are gone.
     pub fn erase(&self, index: u64) -> Option<Entry<'_, T, S>> {
-        let guard = epoch::pin();
-        let mut st = self.writer.lock();
-        let root = self.core.writer_root();
-        if root.is_null() {
-            return None;
-        }
-        // SAFETY: the writer lock keeps the working version alive.
-        let (s, e, v) = unsafe { read::lookup::<Slot<T, S>>(root, index) };
-        if v.is_null() {
-            return None;
-        }
-        self.write_locked(&mut st, None, |t| t.store(s, e, ptr::null_mut()));
-        // SAFETY: the value's drop was deferred after this guard was
-        // pinned, so it outlives the returned Entry.
-        unsafe { Entry::new(guard, (s, e, v)) }
+        self.core.lock().erase(index)
     }
 
     /// Finds the lowest free `[s, s + size - 1]` in `[min, max]`, stores
@@ -436,71 +316,38 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         value: T,
         rev: bool,
     ) -> Result<u64, WriteError<T>> {
-        let mut st = self.writer.lock();
-        let s = match gap_search::<Slot<T, S>>(self.core.writer_root(), min, max, size, rev) {
+        let mut w = self.core.lock();
+        let s = match w.locked().root.gap(min, max, size, rev) {
             Ok(s) => s,
             Err(kind) => return Err(WriteError { kind, value }),
         };
-        let v = S::into_word(value).cast();
-        self.write_locked(&mut st, None, |t| t.store(s, s + (size - 1), v));
+        let v = Owned::from_value(value);
+        w.write(None, |t| t.store(s, s + (size - 1), Some(v)));
         Ok(s)
     }
 
     /// Removes every entry. Readers still holding the old version keep it
     /// until they unpin; it is then freed in one deferred pass.
     pub fn clear(&self) {
-        let st = self.writer.lock();
-        let guard = epoch::pin();
-        let old = self.core.writer_root();
-        self.core.publish(ptr::null_mut());
-        // Relaxed: statistics, written by the writer only.
-        self.core.counters.len.store(0, Ordering::Relaxed);
-        self.core.counters.nodes.store(0, Ordering::Relaxed);
-        drop(st);
-        if !old.is_null() {
-            let old = SendNode(old);
-            // SAFETY: old is unlinked; the deferred pass runs after every
-            // reader pinned before the publish has unpinned.
-            unsafe {
-                guard.defer_unchecked(move || {
-                    let old = old;
-                    free_subtree::<Slot<T, S>>(old.0);
-                })
-            };
-        }
+        self.core.lock().clear();
     }
 
     /// A write cursor. Holds the writer lock until dropped (readers keep
     /// running; other writers wait).
     pub fn cursor(&self) -> Cursor<'_, T, S> {
-        Cursor::shared(self)
+        Cursor::shared(&self.core)
     }
 
     /// A write cursor over exclusive access: no lock, no copy-on-write.
     pub fn cursor_mut(&mut self) -> Cursor<'_, T, S> {
-        Cursor::exclusive(self)
-    }
-
-    /// Loom only: runs the deferred work (recycling, value drops) of the
-    /// writes completed so far, now, as the epoch collector would once no
-    /// reader remains. Lets a model race the recycling against the writer.
-    ///
-    /// # Safety
-    /// No reader may still hold anything a completed write replaced.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub unsafe fn loom_reclaim(&self) {
-        let work = std::mem::take(&mut *self.loom_deferred.lock().unwrap());
-        for f in work {
-            f();
-        }
+        Cursor::exclusive(&mut self.core)
     }
 
     /// Free node blocks the writer keeps for reuse (for tests and
     /// diagnostics; takes the writer lock).
     #[doc(hidden)]
     pub fn pooled_blocks(&self) -> usize {
-        self.writer.lock().pool.len()
+        self.core.lock().pool().len()
     }
 
     /// Removes the entry containing `index` and returns its range and value.
@@ -517,8 +364,8 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
         }
-        let v = S::into_word(value).cast();
-        self.write(Some(clone_slot::<T, S>), |t| t.store(first, last, v));
+        let v = Owned::from_value(value);
+        self.write(Some(clone_slot::<T, S>), |t| t.store(first, last, Some(v)));
         Ok(())
     }
 
@@ -543,48 +390,19 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// on an inverted range, changing nothing.
     pub fn remove_range(&self, first: u64, last: u64) -> Result<Removed<'_, T, S>, MapleError> {
         check_range(first, last)?;
-        // Pinned before the write retires anything, so the removed values
-        // outlive their deferred drop for as long as `Removed` lives.
-        let guard = epoch::pin();
-        let mut st = self.writer.lock();
-        let root = self.core.writer_root();
-        let mut parts = Vec::new();
-        let mut it = Iter::<'_, T, S>::new(root, first, last);
-        while let Some((s, e, v)) = it.next_raw() {
-            let r = s..=e;
-            parts.push((
-                (*r.start()).max(first),
-                (*r.end()).min(last),
-                v.cast::<()>(),
-            ));
-        }
-        if !parts.is_empty() {
-            self.write_locked(&mut st, Some(clone_slot::<T, S>), |t| {
-                t.store(first, last, ptr::null_mut())
-            });
-        }
-        drop(st);
-        Ok(Removed {
-            _guard: guard,
-            parts,
-            _tree: PhantomData,
-        })
+        Ok(self
+            .core
+            .lock()
+            .remove_range(first, last, clone_slot::<T, S>))
     }
 
     /// Copies the tree node by node (the fork path), cloning every value.
     /// Takes the writer lock for the copy; readers keep running.
     pub fn dup(&self) -> Self {
-        let st = self.writer.lock();
-        let root = self.core.writer_root();
-        // SAFETY: the writer lock keeps this version alive and unchanged.
-        let (copy, nodes) = unsafe { dup_subtree::<Slot<T, S>>(root, clone_slot::<T, S>) };
-        let len = self.len();
-        drop(st);
-        let tree = Self::empty();
-        tree.core.publish(copy);
-        // Relaxed: the new tree is not shared yet.
-        tree.core.counters.len.store(len, Ordering::Relaxed);
-        tree.core.counters.nodes.store(nodes, Ordering::Relaxed);
+        let mut tree = Self::empty();
+        self.core
+            .lock()
+            .dup_into(clone_slot::<T, S>, &mut tree.core);
         tree
     }
 }
@@ -613,211 +431,7 @@ where
 
 impl<T, S: Repr<T>> Drop for MapleTree<T, S> {
     fn drop(&mut self) {
-        // Relaxed: exclusive access.
-        let root = self.core.root.0.load(Ordering::Relaxed);
-        // SAFETY: &mut self: no reader or writer remains, and the tree owns
-        // every node and value of its current version.
-        unsafe { free_subtree::<Slot<T, S>>(root) };
-    }
-}
-
-struct SendNode(NodePtr);
-// SAFETY: carries an unlinked subtree (values T: Send) to the deferred free.
-unsafe impl Send for SendNode {}
-
-/// Checks that `[first, last]` is a valid, entirely free range.
-pub(crate) fn check_insert(root: NodePtr, first: u64, last: u64) -> Result<(), MapleError> {
-    check_range(first, last)?;
-    // SAFETY: the caller holds the writer lock or &mut: root is live.
-    if let Some((s, _, _)) = unsafe { read::find::<u8>(root, first) } {
-        if s <= last {
-            return Err(MapleError::Occupied { first, last });
-        }
-    }
-    Ok(())
-}
-
-/// Validated gap search on a live version.
-pub(crate) fn gap_search<T>(
-    root: NodePtr,
-    min: u64,
-    max: u64,
-    size: u64,
-    rev: bool,
-) -> Result<u64, MapleError> {
-    check_window(min, max, size)?;
-    // SAFETY: the caller keeps root alive (guard, lock or &mut).
-    unsafe { read::empty_area::<T>(root, min, max, size, rev) }.ok_or(MapleError::NoSpace {
-        min,
-        max,
-        size,
-    })
-}
-
-/// An entry read from the tree: its range and a reference to its value.
-///
-/// It holds an epoch pin (its own, or, for the entries of
-/// [`MapleTree::iter`], one shared with the iteration that yielded it), so
-/// the value stays valid even if a writer removes or replaces the entry
-/// meanwhile; while it lives, memory retired by writers is not reclaimed.
-/// Not `Send`.
-///
-/// It dereferences to the value: `T` for a [`Boxed`] tree, the target of
-/// [`InlineValue::Borrowed`](crate::InlineValue::Borrowed) for an
-/// [`Inline`](crate::Inline) one (an inline `Arc<U>` entry dereferences to
-/// the `Arc<U>`, through a never-dropped copy of it).
-pub struct Entry<'a, T: 'a, S: Repr<T> = Boxed> {
-    first: u64,
-    last: u64,
-    /// The borrowed value, valid while `_guard` pins, never handed out for
-    /// longer than a borrow of the Entry. Always initialised; held in a
-    /// `MaybeUninit` so that it is opaque to the aliasing model: a
-    /// reference (`&T`, the `Boxed` view) kept in a plain field would be
-    /// retagged and protected for the whole call whenever the Entry is
-    /// passed by value (to `drop`, say), and the guard unpins inside that
-    /// call, after which the value may be freed while still protected (the
-    /// hazard `std::cell::Ref` avoids by holding a `NonNull`). Dropped in
-    /// `Drop`, before the guard.
-    value: MaybeUninit<S::Ref<'a>>,
-    _pin: EntryPin,
-}
-
-impl<'a, T: 'a, S: Repr<T>> Drop for Entry<'a, T, S> {
-    fn drop(&mut self) {
-        // SAFETY: `value` is always initialised and dropped only here; the
-        // guard (dropped after this, with the fields) still pins.
-        unsafe { self.value.assume_init_drop() }
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
-    /// # Safety
-    /// `v` is null or a value word that `guard` keeps alive (it was read
-    /// from a version `guard` pins, or its drop was deferred after `guard`
-    /// was pinned).
-    pub(crate) unsafe fn new(guard: Guard, (first, last, v): RawEntry<Slot<T, S>>) -> Option<Self> {
-        if v.is_null() {
-            return None;
-        }
-        Some(Entry {
-            first,
-            last,
-            // SAFETY: the guard, moved into the Entry, keeps the value alive
-            // for as long as the borrow is reachable (caller).
-            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
-            _pin: EntryPin::Own(guard),
-        })
-    }
-
-    /// An entry of an iteration, kept alive by the iteration's shared pin.
-    ///
-    /// # Safety
-    /// `v` is a non-null value word that `pin` keeps alive.
-    #[inline]
-    pub(crate) unsafe fn shared(pin: SharedPinRef, (first, last, v): RawEntry<Slot<T, S>>) -> Self {
-        Entry {
-            first,
-            last,
-            // SAFETY: the pin, moved into the Entry, keeps the value alive
-            // for as long as the borrow is reachable (caller).
-            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
-            _pin: EntryPin::Shared(pin),
-        }
-    }
-    /// First index of the entry.
-    pub fn first(&self) -> u64 {
-        self.first
-    }
-    /// Last index of the entry (inclusive).
-    pub fn last(&self) -> u64 {
-        self.last
-    }
-    /// `first..=last`.
-    pub fn range(&self) -> RangeInclusive<u64> {
-        self.first..=self.last
-    }
-    /// The value (see the type's documentation for what it is).
-    pub fn value(&self) -> &<S::Ref<'a> as Deref>::Target {
-        // SAFETY: always initialised (see the field).
-        unsafe { self.value.assume_init_ref() }
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> Deref for Entry<'a, T, S> {
-    type Target = <S::Ref<'a> as Deref>::Target;
-    fn deref(&self) -> &Self::Target {
-        self.value()
-    }
-}
-
-impl<'a, T: 'a, S: Repr<T>> fmt::Debug for Entry<'a, T, S>
-where
-    <S::Ref<'a> as Deref>::Target: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entry")
-            .field("range", &self.range())
-            .field("value", &self.value())
-            .finish()
-    }
-}
-
-/// What [`MapleTree::remove_range`] removed: for each entry that intersected
-/// the range, the freed part of its range and a reference to its value.
-///
-/// It holds an epoch guard, so the values stay valid while it lives (and
-/// memory retired by writers meanwhile is not reclaimed: keep it short).
-/// Not `Send`.
-pub struct Removed<'a, T, S: Repr<T> = Boxed> {
-    _guard: Guard,
-    /// Each part's freed range and value word (kept alive by `_guard`).
-    parts: Vec<(u64, u64, *mut ())>,
-    _tree: PhantomData<&'a (T, S)>,
-}
-
-impl<T, S: Repr<T>> Removed<'_, T, S> {
-    /// Number of entries the removal touched.
-    pub fn len(&self) -> usize {
-        self.parts.len()
-    }
-
-    /// Whether the range held no entry (nothing was written).
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
-    }
-
-    /// The freed part of each touched entry's range and its value, in
-    /// increasing order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, S::Ref<'_>)> + '_ {
-        self.parts.iter().map(|&(s, e, v)| {
-            // SAFETY: the guard held by self delays the value's reclamation
-            // (pinned before the removal retired it).
-            (s..=e, unsafe { S::borrow(v) })
-        })
-    }
-
-    /// The freed ranges with clones of their values.
-    pub fn to_vec(&self) -> Vec<(RangeInclusive<u64>, T)>
-    where
-        T: Clone,
-    {
-        self.parts
-            .iter()
-            .map(|&(s, e, v)| {
-                // SAFETY: as in iter; the clone is a new word owned here,
-                // turned back into a value at once.
-                (s..=e, unsafe { S::from_word(S::clone_word(v)) })
-            })
-            .collect()
-    }
-}
-
-impl<T, S: Repr<T>> fmt::Debug for Removed<'_, T, S>
-where
-    for<'x> S::Ref<'x>: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
+        self.core.free_all();
     }
 }
 
@@ -856,40 +470,35 @@ where
 /// assert_eq!(back, ['b', 'a']);
 /// ```
 pub struct Reader<'a, T, S: Repr<T> = Boxed> {
-    guard: Guard,
-    root: NodePtr,
+    pin: Pinned<Slot<T, S>>,
     _tree: PhantomData<&'a MapleTree<T, S>>,
 }
 
+/// An entry found through a [`Reader`], as it hands it out.
+type Item<'r, T, S> = (RangeInclusive<u64>, <S as Repr<T>>::Ref<'r>);
+
 impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
     pub(crate) fn root_ptr(&self) -> NodePtr {
-        self.root
-    }
-
-    fn item(&self, e: RawEntry<Slot<T, S>>) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        // SAFETY: the reader's guard keeps the value alive for &self.
-        (!e.2.is_null()).then(|| (e.0..=e.1, unsafe { S::borrow(e.2.cast()) }))
+        self.pin.root().ptr()
     }
 
     /// The entry containing `index`.
-    pub fn load(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        if self.root.is_null() {
-            return None;
-        }
-        // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::lookup::<Slot<T, S>>(self.root, index) })
+    #[inline]
+    pub fn load(&self, index: u64) -> Option<Item<'_, T, S>> {
+        let (s, e, w) = self.pin.root().lookup(index)?;
+        Some((s..=e, w.get()))
     }
 
     /// The first entry ending at or after `index`.
-    pub fn find(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::find::<Slot<T, S>>(self.root, index) }?)
+    pub fn find(&self, index: u64) -> Option<Item<'_, T, S>> {
+        let (s, e, w) = self.pin.root().find(index)?;
+        Some((s..=e, w.get()))
     }
 
     /// The last entry starting at or before `index`.
-    pub fn prev(&self, index: u64) -> Option<(RangeInclusive<u64>, S::Ref<'_>)> {
-        // SAFETY: the guard keeps the version alive.
-        self.item(unsafe { read::find_prev::<Slot<T, S>>(self.root, index) }?)
+    pub fn prev(&self, index: u64) -> Option<Item<'_, T, S>> {
+        let (s, e, w) = self.pin.root().find_prev(index)?;
+        Some((s..=e, w.get()))
     }
 
     /// All entries in increasing order (also from the back).
@@ -900,7 +509,7 @@ impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
     /// Entries intersecting `[first, last]`, in increasing order. An empty
     /// iterator when `first > last`.
     pub fn range(&self, first: u64, last: u64) -> Iter<'_, T, S> {
-        Iter::new(self.root, first, last)
+        Iter::new(self.pin.root(), first, last)
     }
 
     /// Entries, counted by iterating: O(n).
@@ -910,18 +519,17 @@ impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
 
     /// Whether the tree was empty when this section began.
     pub fn is_empty(&self) -> bool {
-        self.root.is_null()
+        self.pin.root().is_null()
     }
 
     /// See [`MapleTree::empty_area`].
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        let _ = &self.guard;
-        gap_search::<Slot<T, S>>(self.root, min, max, size, false)
+        self.pin.root().gap(min, max, size, false)
     }
 
     /// See [`MapleTree::empty_area_rev`].
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, MapleError> {
-        gap_search::<Slot<T, S>>(self.root, min, max, size, true)
+        self.pin.root().gap(min, max, size, true)
     }
 }
 
@@ -932,277 +540,3 @@ impl<'s, T, S: Repr<T>> IntoIterator for &'s Reader<'_, T, S> {
         self.iter()
     }
 }
-
-/// Iterator over the entries of a [`Reader`] (or a cursor's version),
-/// from either end.
-///
-/// The two ends never cross: whatever mix of [`next`](Iterator::next) and
-/// [`next_back`](DoubleEndedIterator::next_back) is used, and whatever
-/// writes run between the calls, the entries yielded from the front are in
-/// increasing order, those from the back in decreasing order, and no entry
-/// yielded from one end overlaps or passes one yielded from the other. A
-/// concurrent write can replace the leaf an end is about to read (a leaf
-/// swap keeps the reader's upper levels), so each end checks what it finds
-/// against the other end's progress, and the iteration ends where they
-/// would overlap (the entries between them that a write replaced were not
-/// unchanged throughout the iteration, so the contract does not require
-/// them).
-pub struct Iter<'s, T, S: Repr<T> = Boxed> {
-    front: Path,
-    back: Path,
-    /// The front's leaf, cached out of `front` so that a step inside a leaf
-    /// does not index the path: the leaf, its slot count and last index,
-    /// the next slot to look at and the first index of that slot. The
-    /// path's leaf level is brought up to date only to move to the next
-    /// leaf. `f_n == 0` once the iteration is over.
-    f_leaf: *const Leaf<Slot<T, S>>,
-    f_n: usize,
-    f_hi: u64,
-    f_idx: usize,
-    f_start: u64,
-    /// The bounds of the entry `next_slow` last yielded.
-    slow_s: u64,
-    slow_e: u64,
-    /// Where the front is: the range's first index, then one past the end
-    /// of the last entry the front yielded.
-    lo: u64,
-    /// Where the back is: the range's last index, then one below the start
-    /// of the last entry the back yielded.
-    hi: u64,
-    /// No end may yield an entry starting below this: 0 until the front
-    /// has yielded (an entry may start before the range), then `lo`.
-    lo_floor: u64,
-    /// No end may yield an entry ending above this: `u64::MAX` until the
-    /// back has yielded, then `hi`.
-    hi_ceil: u64,
-    done: bool,
-    _snap: PhantomData<&'s (T, S)>,
-}
-
-impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
-    pub(crate) fn new(root: NodePtr, first: u64, last: u64) -> Self {
-        let mut it = Iter {
-            front: Path::new(),
-            back: Path::new(),
-            f_leaf: ptr::null(),
-            f_n: 0,
-            f_hi: 0,
-            f_idx: 0,
-            f_start: 0,
-            slow_s: 0,
-            slow_e: 0,
-            lo: first,
-            hi: last,
-            lo_floor: 0,
-            hi_ceil: u64::MAX,
-            done: true,
-            _snap: PhantomData,
-        };
-        if !root.is_null() && first <= last {
-            // SAFETY: the owner of 's keeps root alive.
-            unsafe {
-                descend(root, first, &mut it.front);
-                descend(root, last, &mut it.back);
-                it.load_front();
-            }
-            it.done = false;
-        }
-        it
-    }
-
-    /// Fills the front's leaf cache from the path's leaf level.
-    ///
-    /// # Safety
-    /// The front path is valid for the version 's keeps alive.
-    unsafe fn load_front(&mut self) {
-        let l = *self.front.leaf();
-        let leaf = l.node.cast::<Leaf<Slot<T, S>>>();
-        self.f_leaf = leaf;
-        // SAFETY: the path's leaf is valid (caller).
-        unsafe {
-            self.f_n = (*leaf).hdr.count as usize;
-            self.f_start = if l.idx == 0 {
-                l.lo
-            } else {
-                (*leaf).pivots[l.idx - 1] + 1
-            };
-        }
-        self.f_hi = l.hi;
-        self.f_idx = l.idx;
-    }
-
-    /// Ends the iteration at both ends.
-    #[inline]
-    fn finish(&mut self) {
-        self.done = true;
-        self.f_n = 0;
-        self.f_idx = 0;
-    }
-
-    /// The front's step in full: every slot of the cached leaf from
-    /// `f_idx`, then the next leaves, with the checks against the range and
-    /// the back's progress. [`Iter::step_fast`] is only the common case (an
-    /// entry inside the range, in the leaf at hand).
-    ///
-    /// Returns the value word of the entry it yields (its bounds are left
-    /// in `slow_s`, `slow_e`), or null at the end: a pointer comes back in a
-    /// register, where an `Option` of the entry would be written to memory
-    /// and make every inlined step do the same.
-    #[inline(never)]
-    fn next_slow(&mut self) -> *mut Slot<T, S> {
-        while !self.done {
-            // SAFETY: the cached leaf belongs to the version 's keeps alive.
-            let leaf = unsafe { &*self.f_leaf };
-            while self.f_idx < self.f_n {
-                let i = self.f_idx;
-                let s = self.f_start;
-                let e = if i + 1 < self.f_n {
-                    leaf.pivots[i]
-                } else {
-                    self.f_hi
-                };
-                let v = leaf.slot(i);
-                self.f_idx = i + 1;
-                self.f_start = e.wrapping_add(1);
-                if v.is_null() {
-                    continue;
-                }
-                if s > self.hi || e > self.hi_ceil {
-                    // Past the range, or overlapping what the back yielded
-                    // (a write replaced the entries in between).
-                    self.finish();
-                    return ptr::null_mut();
-                }
-                if s < self.lo_floor {
-                    continue;
-                }
-                if e >= self.hi {
-                    self.finish();
-                } else {
-                    self.lo = e + 1;
-                    self.lo_floor = e + 1;
-                }
-                self.slow_s = s;
-                self.slow_e = e;
-                return v;
-            }
-            self.front.leaf_set_idx(self.f_n - 1);
-            // SAFETY: the path is valid for the version 's keeps alive.
-            if unsafe { step_next(&mut self.front) } {
-                // SAFETY: as above.
-                unsafe { self.load_front() };
-            } else {
-                self.finish();
-            }
-        }
-        ptr::null_mut()
-    }
-
-    /// The common step: the next entry of the cached leaf, ending before
-    /// the last index still wanted (so it is inside the range, the back
-    /// has not passed it, and the iteration goes on), as its range and
-    /// (non-null) value word. `None` when the step needs
-    /// [`Iter::step_slow`]: anything else, and the move to the next leaf.
-    #[inline]
-    pub(crate) fn step_fast(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        let n = self.f_n;
-        let mut i = self.f_idx;
-        if i < n {
-            // SAFETY: the cached leaf belongs to the version 's keeps alive.
-            let leaf = unsafe { &*self.f_leaf };
-            let mut s = self.f_start;
-            loop {
-                let e = if i + 1 < n { leaf.pivots[i] } else { self.f_hi };
-                let v = leaf.slot(i);
-                if !v.is_null() {
-                    if e < self.hi && s >= self.lo_floor {
-                        self.f_idx = i + 1;
-                        self.f_start = e + 1;
-                        self.lo = e + 1;
-                        self.lo_floor = e + 1;
-                        return Some((s, e, v));
-                    }
-                    break;
-                }
-                i += 1;
-                if i == n {
-                    break;
-                }
-                // Not the last slot, so e is a stored pivot below u64::MAX.
-                s = e + 1;
-            }
-            self.f_idx = i;
-            self.f_start = s;
-        }
-        None
-    }
-
-    /// The step [`Iter::step_fast`] declined: the next entry from the
-    /// front, or `None` at the end.
-    #[inline]
-    pub(crate) fn step_slow(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        let v = self.next_slow();
-        (!v.is_null()).then_some((self.slow_s, self.slow_e, v))
-    }
-
-    /// The next entry from the front as its range and (non-null) value word.
-    #[inline]
-    pub(crate) fn next_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        match self.step_fast() {
-            Some(x) => Some(x),
-            None => self.step_slow(),
-        }
-    }
-
-    /// The next entry from the back as its range and (non-null) value word.
-    pub(crate) fn next_back_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        while !self.done {
-            // SAFETY: the path is valid for the version 's keeps alive.
-            let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.back) };
-            if e < self.lo || s < self.lo_floor {
-                // Before the range, or overlapping what the front yielded.
-                self.finish();
-                break;
-            }
-            // SAFETY: as above.
-            let more = unsafe { step_prev(&mut self.back) };
-            // A slot ending above what the back already passed is stale
-            // (the path stepped into a leaf a write swapped in): skip it.
-            let stale = e > self.hi_ceil;
-            if !v.is_null() && !stale {
-                if s <= self.lo || !more {
-                    self.finish();
-                } else {
-                    self.hi = s - 1;
-                    self.hi_ceil = s - 1;
-                }
-                return Some((s, e, v));
-            }
-            if !more {
-                self.finish();
-            }
-        }
-        None
-    }
-}
-
-impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
-    type Item = (RangeInclusive<u64>, S::Ref<'s>);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        let (s, e, v) = self.next_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive.
-        Some((s..=e, unsafe { S::borrow(v.cast()) }))
-    }
-}
-
-impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let (s, e, v) = self.next_back_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive.
-        Some((s..=e, unsafe { S::borrow(v.cast()) }))
-    }
-}
-
-impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}

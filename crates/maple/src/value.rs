@@ -531,3 +531,56 @@ pub(crate) unsafe fn clone_slot<T: Clone, S: Repr<T>>(w: *mut Slot<T, S>) -> *mu
 
 /// The cloner an engine write takes (`None`: the write cannot split).
 pub(crate) type Cloner<K> = unsafe fn(*mut K) -> *mut K;
+
+impl<T> Owned<Slot<T, Boxed>> {
+    /// The word of a boxed value (the `Boxed` representation's word is the
+    /// box pointer), owned.
+    #[inline]
+    pub(crate) fn from_box(b: Box<T>) -> Self {
+        // SAFETY: a box pointer is never null; the box's ownership passes
+        // to the word.
+        unsafe { Owned(NonNull::new_unchecked(Box::into_raw(b).cast())) }
+    }
+}
+
+/// A value word the caller owns outright (unlinked, and no reader can hold
+/// it): turned back into its value with [`Owned::into_value`].
+pub(crate) struct Owned<V>(NonNull<V>);
+
+impl<V> Owned<V> {
+    /// # Safety
+    /// `p` is a non-null value word nobody else owns or can reach.
+    pub(crate) unsafe fn new(p: *mut V) -> Option<Self> {
+        NonNull::new(p).map(Owned)
+    }
+
+    pub(crate) fn ptr(&self) -> *mut V {
+        self.0.as_ptr()
+    }
+
+    /// The word, its ownership passing to the caller (`None`: null, a free
+    /// slot's word).
+    #[inline]
+    pub(crate) fn into_raw_or_null(v: Option<Self>) -> *mut V {
+        match v {
+            Some(o) => o.0.as_ptr(),
+            None => ptr::null_mut(),
+        }
+    }
+}
+
+impl<T, S: Repr<T>> Owned<Slot<T, S>> {
+    /// The word of a value, owned (to store it).
+    #[inline]
+    pub(crate) fn from_value(v: T) -> Self {
+        // SAFETY: a word `into_word` just made: never null, and the value's
+        // only owner.
+        unsafe { Owned(NonNull::new_unchecked(S::into_word(v).cast())) }
+    }
+
+    /// The value.
+    pub(crate) fn into_value(self) -> T {
+        // SAFETY: the word is owned by self alone.
+        unsafe { S::from_word(self.0.as_ptr().cast()) }
+    }
+}

@@ -58,6 +58,7 @@ fn send_sync_default() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<MapleTree<u64>>();
     assert_send_sync::<MapleTree<String>>();
+    assert_send_sync::<MapleTree<std::sync::Arc<u64>, maple::Inline>>();
     let t: MapleTree<u64> = MapleTree::default();
     assert!(t.is_empty());
     assert_eq!(t.len(), 0);

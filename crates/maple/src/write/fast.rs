@@ -31,6 +31,7 @@ use std::mem::MaybeUninit;
 
 use super::*;
 use crate::node::MAX_HEIGHT;
+use crate::read::{walk, Descent};
 
 /// The internal nodes on the way down to a leaf and the child index taken
 /// at each: `(node(d), idx(d))` for `d` in `0..depth`, the root first. Not
@@ -58,6 +59,35 @@ impl Trail {
     }
 }
 
+/// [`walk`] hooks that remember only the internal nodes and the child
+/// index taken at each, in a [`Trail`]; the walk returns the leaf, its
+/// bounds and the number of internal levels above it.
+struct ToTrail<'t>(&'t mut Trail);
+
+impl Descent for ToTrail<'_> {
+    type Out = (NodePtr, u64, u64, usize);
+
+    #[inline(always)]
+    unsafe fn down(
+        &mut self,
+        node: NodePtr,
+        i: usize,
+        d: usize,
+        _: u64,
+        _: u64,
+        child: NodePtr,
+    ) -> NodePtr {
+        self.0.node[d] = MaybeUninit::new(node);
+        self.0.idx[d] = MaybeUninit::new(i);
+        child
+    }
+
+    #[inline(always)]
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) -> Self::Out {
+        (leaf, lo, hi, d)
+    }
+}
+
 /// Descends from `root` to the leaf covering `index`. Returns the leaf, its
 /// bounds and the number of internal levels above it, which `trail` now
 /// holds.
@@ -70,25 +100,8 @@ pub(super) unsafe fn leaf_trail(
     index: u64,
     trail: &mut Trail,
 ) -> (NodePtr, u64, u64, usize) {
-    let (mut node, mut lo, mut hi) = (root, 0u64, u64::MAX);
-    let mut d = 0;
-    // SAFETY: children of a valid node are valid nodes of the same version;
-    // a valid tree is at most MAX_HEIGHT deep.
-    unsafe {
-        while !is_leaf(node) {
-            let int = &*node.cast::<Internal>();
-            let n = int.hdr.count as usize;
-            let i = slot_in(&int.pivots, index).min(n - 1);
-            let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-            trail.node[d] = MaybeUninit::new(node);
-            trail.idx[d] = MaybeUninit::new(i);
-            d += 1;
-            node = int.child(i);
-            lo = s;
-            hi = e;
-        }
-    }
-    (node, lo, hi, d)
+    // SAFETY: forwarded from the caller; the hooks only record.
+    unsafe { walk(root, index, ToTrail(trail)) }
 }
 
 /// Up to three slots that replace a run of a leaf's slots: the kept left

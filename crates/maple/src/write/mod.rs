@@ -40,8 +40,8 @@ use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
-use crate::read::{count, descend, is_leaf, Level, Path};
-use crate::value::{Cloner, SlotOps};
+use crate::read::{count, descend, is_leaf, walk, walk_from, Descent, KnownPath, Level, Path};
+use crate::value::{Cloner, Owned, SlotOps};
 
 /// Flag of a fresh node that this write also retired.
 const DEAD: u8 = 2;
@@ -57,6 +57,10 @@ pub(crate) struct WriterState<T> {
     retired_values: Vec<*mut T>,
     /// The tree's free node blocks and recycler (see `mem.rs`).
     pub(crate) pool: BlockPool,
+    /// The write generation: advanced by every write (each [`Txn`], and
+    /// `clear`), so that a path saved by a cursor is used only in the
+    /// version it was taken in (`raw::CursorPath`).
+    gen: u64,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
     /// crossbeam-epoch would run it outside the loom execution that owns its
@@ -76,9 +80,22 @@ impl<T> WriterState<T> {
             retired_nodes: Vec::new(),
             retired_values: Vec::new(),
             pool: BlockPool::new(),
+            gen: 0,
             #[cfg(loom)]
             deferred: Default::default(),
         }
+    }
+
+    /// The write generation (see the field).
+    #[inline]
+    pub(crate) fn gen(&self) -> u64 {
+        self.gen
+    }
+
+    /// Advances the write generation: every saved path becomes stale.
+    #[inline]
+    pub(crate) fn bump_gen(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
     }
 
     /// Forgets a write that unwound (a panicking `T::clone`) before commit:
@@ -145,7 +162,7 @@ pub(crate) struct Committed {
 pub(crate) struct Txn<'s, T> {
     st: &'s mut WriterState<T>,
     /// The working root: the published one until the first copy.
-    pub(crate) root: NodePtr,
+    root: NodePtr,
     exclusive: bool,
     len_delta: isize,
     nodes_delta: isize,
@@ -173,6 +190,7 @@ impl<'s, T> Txn<'s, T> {
         cloner: Option<Cloner<T>>,
     ) -> Self {
         st.recover();
+        st.bump_gen();
         Txn {
             st,
             root,
@@ -252,52 +270,60 @@ impl<'s, T> Txn<'s, T> {
         self.st.retired_values.push(v);
     }
 
-    /// Takes back the most recently retired value (erase through `&mut`).
-    pub(crate) fn take_retired_value(&mut self) -> Option<*mut T> {
-        self.st.retired_values.pop()
+    /// Takes back the most recently retired value (erase through `&mut`):
+    /// the write's own, since under `&mut` no reader can hold it. `None`
+    /// in a copy-on-write write, whose retired values readers may still see.
+    pub(crate) fn take_retired_value(&mut self) -> Option<Owned<T>> {
+        if !self.exclusive {
+            return None;
+        }
+        let v = self.st.retired_values.pop()?;
+        // SAFETY: the value was unlinked by this exclusive write (no reader
+        // exists) and is no longer on the retire list: nobody else owns it.
+        unsafe { Owned::new(v) }
     }
 
     /// Descends to the leaf covering `index`, making every node on the way
     /// fresh and marking each taken child dirty for the gap refresh.
     fn descend_fresh(&mut self, index: u64, path: &mut Path) {
         self.root = self.make_fresh(self.root);
-        let (mut node, mut lo, mut hi) = (self.root, 0u64, u64::MAX);
-        path.len = 0;
-        loop {
-            // SAFETY: node is fresh and valid; children are valid nodes.
-            unsafe {
-                let n = count(node);
-                if is_leaf(node) {
-                    let leaf = &*node.cast::<Leaf<T>>();
-                    let i = slot_in(&leaf.pivots, index).min(n - 1);
-                    path.lv[path.len] = Level {
-                        node,
-                        idx: i,
-                        lo,
-                        hi,
-                    };
-                    path.len += 1;
-                    return;
-                }
-                let i = slot_in(&(*node.cast::<Internal>()).pivots, index).min(n - 1);
-                let child = (*node.cast::<Internal>()).child(i);
-                crate::node::prefetch_node(child);
-                let child = self.make_fresh(child);
-                let int = &mut *node.cast::<Internal>();
-                int.set_child(i, child);
-                int.hdr.dirty |= 1 << i;
-                path.lv[path.len] = Level {
-                    node,
-                    idx: i,
-                    lo,
-                    hi,
-                };
-                path.len += 1;
-                let (s, e) = slot_range(&int.pivots, n, i, lo, hi);
-                lo = s;
-                hi = e;
-                node = child;
-            }
+        // SAFETY: the working root is fresh and valid; the hooks make each
+        // child fresh before the walk enters it.
+        unsafe {
+            walk(
+                self.root,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along: None,
+                    index,
+                },
+            )
+        }
+    }
+
+    /// The rest of a fresh descent below level `d` of `path`, whose levels
+    /// `..=d` are fresh and valid (their `idx` at `d` and below is
+    /// overwritten): to `index`, or along the slots `along` names.
+    fn descend_fresh_below(&mut self, path: &mut Path, d: usize, index: u64, along: Option<&Path>) {
+        let l = path.lv[d];
+        // SAFETY: l.node is fresh and valid, covering [l.lo, l.hi] at depth
+        // d; the hooks make each child fresh before the walk enters it.
+        unsafe {
+            walk_from(
+                l.node,
+                l.lo,
+                l.hi,
+                d,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along,
+                    index,
+                },
+            )
         }
     }
 
@@ -306,35 +332,47 @@ impl<'s, T> Txn<'s, T> {
     /// walk again from the root. Under copy-on-write the nodes along the
     /// path are still copied; under `&mut` they are used as they are.
     fn descend_fresh_along(&mut self, known: &Path, path: &mut Path) {
-        *path = *known;
         self.root = self.make_fresh(self.root);
-        path.lv[0].node = self.root;
-        for d in 0..path.len - 1 {
-            let l = path.lv[d];
-            // SAFETY: l.node is fresh; the known path was taken in the current
-            // version, so its child index is in range.
-            unsafe {
-                let child = self.make_fresh((*l.node.cast::<Internal>()).child(l.idx));
-                let int = &mut *l.node.cast::<Internal>();
-                int.set_child(l.idx, child);
-                int.hdr.dirty |= 1 << l.idx;
-                path.lv[d + 1].node = child;
-            }
+        let index = known.leaf().lo;
+        // SAFETY: as in `descend_fresh`; the known path was taken in the
+        // current version, so each of its child indices is in range.
+        unsafe {
+            walk(
+                self.root,
+                index,
+                Fresh {
+                    txn: self,
+                    path,
+                    along: Some(known),
+                    index,
+                },
+            )
         }
     }
 
-    /// [`Txn::store`] through a cursor's path: when `[a, b]` lies inside the
+    /// [`Txn::store`] through a cursor's path (valid for the version this
+    /// write starts from: [`KnownPath`]): when `[a, b]` lies inside the
     /// path's leaf, the leaf is reached without a search from the root.
-    pub(crate) fn store_at(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
+    #[inline]
+    pub(crate) fn store_at(&mut self, known: &KnownPath, a: u64, b: u64, v: Option<Owned<T>>)
+    where
+        T: SlotOps,
+    {
+        self.store_at_raw(known.path(), a, b, Owned::into_raw_or_null(v));
+    }
+
+    /// [`Txn::store_at`] of a word (null: free) through a path valid for
+    /// the version this write started from.
+    fn store_at_raw(&mut self, known: &Path, a: u64, b: u64, v: *mut T)
     where
         T: SlotOps,
     {
         if self.root.is_null() || known.len == 0 {
-            return self.store(a, b, v);
+            return self.store_raw(a, b, v);
         }
         let l = *known.leaf();
         if a < l.lo || b > l.hi {
-            return self.store(a, b, v);
+            return self.store_raw(a, b, v);
         }
         // SAFETY: the known path was taken in the working version, which no
         // store of this write has changed yet (only_exact_fits).
@@ -370,9 +408,18 @@ impl<'s, T> Txn<'s, T> {
 
     // ----- the store ---------------------------------------------------------
 
-    /// Makes every index of `[a, b]` map to `v` (null: free). The caller has
-    /// checked `a <= b`.
-    pub(crate) fn store(&mut self, a: u64, b: u64, v: *mut T)
+    /// Makes every index of `[a, b]` map to `v` (`None`: free), which the
+    /// write takes over. The caller has checked `a <= b`.
+    #[inline]
+    pub(crate) fn store(&mut self, a: u64, b: u64, v: Option<Owned<T>>)
+    where
+        T: SlotOps,
+    {
+        self.store_raw(a, b, Owned::into_raw_or_null(v));
+    }
+
+    /// [`Txn::store`] of a word the write owns (null: free).
+    fn store_raw(&mut self, a: u64, b: u64, v: *mut T)
     where
         T: SlotOps,
     {
@@ -438,7 +485,7 @@ impl<'s, T> Txn<'s, T> {
         }
         if !v.is_null() {
             if self.root.is_null() {
-                self.store(a, b, v);
+                self.store_raw(a, b, v);
                 return;
             }
             self.descend_fresh(a, &mut path);
@@ -569,6 +616,79 @@ impl<'s, T> Txn<'s, T> {
     }
 }
 
+/// [`walk`] hooks of the writer's general descent: each child on the way
+/// is made fresh (copied, unless this write already owns it), linked into
+/// its fresh parent and marked dirty, and the path is recorded. `along`:
+/// take the slots of this known path instead of searching pivots.
+struct Fresh<'t, 's, 'p, T> {
+    txn: &'t mut Txn<'s, T>,
+    path: &'p mut Path,
+    along: Option<&'p Path>,
+    index: u64,
+}
+
+impl<T> Descent for Fresh<'_, '_, '_, T> {
+    type Out = ();
+
+    #[inline(always)]
+    fn slot(&self, int: &Internal, n: usize, d: usize, index: u64) -> usize {
+        match self.along {
+            Some(k) => k.lv[d].idx,
+            None => slot_in(&int.pivots, index).min(n - 1),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn down(
+        &mut self,
+        node: NodePtr,
+        i: usize,
+        d: usize,
+        lo: u64,
+        hi: u64,
+        child: NodePtr,
+    ) -> NodePtr {
+        if self.along.is_none() {
+            crate::node::prefetch_node(child);
+        }
+        let child = self.txn.make_fresh(child);
+        // SAFETY: node is fresh (the root was made fresh before the walk,
+        // every other node by this hook), so this write may change it.
+        unsafe {
+            let int = &mut *node.cast::<Internal>();
+            int.set_child(i, child);
+            int.hdr.dirty |= 1 << i;
+        }
+        self.path.lv[d] = Level {
+            node,
+            idx: i,
+            lo,
+            hi,
+        };
+        child
+    }
+
+    #[inline(always)]
+    unsafe fn leaf(self, leaf: NodePtr, d: usize, lo: u64, hi: u64) {
+        let idx = match self.along {
+            Some(k) => k.lv[d].idx,
+            None => {
+                // SAFETY: a valid leaf (caller); only its count and pivots
+                // are read.
+                let l = unsafe { &*leaf.cast::<Leaf<T>>() };
+                slot_in(&l.pivots, self.index).min(l.hdr.count as usize - 1)
+            }
+        };
+        self.path.lv[d] = Level {
+            node: leaf,
+            idx,
+            lo,
+            hi,
+        };
+        self.path.len = d + 1;
+    }
+}
+
 /// `clone(src)`, a new word. If the clone panics: drops `v` (null:
 /// nothing), the new value of the store in progress, and clears the dirty
 /// marks of the live tree under `marked` (null: none; a `&mut` write's
@@ -621,19 +741,36 @@ pub(crate) fn worst_case_nodes(height: usize, leaves: usize) -> usize {
 /// # Safety
 /// `root` is null or valid.
 pub(crate) unsafe fn height(root: NodePtr) -> usize {
-    let mut h = 0;
-    let mut p = root;
-    // SAFETY: following first children of a valid tree.
-    unsafe {
-        while !p.is_null() {
-            h += 1;
-            if is_leaf(p) {
-                break;
-            }
-            p = (*p.cast::<Internal>()).child(0);
+    /// [`walk`] hooks down the leftmost edge, counting levels.
+    struct Leftmost;
+    impl Descent for Leftmost {
+        type Out = usize;
+        #[inline(always)]
+        fn slot(&self, _: &Internal, _: usize, _: usize, _: u64) -> usize {
+            0
+        }
+        #[inline(always)]
+        unsafe fn down(
+            &mut self,
+            _: NodePtr,
+            _: usize,
+            _: usize,
+            _: u64,
+            _: u64,
+            child: NodePtr,
+        ) -> NodePtr {
+            child
+        }
+        #[inline(always)]
+        unsafe fn leaf(self, _: NodePtr, d: usize, _: u64, _: u64) -> usize {
+            d + 1
         }
     }
-    h
+    if root.is_null() {
+        return 0;
+    }
+    // SAFETY: a valid tree (caller); the hooks only count.
+    unsafe { walk(root, 0, Leftmost) }
 }
 
 /// Number of leaves overlapping `[a, b]` (for preallocation).

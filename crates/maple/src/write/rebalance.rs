@@ -100,35 +100,16 @@ impl<T> Txn<'_, T> {
             int.pivots[anc.idx] = t - 1;
             int.hdr.dirty |= 1 << anc.idx;
         }
-        // Path to the successor: down the leftmost edge of the next child.
+        // Path to the successor: the rest of the fresh descent to `t` from
+        // `anc` (the levels above are the path's own, already fresh): `t`
+        // now lies in the next child of `anc` and, below it, left of every
+        // pivot (they are above `old_hi`), so the descent follows the
+        // leftmost edge to the successor leaf.
         let mut spath = Path::new();
         spath.lv[..=d].copy_from_slice(&path.lv[..=d]);
-        spath.lv[d].idx = anc.idx + 1;
-        spath.len = d + 1;
-        let mut lvl = d;
-        loop {
-            let cur = spath.lv[lvl];
-            // SAFETY: cur.node is fresh internal; its children are valid.
-            unsafe {
-                let int = &mut *cur.node.cast::<Internal>();
-                let n = int.hdr.count as usize;
-                let child = self.make_fresh(int.child(cur.idx));
-                int.set_child(cur.idx, child);
-                int.hdr.dirty |= 1 << cur.idx;
-                let (s, e) = slot_range(&int.pivots, n, cur.idx, cur.lo, cur.hi);
-                spath.lv[lvl + 1] = Level {
-                    node: child,
-                    idx: 0,
-                    lo: s,
-                    hi: e,
-                };
-                spath.len = lvl + 2;
-                lvl += 1;
-                if is_leaf(child) {
-                    break;
-                }
-            }
-        }
+        self.descend_fresh_below(&mut spath, d, t, None);
+        debug_assert!(spath.lv[d].idx == anc.idx + 1);
+        debug_assert_eq!(spath.leaf().idx, 0);
         // SAFETY: the successor leaf is fresh.
         let succ = unsafe { &*spath.leaf().node.cast::<Leaf<T>>() };
         if !succ.slot(0).is_null() {

@@ -1,0 +1,288 @@
+//! The ordered iteration over one version, from either end.
+
+use std::iter::FusedIterator;
+use std::marker::PhantomData;
+use std::ops::RangeInclusive;
+use std::ptr;
+
+use super::Root;
+use crate::node::Leaf;
+use crate::read::{descend, path_entry, step_next, step_prev, Path, RawEntry};
+use crate::value::{Boxed, Repr, Slot};
+#[allow(unused_imports)] // intra-doc links
+use crate::Reader;
+
+/// Iterator over the entries of a [`Reader`] (or a cursor's version),
+/// from either end.
+///
+/// The two ends never cross: whatever mix of [`next`](Iterator::next) and
+/// [`next_back`](DoubleEndedIterator::next_back) is used, and whatever
+/// writes run between the calls, the entries yielded from the front are in
+/// increasing order, those from the back in decreasing order, and no entry
+/// yielded from one end overlaps or passes one yielded from the other. A
+/// concurrent write can replace the leaf an end is about to read (a leaf
+/// swap keeps the reader's upper levels), so each end checks what it finds
+/// against the other end's progress, and the iteration ends where they
+/// would overlap (the entries between them that a write replaced were not
+/// unchanged throughout the iteration, so the contract does not require
+/// them).
+pub struct Iter<'s, T, S: Repr<T> = Boxed> {
+    front: Path,
+    back: Path,
+    /// The front's leaf, cached out of `front` so that a step inside a leaf
+    /// does not index the path: the leaf, its slot count and last index,
+    /// the next slot to look at and the first index of that slot. The
+    /// path's leaf level is brought up to date only to move to the next
+    /// leaf. `f_n == 0` once the iteration is over.
+    f_leaf: *const Leaf<Slot<T, S>>,
+    f_n: usize,
+    f_hi: u64,
+    f_idx: usize,
+    f_start: u64,
+    /// The bounds of the entry `next_slow` last yielded.
+    slow_s: u64,
+    slow_e: u64,
+    /// Where the front is: the range's first index, then one past the end
+    /// of the last entry the front yielded.
+    lo: u64,
+    /// Where the back is: the range's last index, then one below the start
+    /// of the last entry the back yielded.
+    hi: u64,
+    /// No end may yield an entry starting below this: 0 until the front
+    /// has yielded (an entry may start before the range), then `lo`.
+    lo_floor: u64,
+    /// No end may yield an entry ending above this: `u64::MAX` until the
+    /// back has yielded, then `hi`.
+    hi_ceil: u64,
+    done: bool,
+    _snap: PhantomData<&'s (T, S)>,
+}
+
+impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
+    pub(crate) fn new(root: Root<'s, Slot<T, S>>, first: u64, last: u64) -> Self {
+        let root = root.ptr();
+        let mut it = Iter {
+            front: Path::new(),
+            back: Path::new(),
+            f_leaf: ptr::null(),
+            f_n: 0,
+            f_hi: 0,
+            f_idx: 0,
+            f_start: 0,
+            slow_s: 0,
+            slow_e: 0,
+            lo: first,
+            hi: last,
+            lo_floor: 0,
+            hi_ceil: u64::MAX,
+            done: true,
+            _snap: PhantomData,
+        };
+        if !root.is_null() && first <= last {
+            // SAFETY: the Root token keeps the version alive for 's.
+            unsafe {
+                descend(root, first, &mut it.front);
+                descend(root, last, &mut it.back);
+                it.load_front();
+            }
+            it.done = false;
+        }
+        it
+    }
+
+    /// Fills the front's leaf cache from the path's leaf level.
+    ///
+    /// # Safety
+    /// The front path is valid for the version 's keeps alive.
+    unsafe fn load_front(&mut self) {
+        let l = *self.front.leaf();
+        let leaf = l.node.cast::<Leaf<Slot<T, S>>>();
+        self.f_leaf = leaf;
+        // SAFETY: the path's leaf is valid (caller).
+        unsafe {
+            self.f_n = (*leaf).hdr.count as usize;
+            self.f_start = if l.idx == 0 {
+                l.lo
+            } else {
+                (*leaf).pivots[l.idx - 1] + 1
+            };
+        }
+        self.f_hi = l.hi;
+        self.f_idx = l.idx;
+    }
+
+    /// Ends the iteration at both ends.
+    #[inline]
+    fn finish(&mut self) {
+        self.done = true;
+        self.f_n = 0;
+        self.f_idx = 0;
+    }
+
+    /// The front's step in full: every slot of the cached leaf from
+    /// `f_idx`, then the next leaves, with the checks against the range and
+    /// the back's progress. [`Iter::step_fast`] is only the common case (an
+    /// entry inside the range, in the leaf at hand).
+    ///
+    /// Returns the value word of the entry it yields (its bounds are left
+    /// in `slow_s`, `slow_e`), or null at the end: a pointer comes back in a
+    /// register, where an `Option` of the entry would be written to memory
+    /// and make every inlined step do the same.
+    #[inline(never)]
+    fn next_slow(&mut self) -> *mut Slot<T, S> {
+        while !self.done {
+            // SAFETY: the cached leaf belongs to the version 's keeps alive.
+            let leaf = unsafe { &*self.f_leaf };
+            while self.f_idx < self.f_n {
+                let i = self.f_idx;
+                let s = self.f_start;
+                let e = if i + 1 < self.f_n {
+                    leaf.pivots[i]
+                } else {
+                    self.f_hi
+                };
+                let v = leaf.slot(i);
+                self.f_idx = i + 1;
+                self.f_start = e.wrapping_add(1);
+                if v.is_null() {
+                    continue;
+                }
+                if s > self.hi || e > self.hi_ceil {
+                    // Past the range, or overlapping what the back yielded
+                    // (a write replaced the entries in between).
+                    self.finish();
+                    return ptr::null_mut();
+                }
+                if s < self.lo_floor {
+                    continue;
+                }
+                if e >= self.hi {
+                    self.finish();
+                } else {
+                    self.lo = e + 1;
+                    self.lo_floor = e + 1;
+                }
+                self.slow_s = s;
+                self.slow_e = e;
+                return v;
+            }
+            self.front.leaf_set_idx(self.f_n - 1);
+            // SAFETY: the path is valid for the version 's keeps alive.
+            if unsafe { step_next(&mut self.front) } {
+                // SAFETY: as above.
+                unsafe { self.load_front() };
+            } else {
+                self.finish();
+            }
+        }
+        ptr::null_mut()
+    }
+
+    /// The common step: the next entry of the cached leaf, ending before
+    /// the last index still wanted (so it is inside the range, the back
+    /// has not passed it, and the iteration goes on), as its range and
+    /// (non-null) value word. `None` when the step needs
+    /// [`Iter::step_slow`]: anything else, and the move to the next leaf.
+    #[inline]
+    pub(crate) fn step_fast(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        let n = self.f_n;
+        let mut i = self.f_idx;
+        if i < n {
+            // SAFETY: the cached leaf belongs to the version 's keeps alive.
+            let leaf = unsafe { &*self.f_leaf };
+            let mut s = self.f_start;
+            loop {
+                let e = if i + 1 < n { leaf.pivots[i] } else { self.f_hi };
+                let v = leaf.slot(i);
+                if !v.is_null() {
+                    if e < self.hi && s >= self.lo_floor {
+                        self.f_idx = i + 1;
+                        self.f_start = e + 1;
+                        self.lo = e + 1;
+                        self.lo_floor = e + 1;
+                        return Some((s, e, v));
+                    }
+                    break;
+                }
+                i += 1;
+                if i == n {
+                    break;
+                }
+                // Not the last slot, so e is a stored pivot below u64::MAX.
+                s = e + 1;
+            }
+            self.f_idx = i;
+            self.f_start = s;
+        }
+        None
+    }
+
+    /// The step [`Iter::step_fast`] declined: the next entry from the
+    /// front, or `None` at the end.
+    #[inline]
+    pub(crate) fn step_slow(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        let v = self.next_slow();
+        (!v.is_null()).then_some((self.slow_s, self.slow_e, v))
+    }
+
+    /// The next entry from the front as its range and (non-null) value word.
+    #[inline]
+    pub(crate) fn next_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        match self.step_fast() {
+            Some(x) => Some(x),
+            None => self.step_slow(),
+        }
+    }
+
+    /// The next entry from the back as its range and (non-null) value word.
+    pub(crate) fn next_back_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        while !self.done {
+            // SAFETY: the path is valid for the version 's keeps alive.
+            let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.back) };
+            if e < self.lo || s < self.lo_floor {
+                // Before the range, or overlapping what the front yielded.
+                self.finish();
+                break;
+            }
+            // SAFETY: as above.
+            let more = unsafe { step_prev(&mut self.back) };
+            // A slot ending above what the back already passed is stale
+            // (the path stepped into a leaf a write swapped in): skip it.
+            let stale = e > self.hi_ceil;
+            if !v.is_null() && !stale {
+                if s <= self.lo || !more {
+                    self.finish();
+                } else {
+                    self.hi = s - 1;
+                    self.hi_ceil = s - 1;
+                }
+                return Some((s, e, v));
+            }
+            if !more {
+                self.finish();
+            }
+        }
+        None
+    }
+}
+
+impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
+    type Item = (RangeInclusive<u64>, S::Ref<'s>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (s, e, v) = self.next_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive.
+        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+    }
+}
+
+impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (s, e, v) = self.next_back_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive.
+        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+    }
+}
+
+impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
