@@ -32,7 +32,13 @@ pub struct Event {
     pub lines_read: u32,
     /// The lock word's line was also written as data during the hold.
     pub lock_line_data: bool,
+    /// Which step of the exec sequence (one system call) made this hold
+    /// ([`label_calls`]); [`NO_CALL`] when not known.
+    pub call: u32,
 }
+
+/// [`Event::call`] of a hold whose system call is not known.
+pub const NO_CALL: u32 = u32::MAX;
 
 fn site_of(s: rmap::stats::CallSite) -> Site {
     use rmap::stats::CallSite as C;
@@ -52,7 +58,7 @@ fn call_site(s: Site) -> rmap::stats::CallSite {
     match s {
         Site::MmapLink => C::MmapLink,
         Site::ReplaceUnlink => C::ReplaceUnlink,
-        Site::Split => C::Split,
+        Site::Split | Site::ProtectSplit => C::Split,
         Site::ExitUnlink => C::ExitUnlink,
         Site::ForkInsertAfter => C::ForkInsertAfter,
         Site::Walk => C::Walk,
@@ -67,10 +73,18 @@ fn call_site(s: Site) -> rmap::stats::CallSite {
 /// recorded one is noise, a hold preempted on a loaded host;
 /// a site without a plain measurement keeps its recorded times).
 pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
+    // Sites that the maps time as one (a split for mmap and for mprotect)
+    // are corrected together, by the maps' one figure.
+    let mut done = Vec::new();
     for (i, &site) in Site::ALL.iter().enumerate() {
+        let key = call_site(site);
+        if done.contains(&key) {
+            continue;
+        }
+        done.push(key);
         let rec: f64 = events
             .iter()
-            .filter(|e| e.site == site)
+            .filter(|e| call_site(e.site) == key)
             .map(|e| e.hold_ns as f64)
             .sum();
         let Some(&plain) = plain_hold.get(i) else {
@@ -80,7 +94,7 @@ pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
             continue;
         }
         let f = (plain / rec).clamp(0.05, 1.0);
-        for e in events.iter_mut().filter(|e| e.site == site) {
+        for e in events.iter_mut().filter(|e| call_site(e.site) == key) {
             e.hold_ns = (e.hold_ns as f64 * f).round() as u64;
         }
     }
@@ -99,6 +113,7 @@ pub fn record(work: impl FnOnce()) -> Vec<Event> {
             lines_written: e.lines_written,
             lines_read: e.lines_read,
             lock_line_data: e.lock_line_written_as_data,
+            call: NO_CALL,
         })
         .collect()
 }
@@ -213,8 +228,9 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
     out
 }
 
-/// Merges each run of consecutive `Split` holds of one lock (same map,
-/// shard and mode) into one hold: their times add, their line counts are
+/// Merges each run of consecutive split holds (`Split` or `ProtectSplit`)
+/// of one lock (same map, shard and mode) made by one system call
+/// ([`Event::call`]) into one hold: their times add, their line counts are
 /// the largest of the run (the same tree path).
 ///
 /// The kernel's `__split_vma` removes the VMA and inserts its pieces under
@@ -222,15 +238,20 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
 /// the model's split is a removal plus one insert per piece, consecutive
 /// holds of one lock with nothing between them (`mm`'s `replace` docs).
 /// Each extra hold would pay the lock's and the tree's line transfers again
-/// and queue again: without the merge a split costs up to three times the
-/// kernel's lock traffic. Design-agnostic: it looks only at call sites and
-/// lock identities.
+/// and queue again. Holds of two different system calls are never merged:
+/// the trailing remainder insert of one `MAP_FIXED` mmap and the leading
+/// removal of the next call are two holds in the kernel too. When the
+/// calls are not known ([`NO_CALL`] on both), consecutive split holds merge
+/// as if made by one call. Design-agnostic: it looks only at call sites,
+/// system calls and lock identities.
 pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
+    let is_split = |s: Site| matches!(s, Site::Split | Site::ProtectSplit);
     let mut out: Vec<Event> = Vec::with_capacity(events.len());
     for e in events {
         if let Some(last) = out.last_mut() {
-            if e.site == Site::Split
-                && last.site == Site::Split
+            if is_split(e.site)
+                && last.site == e.site
+                && last.call == e.call
                 && (last.map, last.shard, last.write) == (e.map, e.shard, e.write)
             {
                 last.hold_ns += e.hold_ns;
@@ -243,6 +264,131 @@ pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
         out.push(*e);
     }
     out
+}
+
+/// The holds one exec step makes: (map, outer lock, site) of each, in order.
+type StepHolds = Vec<(u32, bool, Site)>;
+
+/// What each step of `prog`'s exec sequence does to the reverse maps:
+/// per step, whether it is an `mprotect`, and the holds it makes, recorded
+/// by running the steps one by one, each as its system call
+/// (`mmap(MAP_FIXED)`, `mprotect`, `munmap` at the planned addresses), on a
+/// fresh address space. [`label_calls`] uses them to tell which system call
+/// made each hold of a recorded exec.
+pub fn step_holds(files: &std::sync::Arc<Files>, prog: &Program) -> Vec<(bool, StepHolds)> {
+    let mm = Mm::new(files.clone());
+    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
+    let out = prog
+        .steps()
+        .iter()
+        .map(|step| {
+            let ev = record(|| {
+                // Errors cannot happen for a planned, checked sequence; one
+                // that did would show as a mismatch in `label_calls`.
+                let _ = match step {
+                    mm::ExecStep::Map {
+                        start,
+                        end,
+                        prot,
+                        backing,
+                        ..
+                    } => {
+                        let opts = mm::MmapOptions {
+                            fixed: true,
+                            ..Default::default()
+                        };
+                        let file = match backing {
+                            mm::Backing::File { file, pgoff } => Some((file, *pgoff)),
+                            mm::Backing::Anon(_) => None,
+                        };
+                        mm.mmap_with(*start, end - start, *prot, opts, file)
+                            .map(drop)
+                    }
+                    mm::ExecStep::Protect {
+                        start, end, prot, ..
+                    } => mm.mprotect(*start, end - start, *prot),
+                    mm::ExecStep::Unmap { start, end, .. } => mm.munmap(*start, end - start),
+                };
+            });
+            (
+                matches!(step, mm::ExecStep::Protect { .. }),
+                ev.iter().map(key).collect(),
+            )
+        })
+        .collect();
+    mm.exit();
+    out
+}
+
+/// Sets [`Event::call`] of the holds of one recorded iteration that the exec
+/// sequence made (the last stretch of `events` whose holds are, in order,
+/// those of `steps`, see [`step_holds`]) to the index of the step that made
+/// them, and relabels the `Split` holds of an `mprotect` as
+/// `ProtectSplit`. Returns false (nothing changed) when no stretch matches.
+pub fn label_calls(events: &mut [Event], steps: &[(bool, StepHolds)]) -> bool {
+    let want: Vec<(u32, (u32, bool, Site), bool)> = steps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (protect, hs))| hs.iter().map(move |&h| (i as u32, h, *protect)))
+        .collect();
+    if want.is_empty() || want.len() > events.len() {
+        return false;
+    }
+    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
+    let Some(at) = (0..=events.len() - want.len()).rev().find(|&p| {
+        events[p..p + want.len()]
+            .iter()
+            .zip(&want)
+            .all(|(e, w)| key(e) == w.1)
+    }) else {
+        return false;
+    };
+    for (e, &(call, _, protect)) in events[at..].iter_mut().zip(&want) {
+        e.call = call;
+        if protect && e.site == Site::Split {
+            e.site = Site::ProtectSplit;
+        }
+    }
+    true
+}
+
+/// Pools the times of slots whose iterations have the same shape (the same
+/// holds in order: site, mode, outer or not, system call): each hold's time
+/// becomes the median over those slots of its time at that position, and
+/// each slot's iteration time the median of theirs.
+///
+/// Every slot ran the same code on this host's few CPUs; the emulated CPU
+/// chooses only which lock (shard) each hold takes, and shards of one
+/// design hold trees of about the same size. What differs between two
+/// slots' times is this host's noise (preemption, the other tenants' cache
+/// traffic), which a slot's few iterations cannot average out: one slot per
+/// CPU of a 384-CPU machine gets only a handful. The median over hundreds
+/// of slots is stable from one recording to the next. Lock identities and
+/// line counts stay each slot's own.
+pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
+    type Shape = Vec<(Site, bool, bool, u32)>;
+    let shape = |ev: &[Event]| -> Shape {
+        ev.iter()
+            .map(|e| (e.site, e.write, e.shard == u32::MAX, e.call))
+            .collect()
+    };
+    let mut groups: HashMap<Shape, Vec<usize>> = HashMap::new();
+    for (i, s) in slots.iter().enumerate() {
+        groups.entry(shape(&s.2)).or_default().push(i);
+    }
+    for idx in groups.values() {
+        let total = median_of(idx.iter().map(|&i| slots[i].1).collect());
+        let n = slots[idx[0]].2.len();
+        let holds: Vec<u64> = (0..n)
+            .map(|k| median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect()) as u64)
+            .collect();
+        for &i in idx {
+            slots[i].1 = total;
+            for (e, &h) in slots[i].2.iter_mut().zip(&holds) {
+                e.hold_ns = h;
+            }
+        }
+    }
 }
 
 /// Builds one slot's steps from an iteration's events (see [`unnest`] and
@@ -409,9 +555,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
         }
     }
-    let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut names: Vec<LockDesc> = Vec::new();
-    let mut slots: Vec<CpuProfile> = Vec::new();
+    let exec_steps = step_holds(&files, &prog);
+    let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
+    let mut labelled = 0usize;
     let mut seen = std::collections::HashSet::new();
     // One thread per CPU of the machine, one after the other: each gets the
     // next emulated CPU, so `m.cpus()` threads cover every CPU once.
@@ -467,18 +613,26 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         }
         let (_, mut events) = summarise(runs);
         correct_holds(&mut events, &plain_hold);
-        let total = plain_ns;
         if events.is_empty() {
             return Err(format!(
                 "design {}: an iteration recorded no lock hold (is rmap's recorder compiled in?)",
                 cfg.design
             ));
         }
-        slots.push(CpuProfile {
-            cpu,
-            steps: steps_of(&events, total, &mut locks, &mut names),
-        });
+        labelled += usize::from(label_calls(&mut events, &exec_steps));
+        recorded.push((cpu, plain_ns, events));
     }
+    pool_times(&mut recorded);
+    let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut names: Vec<LockDesc> = Vec::new();
+    let mut slots: Vec<CpuProfile> = recorded
+        .iter()
+        .map(|(cpu, total, events)| CpuProfile {
+            cpu: *cpu,
+            steps: steps_of(events, *total, &mut locks, &mut names),
+        })
+        .collect();
+    let slots_n = slots.len();
     // VMAs per exit-unlink hold, from the model's own call counts: exit
     // one process that has exec'd the program.
     let exit_vmas_per_hold = {
@@ -505,11 +659,13 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         recorded_ghz: 1.0,
         exit_vmas_per_hold,
         notes: format!(
-            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} locks seen while recording",
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} locks seen while recording; system calls known in {} of {} slots",
             warm.1,
             warm.0,
             100.0 * warm.1 as f64 / warm.0.max(1) as f64,
-            locks.len()
+            locks.len(),
+            labelled,
+            slots_n,
         ),
     };
     p.validate().map_err(|e| e.to_string())?;
@@ -586,6 +742,7 @@ mod tests {
             lines_written: 3,
             lines_read: 2,
             lock_line_data: false,
+            call: NO_CALL,
         }
     }
 
@@ -631,6 +788,102 @@ mod tests {
                 (1, Site::ReplaceUnlink, 7),
                 (1, Site::Split, 40),
             ]
+        );
+    }
+
+    #[test]
+    fn splits_of_two_system_calls_stay_two_holds() {
+        let at = |mut e: Event, call: u32| {
+            e.call = call;
+            e
+        };
+        let evs = [
+            at(ev(1, 0, Site::ReplaceUnlink, 7), 0),
+            at(ev(1, 0, Site::Split, 10), 0),
+            at(ev(1, 0, Site::Split, 20), 1),
+            at(ev(1, 0, Site::Split, 30), 1),
+            at(ev(1, 0, Site::ProtectSplit, 40), 2),
+            at(ev(1, 0, Site::ProtectSplit, 50), 2),
+        ];
+        let out = coalesce_splits(&evs);
+        let shape: Vec<(Site, u64, u32)> =
+            out.iter().map(|e| (e.site, e.hold_ns, e.call)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Site::ReplaceUnlink, 7, 0),
+                (Site::Split, 10, 0),
+                (Site::Split, 50, 1),
+                (Site::ProtectSplit, 90, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_exec_is_labelled_by_system_call() {
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+        let Ok(prog) = files.program(Path::new("/bin/true")) else {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        };
+        let steps = step_holds(&files, &prog);
+        let mm = Mm::new(files.clone());
+        mm.exec_program(&prog);
+        let mut ev = record(|| mm.exec_program(&prog));
+        let teardown = ev.len() - steps.iter().map(|s| s.1.len()).sum::<usize>();
+        assert!(label_calls(&mut ev, &steps));
+        // The old image's teardown comes first and belongs to no step.
+        assert!(ev[..teardown].iter().all(|e| e.call == NO_CALL));
+        assert!(ev[..teardown].iter().all(|e| e.site == Site::ExitUnlink));
+        for (i, (protect, holds)) in steps.iter().enumerate() {
+            let mine: Vec<&Event> = ev.iter().filter(|e| e.call == i as u32).collect();
+            assert_eq!(mine.len(), holds.len(), "step {i}");
+            if *protect {
+                assert!(
+                    mine.iter().all(|e| e.site == Site::ProtectSplit),
+                    "step {i}"
+                );
+            } else {
+                assert!(
+                    mine.iter().all(|e| e.site != Site::ProtectSplit),
+                    "step {i}"
+                );
+            }
+        }
+        // After merging, an mprotect of part of one VMA is one hold (one
+        // `__split_vma`), as in the kernel.
+        let merged = coalesce_splits(&ev);
+        for (i, (protect, holds)) in steps.iter().enumerate() {
+            if *protect && !holds.is_empty() {
+                let n = merged.iter().filter(|e| e.call == i as u32).count();
+                assert_eq!(n, 1, "mprotect step {i}");
+            }
+        }
+        // An unlabelled run does not match.
+        assert!(!label_calls(&mut ev[..1], &steps));
+    }
+
+    #[test]
+    fn pooled_times_are_medians_over_slots_of_one_shape() {
+        let slot = |t: f64, h: u64| {
+            (
+                0,
+                t,
+                vec![ev(1, 0, Site::MmapLink, h), ev(1, 0, Site::ExitUnlink, h)],
+            )
+        };
+        let mut slots = vec![slot(100.0, 10), slot(300.0, 50), slot(200.0, 20)];
+        slots.push((9, 1000.0, vec![ev(2, 0, Site::Split, 999)]));
+        pool_times(&mut slots);
+        for s in &slots[..3] {
+            assert_eq!(s.1, 200.0);
+            assert_eq!(s.2[0].hold_ns, 20);
+            assert_eq!(s.2[1].hold_ns, 20);
+        }
+        assert_eq!(
+            (slots[3].1, slots[3].2[0].hold_ns),
+            (1000.0, 999),
+            "its own shape"
         );
     }
 
