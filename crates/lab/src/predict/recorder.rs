@@ -352,19 +352,25 @@ pub fn label_calls(events: &mut [Event], steps: &[(bool, StepHolds)]) -> bool {
     true
 }
 
-/// Pools the times of slots whose iterations have the same shape (the same
-/// holds in order: site, mode, outer or not, system call): each hold's time
-/// becomes the median over those slots of its time at that position, and
-/// each slot's iteration time the median of theirs.
+/// Pools the times and line counts of slots whose iterations have the same
+/// shape (the same holds in order: site, mode, outer or not, system call):
+/// each hold's time becomes the median over those slots of its time at that
+/// position, each slot's iteration time the median of theirs, and each
+/// hold's line counts the mean over those slots, rounded up or down from
+/// slot to slot so that the slots' sum keeps the mean (the lines are whole
+/// numbers).
 ///
 /// Every slot ran the same code on this host's few CPUs; the emulated CPU
 /// chooses only which lock (shard) each hold takes, and shards of one
 /// design hold trees of about the same size. What differs between two
 /// slots' times is this host's noise (preemption, the other tenants' cache
-/// traffic), which a slot's few iterations cannot average out: one slot per
-/// CPU of a 384-CPU machine gets only a handful. The median over hundreds
-/// of slots is stable from one recording to the next. Lock identities and
-/// line counts stay each slot's own.
+/// traffic), and between their line counts the chance path of each insert
+/// (a rebalance or not), which a slot's few iterations cannot average out:
+/// one slot per CPU of a 384-CPU machine gets only a handful. At 384 CPUs
+/// a written line is a remote transfer on the critical path, so one line
+/// more or less per hold moved a whole prediction by several percent.
+/// Pooled over hundreds of slots, both are stable from one recording to the
+/// next. Lock identities stay each slot's own.
 pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
     type Shape = Vec<(Site, bool, bool, u32)>;
     let shape = |ev: &[Event]| -> Shape {
@@ -379,13 +385,32 @@ pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
     for idx in groups.values() {
         let total = median_of(idx.iter().map(|&i| slots[i].1).collect());
         let n = slots[idx[0]].2.len();
-        let holds: Vec<u64> = (0..n)
-            .map(|k| median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect()) as u64)
+        let m = idx.len() as f64;
+        let holds: Vec<(u64, f64, f64)> = (0..n)
+            .map(|k| {
+                let h = median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect());
+                let w = idx
+                    .iter()
+                    .map(|&i| f64::from(slots[i].2[k].lines_written))
+                    .sum::<f64>()
+                    / m;
+                let r = idx
+                    .iter()
+                    .map(|&i| f64::from(slots[i].2[k].lines_read))
+                    .sum::<f64>()
+                    / m;
+                (h as u64, w, r)
+            })
             .collect();
-        for &i in idx {
+        for (j, &i) in idx.iter().enumerate() {
             slots[i].1 = total;
-            for (e, &h) in slots[i].2.iter_mut().zip(&holds) {
+            // Evenly spaced offsets in (0, 1): over the group, floor(mean +
+            // offset) averages to the mean.
+            let u = (j as f64 + 0.5) / m;
+            for (e, &(h, w, r)) in slots[i].2.iter_mut().zip(&holds) {
                 e.hold_ns = h;
+                e.lines_written = (w + u).floor() as u32;
+                e.lines_read = (r + u).floor() as u32;
             }
         }
     }
@@ -448,13 +473,16 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     let prog = files
         .program(&cfg.binary)
         .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
-    let residents: Vec<Mm> = (0..cfg.resident)
-        .map(|_| {
-            let r = Mm::new(files.clone());
-            r.exec_program(&prog);
-            r
-        })
-        .collect();
+    let populate = || -> Vec<Mm> {
+        (0..cfg.resident)
+            .map(|_| {
+                let r = Mm::new(files.clone());
+                r.exec_program(&prog);
+                r
+            })
+            .collect()
+    };
+    let mut residents = populate();
     let (wt, wd) = cfg.warmup;
     let mut warm = (0u64, 0u64);
     if wt > 0 && !wd.is_zero() {
@@ -555,13 +583,32 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
         }
     }
+    // The residents exit and exec again, in order, on this one thread: the
+    // trees the recording meets are then built by the same sequence of
+    // operations every time, not left in whatever state the warm-up's
+    // threads happened to leave them (which moved a 384-CPU prediction by
+    // over 10% between recordings). A design keeps what it adapted.
+    drop(residents);
+    residents = populate();
     let exec_steps = step_holds(&files, &prog);
     let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
     let mut labelled = 0usize;
     let mut seen = std::collections::HashSet::new();
     // One thread per CPU of the machine, one after the other: each gets the
     // next emulated CPU, so `m.cpus()` threads cover every CPU once.
-    for _ in 0..m.cpus() {
+    for slot in 0..m.cpus() as usize {
+        // One resident re-execs before each slot, so that each slot meets
+        // the shared trees in another state. On the target machine hundreds
+        // of copies exec at once and each hold meets a tree that the others
+        // keep changing; a recording on one frozen tree (one slot's holds
+        // leave it as they found it) gets that one state's paths, and which
+        // state the warm-up left differed from recording to recording (a
+        // libc hold's written lines moved by a few in all, the 384-CPU
+        // prediction by over 10%). [`pool_times`] then averages the line
+        // counts over the slots' states.
+        if !residents.is_empty() {
+            residents[slot % residents.len()].exec_program(&prog);
+        }
         let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
             s.spawn(|| {
                 let cpu = topo.current_cpu();
@@ -864,6 +911,21 @@ mod tests {
     }
 
     #[test]
+    fn pooled_lines_keep_the_mean() {
+        let slot = |w: u32| {
+            let mut e = ev(1, 0, Site::MmapLink, 10);
+            e.lines_written = w;
+            (0, 1.0, vec![e])
+        };
+        // Mean 4.25 over 4 slots.
+        let mut slots = vec![slot(4), slot(5), slot(4), slot(4)];
+        pool_times(&mut slots);
+        let w: Vec<u32> = slots.iter().map(|s| s.2[0].lines_written).collect();
+        assert_eq!(w.iter().sum::<u32>(), 17);
+        assert!(w.iter().all(|&x| x == 4 || x == 5));
+    }
+
+    #[test]
     fn pooled_times_are_medians_over_slots_of_one_shape() {
         let slot = |t: f64, h: u64| {
             (
@@ -880,6 +942,10 @@ mod tests {
             assert_eq!(s.2[0].hold_ns, 20);
             assert_eq!(s.2[1].hold_ns, 20);
         }
+        // Lines: every slot had 3 written, 2 read.
+        assert!(slots[..3]
+            .iter()
+            .all(|s| s.2[0].lines_written == 3 && s.2[0].lines_read == 2));
         assert_eq!(
             (slots[3].1, slots[3].2[0].hold_ns),
             (1000.0, 999),
