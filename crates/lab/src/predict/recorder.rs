@@ -138,6 +138,20 @@ pub struct RecordConfig {
     pub warmup: (usize, Duration),
 }
 
+/// The process that runs the loop. For `shell` it is the forking shell,
+/// which has the program (libc, ld.so and its binary) mapped, as UnixBench's
+/// `sh` has: each fork then copies those file VMAs (`dup_mmap` links each
+/// child VMA into its file's tree, one `i_mmap_rwsem` hold each) and the
+/// child's exec tears the copies down before mapping the new image. An
+/// empty parent would fork nothing and make a shell iteration an execl.
+fn looper(files: &std::sync::Arc<Files>, shell: bool, prog: &Program) -> Mm {
+    let mm = Mm::new(files.clone());
+    if shell {
+        mm.exec_program(prog);
+    }
+    mm
+}
+
 fn iteration(shell: bool, mm: &Mm, prog: &Program) {
     if shell {
         let child = mm.fork();
@@ -491,7 +505,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             for i in 0..wt {
                 let (files, prog, stop) = (&files, &prog, &stop);
                 s.spawn(move || {
-                    let mm = Mm::new(files.clone());
+                    let mm = looper(files, cfg.shell, prog);
                     // Relaxed: a stop flag; nothing is published through it.
                     while !stop.load(Ordering::Relaxed) {
                         iteration(cfg.shell, &mm, prog);
@@ -612,7 +626,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
             s.spawn(|| {
                 let cpu = topo.current_cpu();
-                let mm = Mm::new(files.clone());
+                let mm = looper(&files, cfg.shell, &prog);
                 for _ in 0..2 {
                     iteration(cfg.shell, &mm, &prog);
                 }
@@ -908,6 +922,32 @@ mod tests {
         }
         // An unlabelled run does not match.
         assert!(!label_calls(&mut ev[..1], &steps));
+    }
+
+    #[test]
+    fn a_shell_iteration_forks_a_process_that_maps_the_program() {
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+        let Ok(prog) = files.program(Path::new("/bin/true")) else {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        };
+        let count = |shell: bool, site: Site| {
+            let mm = looper(&files, shell, &prog);
+            iteration(shell, &mm, &prog);
+            let ev = record(|| iteration(shell, &mm, &prog));
+            ev.iter().filter(|e| e.site == site).count()
+        };
+        let file_vmas = {
+            let mm = looper(&files, true, &prog);
+            mm.vmas().iter().filter(|v| v.file().is_some()).count()
+        };
+        assert!(file_vmas >= 3);
+        // One insert-after per file VMA of the parent, none for execl.
+        assert_eq!(count(true, Site::ForkInsertAfter), file_vmas);
+        assert_eq!(count(false, Site::ForkInsertAfter), 0);
+        // The shell's child tears its copy down at exec and exits: more
+        // exit unlinks than execl's one teardown.
+        assert!(count(true, Site::ExitUnlink) > count(false, Site::ExitUnlink));
     }
 
     #[test]
