@@ -20,8 +20,13 @@ pub enum Site {
     MmapLink,
     /// Unlinking mappings a `MAP_FIXED` mmap replaces (`mmap_region`).
     ReplaceUnlink,
-    /// Splitting a mapping (`__split_vma`: munmap/mmap edges, mprotect).
+    /// Splitting a mapping at the edge of a `MAP_FIXED` mmap or a munmap
+    /// (`__split_vma` from `vms_gather_munmap_vmas`).
     Split,
+    /// Splitting a mapping for `mprotect` (`mprotect_fixup` ->
+    /// `__split_vma`: ld.so's RELRO). The kernel's profiles list it apart
+    /// from the mmap/munmap splits.
+    ProtectSplit,
     /// Unlinking on exit or exec's teardown (`unlink_file_vma_batch`).
     ExitUnlink,
     /// Fork's `insert_after` (`dup_mmap`).
@@ -34,10 +39,11 @@ pub enum Site {
 
 impl Site {
     /// Every site, in report order.
-    pub const ALL: [Site; 7] = [
+    pub const ALL: [Site; 8] = [
         Site::MmapLink,
         Site::ReplaceUnlink,
         Site::Split,
+        Site::ProtectSplit,
         Site::ExitUnlink,
         Site::ForkInsertAfter,
         Site::Walk,
@@ -50,6 +56,7 @@ impl Site {
             Site::MmapLink => "mmap_link",
             Site::ReplaceUnlink => "replace_unlink",
             Site::Split => "split",
+            Site::ProtectSplit => "protect_split",
             Site::ExitUnlink => "exit_unlink",
             Site::ForkInsertAfter => "fork_insert_after",
             Site::Walk => "walk",
@@ -59,7 +66,10 @@ impl Site {
 
     /// Index into [`Site::ALL`].
     pub fn index(self) -> usize {
-        Site::ALL.iter().position(|&s| s == self).unwrap_or(6)
+        Site::ALL
+            .iter()
+            .position(|&s| s == self)
+            .unwrap_or(Site::ALL.len() - 1)
     }
 }
 
@@ -351,6 +361,6 @@ mod tests {
         let s = serde_json::to_string(&p).unwrap();
         let q: Profile = serde_json::from_str(&s).unwrap();
         assert_eq!(p, q);
-        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 21);
+        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 28);
     }
 }

@@ -62,9 +62,26 @@
 //!   heuristics beyond those above. Work outside the locks scales
 //!   perfectly.
 //! * A split is one hold of the kernel's `__split_vma` only because the
-//!   recorder merges the model's consecutive split holds of one lock; a
-//!   lock held across several reverse-map calls is otherwise not modelled
-//!   (an outer lock is taken and released around nothing).
+//!   recorder merges the model's consecutive split holds of one lock made
+//!   by one system call; a lock held across several reverse-map calls is
+//!   otherwise not modelled (an outer lock is taken and released around
+//!   nothing).
+//! * **Why the spin share can stay below the kernel's.** The rwsem above
+//!   is the kernel's as documented (writers spin on a running writer owner
+//!   in osq order, bounded spinning on reader owners, sleep with a wake-up,
+//!   hand-off after 4 ms, lock stealing by a writer that finds it free).
+//!   With one copy per CPU every owner runs, so every waiting writer spins,
+//!   as in the kernel; what sets the spin share is then the ratio of the
+//!   lock's serial time per exec (hold times plus line transfers) to the
+//!   work outside it. The recorded holds under-count that serial time
+//!   (lines: only the path and the entry's parent are counted written, no
+//!   rotation or augmented-maximum update; the kernel's split hold removes
+//!   and inserts twice, the model's one insert; a `MAP_FIXED` that merges
+//!   with its neighbour is three kernel holds and one of the model's), and
+//!   the work outside it is the host's calibrated exec cost scaled only by
+//!   clock, which a server core may do in half the time. Either makes the
+//!   simulated spin share lower than the kernel's, and no rwsem setting
+//!   would fix that without fitting.
 //!
 //! # Speed
 //!

@@ -32,7 +32,13 @@ pub struct Event {
     pub lines_read: u32,
     /// The lock word's line was also written as data during the hold.
     pub lock_line_data: bool,
+    /// Which step of the exec sequence (one system call) made this hold
+    /// ([`label_calls`]); [`NO_CALL`] when not known.
+    pub call: u32,
 }
+
+/// [`Event::call`] of a hold whose system call is not known.
+pub const NO_CALL: u32 = u32::MAX;
 
 fn site_of(s: rmap::stats::CallSite) -> Site {
     use rmap::stats::CallSite as C;
@@ -52,7 +58,7 @@ fn call_site(s: Site) -> rmap::stats::CallSite {
     match s {
         Site::MmapLink => C::MmapLink,
         Site::ReplaceUnlink => C::ReplaceUnlink,
-        Site::Split => C::Split,
+        Site::Split | Site::ProtectSplit => C::Split,
         Site::ExitUnlink => C::ExitUnlink,
         Site::ForkInsertAfter => C::ForkInsertAfter,
         Site::Walk => C::Walk,
@@ -67,10 +73,18 @@ fn call_site(s: Site) -> rmap::stats::CallSite {
 /// recorded one is noise, a hold preempted on a loaded host;
 /// a site without a plain measurement keeps its recorded times).
 pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
+    // Sites that the maps time as one (a split for mmap and for mprotect)
+    // are corrected together, by the maps' one figure.
+    let mut done = Vec::new();
     for (i, &site) in Site::ALL.iter().enumerate() {
+        let key = call_site(site);
+        if done.contains(&key) {
+            continue;
+        }
+        done.push(key);
         let rec: f64 = events
             .iter()
-            .filter(|e| e.site == site)
+            .filter(|e| call_site(e.site) == key)
             .map(|e| e.hold_ns as f64)
             .sum();
         let Some(&plain) = plain_hold.get(i) else {
@@ -80,7 +94,7 @@ pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
             continue;
         }
         let f = (plain / rec).clamp(0.05, 1.0);
-        for e in events.iter_mut().filter(|e| e.site == site) {
+        for e in events.iter_mut().filter(|e| call_site(e.site) == key) {
             e.hold_ns = (e.hold_ns as f64 * f).round() as u64;
         }
     }
@@ -99,6 +113,7 @@ pub fn record(work: impl FnOnce()) -> Vec<Event> {
             lines_written: e.lines_written,
             lines_read: e.lines_read,
             lock_line_data: e.lock_line_written_as_data,
+            call: NO_CALL,
         })
         .collect()
 }
@@ -121,6 +136,20 @@ pub struct RecordConfig {
     /// Contended warm-up before recording (threads, time), so that a
     /// design that adapts under contention is recorded adapted.
     pub warmup: (usize, Duration),
+}
+
+/// The process that runs the loop. For `shell` it is the forking shell,
+/// which has the program (libc, ld.so and its binary) mapped, as UnixBench's
+/// `sh` has: each fork then copies those file VMAs (`dup_mmap` links each
+/// child VMA into its file's tree, one `i_mmap_rwsem` hold each) and the
+/// child's exec tears the copies down before mapping the new image. An
+/// empty parent would fork nothing and make a shell iteration an execl.
+fn looper(files: &std::sync::Arc<Files>, shell: bool, prog: &Program) -> Mm {
+    let mm = Mm::new(files.clone());
+    if shell {
+        mm.exec_program(prog);
+    }
+    mm
 }
 
 fn iteration(shell: bool, mm: &Mm, prog: &Program) {
@@ -213,8 +242,9 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
     out
 }
 
-/// Merges each run of consecutive `Split` holds of one lock (same map,
-/// shard and mode) into one hold: their times add, their line counts are
+/// Merges each run of consecutive split holds (`Split` or `ProtectSplit`)
+/// of one lock (same map, shard and mode) made by one system call
+/// ([`Event::call`]) into one hold: their times add, their line counts are
 /// the largest of the run (the same tree path).
 ///
 /// The kernel's `__split_vma` removes the VMA and inserts its pieces under
@@ -222,15 +252,20 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
 /// the model's split is a removal plus one insert per piece, consecutive
 /// holds of one lock with nothing between them (`mm`'s `replace` docs).
 /// Each extra hold would pay the lock's and the tree's line transfers again
-/// and queue again: without the merge a split costs up to three times the
-/// kernel's lock traffic. Design-agnostic: it looks only at call sites and
-/// lock identities.
+/// and queue again. Holds of two different system calls are never merged:
+/// the trailing remainder insert of one `MAP_FIXED` mmap and the leading
+/// removal of the next call are two holds in the kernel too. When the
+/// calls are not known ([`NO_CALL`] on both), consecutive split holds merge
+/// as if made by one call. Design-agnostic: it looks only at call sites,
+/// system calls and lock identities.
 pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
+    let is_split = |s: Site| matches!(s, Site::Split | Site::ProtectSplit);
     let mut out: Vec<Event> = Vec::with_capacity(events.len());
     for e in events {
         if let Some(last) = out.last_mut() {
-            if e.site == Site::Split
-                && last.site == Site::Split
+            if is_split(e.site)
+                && last.site == e.site
+                && last.call == e.call
                 && (last.map, last.shard, last.write) == (e.map, e.shard, e.write)
             {
                 last.hold_ns += e.hold_ns;
@@ -243,6 +278,156 @@ pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
         out.push(*e);
     }
     out
+}
+
+/// The holds one exec step makes: (map, outer lock, site) of each, in order.
+type StepHolds = Vec<(u32, bool, Site)>;
+
+/// What each step of `prog`'s exec sequence does to the reverse maps:
+/// per step, whether it is an `mprotect`, and the holds it makes, recorded
+/// by running the steps one by one, each as its system call
+/// (`mmap(MAP_FIXED)`, `mprotect`, `munmap` at the planned addresses), on a
+/// fresh address space. [`label_calls`] uses them to tell which system call
+/// made each hold of a recorded exec.
+pub fn step_holds(files: &std::sync::Arc<Files>, prog: &Program) -> Vec<(bool, StepHolds)> {
+    let mm = Mm::new(files.clone());
+    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
+    let out = prog
+        .steps()
+        .iter()
+        .map(|step| {
+            let ev = record(|| {
+                // Errors cannot happen for a planned, checked sequence; one
+                // that did would show as a mismatch in `label_calls`.
+                let _ = match step {
+                    mm::ExecStep::Map {
+                        start,
+                        end,
+                        prot,
+                        backing,
+                        ..
+                    } => {
+                        let opts = mm::MmapOptions {
+                            fixed: true,
+                            ..Default::default()
+                        };
+                        let file = match backing {
+                            mm::Backing::File { file, pgoff } => Some((file, *pgoff)),
+                            mm::Backing::Anon(_) => None,
+                        };
+                        mm.mmap_with(*start, end - start, *prot, opts, file)
+                            .map(drop)
+                    }
+                    mm::ExecStep::Protect {
+                        start, end, prot, ..
+                    } => mm.mprotect(*start, end - start, *prot),
+                    mm::ExecStep::Unmap { start, end, .. } => mm.munmap(*start, end - start),
+                };
+            });
+            (
+                matches!(step, mm::ExecStep::Protect { .. }),
+                ev.iter().map(key).collect(),
+            )
+        })
+        .collect();
+    mm.exit();
+    out
+}
+
+/// Sets [`Event::call`] of the holds of one recorded iteration that the exec
+/// sequence made (the last stretch of `events` whose holds are, in order,
+/// those of `steps`, see [`step_holds`]) to the index of the step that made
+/// them, and relabels the `Split` holds of an `mprotect` as
+/// `ProtectSplit`. Returns false (nothing changed) when no stretch matches.
+pub fn label_calls(events: &mut [Event], steps: &[(bool, StepHolds)]) -> bool {
+    let want: Vec<(u32, (u32, bool, Site), bool)> = steps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (protect, hs))| hs.iter().map(move |&h| (i as u32, h, *protect)))
+        .collect();
+    if want.is_empty() || want.len() > events.len() {
+        return false;
+    }
+    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
+    let Some(at) = (0..=events.len() - want.len()).rev().find(|&p| {
+        events[p..p + want.len()]
+            .iter()
+            .zip(&want)
+            .all(|(e, w)| key(e) == w.1)
+    }) else {
+        return false;
+    };
+    for (e, &(call, _, protect)) in events[at..].iter_mut().zip(&want) {
+        e.call = call;
+        if protect && e.site == Site::Split {
+            e.site = Site::ProtectSplit;
+        }
+    }
+    true
+}
+
+/// Pools the times and line counts of slots whose iterations have the same
+/// shape (the same holds in order: site, mode, outer or not, system call):
+/// each hold's time becomes the median over those slots of its time at that
+/// position, each slot's iteration time the median of theirs, and each
+/// hold's line counts the mean over those slots, rounded up or down from
+/// slot to slot so that the slots' sum keeps the mean (the lines are whole
+/// numbers).
+///
+/// Every slot ran the same code on this host's few CPUs; the emulated CPU
+/// chooses only which lock (shard) each hold takes, and shards of one
+/// design hold trees of about the same size. What differs between two
+/// slots' times is this host's noise (preemption, the other tenants' cache
+/// traffic), and between their line counts the chance path of each insert
+/// (a rebalance or not), which a slot's few iterations cannot average out:
+/// one slot per CPU of a 384-CPU machine gets only a handful. At 384 CPUs
+/// a written line is a remote transfer on the critical path, so one line
+/// more or less per hold moved a whole prediction by several percent.
+/// Pooled over hundreds of slots, both are stable from one recording to the
+/// next. Lock identities stay each slot's own.
+pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
+    type Shape = Vec<(Site, bool, bool, u32)>;
+    let shape = |ev: &[Event]| -> Shape {
+        ev.iter()
+            .map(|e| (e.site, e.write, e.shard == u32::MAX, e.call))
+            .collect()
+    };
+    let mut groups: HashMap<Shape, Vec<usize>> = HashMap::new();
+    for (i, s) in slots.iter().enumerate() {
+        groups.entry(shape(&s.2)).or_default().push(i);
+    }
+    for idx in groups.values() {
+        let total = median_of(idx.iter().map(|&i| slots[i].1).collect());
+        let n = slots[idx[0]].2.len();
+        let m = idx.len() as f64;
+        let holds: Vec<(u64, f64, f64)> = (0..n)
+            .map(|k| {
+                let h = median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect());
+                let w = idx
+                    .iter()
+                    .map(|&i| f64::from(slots[i].2[k].lines_written))
+                    .sum::<f64>()
+                    / m;
+                let r = idx
+                    .iter()
+                    .map(|&i| f64::from(slots[i].2[k].lines_read))
+                    .sum::<f64>()
+                    / m;
+                (h as u64, w, r)
+            })
+            .collect();
+        for (j, &i) in idx.iter().enumerate() {
+            slots[i].1 = total;
+            // Evenly spaced offsets in (0, 1): over the group, floor(mean +
+            // offset) averages to the mean.
+            let u = (j as f64 + 0.5) / m;
+            for (e, &(h, w, r)) in slots[i].2.iter_mut().zip(&holds) {
+                e.hold_ns = h;
+                e.lines_written = (w + u).floor() as u32;
+                e.lines_read = (r + u).floor() as u32;
+            }
+        }
+    }
 }
 
 /// Builds one slot's steps from an iteration's events (see [`unnest`] and
@@ -302,13 +487,16 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     let prog = files
         .program(&cfg.binary)
         .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
-    let residents: Vec<Mm> = (0..cfg.resident)
-        .map(|_| {
-            let r = Mm::new(files.clone());
-            r.exec_program(&prog);
-            r
-        })
-        .collect();
+    let populate = || -> Vec<Mm> {
+        (0..cfg.resident)
+            .map(|_| {
+                let r = Mm::new(files.clone());
+                r.exec_program(&prog);
+                r
+            })
+            .collect()
+    };
+    let mut residents = populate();
     let (wt, wd) = cfg.warmup;
     let mut warm = (0u64, 0u64);
     if wt > 0 && !wd.is_zero() {
@@ -317,7 +505,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             for i in 0..wt {
                 let (files, prog, stop) = (&files, &prog, &stop);
                 s.spawn(move || {
-                    let mm = Mm::new(files.clone());
+                    let mm = looper(files, cfg.shell, prog);
                     // Relaxed: a stop flag; nothing is published through it.
                     while !stop.load(Ordering::Relaxed) {
                         iteration(cfg.shell, &mm, prog);
@@ -409,17 +597,36 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
         }
     }
-    let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut names: Vec<LockDesc> = Vec::new();
-    let mut slots: Vec<CpuProfile> = Vec::new();
+    // The residents exit and exec again, in order, on this one thread: the
+    // trees the recording meets are then built by the same sequence of
+    // operations every time, not left in whatever state the warm-up's
+    // threads happened to leave them (which moved a 384-CPU prediction by
+    // over 10% between recordings). A design keeps what it adapted.
+    drop(residents);
+    residents = populate();
+    let exec_steps = step_holds(&files, &prog);
+    let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
+    let mut labelled = 0usize;
     let mut seen = std::collections::HashSet::new();
     // One thread per CPU of the machine, one after the other: each gets the
     // next emulated CPU, so `m.cpus()` threads cover every CPU once.
-    for _ in 0..m.cpus() {
+    for slot in 0..m.cpus() as usize {
+        // One resident re-execs before each slot, so that each slot meets
+        // the shared trees in another state. On the target machine hundreds
+        // of copies exec at once and each hold meets a tree that the others
+        // keep changing; a recording on one frozen tree (one slot's holds
+        // leave it as they found it) gets that one state's paths, and which
+        // state the warm-up left differed from recording to recording (a
+        // libc hold's written lines moved by a few in all, the 384-CPU
+        // prediction by over 10%). [`pool_times`] then averages the line
+        // counts over the slots' states.
+        if !residents.is_empty() {
+            residents[slot % residents.len()].exec_program(&prog);
+        }
         let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
             s.spawn(|| {
                 let cpu = topo.current_cpu();
-                let mm = Mm::new(files.clone());
+                let mm = looper(&files, cfg.shell, &prog);
                 for _ in 0..2 {
                     iteration(cfg.shell, &mm, &prog);
                 }
@@ -467,18 +674,26 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         }
         let (_, mut events) = summarise(runs);
         correct_holds(&mut events, &plain_hold);
-        let total = plain_ns;
         if events.is_empty() {
             return Err(format!(
                 "design {}: an iteration recorded no lock hold (is rmap's recorder compiled in?)",
                 cfg.design
             ));
         }
-        slots.push(CpuProfile {
-            cpu,
-            steps: steps_of(&events, total, &mut locks, &mut names),
-        });
+        labelled += usize::from(label_calls(&mut events, &exec_steps));
+        recorded.push((cpu, plain_ns, events));
     }
+    pool_times(&mut recorded);
+    let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut names: Vec<LockDesc> = Vec::new();
+    let mut slots: Vec<CpuProfile> = recorded
+        .iter()
+        .map(|(cpu, total, events)| CpuProfile {
+            cpu: *cpu,
+            steps: steps_of(events, *total, &mut locks, &mut names),
+        })
+        .collect();
+    let slots_n = slots.len();
     // VMAs per exit-unlink hold, from the model's own call counts: exit
     // one process that has exec'd the program.
     let exit_vmas_per_hold = {
@@ -505,11 +720,13 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         recorded_ghz: 1.0,
         exit_vmas_per_hold,
         notes: format!(
-            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} locks seen while recording",
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} locks seen while recording; system calls known in {} of {} slots",
             warm.1,
             warm.0,
             100.0 * warm.1 as f64 / warm.0.max(1) as f64,
-            locks.len()
+            locks.len(),
+            labelled,
+            slots_n,
         ),
     };
     p.validate().map_err(|e| e.to_string())?;
@@ -586,6 +803,7 @@ mod tests {
             lines_written: 3,
             lines_read: 2,
             lock_line_data: false,
+            call: NO_CALL,
         }
     }
 
@@ -631,6 +849,147 @@ mod tests {
                 (1, Site::ReplaceUnlink, 7),
                 (1, Site::Split, 40),
             ]
+        );
+    }
+
+    #[test]
+    fn splits_of_two_system_calls_stay_two_holds() {
+        let at = |mut e: Event, call: u32| {
+            e.call = call;
+            e
+        };
+        let evs = [
+            at(ev(1, 0, Site::ReplaceUnlink, 7), 0),
+            at(ev(1, 0, Site::Split, 10), 0),
+            at(ev(1, 0, Site::Split, 20), 1),
+            at(ev(1, 0, Site::Split, 30), 1),
+            at(ev(1, 0, Site::ProtectSplit, 40), 2),
+            at(ev(1, 0, Site::ProtectSplit, 50), 2),
+        ];
+        let out = coalesce_splits(&evs);
+        let shape: Vec<(Site, u64, u32)> =
+            out.iter().map(|e| (e.site, e.hold_ns, e.call)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Site::ReplaceUnlink, 7, 0),
+                (Site::Split, 10, 0),
+                (Site::Split, 50, 1),
+                (Site::ProtectSplit, 90, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_exec_is_labelled_by_system_call() {
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+        let Ok(prog) = files.program(Path::new("/bin/true")) else {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        };
+        let steps = step_holds(&files, &prog);
+        let mm = Mm::new(files.clone());
+        mm.exec_program(&prog);
+        let mut ev = record(|| mm.exec_program(&prog));
+        let teardown = ev.len() - steps.iter().map(|s| s.1.len()).sum::<usize>();
+        assert!(label_calls(&mut ev, &steps));
+        // The old image's teardown comes first and belongs to no step.
+        assert!(ev[..teardown].iter().all(|e| e.call == NO_CALL));
+        assert!(ev[..teardown].iter().all(|e| e.site == Site::ExitUnlink));
+        for (i, (protect, holds)) in steps.iter().enumerate() {
+            let mine: Vec<&Event> = ev.iter().filter(|e| e.call == i as u32).collect();
+            assert_eq!(mine.len(), holds.len(), "step {i}");
+            if *protect {
+                assert!(
+                    mine.iter().all(|e| e.site == Site::ProtectSplit),
+                    "step {i}"
+                );
+            } else {
+                assert!(
+                    mine.iter().all(|e| e.site != Site::ProtectSplit),
+                    "step {i}"
+                );
+            }
+        }
+        // After merging, an mprotect of part of one VMA is one hold (one
+        // `__split_vma`), as in the kernel.
+        let merged = coalesce_splits(&ev);
+        for (i, (protect, holds)) in steps.iter().enumerate() {
+            if *protect && !holds.is_empty() {
+                let n = merged.iter().filter(|e| e.call == i as u32).count();
+                assert_eq!(n, 1, "mprotect step {i}");
+            }
+        }
+        // An unlabelled run does not match.
+        assert!(!label_calls(&mut ev[..1], &steps));
+    }
+
+    #[test]
+    fn a_shell_iteration_forks_a_process_that_maps_the_program() {
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+        let Ok(prog) = files.program(Path::new("/bin/true")) else {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        };
+        let count = |shell: bool, site: Site| {
+            let mm = looper(&files, shell, &prog);
+            iteration(shell, &mm, &prog);
+            let ev = record(|| iteration(shell, &mm, &prog));
+            ev.iter().filter(|e| e.site == site).count()
+        };
+        let file_vmas = {
+            let mm = looper(&files, true, &prog);
+            mm.vmas().iter().filter(|v| v.file().is_some()).count()
+        };
+        assert!(file_vmas >= 3);
+        // One insert-after per file VMA of the parent, none for execl.
+        assert_eq!(count(true, Site::ForkInsertAfter), file_vmas);
+        assert_eq!(count(false, Site::ForkInsertAfter), 0);
+        // The shell's child tears its copy down at exec and exits: more
+        // exit unlinks than execl's one teardown.
+        assert!(count(true, Site::ExitUnlink) > count(false, Site::ExitUnlink));
+    }
+
+    #[test]
+    fn pooled_lines_keep_the_mean() {
+        let slot = |w: u32| {
+            let mut e = ev(1, 0, Site::MmapLink, 10);
+            e.lines_written = w;
+            (0, 1.0, vec![e])
+        };
+        // Mean 4.25 over 4 slots.
+        let mut slots = vec![slot(4), slot(5), slot(4), slot(4)];
+        pool_times(&mut slots);
+        let w: Vec<u32> = slots.iter().map(|s| s.2[0].lines_written).collect();
+        assert_eq!(w.iter().sum::<u32>(), 17);
+        assert!(w.iter().all(|&x| x == 4 || x == 5));
+    }
+
+    #[test]
+    fn pooled_times_are_medians_over_slots_of_one_shape() {
+        let slot = |t: f64, h: u64| {
+            (
+                0,
+                t,
+                vec![ev(1, 0, Site::MmapLink, h), ev(1, 0, Site::ExitUnlink, h)],
+            )
+        };
+        let mut slots = vec![slot(100.0, 10), slot(300.0, 50), slot(200.0, 20)];
+        slots.push((9, 1000.0, vec![ev(2, 0, Site::Split, 999)]));
+        pool_times(&mut slots);
+        for s in &slots[..3] {
+            assert_eq!(s.1, 200.0);
+            assert_eq!(s.2[0].hold_ns, 20);
+            assert_eq!(s.2[1].hold_ns, 20);
+        }
+        // Lines: every slot had 3 written, 2 read.
+        assert!(slots[..3]
+            .iter()
+            .all(|s| s.2[0].lines_written == 3 && s.2[0].lines_read == 2));
+        assert_eq!(
+            (slots[3].1, slots[3].2[0].hold_ns),
+            (1000.0, 999),
+            "its own shape"
         );
     }
 

@@ -262,7 +262,9 @@ pub fn checks(
     for (site, name, v) in [
         ("mmap_link", "link on mmap", 24.7),
         ("replace_unlink", "unlink of replaced mappings", 24.8),
-        ("split", "split", 18.5),
+        ("split", "split on mmap/munmap", 18.5),
+        ("protect_split", "mprotect (RELRO) split", 6.1),
+        ("exit_unlink", "exit unlink batch", 6.2),
     ] {
         out.push(share_check(
             &format!("linux: spinning from {name}, % of cycles"),
