@@ -214,15 +214,22 @@ fn splits_and_restores_inside_leaves_match_the_model() {
 /// empties it again. Checked at every step.
 #[test]
 fn split_until_the_leaf_overflows_then_restore() {
+    // Miri: 100 entries and 20 split (still 60 slots' worth: leaves
+    // overflow); every step is validated and compared, which is what costs.
+    let (n, split) = if cfg!(miri) {
+        (100u64, 20..40u64)
+    } else {
+        (200, 40..80)
+    };
     for exclusive in [false, true] {
         let mut t = MapleTree::new();
         let mut m = Model::default();
-        for i in 0..200u64 {
+        for i in 0..n {
             t.store_range(10 * i, 10 * i + 8, i).unwrap();
             m.store(10 * i, 10 * i + 8, i);
         }
         let mut v = 1_000u64;
-        for i in 40..80u64 {
+        for i in split.clone() {
             for x in [10 * i + 2, 10 * i + 6] {
                 v += 1;
                 if exclusive {
@@ -234,7 +241,7 @@ fn split_until_the_leaf_overflows_then_restore() {
                 check(&t, &m, &format!("split at {x} (exclusive {exclusive})"));
             }
         }
-        for i in 40..80u64 {
+        for i in split.clone() {
             v += 1;
             if exclusive {
                 t.cursor_mut().store_range(10 * i, 10 * i + 8, v).unwrap();
@@ -287,9 +294,12 @@ impl Drop for Fragile {
 /// 16 slots, so the split's two extra slots take the general path.
 #[test]
 fn a_panicking_clone_in_a_split_changes_nothing() {
+    // Miri: 120 entries (the split lands in the middle either way).
+    let n: u64 = if cfg!(miri) { 120 } else { 500 };
+    let at = 10 * (n / 2) + 2;
     for (exclusive, last) in [(false, 4), (true, 4), (false, 9), (true, 9)] {
         let mut t = MapleTree::new();
-        for i in 0..500u64 {
+        for i in 0..n {
             t.store_range(10 * i, 10 * i + last, Fragile::new(i))
                 .unwrap();
         }
@@ -297,11 +307,9 @@ fn a_panicking_clone_in_a_split_changes_nothing() {
         CLONES_LEFT.store(0, Ordering::Relaxed);
         let r = catch_unwind(AssertUnwindSafe(|| {
             if exclusive {
-                t.cursor_mut()
-                    .store_range(2502, 2502, Fragile::new(9))
-                    .unwrap();
+                t.cursor_mut().store_range(at, at, Fragile::new(9)).unwrap();
             } else {
-                t.store_range(2502, 2502, Fragile::new(9)).unwrap();
+                t.store_range(at, at, Fragile::new(9)).unwrap();
             }
         }));
         CLONES_LEFT.store(u64::MAX, Ordering::Relaxed);
@@ -309,18 +317,18 @@ fn a_panicking_clone_in_a_split_changes_nothing() {
         let after: Vec<_> = t.reader().iter().map(|(r, v)| (r, v.0)).collect();
         assert_eq!(after, before, "exclusive {exclusive}, last {last}");
         t.validate().unwrap();
-        // Nothing leaked: only the tree's 500 values are alive (the
+        // Nothing leaked: only the tree's n values are alive (the
         // exclusive path frees at once; the shared one retired nothing).
         assert_eq!(
             LIVE.load(Ordering::Relaxed),
-            500,
+            n as i64,
             "exclusive {exclusive}, last {last}"
         );
         // Usable afterwards: the same split now succeeds.
-        t.store_range(2502, 2502, Fragile::new(9)).unwrap();
-        assert_eq!(t.load(2503).map(|e| e.0), Some(250));
-        assert_eq!(t.load(2502).map(|e| e.0), Some(9));
-        assert_eq!(t.len(), 502);
+        t.store_range(at, at, Fragile::new(9)).unwrap();
+        assert_eq!(t.load(at + 1).map(|e| e.0), Some(n / 2));
+        assert_eq!(t.load(at).map(|e| e.0), Some(9));
+        assert_eq!(t.len() as u64, n + 2);
         t.validate().unwrap();
         drop(t);
     }
