@@ -24,6 +24,7 @@ pub mod host;
 pub mod recorder;
 pub mod validate;
 
+use crate::report::esc;
 use mm::CallPattern;
 use predict::{simulate, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;
@@ -363,23 +364,7 @@ pub fn table(o: &PredictOutput) -> String {
         .collect();
     for c in &o.curves {
         for p in &c.points {
-            let ratio = linux
-                .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
-                .filter(|q| q.per_s > 0.0)
-                .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
-            let total = f64::from(p.cpus) * 1e9 * o.seconds;
-            let sites: Vec<String> = p
-                .sites
-                .iter()
-                .filter(|x| x.spin_ns + x.sleep_ns > 0.0)
-                .map(|x| {
-                    format!(
-                        "{} {:.1}",
-                        x.site,
-                        100.0 * (x.spin_ns + x.sleep_ns) / total.max(1.0)
-                    )
-                })
-                .collect();
+            let (ratio, sites) = point_cells(linux, p, o.seconds);
             let _ = writeln!(
                 s,
                 "{:<18} {:>5} {:>10} {:>8} {:>6.1}% {:>6.1}% {:>9.1}%  {}",
@@ -390,7 +375,7 @@ pub fn table(o: &PredictOutput) -> String {
                 100.0 * p.spin_share,
                 100.0 * p.wait_share,
                 p.contended_pct,
-                sites.join(", ")
+                sites
             );
         }
     }
@@ -425,12 +410,6 @@ pub fn table(o: &PredictOutput) -> String {
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
 ];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
 
 /// Throughput against CPUs per design, labelled as a prediction.
 pub fn svg(o: &PredictOutput) -> String {
@@ -665,4 +644,28 @@ mod tests {
         assert!(pattern_arg("batched").is_ok());
         assert!(pattern_arg("sometimes").is_err());
     }
+}
+
+/// A predicted point's cells as the text and HTML tables print them: its ratio
+/// to `linux` at the same CPU count ("-" when linux has no such point), and the
+/// wait by call site ("site share%" for each site that waited, as % of CPU time).
+pub(crate) fn point_cells(linux: Option<&Curve>, p: &Prediction, seconds: f64) -> (String, String) {
+    let ratio = linux
+        .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
+        .filter(|q| q.per_s > 0.0)
+        .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
+    let total = f64::from(p.cpus) * 1e9 * seconds;
+    let sites: Vec<String> = p
+        .sites
+        .iter()
+        .filter(|x| x.spin_ns + x.sleep_ns > 0.0)
+        .map(|x| {
+            format!(
+                "{} {:.1}",
+                x.site,
+                100.0 * (x.spin_ns + x.sleep_ns) / total.max(1.0)
+            )
+        })
+        .collect();
+    (ratio, sites.join(", "))
 }

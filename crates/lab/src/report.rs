@@ -639,7 +639,8 @@ fn series(r: &Results, workload: &str) -> Vec<Series> {
         .collect()
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for HTML text and attribute values.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -879,7 +880,8 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
 
 // ------------------------------------------------------------------------- html
 
-fn html_table(rows: &[Vec<String>], head: &[&str]) -> String {
+/// An HTML table of `rows` under `head`, every cell escaped.
+pub(crate) fn html_table(rows: &[Vec<String>], head: &[&str]) -> String {
     let mut o = String::from("<table><tr>");
     for h in head {
         let _ = write!(o, "<th>{}</th>", esc(h));

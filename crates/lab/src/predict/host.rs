@@ -6,7 +6,8 @@
 //! (`docs/results/predict/validation.json`, as `aspace predict --validate`
 //! writes it) beside it.
 
-use super::{simulate_all, validate::Check, Plan, PredictOutput, VALIDATION_NOTE};
+use super::{rate, simulate_all, validate::Check, Plan, PredictOutput, VALIDATION_NOTE};
+use crate::report::{esc, html_table as table};
 use crate::results::Results;
 use mm::CallPattern;
 use predict::Machine;
@@ -167,39 +168,6 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
     })
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn table(rows: &[Vec<String>], head: &[&str]) -> String {
-    let mut o = String::from("<table><tr>");
-    for h in head {
-        let _ = write!(o, "<th>{}</th>", esc(h));
-    }
-    o.push_str("</tr>");
-    for r in rows {
-        o.push_str("<tr>");
-        for c in r {
-            let _ = write!(o, "<td>{}</td>", esc(c));
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</table>");
-    o
-}
-
 /// The validation table (every published figure and this host's 1-2
 /// thread ratios against their predictions, with the errors).
 pub fn checks_html(checks: &[Check]) -> String {
@@ -273,23 +241,7 @@ pub fn predict_section(o: &PredictOutput) -> String {
     let mut rows = Vec::new();
     for c in &o.curves {
         for p in &c.points {
-            let ratio = linux
-                .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
-                .filter(|q| q.per_s > 0.0)
-                .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
-            let total = f64::from(p.cpus) * 1e9 * o.seconds;
-            let sites: Vec<String> = p
-                .sites
-                .iter()
-                .filter(|x| x.spin_ns + x.sleep_ns > 0.0)
-                .map(|x| {
-                    format!(
-                        "{} {:.1}",
-                        x.site,
-                        100.0 * (x.spin_ns + x.sleep_ns) / total.max(1.0)
-                    )
-                })
-                .collect();
+            let (ratio, sites) = super::point_cells(linux, p, o.seconds);
             rows.push(vec![
                 c.design.clone(),
                 p.cpus.to_string(),
@@ -298,7 +250,7 @@ pub fn predict_section(o: &PredictOutput) -> String {
                 format!("{:.1}", 100.0 * p.spin_share),
                 format!("{:.1}", 100.0 * p.wait_share),
                 format!("{:.1}", p.contended_pct),
-                sites.join(", "),
+                sites,
             ]);
         }
     }
