@@ -624,28 +624,6 @@ pub fn host_without_calibration() -> Machine {
     m
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn args_parse_and_reject() {
-        let m = Machine::by_name("hygon-384").unwrap();
-        assert_eq!(
-            cpus_arg(None, &m).unwrap(),
-            vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 384]
-        );
-        assert_eq!(cpus_arg(Some("4, 2,4"), &m).unwrap(), vec![2, 4]);
-        assert!(cpus_arg(Some("0"), &m).is_err());
-        assert!(cpus_arg(Some("385"), &m).is_err());
-        assert!(cpus_arg(Some("x"), &m).is_err());
-        assert!(machine_arg("nope-machine").is_err());
-        assert_eq!(machine_arg("emr-112").unwrap().name, "emr-112");
-        assert!(pattern_arg("batched").is_ok());
-        assert!(pattern_arg("sometimes").is_err());
-    }
-}
-
 /// A predicted point's cells as the text and HTML tables print them: its ratio
 /// to `linux` at the same CPU count ("-" when linux has no such point), and the
 /// wait by call site ("site share%" for each site that waited, as % of CPU time).
@@ -668,4 +646,26 @@ pub(crate) fn point_cells(linux: Option<&Curve>, p: &Prediction, seconds: f64) -
         })
         .collect();
     (ratio, sites.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_parse_and_reject() {
+        let m = Machine::by_name("hygon-384").unwrap();
+        assert_eq!(
+            cpus_arg(None, &m).unwrap(),
+            vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 384]
+        );
+        assert_eq!(cpus_arg(Some("4, 2,4"), &m).unwrap(), vec![2, 4]);
+        assert!(cpus_arg(Some("0"), &m).is_err());
+        assert!(cpus_arg(Some("385"), &m).is_err());
+        assert!(cpus_arg(Some("x"), &m).is_err());
+        assert!(machine_arg("nope-machine").is_err());
+        assert_eq!(machine_arg("emr-112").unwrap().name, "emr-112");
+        assert!(pattern_arg("batched").is_ok());
+        assert!(pattern_arg("sometimes").is_err());
+    }
 }
