@@ -636,26 +636,7 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         // arena index); `parent` is NIL or a non-NIL link; the slot already
         // holds NIL children, `parent`, `max_last == last`, red and linked.
         unsafe {
-            if parent == NIL {
-                self.root = z;
-            } else {
-                let pn = self.at_mut(parent);
-                if as_left {
-                    pn.left = z;
-                } else {
-                    pn.right = z;
-                }
-                // Augment: raise max_last along the path until it covers z.
-                let mut p = parent;
-                while p != NIL {
-                    let pn = self.at_mut(p);
-                    if pn.max_last >= iv.last {
-                        break;
-                    }
-                    pn.max_last = iv.last;
-                    p = pn.parent;
-                }
-            }
+            self.link_and_augment(z, parent, as_left, iv.last);
             // A red node under a black parent breaks nothing.
             if self.red(parent) || parent == NIL {
                 self.insert_fixup(z);
@@ -762,17 +743,32 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
             n.max_last = n.last;
             n.meta |= RED | IN_TREE;
             let last = n.last;
+            self.link_and_augment(z, parent, as_left, last);
+            self.insert_fixup(z);
+        }
+    }
+
+    /// Makes `z` the root (`parent == NIL`) or `parent`'s left or right
+    /// child, then raises `max_last` along the path above it until it covers
+    /// `last` (z's own `last`). Leaves colours to the caller.
+    ///
+    /// # Safety
+    /// `z` as for [`IntervalTree::at`]; `parent` NIL or as for it.
+    #[inline(always)]
+    unsafe fn link_and_augment(&mut self, z: u32, parent: u32, as_left: bool, last: u64) {
+        // SAFETY: `parent` by the precondition; `p` walks parent links,
+        // dereferenced only when not NIL.
+        unsafe {
             if parent == NIL {
                 self.root = z;
-            } else {
-                let pn = self.at_mut(parent);
-                if as_left {
-                    pn.left = z;
-                } else {
-                    pn.right = z;
-                }
+                return;
             }
-            // Augment: raise max_last along the path until it covers z.
+            let pn = self.at_mut(parent);
+            if as_left {
+                pn.left = z;
+            } else {
+                pn.right = z;
+            }
             let mut p = parent;
             while p != NIL {
                 let pn = self.at_mut(p);
@@ -782,7 +778,6 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 pn.max_last = last;
                 p = pn.parent;
             }
-            self.insert_fixup(z);
         }
     }
 
