@@ -6,6 +6,9 @@ use std::ops::RangeInclusive;
 
 use maple::{MapleError, MapleTree, WriteError};
 
+mod common;
+use common::Rng;
+
 const MAX: u64 = u64::MAX;
 
 fn entries<T: Clone + Send + Sync + 'static>(t: &MapleTree<T>) -> Vec<(RangeInclusive<u64>, T)> {
@@ -31,26 +34,6 @@ fn prev<T: Clone + Send + Sync + 'static>(
     i: u64,
 ) -> Option<(RangeInclusive<u64>, T)> {
     t.prev(i).map(|e| (e.range(), e.value().clone()))
-}
-
-/// splitmix64, for shuffles.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
 }
 
 #[test]

@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use maple::MapleTree;
 
+mod common;
+use common::Rng;
+
 /// `first -> (last, value)`.
 #[derive(Default, Clone, Debug)]
 struct Model(BTreeMap<u64, (u64, u64)>);
@@ -61,22 +64,6 @@ impl Model {
             at = at.max(e.checked_add(1)?);
         }
         (u64::MAX - at >= size - 1).then_some(at)
-    }
-}
-
-/// splitmix64
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 
 use maple::{MapleError, MapleTree};
 
+mod common;
+use common::Rng;
+
 const SEG: u64 = 1024;
 const FIXED: u64 = 8;
 const SEGMENTS: u64 = if cfg!(miri) { 4 } else { 512 };
@@ -88,23 +91,6 @@ fn check_entry(r: &RangeInclusive<u64>, v: &Val) {
             w.contains(r.end()),
             "writer entry {r:?} crosses its segment"
         );
-    }
-}
-
-/// splitmix64
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
