@@ -10,6 +10,9 @@
 //! `opcount threads <k> <ops>`: `k` threads, each overwriting random entries
 //! of its own tree of 10^5 entries, `ops` writes per thread; prints writes/s
 //! (wall clock: only meaningful on an idle machine, or A/B in one run).
+//! Values are boxed `u64`s (an allocation and a deferred free per write);
+//! `threads_inline` stores `XValue`s in the slot word instead, so only the
+//! tree's own memory layer is in the loop.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -202,19 +205,42 @@ fn measure_dup<T: Clone + Send + Sync + 'static, S: Repr<T>>(
     (0..rounds).map(|_| black_box(t.dup())).collect()
 }
 
-fn threads(k: usize, ops: u64) {
+/// Which values the scaling check stores: boxed `u64` (an allocation per
+/// write and a deferred free, so the allocator is in the loop) or
+/// `XValue`s in the slot word (the tree's own machinery alone).
+#[derive(Clone, Copy)]
+enum Values {
+    Boxed,
+    Inline,
+}
+
+fn threads(k: usize, ops: u64, values: Values) {
     let start = Instant::now();
     let hs: Vec<_> = (0..k)
         .map(|j| {
             std::thread::spawn(move || {
-                let t = build(100_000);
                 let mut r = Rng(j as u64 + 1);
-                let t0 = Instant::now();
-                for _ in 0..ops {
-                    let i = r.below(100_000);
-                    t.store_range(first(i), last(i), i).unwrap();
+                let mut keys = move || r.below(100_000);
+                match values {
+                    Values::Boxed => {
+                        let t = build(100_000);
+                        let t0 = Instant::now();
+                        for _ in 0..ops {
+                            let i = keys();
+                            t.store_range(first(i), last(i), i).unwrap();
+                        }
+                        t0.elapsed()
+                    }
+                    Values::Inline => {
+                        let t = build_xvalue(100_000);
+                        let t0 = Instant::now();
+                        for _ in 0..ops {
+                            let i = keys();
+                            t.store_range(first(i), last(i), xv(i)).unwrap();
+                        }
+                        t0.elapsed()
+                    }
                 }
-                t0.elapsed()
             })
         })
         .collect();
@@ -237,15 +263,16 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     if args.is_empty() {
-        eprintln!("usage: opcount <op> <n> [iters] | opcount threads <k> <ops>");
+        eprintln!("usage: opcount <op> <n> [iters] | opcount threads[_inline] <k> <ops>");
         return;
     }
     let op = args[0].as_str();
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let iters: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    if op == "threads" {
-        threads(n as usize, iters);
-        return;
+    match op {
+        "threads" => return threads(n as usize, iters, Values::Boxed),
+        "threads_inline" => return threads(n as usize, iters, Values::Inline),
+        _ => {}
     }
     let ks = keys(n, iters);
     match op {

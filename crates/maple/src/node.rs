@@ -99,6 +99,13 @@ impl<T> Leaf<T> {
         self.slots[i].load(Ordering::Acquire)
     }
 
+    /// The first `n` slots (`n <= LEAF_SLOTS`), for a scan that loads them
+    /// in turn (each load as [`Leaf::slot`]).
+    #[inline]
+    pub(crate) fn slots(&self, n: usize) -> &[AtomicPtr<T>] {
+        &self.slots[..n]
+    }
+
     /// Sets slot `i`. Release: the value behind the pointer is visible to a
     /// reader that loads it (the only ordering an in-place replacement
     /// needs; on a fresh leaf nobody reads it yet and the publish of the

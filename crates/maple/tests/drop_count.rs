@@ -471,7 +471,7 @@ fn iteration_entries_share_one_pin_released_by_the_last() {
         }
     };
     fill(0);
-    for round in 0..4u64 {
+    for round in 0..5u64 {
         let mut it = t.iter();
         let mut kept = Vec::new();
         for k in 0..60 {
@@ -502,6 +502,19 @@ fn iteration_entries_share_one_pin_released_by_the_last() {
                         if kept.len() == 40 {
                             panic!("deliberate");
                         }
+                    })
+                }));
+                assert!(r.is_err());
+            }
+            // A consuming loop that panics before it stashes the entry it
+            // was given: that entry's hold goes back as the panic unwinds.
+            3 => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    it.for_each(|e| {
+                        if kept.len() == 40 {
+                            panic!("deliberate");
+                        }
+                        kept.push(e);
                     })
                 }));
                 assert!(r.is_err());

@@ -595,6 +595,17 @@ impl Harness {
                 assert_eq!(back, want, "range({a}, {b}) backwards");
                 check_mixed(snap.range(a, b), &want, steps, "range");
                 check_mixed(snap.iter(), &self.model.entries(), steps, "iter");
+                check_mixed_then_fold(snap.range(a, b), &want, steps, "range");
+                check_mixed_then_fold(snap.iter(), &self.model.entries(), steps, "iter");
+                // The tree's own iterator (each entry a hold on a shared
+                // pin), folded and stepped.
+                let folded = self.tree.range(a..=b).fold(Vec::new(), |mut v, e| {
+                    v.push((e.range(), *e));
+                    v
+                });
+                assert_eq!(folded, want, "tree.range({a}..={b}) folded");
+                let stepped: Vec<Ent> = self.tree.range(a..=b).map(|e| (e.range(), *e)).collect();
+                assert_eq!(stepped, want, "tree.range({a}..={b}) stepped");
             }
             Op::EmptyArea(min, max, size, rev) => {
                 let want = self.model.empty_area(min, max, size, rev);
@@ -778,9 +789,11 @@ impl Harness {
             self.ops += 1;
         }
         // Run the front out (either end returning None ends the iteration),
-        // then every entry unchanged throughout must have been yielded.
+        // then every entry unchanged throughout must have been yielded. The
+        // run-out is a `for` loop (`next`) or a fold (`for_each`, which
+        // walks a leaf at a time), by the steps' parity.
         if !fronts_done && !backs_done {
-            for (r, &v) in it.by_ref() {
+            let mut run_out = |r: RangeInclusive<u64>, v: u64| {
                 let e = (r, v);
                 assert!(seen.contains(&e), "{e:?} never existed");
                 if let Some((p, _)) = front.last() {
@@ -790,6 +803,13 @@ impl Harness {
                     assert!(e.0.end() < o.start(), "{e:?} overlaps the back's {o:?}");
                 }
                 front.push(e);
+            };
+            if steps.len() % 2 == 0 {
+                for (r, &v) in it.by_ref() {
+                    run_out(r, v);
+                }
+            } else {
+                it.for_each(|(r, &v)| run_out(r, v));
             }
         } else {
             assert!(it.next().is_none() && it.next_back().is_none(), "not fused");
@@ -848,6 +868,50 @@ fn check_mixed<'s>(
     }
 }
 
+/// As [`check_mixed`] for up to 7 steps (the top bits of `steps` say how
+/// many), then folds what is left, which must be exactly the entries the
+/// two ends have not yet yielded, in order.
+fn check_mixed_then_fold<'s>(
+    mut it: impl DoubleEndedIterator<Item = (RangeInclusive<u64>, &'s u64)>,
+    want: &[Ent],
+    steps: u64,
+    what: &str,
+) {
+    let (mut lo, mut hi) = (0usize, want.len());
+    let mut bits = steps;
+    for _ in 0..(steps >> 61) {
+        let front = bits & 1 == 1;
+        bits >>= 1;
+        let got = owned(if front { it.next() } else { it.next_back() });
+        if lo == hi {
+            assert_eq!(got, None, "{what}: ran past the end before the fold");
+            continue;
+        }
+        let w = if front {
+            lo += 1;
+            &want[lo - 1]
+        } else {
+            hi -= 1;
+            &want[hi]
+        };
+        assert_eq!(
+            got.as_ref(),
+            Some(w),
+            "{what}: step before the fold (front {front})"
+        );
+    }
+    let rest = it.fold(Vec::new(), |mut v, (r, x)| {
+        v.push((r, *x));
+        v
+    });
+    assert_eq!(
+        rest,
+        want[lo..hi],
+        "{what}: fold after {} steps",
+        steps >> 61
+    );
+}
+
 fn check_tree(tree: &Tree, model: &Model, space: Space) {
     // Structure: pivots, counts, fill, no adjacent gaps, and every internal
     // gap equal to the longest free run below it.
@@ -860,6 +924,11 @@ fn check_tree(tree: &Tree, model: &Model, space: Space) {
     assert_eq!(snap.len(), want.len());
     let fwd: Vec<Ent> = snap.iter().map(|(r, v)| (r, *v)).collect();
     assert_eq!(fwd, want, "full iteration");
+    let folded = snap.iter().fold(Vec::new(), |mut v, (r, x)| {
+        v.push((r, *x));
+        v
+    });
+    assert_eq!(folded, want, "full iteration, folded");
     let mut back: Vec<Ent> = snap.iter().rev().map(|(r, v)| (r, *v)).collect();
     back.reverse();
     assert_eq!(back, want, "full reverse iteration");

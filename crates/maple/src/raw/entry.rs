@@ -278,42 +278,111 @@ pub(crate) enum EntryPin {
 /// yields, counted by hand, and released when the iterator and the last
 /// entry it yielded are all gone.
 ///
-/// The count is kept so that yielding an entry writes nothing shared: the
-/// iterator holds [`ITER_SHARE`] references from the start and counts its
-/// yields itself; each entry's drop takes one reference away; when the
-/// iterator is dropped it gives back its share less one per yielded entry,
-/// leaving exactly one reference per entry still alive. An entry so costs
-/// the iterator one counter increment and its own drop one decrement: no
-/// pin and unpin of its own. The count is a `Cell`: the iterator and its
-/// entries are neither `Send` nor `Sync`, so all of them stay on the
-/// thread that pinned.
+/// `holders` counts the iterator and each entry alive (and, for a moment,
+/// the hold an entry is about to be made with); whoever brings it to zero
+/// unpins. The hold for an entry is taken at the very start of the call
+/// that yields it (`next`, `next_back`), or, inside `fold`, right after
+/// `f` returns for the entry before. So when an entry is dropped at the
+/// end of a loop body (`for e in tree.iter()`, `sum`, `for_each` ...), its
+/// decrement is followed by the next hold's increment with nothing read in
+/// between, and the compiler folds the pair away: it knows the count is at
+/// least two when the entry is made (the iterator and the hold), so that
+/// drop is never the last. Such an entry costs nothing over a [`Reader`](crate::Reader)'s
+/// item (callgrind: `benches/api_overhead.rs`). An entry that escapes (kept
+/// in a `Vec`, say) pays one increment and one decrement.
+///
+/// The count is a `Cell`: the iterator and its entries are neither `Send`
+/// nor `Sync`, so all of them stay on the thread that pinned. It is a
+/// `u64` even where `usize` is narrower, and an increment at `u64::MAX`
+/// aborts, as `Rc`'s does, so entries leaked with `mem::forget` cannot
+/// wrap it.
+#[repr(C)]
 struct SharedPin {
-    refs: Cell<usize>,
+    holders: Cell<u64>,
     _guard: Guard,
+    /// Frees the allocation this header begins ([`IterPin`], whose type
+    /// the entries do not know).
+    free: unsafe fn(NonNull<SharedPin>),
 }
 
-/// The iterator's share of its [`SharedPin`]: more references than it can
-/// ever yield entries, so no entry's drop can bring the count to zero while
-/// the iterator lives.
-const ITER_SHARE: usize = usize::MAX;
+/// The allocation of one iteration: the pin its entries share, then the
+/// iterator's own state. The state lives here, not in [`Entries`], so
+/// that `Entries` is one pointer that the compiler keeps in a register
+/// (a 2 KiB iterator on the caller's stack, whose address the out-of-line
+/// steps take, is kept in memory, and then the pin's address is reloaded
+/// after every entry's drop, which stops the count's increment and
+/// decrement from folding). The state is dead once the iterator is
+/// dropped, and freed with the pin.
+#[repr(C)]
+struct IterPin<'a, T: 'a, S: Repr<T>> {
+    pin: SharedPin,
+    iter: Iter<'a, T, S>,
+}
+
+/// [`SharedPin::free`] for an [`IterPin`] of these types.
+///
+/// # Safety
+/// `p` begins a leaked `Box<IterPin<'a, T, S>>` nobody else can reach.
+unsafe fn free_iter_pin<'a, T: 'a, S: Repr<T>>(p: NonNull<SharedPin>) {
+    // SAFETY: guaranteed by the caller; `pin` is the first field of the
+    // `repr(C)` IterPin, so the header's address is the allocation's.
+    drop(unsafe { Box::from_raw(p.as_ptr().cast::<IterPin<'a, T, S>>()) });
+}
 
 /// A reference to a [`SharedPin`] held by one entry.
 pub(crate) struct SharedPinRef(NonNull<SharedPin>);
 
 impl SharedPinRef {
-    /// Gives back `n` references; frees the pin when none is left.
+    /// Adds a holder: a hold for the entry about to be made.
     ///
     /// # Safety
-    /// The caller holds at least `n` references.
+    /// The caller holds a reference to `p`.
     #[inline]
-    unsafe fn release(p: NonNull<SharedPin>, n: usize) {
-        // SAFETY: the pin lives while a reference (the caller's) does.
-        let refs = unsafe { &(*p.as_ptr()).refs };
-        let left = refs.get() - n;
-        refs.set(left);
+    unsafe fn hold(p: NonNull<SharedPin>) {
+        // SAFETY: the pin lives while the caller's reference does.
+        let holders = unsafe { &(*p.as_ptr()).holders };
+        let n = holders.get();
+        if n == u64::MAX {
+            // Only entries leaked by the quintillion get here; as `Rc`
+            // does, stop rather than let the count wrap.
+            std::process::abort();
+        }
+        holders.set(n + 1);
+    }
+
+    /// Tells the compiler that `p` has at least two holders (the caller's
+    /// and the hold just taken for an entry), so that the drop of the
+    /// entry made with the second cannot be the last.
+    ///
+    /// # Safety
+    /// It is so.
+    #[inline]
+    unsafe fn assume_two(p: NonNull<SharedPin>) {
+        // SAFETY: the pin lives while the caller's reference does.
+        if unsafe { (*p.as_ptr()).holders.get() } < 2 {
+            // SAFETY: guaranteed by the caller.
+            unsafe { std::hint::unreachable_unchecked() }
+        }
+    }
+
+    /// Takes one holder away; unpins and frees the pin when none is left.
+    ///
+    /// # Safety
+    /// The caller is a holder of `p` and gives that up.
+    #[inline]
+    unsafe fn release(p: NonNull<SharedPin>) {
+        // SAFETY: the pin lives while a holder (the caller) does.
+        let holders = unsafe { &(*p.as_ptr()).holders };
+        let left = holders.get() - 1;
         if left == 0 {
-            // SAFETY: the last reference: nobody else can reach the pin.
+            // SAFETY: the last holder: nobody else can reach the pin.
             unsafe { SharedPinRef::free(p) };
+        } else {
+            // Stored only here, so that where a hold is taken right after
+            // (the next entry's), this store is dead on every path and
+            // goes, even before the compiler has seen that this branch is
+            // the only one taken.
+            holders.set(left);
         }
     }
 
@@ -324,16 +393,17 @@ impl SharedPinRef {
     #[cold]
     #[inline(never)]
     unsafe fn free(p: NonNull<SharedPin>) {
-        // SAFETY: forwarded from the caller.
-        drop(unsafe { Box::from_raw(p.as_ptr()) });
+        // SAFETY: the header is alive until now; its `free` matches the
+        // allocation (set where it was made); nobody can reach it after.
+        unsafe { ((*p.as_ptr()).free)(p) }
     }
 }
 
 impl Drop for SharedPinRef {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: an entry holds one reference.
-        unsafe { SharedPinRef::release(self.0, 1) }
+        // SAFETY: an entry is one holder.
+        unsafe { SharedPinRef::release(self.0) }
     }
 }
 
@@ -350,14 +420,11 @@ impl Drop for SharedPinRef {
 /// [`Entry`]). Entries stay on the thread that iterated: neither the
 /// iterator nor an [`Entry`] is `Send`.
 pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
-    // Iterates the version that `pin` keeps alive: the iterator holds
-    // references to the pin until it is dropped, and each value it yields
-    // is tied to one before it escapes.
-    inner: Iter<'a, T, S>,
-    /// The pin shared with the entries, of which this iterator holds
-    /// [`ITER_SHARE`] references, `yielded` of them handed to entries.
-    pin: NonNull<SharedPin>,
-    yielded: usize,
+    /// The pin shared with the entries, of which the iterator is one
+    /// holder, and the iteration's state after it. The iteration walks
+    /// the version the pin keeps alive, and each value it yields is tied
+    /// to a hold on the pin before it escapes.
+    pin: NonNull<IterPin<'a, T, S>>,
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
@@ -365,36 +432,75 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
         // The root is loaded under this pin, so the whole version the
         // iteration walks, and every value it yields, stays alive for as
         // long as the pin does.
-        let pin = Box::new(SharedPin {
-            refs: Cell::new(ITER_SHARE),
-            _guard: epoch::pin(),
+        let guard = epoch::pin();
+        // (The root token is made here, under the pin just taken, which
+        // the iteration holds until the iterator and its entries are gone.)
+        let iter = Iter::new(super::Root::new(core.load_root()), first, last);
+        let pin = Box::new(IterPin {
+            pin: SharedPin {
+                holders: Cell::new(1),
+                _guard: guard,
+                free: free_iter_pin::<'a, T, S>,
+            },
+            iter,
         });
-        // (The root token is made here, under the pin just taken, which the
-        // iterator holds until it is dropped.)
-        let inner = Iter::new(super::Root::new(core.load_root()), first, last);
         Entries {
-            inner,
             pin: NonNull::from(Box::leak(pin)),
-            yielded: 0,
         }
     }
 
+    /// The header the entries point to.
     #[inline]
-    fn wrap(&mut self, raw: RawEntry<Slot<T, S>>) -> Entry<'a, T, S> {
-        // One of the iterator's references passes to the entry. The
-        // entries yielded are disjoint ranges of live entries, far fewer
-        // than ITER_SHARE.
-        self.yielded += 1;
-        // SAFETY: a yielded word is never null, and it belongs to the
-        // version the pin keeps alive.
-        unsafe { Entry::shared(SharedPinRef(self.pin), raw) }
+    fn header(&self) -> NonNull<SharedPin> {
+        // `pin` is the first field of the repr(C) IterPin.
+        self.pin.cast()
+    }
+
+    /// The iteration's state.
+    #[inline]
+    fn inner(&mut self) -> &mut Iter<'a, T, S> {
+        // SAFETY: the allocation lives while the iterator (a holder) does,
+        // and only the iterator touches this field (entries use only the
+        // header), so the borrow is unique for as long as `&mut self`.
+        unsafe { &mut (*self.pin.as_ptr()).iter }
+    }
+
+    /// Takes a hold for the entry about to be made. `next`, `next_back`
+    /// and `fold`'s loop take it first thing, before they read the tree,
+    /// so that the drop of the entry yielded last (at the end of a loop's
+    /// body) and this increment are adjacent with nothing read in between,
+    /// and the compiler folds the pair (see [`SharedPin`]).
+    #[inline]
+    fn hold(&self) {
+        // SAFETY: the iterator is a holder.
+        unsafe { SharedPinRef::hold(self.header()) };
+    }
+
+    /// Makes the entry for `raw` (or gives the hold back if there is none)
+    /// with the hold just taken.
+    #[inline]
+    fn with_hold(&self, raw: Option<RawEntry<Slot<T, S>>>) -> Option<Entry<'a, T, S>> {
+        match raw {
+            // SAFETY: the iterator and the hold are two holders; the hold
+            // passes to the entry; a yielded word is never null and belongs
+            // to the version the pin keeps alive.
+            Some(raw) => unsafe {
+                SharedPinRef::assume_two(self.header());
+                Some(Entry::shared(SharedPinRef(self.header()), raw))
+            },
+            None => {
+                // SAFETY: the hold is the caller's, and unused.
+                unsafe { SharedPinRef::release(self.header()) };
+                None
+            }
+        }
     }
 }
 
 impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
     fn drop(&mut self) {
-        // SAFETY: the iterator still holds ITER_SHARE - yielded references.
-        unsafe { SharedPinRef::release(self.pin, ITER_SHARE - self.yielded) }
+        // SAFETY: the iterator is a holder until now.
+        unsafe { SharedPinRef::release(self.header()) }
     }
 }
 
@@ -402,43 +508,42 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     type Item = Entry<'a, T, S>;
     #[inline]
     fn next(&mut self) -> Option<Entry<'a, T, S>> {
-        let e = self.inner.next_raw()?;
-        Some(self.wrap(e))
+        self.hold();
+        let raw = self.inner().next_raw();
+        self.with_hold(raw)
     }
 
-    /// The loop of `sum`, `for_each`, `count`, ...: the pin's address stays
-    /// in a register, and the common step and the out-of-line one each hand
-    /// their entry to `f` directly.
+    /// The loop of `sum`, `for_each`, `count`, ...: [`Iter`]'s leaf-at-a-time
+    /// loop, each entry handed to `f` as it is made, with a hold taken
+    /// before the loop or right after `f` returned for the entry before.
+    /// If `f` panics, its entry has the hold, none is left over, and the
+    /// iterator's drop gives back the iterator's own.
     #[inline]
     fn fold<B, F: FnMut(B, Entry<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
-        let pin = self.pin;
-        let mut acc = init;
-        loop {
-            // Each yield is counted before `f` runs, so that a panicking `f`
-            // leaves the count right for the drop.
-            if let Some(raw) = self.inner.step_fast() {
-                self.yielded += 1;
-                // SAFETY: as in `wrap`.
-                acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
-                continue;
-            }
-            match self.inner.step_slow() {
-                Some(raw) => {
-                    self.yielded += 1;
-                    // SAFETY: as in `wrap`.
-                    acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
-                }
-                None => return acc,
-            }
-        }
+        let pin = self.header();
+        self.hold();
+        let acc = self.inner().fold_raw(init, |acc, raw| {
+            // SAFETY: the iterator and the hold are two holders.
+            unsafe { SharedPinRef::assume_two(pin) };
+            // SAFETY: the hold passes to the entry; a yielded word is never
+            // null and belongs to the version the pin keeps alive.
+            let acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
+            // The next entry's hold. SAFETY: the iterator is a holder.
+            unsafe { SharedPinRef::hold(pin) };
+            acc
+        });
+        // SAFETY: the hold taken after the last entry, unused.
+        unsafe { SharedPinRef::release(pin) };
+        acc
     }
 }
 
 impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let e = self.inner.next_back_raw()?;
-        Some(self.wrap(e))
+        self.hold();
+        let raw = self.inner().next_back_raw();
+        self.with_hold(raw)
     }
 }
 

@@ -8,6 +8,7 @@ use std::ptr;
 use super::Root;
 use crate::node::Leaf;
 use crate::read::{descend, path_entry, step_next, step_prev, Path, RawEntry};
+use crate::sync::Ordering;
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
 use crate::Reader;
@@ -217,6 +218,88 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         None
     }
 
+    /// Hands every entry still to come from the front to `f`, in order: the
+    /// loop of `fold`, `for_each`, `sum` and the like, which consume the
+    /// iterator, so the back cannot move while it runs.
+    ///
+    /// A leaf that ends before the last index wanted, and whose next slot
+    /// starts at or above the front's floor, is scanned by a loop with no
+    /// check at all: inside one leaf the entries only increase, so none of
+    /// them can pass the range's end or fall below the floor (the floor
+    /// guards against a leaf that a write swapped in under the front). Any
+    /// other leaf (the range's last one, or one found stale) is stepped by
+    /// [`Iter::next_slow`], which has every check.
+    ///
+    /// If `f` panics, the iterator's state is left behind at some earlier
+    /// entry; callers consume the iterator, so it is only dropped after.
+    #[inline]
+    pub(crate) fn fold_raw<B>(
+        &mut self,
+        init: B,
+        mut f: impl FnMut(B, RawEntry<Slot<T, S>>) -> B,
+    ) -> B {
+        let mut acc = init;
+        let hi = self.hi;
+        loop {
+            let n = self.f_n;
+            if n == 0 {
+                // Finished (`finish` zeroes f_n).
+                return acc;
+            }
+            let i = self.f_idx;
+            let lhi = self.f_hi;
+            if i < n && lhi < hi && self.f_start >= self.lo_floor {
+                // SAFETY: the cached leaf belongs to the version 's keeps
+                // alive; n is its slot count.
+                let leaf = unsafe { &*self.f_leaf };
+                let last = n - 1;
+                let pivots = &leaf.pivots[..last];
+                let slots = leaf.slots(n);
+                let mut s = self.f_start;
+                let mut floor = self.lo_floor;
+                for k in i..last {
+                    let e = pivots[k];
+                    // Acquire, as `Leaf::slot`: pairs with an exact-fit
+                    // write's release store of a new value pointer.
+                    let v = slots[k].load(Ordering::Acquire);
+                    if !v.is_null() {
+                        acc = f(acc, (s, e, v));
+                        floor = e + 1;
+                    }
+                    // A stored pivot is below the leaf's last index.
+                    s = e + 1;
+                }
+                // The last slot ends at the leaf's last index, below `hi`.
+                let v = slots[last].load(Ordering::Acquire);
+                if !v.is_null() {
+                    acc = f(acc, (s, lhi, v));
+                    floor = lhi + 1;
+                }
+                self.f_idx = n;
+                self.f_start = lhi + 1;
+                self.lo = self.lo.max(floor);
+                self.lo_floor = floor;
+            } else if i < n {
+                // The range's last leaf, or one found stale: step by step.
+                match self.step_slow() {
+                    Some(raw) => acc = f(acc, raw),
+                    None => return acc,
+                }
+                continue;
+            }
+            // The leaf is done: move to the next one.
+            self.front.leaf_set_idx(n - 1);
+            // SAFETY: the path is valid for the version 's keeps alive.
+            if unsafe { step_next(&mut self.front) } {
+                // SAFETY: as above.
+                unsafe { self.load_front() };
+            } else {
+                self.finish();
+                return acc;
+            }
+        }
+    }
+
     /// The step [`Iter::step_fast`] declined: the next entry from the
     /// front, or `None` at the end.
     #[inline]
@@ -274,6 +357,14 @@ impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
         let (s, e, v) = self.next_raw()?;
         // SAFETY: the value lives as long as the version 's keeps alive.
         Some((s..=e, unsafe { S::borrow(v.cast()) }))
+    }
+
+    #[inline]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        self.fold_raw(init, |acc, (s, e, v)| {
+            // SAFETY: as in `next`.
+            f(acc, (s..=e, unsafe { S::borrow(v.cast()) }))
+        })
     }
 }
 
