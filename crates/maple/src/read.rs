@@ -309,41 +309,62 @@ pub(crate) unsafe fn path_entry<T>(path: &Path) -> RawEntry<T> {
 /// # Safety
 /// The path is valid for a live version.
 pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
-    // SAFETY: every node touched is on the path or a child of one.
-    unsafe {
-        let mut d = path.len - 1;
-        loop {
-            let l = path.lv[d];
-            if l.idx + 1 < count(l.node) {
-                path.lv[d].idx += 1;
-                break;
-            }
-            if d == 0 {
-                return false;
-            }
-            d -= 1;
-        }
-        // Descend leftmost below level d.
-        while d + 1 < path.len {
-            let l = path.lv[d];
-            let int = &*l.node.cast::<Internal>();
-            let n = int.hdr.count as usize;
-            let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
-            path.lv[d + 1] = Level {
-                node: int.child(l.idx),
-                idx: 0,
-                lo: s,
-                hi: e,
-            };
-            // A forward scan will want the following sibling next: start
-            // fetching it while this node is being read.
-            if l.idx + 1 < n {
-                prefetch_node(int.child(l.idx + 1));
-            }
-            d += 1;
-        }
-        true
+    let leaf = path.len - 1;
+    let l = &mut path.lv[leaf];
+    // SAFETY: the path's nodes are valid (caller).
+    if l.idx + 1 < unsafe { count(l.node) } {
+        l.idx += 1;
+        return true;
     }
+    // SAFETY: forwarded.
+    unsafe { step_next_leaf(path) }
+}
+
+/// Moves the path to the first slot of the next leaf, whatever slot of its
+/// leaf it is at (an iteration that has scanned the whole leaf itself
+/// comes here directly); false at the end.
+///
+/// # Safety
+/// The path is valid for a live version.
+pub(crate) unsafe fn step_next_leaf(path: &mut Path) -> bool {
+    let len = path.len;
+    let lv = &mut path.lv[..len];
+    // The lowest level above the leaf with a slot to its right.
+    let mut d = len - 1;
+    loop {
+        if d == 0 {
+            return false;
+        }
+        d -= 1;
+        let l = &mut lv[d];
+        // SAFETY: every node on the path is valid (caller).
+        if l.idx + 1 < unsafe { count(l.node) } {
+            l.idx += 1;
+            break;
+        }
+    }
+    // Descend leftmost below level d.
+    while d + 1 < len {
+        let l = lv[d];
+        // SAFETY: a level above the leaf holds an internal node, valid
+        // (caller), whose children are too.
+        let int = unsafe { &*l.node.cast::<Internal>() };
+        let n = int.hdr.count as usize;
+        let (s, e) = slot_range(&int.pivots, n, l.idx, l.lo, l.hi);
+        lv[d + 1] = Level {
+            node: int.child(l.idx),
+            idx: 0,
+            lo: s,
+            hi: e,
+        };
+        // A forward scan will want the following sibling next: start
+        // fetching it while this node is being read.
+        if l.idx + 1 < n {
+            prefetch_node(int.child(l.idx + 1));
+        }
+        d += 1;
+    }
+    true
 }
 
 /// Moves the path to the previous slot in index order; false at the start.

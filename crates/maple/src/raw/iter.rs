@@ -7,7 +7,7 @@ use std::ptr;
 
 use super::Root;
 use crate::node::Leaf;
-use crate::read::{descend, path_entry, step_next, step_prev, Path, RawEntry};
+use crate::read::{descend, path_entry, step_next, step_next_leaf, step_prev, Path, RawEntry};
 use crate::sync::Ordering;
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -287,10 +287,9 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 }
                 continue;
             }
-            // The leaf is done: move to the next one.
-            self.front.leaf_set_idx(n - 1);
+            // The leaf is done: move to the first slot of the next one.
             // SAFETY: the path is valid for the version 's keeps alive.
-            if unsafe { step_next(&mut self.front) } {
+            if unsafe { step_next_leaf(&mut self.front) } {
                 // SAFETY: as above.
                 unsafe { self.load_front() };
             } else {
