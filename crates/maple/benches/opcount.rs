@@ -12,7 +12,8 @@
 //! (wall clock: only meaningful on an idle machine, or A/B in one run).
 //! Values are boxed `u64`s (an allocation and a deferred free per write);
 //! `threads_inline` stores `XValue`s in the slot word instead, so only the
-//! tree's own memory layer is in the loop.
+//! tree's own memory layer is in the loop. `opcount control <k> <ops>` is
+//! the machine's own scaling: each thread updates a private 4 MB array.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -214,6 +215,32 @@ enum Values {
     Inline,
 }
 
+/// The machine's own scaling, as a control for `threads`: `k` threads, each
+/// updating random words of a private 4 MB array (the size of a tree of
+/// 10^5 entries), `ops` updates each; prints updates/s in all.
+fn control(k: usize, ops: u64) {
+    let hs: Vec<_> = (0..k)
+        .map(|j| {
+            std::thread::spawn(move || {
+                let mut words = vec![0u64; 4 << 17];
+                let mut r = Rng(j as u64 + 1);
+                let t0 = Instant::now();
+                for i in 0..ops {
+                    let w = r.below(words.len() as u64) as usize;
+                    words[w] = words[w].wrapping_add(i);
+                }
+                black_box(&words);
+                t0.elapsed()
+            })
+        })
+        .collect();
+    let total: f64 = hs
+        .into_iter()
+        .map(|h| ops as f64 / h.join().unwrap().as_secs_f64())
+        .sum();
+    println!("control {k}: {total:.0} updates/s in all");
+}
+
 fn threads(k: usize, ops: u64, values: Values) {
     let start = Instant::now();
     let hs: Vec<_> = (0..k)
@@ -263,7 +290,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     if args.is_empty() {
-        eprintln!("usage: opcount <op> <n> [iters] | opcount threads[_inline] <k> <ops>");
+        eprintln!("usage: opcount <op> <n> [iters] | opcount threads[_inline]|control <k> <ops>");
         return;
     }
     let op = args[0].as_str();
@@ -272,6 +299,7 @@ fn main() {
     match op {
         "threads" => return threads(n as usize, iters, Values::Boxed),
         "threads_inline" => return threads(n as usize, iters, Values::Inline),
+        "control" => return control(n as usize, iters),
         _ => {}
     }
     let ks = keys(n, iters);
