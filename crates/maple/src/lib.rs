@@ -29,8 +29,10 @@
 //! `empty_area`; Rust users reach for `get` / `insert` / `remove` / `iter`
 //! with range arguments. Both are here, on the same tree, with the same
 //! concurrency contract and cost (the idiomatic calls are inlined wrappers;
-//! `iter()`'s entries, which may outlive it, cost a few instructions more
-//! each than a [`Reader`]'s references):
+//! `iter()`'s entries, which may outlive it, cost nothing more than a
+//! [`Reader`]'s references when the iteration is consumed by `fold`,
+//! `for_each`, `sum` and the like, and about 5 instructions more each in a
+//! `for` loop, where a [`Reader`]'s scan takes about 69):
 //!
 //! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
 //! |---|---|---|

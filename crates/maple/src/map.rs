@@ -157,9 +157,11 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// and its entries).
     ///
     /// Lock-free; what it sees is the contract of a [`Reader`]'s iteration
-    /// (it walks the version it found when created). For the cheapest scan
-    /// (plain references, no count kept per entry, about 7% fewer
-    /// instructions) iterate a [`Reader`]: `tree.reader().iter()`.
+    /// (it walks the version it found when created). Consumed by `fold`,
+    /// `for_each`, `sum` and the like it costs what a [`Reader`]'s
+    /// iteration costs (an entry dropped inside the closure keeps no count);
+    /// stepped by a `for` loop, about 7% more instructions than
+    /// `tree.reader().iter()` (a count per entry kept).
     ///
     /// ```
     /// let tree: maple::MapleTree<&str> = [(0..10, "a"), (20..30, "b")].into_iter().collect();
