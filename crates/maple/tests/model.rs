@@ -845,20 +845,13 @@ fn check_mixed<'s>(
         let front = steps & 1 == 1;
         steps = steps.rotate_right(1);
         let got = if front { it.next() } else { it.next_back() };
-        if lo == hi {
+        let Some(w) = expected_step(want, &mut lo, &mut hi, front) else {
             assert_eq!(owned(got), None, "{what}: mixed iteration ran past the end");
             assert!(
                 it.next().is_none() && it.next_back().is_none(),
                 "{what}: not fused"
             );
             return;
-        }
-        let w = if front {
-            lo += 1;
-            &want[lo - 1]
-        } else {
-            hi -= 1;
-            &want[hi]
         };
         assert_eq!(
             owned(got).as_ref(),
@@ -866,6 +859,26 @@ fn check_mixed<'s>(
             "{what}: mixed iteration (front {front})"
         );
     }
+}
+
+/// What a step from the front (or the back) must yield when `want[*lo..*hi]`
+/// is what neither end has yielded yet (`None`: nothing), moving that end.
+fn expected_step<'w>(
+    want: &'w [Ent],
+    lo: &mut usize,
+    hi: &mut usize,
+    front: bool,
+) -> Option<&'w Ent> {
+    if *lo == *hi {
+        return None;
+    }
+    Some(if front {
+        *lo += 1;
+        &want[*lo - 1]
+    } else {
+        *hi -= 1;
+        &want[*hi]
+    })
 }
 
 /// As [`check_mixed`] for up to 7 steps (the top bits of `steps` say how
@@ -883,20 +896,10 @@ fn check_mixed_then_fold<'s>(
         let front = bits & 1 == 1;
         bits >>= 1;
         let got = owned(if front { it.next() } else { it.next_back() });
-        if lo == hi {
-            assert_eq!(got, None, "{what}: ran past the end before the fold");
-            continue;
-        }
-        let w = if front {
-            lo += 1;
-            &want[lo - 1]
-        } else {
-            hi -= 1;
-            &want[hi]
-        };
+        let w = expected_step(want, &mut lo, &mut hi, front);
         assert_eq!(
             got.as_ref(),
-            Some(w),
+            w,
             "{what}: step before the fold (front {front})"
         );
     }
