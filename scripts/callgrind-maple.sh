@@ -53,6 +53,7 @@ row "erase (&self)"                              erase 100000 20000 20000
 row "empty_area (size 5)"                        empty_area 100000 20000 20000
 row "empty_area_rev (size 5)"                    empty_area_rev 100000 20000 20000
 row "full iteration, per entry"                  iter 100000 5 500000
+row "full iteration, folded (sum), per entry"    iter_fold 100000 5 500000
 row "dup, Arc values, per entry"                 dup_arc 100000 3 300000
 row "dup, Arc values inline (Inline), per entry" dup_arc_inline 100000 3 300000
 row "dup, u64 values, per entry"                 dup_u64 100000 3 300000

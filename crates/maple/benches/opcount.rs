@@ -197,6 +197,16 @@ fn measure_iter(t: &MapleTree<u64>, rounds: u64) {
     }
 }
 
+/// As `measure_iter`, consumed by a fold (`sum`), which scans a leaf at a
+/// time, where a `for` loop steps with `next`.
+#[inline(never)]
+fn measure_iter_fold(t: &MapleTree<u64>, rounds: u64) {
+    let r = t.reader();
+    for _ in 0..rounds {
+        black_box(r.iter().map(|(_, v)| *v).fold(0u64, u64::wrapping_add));
+    }
+}
+
 /// The copies are dropped by the caller, outside the count.
 #[inline(never)]
 fn measure_dup<T: Clone + Send + Sync + 'static, S: Repr<T>>(
@@ -335,6 +345,7 @@ fn main() {
         "empty_area" => measure_empty_area(&build(n), &ks, false),
         "empty_area_rev" => measure_empty_area(&build(n), &ks, true),
         "iter" => measure_iter(&build(n), iters),
+        "iter_fold" => measure_iter_fold(&build(n), iters),
         "dup_arc" => drop(measure_dup(&build_arc::<maple::Boxed>(n), iters)),
         // Arc values in the slot word (`Inline`): dup clones each by a
         // reference count.
