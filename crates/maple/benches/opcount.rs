@@ -14,6 +14,11 @@
 //! `threads_inline` stores `XValue`s in the slot word instead, so only the
 //! tree's own memory layer is in the loop. `opcount control <k> <ops>` is
 //! the machine's own scaling: each thread updates a private 4 MB array.
+//!
+//! `opcount read_beside[_inline] <n> <ms>`: one reader's random-hit loads on
+//! a tree of `n` entries for `ms` milliseconds, alone and then beside a
+//! writer overwriting random entries; boxed `u64` values or `XValue`s in
+//! the slot word.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -251,6 +256,76 @@ fn control(k: usize, ops: u64) {
     println!("control {k}: {total:.0} updates/s in all");
 }
 
+/// One reader's random-hit loads on a tree of `n` entries for `ms`
+/// milliseconds, alone and then beside a writer overwriting random entries
+/// without pause; prints ns per read for both.
+fn read_beside(n: u64, ms: u64, values: Values) {
+    fn run<T: Clone + Send + Sync + 'static, S: Repr<T>>(
+        t: Arc<MapleTree<T, S>>,
+        n: u64,
+        ms: u64,
+        writer: bool,
+        mk: fn(u64) -> T,
+        read: fn(&MapleTree<T, S>, u64) -> u64,
+    ) -> f64 {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let stop = Arc::new(AtomicBool::new(false));
+        let w = writer.then(|| {
+            let (t, stop) = (t.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut r = Rng(99);
+                // Relaxed: a stop flag; nothing is published through it.
+                while !stop.load(Relaxed) {
+                    for _ in 0..64 {
+                        let i = r.below(n);
+                        t.store_range(first(i), last(i), mk(i)).unwrap();
+                    }
+                }
+            })
+        });
+        let mut r = Rng(7);
+        let keys: Vec<u64> = (0..4096).map(|_| first(r.below(n)) + 2).collect();
+        let (mut reads, mut sum) = (0u64, 0u64);
+        let t0 = Instant::now();
+        while t0.elapsed().as_millis() < ms as u128 {
+            for &k in &keys {
+                sum = sum.wrapping_add(read(&t, k));
+            }
+            reads += keys.len() as u64;
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / reads as f64;
+        black_box(sum);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = w {
+            w.join().unwrap();
+        }
+        ns
+    }
+    let (alone, beside) = match values {
+        Values::Boxed => {
+            let t = Arc::new(build(n));
+            let rd: fn(&MapleTree<u64>, u64) -> u64 = |t, k| *t.load(k).unwrap();
+            (
+                run(t.clone(), n, ms, false, |i| i, rd),
+                run(t, n, ms, true, |i| i, rd),
+            )
+        }
+        Values::Inline => {
+            let t = Arc::new(build_xvalue(n));
+            let rd: fn(&MapleTree<XValue, Inline>, u64) -> u64 =
+                |t, k| t.load(k).unwrap().get() as u64;
+            (
+                run(t.clone(), n, ms, false, xv, rd),
+                run(t, n, ms, true, xv, rd),
+            )
+        }
+    };
+    println!(
+        "read_beside n={n}: alone {alone:.1} ns, beside a writer {beside:.1} ns ({:.2}x)",
+        alone / beside
+    );
+}
+
 fn threads(k: usize, ops: u64, values: Values) {
     let start = Instant::now();
     let hs: Vec<_> = (0..k)
@@ -300,7 +375,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     if args.is_empty() {
-        eprintln!("usage: opcount <op> <n> [iters] | opcount threads[_inline]|control <k> <ops>");
+        eprintln!("usage: opcount <op> <n> [iters] | opcount threads[_inline]|control <k> <ops> | opcount read_beside[_inline] <n> <ms>");
         return;
     }
     let op = args[0].as_str();
@@ -310,6 +385,8 @@ fn main() {
         "threads" => return threads(n as usize, iters, Values::Boxed),
         "threads_inline" => return threads(n as usize, iters, Values::Inline),
         "control" => return control(n as usize, iters),
+        "read_beside" => return read_beside(n, iters, Values::Boxed),
+        "read_beside_inline" => return read_beside(n, iters, Values::Inline),
         _ => {}
     }
     let ks = keys(n, iters);
