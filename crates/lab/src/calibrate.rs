@@ -271,9 +271,9 @@ fn wake_ns(rounds: u64, batches: usize) -> f64 {
 /// chain's length over its time is the clock. The best of 5 runs of about
 /// 50 ms (a run that was descheduled or shared its core only reads slower).
 /// Under a hypervisor, `/proc/cpuinfo`'s `cpu MHz` is the nominal clock the
-/// hypervisor reports (2596 on the development VM, whose cores run at about
-/// 3.7 GHz by this measure), and the host's speed is what scales the real
-/// exec cost to a target machine's clock.
+/// hypervisor reports (2596 on the development VM, whose cores run at
+/// 4.06-4.14 GHz by this measure), and the host's speed is what scales the
+/// real exec cost to a target machine's clock.
 #[cfg(target_arch = "x86_64")]
 fn measured_ghz(scale: f64) -> Option<f64> {
     /// Dependent adds per loop trip (the loop's own counter runs beside).
@@ -560,7 +560,7 @@ mod tests {
 
     /// The measured clock is a clock a core can run at (a chain that the
     /// compiler shortened, or a timer in the wrong unit, would read far
-    /// outside), and it is what the description says the host runs at.
+    /// outside).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_clock_is_measured() {
