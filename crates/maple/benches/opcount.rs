@@ -295,7 +295,7 @@ fn read_beside(n: u64, ms: u64, values: Values) {
         }
         let ns = t0.elapsed().as_nanos() as f64 / reads as f64;
         black_box(sum);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stop.store(true, Relaxed);
         if let Some(w) = w {
             w.join().unwrap();
         }
@@ -326,32 +326,32 @@ fn read_beside(n: u64, ms: u64, values: Values) {
     );
 }
 
+/// `ops` overwrites of random entries of `t` (exact bounds, value `mk(i)`),
+/// timed.
+fn timed_overwrites<T: Clone + Send + Sync + 'static, S: Repr<T>>(
+    t: &MapleTree<T, S>,
+    ops: u64,
+    mut r: Rng,
+    mk: fn(u64) -> T,
+) -> std::time::Duration {
+    let n = t.len() as u64;
+    let t0 = Instant::now();
+    for _ in 0..ops {
+        let i = r.below(n);
+        t.store_range(first(i), last(i), mk(i)).unwrap();
+    }
+    t0.elapsed()
+}
+
 fn threads(k: usize, ops: u64, values: Values) {
     let start = Instant::now();
     let hs: Vec<_> = (0..k)
         .map(|j| {
             std::thread::spawn(move || {
-                let mut r = Rng(j as u64 + 1);
-                let mut keys = move || r.below(100_000);
+                let r = Rng(j as u64 + 1);
                 match values {
-                    Values::Boxed => {
-                        let t = build(100_000);
-                        let t0 = Instant::now();
-                        for _ in 0..ops {
-                            let i = keys();
-                            t.store_range(first(i), last(i), i).unwrap();
-                        }
-                        t0.elapsed()
-                    }
-                    Values::Inline => {
-                        let t = build_xvalue(100_000);
-                        let t0 = Instant::now();
-                        for _ in 0..ops {
-                            let i = keys();
-                            t.store_range(first(i), last(i), xv(i)).unwrap();
-                        }
-                        t0.elapsed()
-                    }
+                    Values::Boxed => timed_overwrites(&build(100_000), ops, r, |i| i),
+                    Values::Inline => timed_overwrites(&build_xvalue(100_000), ops, r, xv),
                 }
             })
         })
