@@ -237,18 +237,16 @@ pub fn checks(
     let p = Point::new("spr-224", host, a, true);
     let mut ratios = Vec::new();
     for round in 0..PAIR_ROUNDS {
-        let order = if round % 2 == 0 {
-            [Design::LinuxSharedLine, Design::Linux]
+        // Even rounds record linux second, odd rounds first; the profiles
+        // are then [linux_shared_line, linux] either way.
+        let linux_second = round % 2 == 0;
+        let profiles = if linux_second {
+            let shared = p.plan.profile(Design::LinuxSharedLine, per_vma)?;
+            vec![shared, p.plan.profile(Design::Linux, per_vma)?]
         } else {
-            [Design::Linux, Design::LinuxSharedLine]
+            let linux = p.plan.profile(Design::Linux, per_vma)?;
+            vec![p.plan.profile(Design::LinuxSharedLine, per_vma)?, linux]
         };
-        let mut recorded: Vec<(Design, Profile)> = order
-            .iter()
-            .map(|&d| p.plan.profile(d, per_vma).map(|pr| (d, pr)))
-            .collect::<Result<_, _>>()?;
-        // [linux_shared_line, linux], whatever order they were recorded in.
-        recorded.sort_by_key(|(d, _)| *d != Design::LinuxSharedLine);
-        let profiles: Vec<Profile> = recorded.into_iter().map(|(_, pr)| pr).collect();
         if round == 0 {
             note(notes, "spr-224 shell", &profiles);
         }
