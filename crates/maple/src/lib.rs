@@ -181,6 +181,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod boxes;
 mod cursor;
 mod error;
 mod map;

@@ -26,6 +26,7 @@
 //! only after every guard pinned before its removal is gone, exactly as a
 //! replaced box is freed.
 
+use crate::boxes::Home;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -382,6 +383,11 @@ pub trait Repr<T>: sealed::Sealed + Sized + 'static {
     #[doc(hidden)]
     const OUT_OF_LINE_BYTES: usize;
 
+    /// Whether the word is a box that the thread pools recycle
+    /// (`boxes.rs`).
+    #[doc(hidden)]
+    const POOLED_BOX: bool;
+
     #[doc(hidden)]
     fn into_word(v: T) -> *mut ();
 
@@ -407,6 +413,14 @@ pub trait Repr<T>: sealed::Sealed + Sized + 'static {
 
 /// The default representation: each value in its own `Box`, the slot
 /// holding the box's pointer. Works for every `T`; readers get `&T`.
+///
+/// The boxes of values the tree replaces or removes are not freed but
+/// given back, after readers are done with them, to a pool of the thread
+/// that wrote them, and reused by its next writes: a value a reader
+/// retired on the writer's behalf never goes through the allocator's
+/// cross-thread `free`. Each thread keeps at most a few thousand free
+/// boxes per value type (of up to four sizes; values smaller than a
+/// pointer are not pooled).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Boxed;
 
@@ -428,9 +442,11 @@ impl<T> Repr<T> for Boxed {
 
     const OUT_OF_LINE_BYTES: usize = std::mem::size_of::<T>();
 
+    const POOLED_BOX: bool = true;
+
     #[inline]
     fn into_word(v: T) -> *mut () {
-        Box::into_raw(Box::new(v)).cast()
+        crate::boxes::boxed(v).cast()
     }
 
     #[inline]
@@ -453,8 +469,9 @@ impl<T> Repr<T> for Boxed {
     where
         T: Clone,
     {
-        // SAFETY: as in borrow, for the call.
-        Self::into_word(unsafe { (*w.cast::<T>()).clone() })
+        // SAFETY: as in borrow, for the call. A plain box: clones come in
+        // bursts (`dup`, a split), which a thread's pool does not hold.
+        Box::into_raw(Box::new(unsafe { (*w.cast::<T>()).clone() })).cast()
     }
 }
 
@@ -465,6 +482,8 @@ impl<T: InlineValue + 'static> Repr<T> for Inline {
         T: 'a;
 
     const OUT_OF_LINE_BYTES: usize = 0;
+
+    const POOLED_BOX: bool = false;
 
     #[inline]
     fn into_word(v: T) -> *mut () {
@@ -509,6 +528,26 @@ pub(crate) trait SlotOps {
     /// # Safety
     /// `w` is a stored word no one can read any more; it is dropped once.
     unsafe fn drop_word(w: *mut Self);
+
+    /// This thread's pool to give the words it retires back to (see
+    /// `boxes.rs`); `None` for words that are not pooled boxes.
+    #[inline]
+    fn home() -> Option<&'static Home> {
+        None
+    }
+
+    /// Drops the value behind `w` after its grace period, giving a pooled
+    /// box back to `home` (from [`SlotOps::home`] of the thread that
+    /// retired it).
+    ///
+    /// # Safety
+    /// As [`SlotOps::drop_word`].
+    #[inline]
+    unsafe fn retire_word(w: *mut Self, home: Option<&'static Home>) {
+        let _ = home;
+        // SAFETY: forwarded (caller).
+        unsafe { Self::drop_word(w) }
+    }
 }
 
 impl<T, S: Repr<T>> SlotOps for Slot<T, S> {
@@ -516,6 +555,27 @@ impl<T, S: Repr<T>> SlotOps for Slot<T, S> {
     unsafe fn drop_word(w: *mut Self) {
         // SAFETY: forwarded (caller).
         drop(unsafe { S::from_word(w.cast()) });
+    }
+
+    #[inline]
+    fn home() -> Option<&'static Home> {
+        if S::POOLED_BOX {
+            crate::boxes::home(std::alloc::Layout::new::<T>())
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    unsafe fn retire_word(w: *mut Self, home: Option<&'static Home>) {
+        if S::POOLED_BOX {
+            // SAFETY: a `Boxed` word is a `Box<T>` pointer (`into_word`,
+            // `from_box`), given up by the caller.
+            unsafe { crate::boxes::retire::<T>(w.cast(), home) }
+        } else {
+            // SAFETY: forwarded (caller).
+            unsafe { Self::drop_word(w) }
+        }
     }
 }
 

@@ -569,3 +569,89 @@ fn hot_spot_loads_see_old_or_new() {
         assert!(h.join().expect("reader failed") > 0);
     }
 }
+
+/// A value that checks itself. A box reused while a reader still held it
+/// would be rewritten (by the next value stored, or by a free list's link
+/// in its first word) and fail the check or change under the reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sealed {
+    word: u64,
+    check: u64,
+}
+
+impl Sealed {
+    fn new(word: u64) -> Sealed {
+        Sealed { word, check: !word }
+    }
+
+    fn valid(&self) -> bool {
+        self.check == !self.word
+    }
+}
+
+/// Exact overwrites retire a box per write, which goes back to the
+/// writer's pool after its grace period (often run by a reader). An entry
+/// held across many of the writer's overwrites must keep its value intact:
+/// a box is reused only once no reader can hold it.
+#[test]
+fn held_entries_outlive_the_recycling_of_their_boxes() {
+    const KEYS: u64 = 8;
+    let tree = Arc::new(MapleTree::new());
+    for k in 0..KEYS {
+        tree.store_range(k * 10, k * 10 + 4, Sealed::new(k))
+            .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|seed| {
+            let (tree, stop) = (tree.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng(seed + 7);
+                let (mut holds, mut seen_new) = (0u64, 0u64);
+                let max = if cfg!(miri) { 30 } else { u64::MAX };
+                while !stop.load(Ordering::Relaxed) && holds < max {
+                    let k = rng.below(KEYS);
+                    let held = tree.get(k * 10).expect("every key is always stored");
+                    let v = *held;
+                    assert!(v.valid(), "torn value {v:?}");
+                    // Other loads (each pins and unpins, and so collects,
+                    // running the writer's deferred drops here) while the
+                    // held entry lives.
+                    for _ in 0..if cfg!(miri) { 3 } else { 64 } {
+                        let other = tree.get(rng.below(KEYS) * 10).unwrap();
+                        assert!(other.valid(), "torn value {:?}", *other);
+                        if other.word >= KEYS {
+                            seen_new += 1;
+                        }
+                    }
+                    assert_eq!(*held, v, "a held entry's value changed");
+                    holds += 1;
+                }
+                (holds, seen_new)
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let limit = duration().min(Duration::from_secs(1));
+    let rounds = if cfg!(miri) { 200 } else { u64::MAX };
+    let mut word = KEYS;
+    // Under Miri a fixed number of writes, whatever the (slow) clock says.
+    while (cfg!(miri) || start.elapsed() < limit) && word - KEYS < rounds {
+        let k = word % KEYS;
+        tree.store_range(k * 10, k * 10 + 4, Sealed::new(word))
+            .unwrap();
+        word += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        let (holds, seen_new) = r.join().unwrap();
+        assert!(holds > 0, "a reader held no entry");
+        if !cfg!(miri) {
+            assert!(seen_new > 0, "a reader never saw the writer's values");
+        }
+    }
+    assert!(word - KEYS > 100, "the writer barely ran");
+    for k in 0..KEYS {
+        assert!(tree.get(k * 10).unwrap().valid());
+    }
+}

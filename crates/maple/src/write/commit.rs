@@ -110,21 +110,24 @@ impl<T> Txn<'_, T> {
                     // allocate and free.
                     let one = SendPtr(st.retired_values[0]);
                     st.retired_values.clear();
+                    // The box goes back to this (the writing) thread.
+                    let home = T::home();
                     // SAFETY: as below.
                     unsafe {
                         st.defer(guard, move || {
                             let one = one;
-                            T::drop_word(one.0);
+                            T::retire_word(one.0, home);
                         })
                     };
                 } else if !st.retired_values.is_empty() {
                     let batch = SendPtr(std::mem::take(&mut st.retired_values));
+                    let home = T::home();
                     // SAFETY: as above; each value is owned by the tree alone.
                     unsafe {
                         st.defer(guard, move || {
                             let batch = batch;
                             for v in batch.0 {
-                                T::drop_word(v);
+                                T::retire_word(v, home);
                             }
                         })
                     };
@@ -138,9 +141,13 @@ impl<T> Txn<'_, T> {
                 }
                 st.retired_nodes = retired;
                 st.retired_nodes.clear();
-                for v in st.retired_values.drain(..) {
-                    // SAFETY: exclusive mode: no reader can hold v.
-                    unsafe { T::drop_word(v) };
+                if !st.retired_values.is_empty() {
+                    // Boxes go to this thread's pool, for its next write.
+                    let home = T::home();
+                    for v in st.retired_values.drain(..) {
+                        // SAFETY: exclusive mode: no reader can hold v.
+                        unsafe { T::retire_word(v, home) };
+                    }
                 }
             }
         }

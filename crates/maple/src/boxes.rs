@@ -1,0 +1,579 @@
+//! The value boxes of a [`Boxed`](crate::Boxed) tree: taken from a pool of
+//! the writing thread, and given back to that pool when a write's retired
+//! value has outlived its grace period.
+//!
+//! # Why
+//!
+//! crossbeam-epoch runs a deferred function on whichever thread collects:
+//! often a reader, or the writer of another tree. A retired value's box
+//! was then freed by a thread that did not allocate it, which glibc serves
+//! through the owning arena's lock: measured, about a tenth of a reader's
+//! time beside a writer, and a fifth of the cycles of two threads each
+//! writing its own tree (BENCHMARKS.md, "Why boxed values miss"). Here the
+//! box goes back to the thread whose write retired it, to be reused by
+//! that thread's next write, and the allocator sees neither.
+//!
+//! # Layout
+//!
+//! ```text
+//!  writer thread W (thread-local Pools)        any thread X (deferred drop)
+//!  +------------------------------------+      drop the value in place, then:
+//!  | class: layout, home --------------+-+-->  X is W: push on W's private list
+//!  |        private list (no atomics)  | |     else:  CAS-push on W's Home
+//!  +------------------------------------+ |
+//!         ^ take(): pop private;          v
+//!         | empty: swap `incoming` once  Home (leaked, 128-byte aligned,
+//!         +----------------------------- incoming, pending): one per class
+//! ```
+//!
+//! A thread has a class per value layout it writes (at most [`CLASSES`]; a
+//! further layout is boxed by the allocator as before). Each class has a
+//! private free list, used without atomics, and a [`Home`]: the stack other
+//! threads push onto, which the owner takes whole with one swap when its
+//! private list runs dry. Pushes from many threads and a take-all swap by
+//! one owner need no ABA protection: nothing is ever popped singly from the
+//! shared stack.
+//!
+//! # Cost and memory
+//!
+//! Per stored value: a thread-local lookup and a pop (instead of
+//! `malloc`). Per retired value: its drop, then a push on the private list
+//! when the writer collects its own garbage, or one CAS on the home's line
+//! when another thread does (instead of a local or a cross-arena `free`).
+//! Per thread and layout: at most [`KEEP`] boxes on the private list and
+//! about [`PENDING_MAX`] on the home's stack; beyond that a box goes back
+//! to the allocator. Homes are never freed: when a thread exits, its
+//! private lists are freed and its homes return to a registry, where the
+//! next thread to write that layout adopts them (with whatever is still on
+//! their stacks), so the memory kept is bounded by the number of threads
+//! alive at once.
+//!
+//! Boxes are allocated and freed with `Layout::new::<T>()`, exactly as
+//! `Box<T>` does, so a pooled box may still be freed as a `Box` (a value
+//! taken out of the tree) and a user's `Box` may end in a pool.
+//!
+//! Under `cfg(loom)` every value is a plain `Box` (loom's atomics cannot
+//! outlive one model run, and homes are never freed).
+
+use std::alloc::Layout;
+use std::ptr;
+
+#[cfg(not(loom))]
+pub(crate) use pooled::{home, Home};
+#[cfg(loom)]
+pub(crate) type Home = ();
+
+/// This thread's home for `layout`: none under loom.
+#[cfg(loom)]
+pub(crate) fn home(_: Layout) -> Option<&'static Home> {
+    None
+}
+
+/// Whether values of `T` go through the pools: a free box must hold the
+/// free list's link (a pointer, written unaligned).
+#[inline(always)]
+const fn pooled<T>() -> bool {
+    cfg!(not(loom)) && std::mem::size_of::<T>() >= std::mem::size_of::<usize>()
+}
+
+/// Boxes `v`: a pooled box of this thread, else the allocator's.
+#[inline]
+pub(crate) fn boxed<T>(v: T) -> *mut T {
+    #[cfg(not(loom))]
+    if pooled::<T>() {
+        if let Some(p) = pooled::take(Layout::new::<T>()) {
+            let p = p.cast::<T>();
+            // SAFETY: a free block of T's layout, owned by this call.
+            unsafe { p.write(v) };
+            return p;
+        }
+    }
+    Box::into_raw(Box::new(v))
+}
+
+/// Drops the value in the box `p` and gives the box back to the pool of
+/// `home`'s thread (or to the thread running this, if it is that thread).
+///
+/// # Safety
+/// `p` is a box of `T` (from [`boxed`], or any `Box<T>`) no one else can
+/// reach any more; it is given up here.
+#[inline]
+pub(crate) unsafe fn retire<T>(p: *mut T, home: Option<&'static Home>) {
+    if !pooled::<T>() {
+        let _ = home;
+        // SAFETY: a box of T given up (caller).
+        drop(unsafe { Box::from_raw(p) });
+        return;
+    }
+    // SAFETY: the value is alive and unreachable (caller); dropped once.
+    // If its drop panics the box is leaked, never reused.
+    unsafe { ptr::drop_in_place(p) };
+    #[cfg(not(loom))]
+    // SAFETY: `p` is now a free block of T's layout, owned here.
+    unsafe {
+        pooled::give_back(p.cast(), Layout::new::<T>(), home)
+    };
+}
+
+#[cfg(not(loom))]
+mod pooled {
+    use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+    use std::cell::UnsafeCell;
+    use std::ptr;
+    use std::sync::Mutex;
+
+    use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+
+    /// Value layouts a thread pools at most.
+    pub(super) const CLASSES: usize = 4;
+    /// Boxes a class keeps on its private list at most.
+    pub(super) const KEEP: usize = 4096;
+    /// Boxes a home's stack takes from other threads before they free to
+    /// the allocator instead (approximate: the count is reset when taken).
+    pub(super) const PENDING_MAX: usize = 4096;
+
+    /// Where other threads give back boxes of one layout to the thread
+    /// that owns this home. On lines of its own (two, against the adjacent
+    /// line prefetcher): pushing threads and the owner share nothing else.
+    #[repr(align(128))]
+    pub(crate) struct Home {
+        layout: Layout,
+        incoming: AtomicPtr<u8>,
+        pending: AtomicUsize,
+    }
+
+    impl Home {
+        /// Whether no block waits on the stack (for tests).
+        #[cfg(test)]
+        pub(super) fn is_empty(&self) -> bool {
+            // Relaxed: the tests read it after joining the pushers.
+            self.incoming.load(Ordering::Relaxed).is_null()
+        }
+    }
+
+    /// Every home ever made (leaked: deferred drops may give back to a home
+    /// after its thread is gone), and whether a thread owns it.
+    static REGISTRY: Mutex<Vec<(&'static Home, bool)>> = Mutex::new(Vec::new());
+
+    struct Class {
+        home: &'static Home,
+        /// Free boxes, linked through their first word.
+        free: *mut u8,
+        len: usize,
+    }
+
+    /// Boxes on their way to another thread's home, pushed as one chain.
+    struct Outgoing {
+        home: &'static Home,
+        head: *mut u8,
+        tail: *mut u8,
+        len: usize,
+    }
+
+    /// Boxes a thread gathers for another thread's home before it pushes
+    /// them with one CAS. A thread that collects another's garbage (a
+    /// reader beside a writer, two writers of two trees) would otherwise
+    /// move the home's line once per box.
+    pub(super) const CHAIN: usize = 32;
+
+    struct Pools {
+        classes: [Option<Class>; CLASSES],
+        out: Option<Outgoing>,
+    }
+
+    thread_local! {
+        static POOLS: UnsafeCell<Pools> = const {
+            UnsafeCell::new(Pools { classes: [const { None }; CLASSES], out: None })
+        };
+    }
+
+    /// # Safety
+    /// `p` is a block of at least a pointer's size.
+    #[inline]
+    unsafe fn next_of(p: *mut u8) -> *mut u8 {
+        // SAFETY: caller; a value's alignment may be below a pointer's.
+        unsafe { p.cast::<*mut u8>().read_unaligned() }
+    }
+
+    /// # Safety
+    /// As [`next_of`], and `p` is owned by the caller.
+    #[inline]
+    unsafe fn set_next(p: *mut u8, next: *mut u8) {
+        // SAFETY: caller.
+        unsafe { p.cast::<*mut u8>().write_unaligned(next) }
+    }
+
+    /// Runs `f` on this thread's pools (`None` while the thread's locals
+    /// are being destroyed). `f` runs no user code, so the access is never
+    /// reentered.
+    #[inline]
+    fn with_pools<R>(f: impl FnOnce(&mut Pools) -> R) -> Option<R> {
+        // SAFETY: the cell is this thread's, and no caller's `f` calls back
+        // in here (they only move free blocks), so the borrow is unique.
+        POOLS.try_with(|p| f(unsafe { &mut *p.get() })).ok()
+    }
+
+    impl Pools {
+        #[inline]
+        fn class(&mut self, layout: Layout) -> Option<&mut Class> {
+            self.classes
+                .iter_mut()
+                .flatten()
+                .find(|c| c.home.layout == layout)
+        }
+
+        /// The class of `layout`, adopting a home for it if a class is free.
+        #[inline]
+        fn class_or_adopt(&mut self, layout: Layout) -> Option<&mut Class> {
+            let i = self
+                .classes
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.home.layout == layout))
+                .or_else(|| {
+                    let i = self.classes.iter().position(Option::is_none)?;
+                    self.classes[i] = Some(Class {
+                        home: adopt(layout),
+                        free: ptr::null_mut(),
+                        len: 0,
+                    });
+                    Some(i)
+                })?;
+            self.classes[i].as_mut()
+        }
+    }
+
+    impl Drop for Pools {
+        fn drop(&mut self) {
+            if let Some(o) = self.out.take() {
+                // SAFETY: the chain's boxes are this thread's to give.
+                unsafe { push_chain(o) };
+            }
+            for c in self.classes.iter_mut().flatten() {
+                let mut p = c.free;
+                while !p.is_null() {
+                    // SAFETY: a free block of the class's layout, owned by
+                    // the list; freed once.
+                    unsafe {
+                        let next = next_of(p);
+                        dealloc(p, c.home.layout);
+                        p = next;
+                    }
+                }
+                release(c.home);
+            }
+        }
+    }
+
+    /// A home for `layout` nobody owns, or a new one.
+    #[cold]
+    fn adopt(layout: Layout) -> &'static Home {
+        let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = reg.iter_mut().find(|e| !e.1 && e.0.layout == layout) {
+            e.1 = true;
+            return e.0;
+        }
+        let home: &'static Home = Box::leak(Box::new(Home {
+            layout,
+            incoming: AtomicPtr::new(ptr::null_mut()),
+            pending: AtomicUsize::new(0),
+        }));
+        reg.push((home, true));
+        home
+    }
+
+    /// Gives up ownership of `home` (its thread is exiting).
+    #[cold]
+    fn release(home: &'static Home) {
+        let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = reg.iter_mut().find(|e| ptr::eq(e.0, home)) {
+            e.1 = false;
+        }
+    }
+
+    /// This thread's home for `layout`, if it has one (a writer that has
+    /// stored a value of this layout has).
+    #[inline]
+    pub(crate) fn home(layout: Layout) -> Option<&'static Home> {
+        with_pools(|p| p.class(layout).map(|c| c.home)).flatten()
+    }
+
+    /// A free block of `layout` from this thread's pool.
+    #[inline]
+    pub(super) fn take(layout: Layout) -> Option<*mut u8> {
+        let p = with_pools(|pools| {
+            let c = pools.class_or_adopt(layout)?;
+            if c.free.is_null() {
+                // Relaxed: only whether a swap is worth its locked
+                // instruction; the swap synchronises.
+                if c.home.incoming.load(Ordering::Relaxed).is_null() {
+                    return None;
+                }
+                // Acquire: pairs with the pushers' release, so the links
+                // (and the emptiness of the blocks) they wrote are seen.
+                c.free = c.home.incoming.swap(ptr::null_mut(), Ordering::Acquire);
+                if c.free.is_null() {
+                    return None;
+                }
+                // Relaxed: the count only bounds the stack, roughly.
+                c.len = c.home.pending.swap(0, Ordering::Relaxed).min(KEEP);
+            }
+            let p = c.free;
+            // SAFETY: a free block of this layout, owned by the list.
+            c.free = unsafe { next_of(p) };
+            c.len = c.len.saturating_sub(1);
+            Some(p)
+        })
+        .flatten();
+        p.or_else(|| {
+            // SAFETY: pooled layouts are at least a pointer in size.
+            let p = unsafe { alloc(layout) };
+            if p.is_null() {
+                handle_alloc_error(layout);
+            }
+            Some(p)
+        })
+    }
+
+    /// Pushes a chain of free blocks on its home's stack, or frees them if
+    /// the stack holds enough.
+    ///
+    /// # Safety
+    /// The chain's blocks are owned by the caller, of the home's layout,
+    /// linked from `head` to `tail` (whose link is overwritten).
+    unsafe fn push_chain(o: Outgoing) {
+        let h = o.home;
+        // Relaxed: a bound, not a synchronisation.
+        if h.pending.load(Ordering::Relaxed) >= PENDING_MAX {
+            let mut p = o.head;
+            for _ in 0..o.len {
+                // SAFETY: a block of the chain (caller), freed once.
+                unsafe {
+                    let next = next_of(p);
+                    dealloc(p, h.layout);
+                    p = next;
+                }
+            }
+            return;
+        }
+        // Relaxed: the count is a bound only.
+        h.pending.fetch_add(o.len, Ordering::Relaxed);
+        // Relaxed load: the CAS below checks it.
+        let mut head = h.incoming.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: the chain is the caller's until the CAS publishes it.
+            unsafe { set_next(o.tail, head) };
+            // Release on success: the owner's swap (acquire) then sees the
+            // links written above. Relaxed on failure: only retried.
+            match h.incoming.compare_exchange_weak(
+                head,
+                o.head,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// Gives the free block `p` of `layout` back: to this thread's private
+    /// list if it is `home`'s thread, else to a chain for `home`'s stack
+    /// (pushed every [`CHAIN`] blocks), else (no home, or too many kept)
+    /// to the allocator.
+    ///
+    /// # Safety
+    /// `p` is a free block of `layout`, owned by the caller, from the
+    /// global allocator; `home` (if any) is a home of `layout`.
+    pub(super) unsafe fn give_back(p: *mut u8, layout: Layout, home: Option<&'static Home>) {
+        let done = with_pools(|pools| {
+            if let Some(c) = pools.class(layout) {
+                if home.map_or(true, |h| ptr::eq(h, c.home)) {
+                    if c.len >= KEEP {
+                        // Enough kept: to the allocator.
+                        // SAFETY: a block of `layout` from the global
+                        // allocator (caller).
+                        unsafe { dealloc(p, layout) };
+                        return true;
+                    }
+                    // SAFETY: the block is the caller's; it joins the list.
+                    unsafe { set_next(p, c.free) };
+                    c.free = p;
+                    c.len += 1;
+                    return true;
+                }
+            }
+            let Some(h) = home else { return false };
+            match &mut pools.out {
+                Some(o) if ptr::eq(o.home, h) => {
+                    // SAFETY: the block is the caller's; it joins the chain.
+                    unsafe { set_next(p, o.head) };
+                    o.head = p;
+                    o.len += 1;
+                    if o.len >= CHAIN {
+                        let o = pools.out.take().unwrap_or_else(|| unreachable!());
+                        // SAFETY: the chain's blocks are ours to give.
+                        unsafe { push_chain(o) };
+                    }
+                }
+                out => {
+                    if let Some(o) = out.take() {
+                        // SAFETY: as above.
+                        unsafe { push_chain(o) };
+                    }
+                    *out = Some(Outgoing {
+                        home: h,
+                        head: p,
+                        tail: p,
+                        len: 1,
+                    });
+                }
+            }
+            true
+        })
+        .unwrap_or(false);
+        if done {
+            return;
+        }
+        if let Some(h) = home {
+            // This thread's locals are gone: a chain of one.
+            // SAFETY: the block is the caller's.
+            unsafe {
+                push_chain(Outgoing {
+                    home: h,
+                    head: p,
+                    tail: p,
+                    len: 1,
+                })
+            };
+            return;
+        }
+        // SAFETY: a block of `layout` from the global allocator (caller).
+        unsafe { dealloc(p, layout) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::pooled::{give_back, home, take, CHAIN, KEEP};
+    use std::alloc::Layout;
+
+    /// A layout of its own per test, so tests running side by side never
+    /// share a class or a home.
+    fn layout(size: usize) -> Layout {
+        Layout::from_size_align(size, 8).unwrap()
+    }
+
+    fn take_one(l: Layout) -> *mut u8 {
+        take(l).expect("a block")
+    }
+
+    #[test]
+    fn a_block_given_back_on_its_thread_is_taken_next() {
+        let l = layout(40);
+        let p = take_one(l);
+        let h = home(l).expect("taking adopts a home");
+        // SAFETY: p is a free block of l from take.
+        unsafe { give_back(p, l, Some(h)) };
+        assert_eq!(take_one(l), p, "the private list is LIFO");
+        // SAFETY: as above; no home: still this thread's class.
+        unsafe { give_back(p, l, None) };
+        assert_eq!(take_one(l), p);
+        // SAFETY: p came from the global allocator with l.
+        unsafe { std::alloc::dealloc(p, l) };
+    }
+
+    #[test]
+    fn a_block_given_back_by_another_thread_reaches_its_home() {
+        let l = layout(48);
+        let p = take_one(l);
+        let h = home(l).unwrap();
+        let addr = p as usize;
+        std::thread::spawn(move || {
+            // SAFETY: the block is handed to this thread whole.
+            unsafe { give_back(addr as *mut u8, l, Some(h)) };
+            // The chain is pushed when this thread's locals are dropped.
+        })
+        .join()
+        .unwrap();
+        assert_eq!(take_one(l) as usize, addr, "the owner swaps its stack in");
+        // SAFETY: as in the test above.
+        unsafe { std::alloc::dealloc(addr as *mut u8, l) };
+    }
+
+    #[test]
+    fn another_threads_blocks_are_pushed_a_chain_at_a_time() {
+        let l = layout(56);
+        let blocks: Vec<usize> = (0..CHAIN).map(|_| take_one(l) as usize).collect();
+        let h = home(l).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let giver = {
+            let blocks = blocks.clone();
+            std::thread::spawn(move || {
+                for &b in &blocks {
+                    // SAFETY: each block is handed over whole.
+                    unsafe { give_back(b as *mut u8, l, Some(h)) };
+                }
+                done_tx.send(()).unwrap();
+                // Stay alive (locals not yet dropped) until told.
+                rx.recv().unwrap();
+            })
+        };
+        done_rx.recv().unwrap();
+        // The giver is alive: only a full chain can have been pushed.
+        let mut got: Vec<usize> = (0..CHAIN).map(|_| take_one(l) as usize).collect();
+        tx.send(()).unwrap();
+        giver.join().unwrap();
+        got.sort_unstable();
+        let mut want = blocks;
+        want.sort_unstable();
+        assert_eq!(got, want, "the chain of {CHAIN} arrived whole");
+        for b in got {
+            // SAFETY: as above.
+            unsafe { std::alloc::dealloc(b as *mut u8, l) };
+        }
+    }
+
+    #[test]
+    fn the_private_list_keeps_at_most_keep_blocks() {
+        let l = layout(64);
+        let blocks: Vec<*mut u8> = (0..KEEP + 3).map(|_| take_one(l)).collect();
+        let h = home(l).unwrap();
+        for &b in &blocks {
+            // SAFETY: free blocks of l, given back once.
+            unsafe { give_back(b, l, Some(h)) };
+        }
+        // The last three went to the allocator, not to the home's stack:
+        // KEEP come back, in reverse, and then the pool is empty.
+        let again: Vec<*mut u8> = (0..KEEP).map(|_| take_one(l)).collect();
+        assert_eq!(again.first(), Some(&blocks[KEEP - 1]));
+        assert_eq!(again.last(), Some(&blocks[0]));
+        assert!(h.is_empty(), "nothing went to the home's stack");
+        for b in again {
+            // SAFETY: as above.
+            unsafe { std::alloc::dealloc(b, l) };
+        }
+    }
+
+    #[test]
+    fn a_home_outlives_its_thread_and_is_adopted_by_the_next() {
+        let l = layout(72);
+        let first = std::thread::spawn(move || {
+            let p = take_one(l);
+            // SAFETY: as above.
+            unsafe { std::alloc::dealloc(p, l) };
+            home(l).unwrap() as *const _ as usize
+        })
+        .join()
+        .unwrap();
+        let second = std::thread::spawn(move || {
+            let p = take_one(l);
+            // SAFETY: as above.
+            unsafe { std::alloc::dealloc(p, l) };
+            home(l).unwrap() as *const _ as usize
+        })
+        .join()
+        .unwrap();
+        assert_eq!(first, second, "the exited thread's home is reused");
+    }
+}
