@@ -245,6 +245,9 @@ pub struct Plan {
     pub seconds: f64,
     /// The recording's least warm-up ([`WARMUP`] for other machines).
     pub warmup: Duration,
+    /// Each CPU execs its own copy of the binary, the libraries shared
+    /// (see [`recorder::RecordConfig::own_binary`]).
+    pub own_binary: bool,
 }
 
 impl Plan {
@@ -268,6 +271,7 @@ impl Plan {
             resident: self.resident,
             iterations: 5,
             warmup: (8, self.warmup),
+            own_binary: self.own_binary,
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
@@ -534,6 +538,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         model_cost: a.model_cost,
         seconds: a.seconds,
         warmup: WARMUP,
+        own_binary: false,
     };
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",

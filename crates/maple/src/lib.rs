@@ -168,6 +168,13 @@
 //! per-retire costs decide, and crossbeam-epoch is the more widely used
 //! and reviewed of the two at comparable cost.
 //!
+//! What the epoch hands back is not freed but reused: replaced nodes go to
+//! the tree's recycler for its writer, and a [`Boxed`] tree's replaced
+//! values' boxes go to a pool of the thread that wrote them. crossbeam runs
+//! deferred work on whichever thread collects (often a reader); this way
+//! that thread neither frees another thread's memory nor shares a line
+//! with unrelated trees.
+//!
 //! # Testing under Miri and loom
 //!
 //! - `cargo +nightly miri test -p aspace-maple --lib --tests` (where a

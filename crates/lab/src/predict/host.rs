@@ -124,6 +124,7 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                 // The bench predicts this host, where a design adapts or not
                 // as it does in the bench itself: a short warm-up.
                 warmup: Duration::from_millis(300),
+                own_binary: false,
             };
             // A bound (`exclude`) takes no reverse-map lock: there is nothing to
             // record or simulate, so it has no predicted curve.

@@ -136,6 +136,12 @@ pub struct RecordConfig {
     /// Contended warm-up before recording (threads, time), so that a
     /// design that adapts under contention is recorded adapted.
     pub warmup: (usize, Duration),
+    /// Each CPU execs its own copy of the binary (a file, and so a reverse
+    /// map, of its own), the interpreter and libraries shared: the
+    /// exit-batching benchmark's setting ("binaries are separate, but the
+    /// loader is shared"). Otherwise every CPU execs the same file, as
+    /// UnixBench does.
+    pub own_binary: bool,
 }
 
 /// The process that runs the loop. For `shell` it is the forking shell,
@@ -487,6 +493,22 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     let prog = files
         .program(&cfg.binary)
         .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
+    // CPU `k`'s program: the shared one, or (`own_binary`) a copy whose
+    // executable is registered under a path of its own.
+    let program_for = |k: usize| -> Result<std::sync::Arc<Program>, String> {
+        if !cfg.own_binary {
+            return Ok(prog.clone());
+        }
+        let mut plan = prog.plan().clone();
+        let mut exe = (*plan.exe).clone();
+        let mut path = exe.path.clone().into_os_string();
+        path.push(format!(" (copy {k})"));
+        exe.path = path.into();
+        plan.exe = std::sync::Arc::new(exe);
+        Program::new(&files, plan)
+            .map(std::sync::Arc::new)
+            .map_err(|e| format!("cannot plan a copy of {}: {e}", cfg.binary.display()))
+    };
     let populate = || -> Vec<Mm> {
         (0..cfg.resident)
             .map(|_| {
@@ -501,10 +523,12 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     let mut warm = (0u64, 0u64);
     if wt > 0 && !wd.is_zero() {
         let stop = AtomicBool::new(false);
+        let warm_progs = (0..wt).map(program_for).collect::<Result<Vec<_>, _>>()?;
         std::thread::scope(|s| {
-            for i in 0..wt {
-                let (files, prog, stop) = (&files, &prog, &stop);
+            for (i, prog) in warm_progs.iter().enumerate() {
+                let (files, stop) = (&files, &stop);
                 s.spawn(move || {
+                    let prog = &**prog;
                     let mm = looper(files, cfg.shell, prog);
                     // Relaxed: a stop flag; nothing is published through it.
                     while !stop.load(Ordering::Relaxed) {
@@ -623,12 +647,21 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         if !residents.is_empty() {
             residents[slot % residents.len()].exec_program(&prog);
         }
+        let own = program_for(slot)?;
+        let own_steps;
+        let slot_steps = if cfg.own_binary {
+            own_steps = step_holds(&files, &own);
+            &own_steps
+        } else {
+            &exec_steps
+        };
         let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
             s.spawn(|| {
+                let prog = &*own;
                 let cpu = topo.current_cpu();
-                let mm = looper(&files, cfg.shell, &prog);
+                let mm = looper(&files, cfg.shell, prog);
                 for _ in 0..2 {
-                    iteration(cfg.shell, &mm, &prog);
+                    iteration(cfg.shell, &mm, prog);
                 }
                 let n = cfg.iterations.max(400 / m.cpus() as usize).clamp(1, 101);
                 // Recorded and plain iterations interleaved: the holds come
@@ -643,7 +676,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 let plain: Vec<f64> = (0..n)
                     .map(|_| {
                         let t = thread_cpu_ns();
-                        iteration(cfg.shell, &mm, &prog);
+                        iteration(cfg.shell, &mm, prog);
                         thread_cpu_ns() - t
                     })
                     .collect();
@@ -659,7 +692,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 let runs: Vec<(f64, Vec<Event>)> = (0..n)
                     .map(|_| {
                         let t = thread_cpu_ns();
-                        let ev = record(|| iteration(cfg.shell, &mm, &prog));
+                        let ev = record(|| iteration(cfg.shell, &mm, prog));
                         (thread_cpu_ns() - t, ev)
                     })
                     .collect();
@@ -680,7 +713,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 cfg.design
             ));
         }
-        labelled += usize::from(label_calls(&mut events, &exec_steps));
+        labelled += usize::from(label_calls(&mut events, slot_steps));
         recorded.push((cpu, plain_ns, events));
     }
     pool_times(&mut recorded);
@@ -922,6 +955,66 @@ mod tests {
         }
         // An unlabelled run does not match.
         assert!(!label_calls(&mut ev[..1], &steps));
+    }
+
+    #[test]
+    fn own_binaries_give_each_cpu_a_lock_of_its_own_for_the_executable() {
+        if check(Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let m = Machine::by_name("device-16").expect("built-in machine");
+        let record = |own_binary| {
+            record_profile(
+                &m,
+                &RecordConfig {
+                    design: Design::Linux,
+                    pattern: CallPattern::PerVma,
+                    shell: false,
+                    binary: "/bin/true".into(),
+                    resident: 4,
+                    iterations: 1,
+                    warmup: (0, Duration::ZERO),
+                    own_binary,
+                },
+            )
+            .expect("a profile")
+        };
+        let locks_of = |p: &Profile, slot: usize| -> std::collections::BTreeSet<u32> {
+            p.slots[slot]
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Hold(h) => Some(h.lock),
+                    Step::Work(_) => None,
+                })
+                .collect()
+        };
+        let holds = |p: &Profile, slot: usize| {
+            p.slots[slot]
+                .steps
+                .iter()
+                .filter(|s| matches!(s, Step::Hold(_)))
+                .count()
+        };
+        let shared = record(false);
+        let own = record(true);
+        let n = m.cpus() as usize;
+        assert_eq!(shared.slots.len(), n);
+        assert_eq!(own.slots.len(), n);
+        // Linux: one lock per file. The copies' n locks replace the one
+        // executable's; the libraries' stay shared.
+        assert_eq!(own.locks.len(), shared.locks.len() + n - 1);
+        let libs: std::collections::BTreeSet<u32> = (0..n)
+            .map(|i| locks_of(&own, i))
+            .reduce(|a, b| &a & &b)
+            .unwrap();
+        assert_eq!(libs.len(), locks_of(&shared, 0).len() - 1);
+        for i in 0..n {
+            assert_eq!(locks_of(&shared, i), locks_of(&shared, 0));
+            assert_eq!(locks_of(&own, i).len(), libs.len() + 1, "slot {i}");
+            assert_eq!(holds(&own, i), holds(&shared, i), "the same exec, slot {i}");
+        }
     }
 
     #[test]
