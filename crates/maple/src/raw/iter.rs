@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::ptr;
 
 use super::Root;
-use crate::node::Leaf;
+use crate::node::{Leaf, LEAF_SLOTS};
 use crate::read::{descend, path_entry, step_next, step_next_leaf, step_prev, Path, RawEntry};
 use crate::sync::Ordering;
 use crate::value::{Boxed, Repr, Slot};
@@ -43,9 +43,10 @@ pub struct Iter<'s, T, S: Repr<T> = Boxed> {
     /// The bounds of the entry `next_slow` last yielded.
     slow_s: u64,
     slow_e: u64,
-    /// Where the front is: the range's first index, then one past the end
-    /// of the last entry the front yielded.
-    lo: u64,
+    /// The range's first index. Where the front is, [`Iter::lo`], is this
+    /// or one past the end of the last entry the front yielded, whichever
+    /// is higher: the floor below when the front has yielded.
+    first: u64,
     /// Where the back is: the range's last index, then one below the start
     /// of the last entry the back yielded.
     hi: u64,
@@ -72,7 +73,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             f_start: 0,
             slow_s: 0,
             slow_e: 0,
-            lo: first,
+            first,
             hi: last,
             lo_floor: 0,
             hi_ceil: u64::MAX,
@@ -112,6 +113,13 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         self.f_idx = l.idx;
     }
 
+    /// Where the front is: the range's first index, then one past the end
+    /// of the last entry the front yielded.
+    #[inline]
+    fn lo(&self) -> u64 {
+        self.first.max(self.lo_floor)
+    }
+
     /// Ends the iteration at both ends.
     #[inline]
     fn finish(&mut self) {
@@ -131,6 +139,24 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// and make every inlined step do the same.
     #[inline(never)]
     fn next_slow(&mut self) -> *mut Slot<T, S> {
+        // The common way here: the leaf is scanned to its end and ends
+        // before the last index wanted. Move to the next leaf as `fold_raw`
+        // does, with no check: its entries go through `step_fast`'s checks,
+        // and anything those decline through the loop below.
+        while self.f_n != 0 && self.f_idx >= self.f_n && self.f_hi < self.hi {
+            // SAFETY: the path is valid for the version 's keeps alive.
+            if unsafe { !step_next_leaf(&mut self.front) } {
+                self.finish();
+                return ptr::null_mut();
+            }
+            // SAFETY: as above.
+            unsafe { self.load_front() };
+            if let Some((s, e, v)) = self.step_fast() {
+                self.slow_s = s;
+                self.slow_e = e;
+                return v;
+            }
+        }
         while !self.done {
             // SAFETY: the cached leaf belongs to the version 's keeps alive.
             let leaf = unsafe { &*self.f_leaf };
@@ -160,7 +186,6 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 if e >= self.hi {
                     self.finish();
                 } else {
-                    self.lo = e + 1;
                     self.lo_floor = e + 1;
                 }
                 self.slow_s = s;
@@ -186,20 +211,27 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// [`Iter::step_slow`]: anything else, and the move to the next leaf.
     #[inline]
     pub(crate) fn step_fast(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        let n = self.f_n;
+        // A leaf's count is at most LEAF_SLOTS; saying so, and indexing
+        // slices of the leaf's `n` slots and `n - 1` stored pivots, lets the
+        // compiler drop every bounds check from the loop.
+        let n = self.f_n.min(LEAF_SLOTS);
         let mut i = self.f_idx;
         if i < n {
             // SAFETY: the cached leaf belongs to the version 's keeps alive.
             let leaf = unsafe { &*self.f_leaf };
+            let slots = leaf.slots(n);
+            let pivots = &leaf.pivots[..n - 1];
             let mut s = self.f_start;
             loop {
-                let e = if i + 1 < n { leaf.pivots[i] } else { self.f_hi };
-                let v = leaf.slot(i);
+                // Past the stored pivots: the last slot, ending at the leaf's.
+                let e = pivots.get(i).copied().unwrap_or(self.f_hi);
+                // Acquire, as `Leaf::slot`: pairs with an exact-fit write's
+                // release store of a new value pointer.
+                let v = slots[i].load(Ordering::Acquire);
                 if !v.is_null() {
                     if e < self.hi && s >= self.lo_floor {
                         self.f_idx = i + 1;
                         self.f_start = e + 1;
-                        self.lo = e + 1;
                         self.lo_floor = e + 1;
                         return Some((s, e, v));
                     }
@@ -277,7 +309,6 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 }
                 self.f_idx = n;
                 self.f_start = lhi + 1;
-                self.lo = self.lo.max(floor);
                 self.lo_floor = floor;
             } else if i < n {
                 // The range's last leaf, or one found stale: step by step.
@@ -321,7 +352,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         while !self.done {
             // SAFETY: the path is valid for the version 's keeps alive.
             let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.back) };
-            if e < self.lo || s < self.lo_floor {
+            if e < self.lo() || s < self.lo_floor {
                 // Before the range, or overlapping what the front yielded.
                 self.finish();
                 break;
@@ -332,7 +363,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             // (the path stepped into a leaf a write swapped in): skip it.
             let stale = e > self.hi_ceil;
             if !v.is_null() && !stale {
-                if s <= self.lo || !more {
+                if s <= self.lo() || !more {
                     self.finish();
                 } else {
                     self.hi = s - 1;
