@@ -16,37 +16,44 @@
 //! # Layout
 //!
 //! ```text
-//!  writer thread W (thread-local Pools)        any thread X (deferred drop)
-//!  +------------------------------------+      drop the value in place, then:
-//!  | class: layout, home --------------+-+-->  X is W: push on W's private list
-//!  |        private list (no atomics)  | |     else:  CAS-push on W's Home
-//!  +------------------------------------+ |
-//!         ^ take(): pop private;          v
-//!         | empty: swap `incoming` once  Home (leaked, 128-byte aligned,
-//!         +----------------------------- incoming, pending): one per class
+//!  writer thread W (thread-local Pools)          any thread X (deferred drop)
+//!  +--------------------------------------+      drop the value in place, then:
+//!  | class: layout, home ----------------+-+-->  X is W: push on W's free list
+//!  |        free list: Vec of boxes      | |     else:  gather in X's batch of 32,
+//!  |        (no atomics)                 | |            CAS-push it on W's Home
+//!  +--------------------------------------+ |
+//!         ^ take(): pop the free list;     v
+//!         | empty: swap `incoming` once   Home (leaked, 128-byte aligned):
+//!         +------------------------------ a stack of batches, one per class
 //! ```
 //!
 //! A thread has a class per value layout it writes (at most [`CLASSES`]; a
 //! further layout is boxed by the allocator as before). Each class has a
-//! private free list, used without atomics, and a [`Home`]: the stack other
-//! threads push onto, which the owner takes whole with one swap when its
-//! private list runs dry. Pushes from many threads and a take-all swap by
-//! one owner need no ABA protection: nothing is ever popped singly from the
-//! shared stack.
+//! free list (a `Vec` of box pointers, used without atomics) and a
+//! [`Home`]: the stack of batches other threads push, which the owner
+//! takes whole with one swap when its list runs dry. Pushes from many
+//! threads and a take-all swap by one owner need no ABA protection:
+//! nothing is ever popped singly from the shared stack. Boxes are listed
+//! beside them, never linked through them: a thread that gives back
+//! another's box does not write it, so its line stays where the owner,
+//! who writes the next value into it, last had it; and a value of any
+//! size (not zero) can be pooled.
 //!
 //! # Cost and memory
 //!
 //! Per stored value: a thread-local lookup and a pop (instead of
-//! `malloc`). Per retired value: its drop, then a push on the private list
-//! when the writer collects its own garbage, or one CAS on the home's line
-//! when another thread does (instead of a local or a cross-arena `free`).
-//! Per thread and layout: at most [`KEEP`] boxes on the private list and
-//! about [`PENDING_MAX`] on the home's stack; beyond that a box goes back
-//! to the allocator. Homes are never freed: when a thread exits, its
-//! private lists are freed and its homes return to a registry, where the
-//! next thread to write that layout adopts them (with whatever is still on
-//! their stacks), so the memory kept is bounded by the number of threads
-//! alive at once.
+//! `malloc`). Per retired value: its drop, then a push on the free list
+//! when the writer collects its own garbage, or a slot in a batch when
+//! another thread does, and per 32 of those one allocation of a batch
+//! (freed by the owner) and one CAS on the home's line (instead of a local
+//! or a cross-arena `free` per box). Per thread and layout: at most
+//! [`KEEP`] boxes on the free list, about [`PENDING_MAX`] on the home's
+//! stack and [`CHAIN`] in a batch being gathered; beyond that a box goes
+//! back to the allocator. Homes are never freed: when a thread exits, its
+//! lists are freed, its batch pushed, and its homes return to a registry,
+//! where the next thread to write that layout adopts them (with whatever
+//! is still on their stacks), so the memory kept is bounded by the number
+//! of threads alive at once.
 //!
 //! Boxes are allocated and freed with `Layout::new::<T>()`, exactly as
 //! `Box<T>` does, so a pooled box may still be freed as a `Box` (a value
@@ -69,11 +76,11 @@ pub(crate) fn home(_: Layout) -> Option<&'static Home> {
     None
 }
 
-/// Whether values of `T` go through the pools: a free box must hold the
-/// free list's link (a pointer, written unaligned).
+/// Whether values of `T` go through the pools: any `T` that `Box`
+/// allocates for (not a zero-sized one).
 #[inline(always)]
 const fn pooled<T>() -> bool {
-    cfg!(not(loom)) && std::mem::size_of::<T>() >= std::mem::size_of::<usize>()
+    cfg!(not(loom)) && std::mem::size_of::<T>() > 0
 }
 
 /// Boxes `v`: a pooled box of this thread, else the allocator's.
@@ -126,24 +133,30 @@ mod pooled {
 
     /// Value layouts a thread pools at most.
     pub(super) const CLASSES: usize = 4;
-    /// Boxes a class keeps on its private list at most.
+    /// Free boxes a class keeps on its private list at most.
     pub(super) const KEEP: usize = 4096;
     /// Boxes a home's stack takes from other threads before they free to
     /// the allocator instead (approximate: the count is reset when taken).
     pub(super) const PENDING_MAX: usize = 4096;
+    /// Boxes a thread gathers for another thread's home before it pushes
+    /// them as one [`Batch`] with one CAS. A thread that collects another's
+    /// garbage (a reader beside a writer, two writers of two trees) would
+    /// otherwise move the home's line once per box.
+    pub(super) const CHAIN: usize = 32;
 
     /// Where other threads give back boxes of one layout to the thread
-    /// that owns this home. On lines of its own (two, against the adjacent
-    /// line prefetcher): pushing threads and the owner share nothing else.
+    /// that owns this home: a stack of [`Batch`]es. On lines of its own
+    /// (two, against the adjacent-line prefetcher): pushing threads and the
+    /// owner share nothing else.
     #[repr(align(128))]
     pub(crate) struct Home {
         layout: Layout,
-        incoming: AtomicPtr<u8>,
+        incoming: AtomicPtr<Batch>,
         pending: AtomicUsize,
     }
 
     impl Home {
-        /// Whether no block waits on the stack (for tests).
+        /// Whether no batch waits on the stack (for tests).
         #[cfg(test)]
         pub(super) fn is_empty(&self) -> bool {
             // Relaxed: the tests read it after joining the pushers.
@@ -151,30 +164,46 @@ mod pooled {
         }
     }
 
+    /// Boxes given back by another thread, listed beside them rather than
+    /// linked through them: the giving thread never writes a box (its line
+    /// was last written by the owner, who will write it again to reuse it).
+    struct Batch {
+        next: *mut Batch,
+        len: usize,
+        boxes: [*mut u8; CHAIN],
+    }
+
     /// Every home ever made (leaked: deferred drops may give back to a home
     /// after its thread is gone), and whether a thread owns it.
     static REGISTRY: Mutex<Vec<(&'static Home, bool)>> = Mutex::new(Vec::new());
 
     struct Class {
+        /// The home's layout, copied here: finding the class must not read
+        /// the home's line, which other threads write.
+        layout: Layout,
         home: &'static Home,
-        /// Free boxes, linked through their first word.
-        free: *mut u8,
-        len: usize,
+        /// Free boxes, last given back first (its lines the warmest).
+        free: Vec<*mut u8>,
     }
 
-    /// Boxes on their way to another thread's home, pushed as one chain.
+    /// Boxes on their way to another thread's home.
     struct Outgoing {
         home: &'static Home,
-        head: *mut u8,
-        tail: *mut u8,
         len: usize,
+        boxes: [*mut u8; CHAIN],
     }
 
-    /// Boxes a thread gathers for another thread's home before it pushes
-    /// them with one CAS. A thread that collects another's garbage (a
-    /// reader beside a writer, two writers of two trees) would otherwise
-    /// move the home's line once per box.
-    pub(super) const CHAIN: usize = 32;
+    impl Outgoing {
+        fn one(home: &'static Home, p: *mut u8) -> Outgoing {
+            let mut boxes = [ptr::null_mut(); CHAIN];
+            boxes[0] = p;
+            Outgoing {
+                home,
+                len: 1,
+                boxes,
+            }
+        }
+    }
 
     struct Pools {
         classes: [Option<Class>; CLASSES],
@@ -187,29 +216,14 @@ mod pooled {
         };
     }
 
-    /// # Safety
-    /// `p` is a block of at least a pointer's size.
-    #[inline]
-    unsafe fn next_of(p: *mut u8) -> *mut u8 {
-        // SAFETY: caller; a value's alignment may be below a pointer's.
-        unsafe { p.cast::<*mut u8>().read_unaligned() }
-    }
-
-    /// # Safety
-    /// As [`next_of`], and `p` is owned by the caller.
-    #[inline]
-    unsafe fn set_next(p: *mut u8, next: *mut u8) {
-        // SAFETY: caller.
-        unsafe { p.cast::<*mut u8>().write_unaligned(next) }
-    }
-
     /// Runs `f` on this thread's pools (`None` while the thread's locals
     /// are being destroyed). `f` runs no user code, so the access is never
     /// reentered.
     #[inline]
     fn with_pools<R>(f: impl FnOnce(&mut Pools) -> R) -> Option<R> {
         // SAFETY: the cell is this thread's, and no caller's `f` calls back
-        // in here (they only move free blocks), so the borrow is unique.
+        // in here (they only move free boxes and allocate), so the borrow
+        // is unique.
         POOLS.try_with(|p| f(unsafe { &mut *p.get() })).ok()
     }
 
@@ -219,45 +233,32 @@ mod pooled {
             self.classes
                 .iter_mut()
                 .flatten()
-                .find(|c| c.home.layout == layout)
+                .find(|c| c.layout == layout)
         }
 
-        /// The class of `layout`, adopting a home for it if a class is free.
-        #[inline]
-        fn class_or_adopt(&mut self, layout: Layout) -> Option<&mut Class> {
-            let i = self
-                .classes
-                .iter()
-                .position(|c| c.as_ref().is_some_and(|c| c.home.layout == layout))
-                .or_else(|| {
-                    let i = self.classes.iter().position(Option::is_none)?;
-                    self.classes[i] = Some(Class {
-                        home: adopt(layout),
-                        free: ptr::null_mut(),
-                        len: 0,
-                    });
-                    Some(i)
-                })?;
-            self.classes[i].as_mut()
+        /// Adopts a home for `layout` in a free class, if there is one.
+        #[cold]
+        fn adopt_class(&mut self, layout: Layout) -> Option<&mut Class> {
+            let slot = self.classes.iter_mut().find(|c| c.is_none())?;
+            Some(slot.insert(Class {
+                layout,
+                home: adopt(layout),
+                free: Vec::new(),
+            }))
         }
     }
 
     impl Drop for Pools {
         fn drop(&mut self) {
             if let Some(o) = self.out.take() {
-                // SAFETY: the chain's boxes are this thread's to give.
-                unsafe { push_chain(o) };
+                // SAFETY: the gathered boxes are this thread's to give.
+                unsafe { push_batch(o) };
             }
             for c in self.classes.iter_mut().flatten() {
-                let mut p = c.free;
-                while !p.is_null() {
-                    // SAFETY: a free block of the class's layout, owned by
-                    // the list; freed once.
-                    unsafe {
-                        let next = next_of(p);
-                        dealloc(p, c.home.layout);
-                        p = next;
-                    }
+                for &p in &c.free {
+                    // SAFETY: a free box of the class's layout, from the
+                    // global allocator, owned by the list; freed once.
+                    unsafe { dealloc(p, c.layout) };
                 }
                 release(c.home);
             }
@@ -297,35 +298,22 @@ mod pooled {
         with_pools(|p| p.class(layout).map(|c| c.home)).flatten()
     }
 
-    /// A free block of `layout` from this thread's pool.
+    /// A free box of `layout`: this thread's, else the allocator's.
     #[inline]
     pub(super) fn take(layout: Layout) -> Option<*mut u8> {
         let p = with_pools(|pools| {
-            let c = pools.class_or_adopt(layout)?;
-            if c.free.is_null() {
-                // Relaxed: only whether a swap is worth its locked
-                // instruction; the swap synchronises.
-                if c.home.incoming.load(Ordering::Relaxed).is_null() {
-                    return None;
+            if let Some(c) = pools.class(layout) {
+                if let Some(p) = c.free.pop() {
+                    return Some(p);
                 }
-                // Acquire: pairs with the pushers' release, so the links
-                // (and the emptiness of the blocks) they wrote are seen.
-                c.free = c.home.incoming.swap(ptr::null_mut(), Ordering::Acquire);
-                if c.free.is_null() {
-                    return None;
-                }
-                // Relaxed: the count only bounds the stack, roughly.
-                c.len = c.home.pending.swap(0, Ordering::Relaxed).min(KEEP);
+                refill(c);
+                return c.free.pop();
             }
-            let p = c.free;
-            // SAFETY: a free block of this layout, owned by the list.
-            c.free = unsafe { next_of(p) };
-            c.len = c.len.saturating_sub(1);
-            Some(p)
+            pools.adopt_class(layout)?.free.pop()
         })
         .flatten();
         p.or_else(|| {
-            // SAFETY: pooled layouts are at least a pointer in size.
+            // SAFETY: pooled layouts have a non-zero size.
             let p = unsafe { alloc(layout) };
             if p.is_null() {
                 handle_alloc_error(layout);
@@ -334,98 +322,116 @@ mod pooled {
         })
     }
 
-    /// Pushes a chain of free blocks on its home's stack, or frees them if
-    /// the stack holds enough.
+    /// Moves what other threads gave back onto the private list.
+    #[inline(never)]
+    fn refill(c: &mut Class) {
+        // Relaxed: only whether a swap is worth its locked instruction;
+        // the swap synchronises.
+        if c.home.incoming.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        // Acquire: pairs with the pushers' release, so the batches (and
+        // the boxes they list, emptied before they were given) are seen.
+        let mut b = c.home.incoming.swap(ptr::null_mut(), Ordering::Acquire);
+        // Relaxed: the count only bounds the stack, roughly.
+        c.home.pending.store(0, Ordering::Relaxed);
+        while !b.is_null() {
+            // SAFETY: every batch on the stack is a leaked `Box<Batch>`
+            // (push_batch), now owned here alone: the swap took the stack.
+            let batch = unsafe { Box::from_raw(b) };
+            b = batch.next;
+            for &p in &batch.boxes[..batch.len] {
+                if c.free.len() < KEEP {
+                    c.free.push(p);
+                } else {
+                    // SAFETY: a free box of the home's layout, from the
+                    // global allocator, given to this thread.
+                    unsafe { dealloc(p, c.layout) };
+                }
+            }
+        }
+    }
+
+    /// Pushes gathered boxes on their home's stack as one batch, or frees
+    /// them if the stack holds enough.
     ///
     /// # Safety
-    /// The chain's blocks are owned by the caller, of the home's layout,
-    /// linked from `head` to `tail` (whose link is overwritten).
-    unsafe fn push_chain(o: Outgoing) {
+    /// The first `o.len` boxes are free boxes of the home's layout, from the
+    /// global allocator, owned by the caller.
+    unsafe fn push_batch(o: Outgoing) {
         let h = o.home;
         // Relaxed: a bound, not a synchronisation.
         if h.pending.load(Ordering::Relaxed) >= PENDING_MAX {
-            let mut p = o.head;
-            for _ in 0..o.len {
-                // SAFETY: a block of the chain (caller), freed once.
-                unsafe {
-                    let next = next_of(p);
-                    dealloc(p, h.layout);
-                    p = next;
-                }
+            for &p in &o.boxes[..o.len] {
+                // SAFETY: caller; each box freed once.
+                unsafe { dealloc(p, h.layout) };
             }
             return;
         }
         // Relaxed: the count is a bound only.
         h.pending.fetch_add(o.len, Ordering::Relaxed);
+        let b = Box::into_raw(Box::new(Batch {
+            next: ptr::null_mut(),
+            len: o.len,
+            boxes: o.boxes,
+        }));
         // Relaxed load: the CAS below checks it.
         let mut head = h.incoming.load(Ordering::Relaxed);
         loop {
-            // SAFETY: the chain is the caller's until the CAS publishes it.
-            unsafe { set_next(o.tail, head) };
+            // SAFETY: the batch is ours until the CAS publishes it.
+            unsafe { (*b).next = head };
             // Release on success: the owner's swap (acquire) then sees the
-            // links written above. Relaxed on failure: only retried.
-            match h.incoming.compare_exchange_weak(
-                head,
-                o.head,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
+            // batch. Relaxed on failure: only retried.
+            match h
+                .incoming
+                .compare_exchange_weak(head, b, Ordering::Release, Ordering::Relaxed)
+            {
                 Ok(_) => return,
                 Err(now) => head = now,
             }
         }
     }
 
-    /// Gives the free block `p` of `layout` back: to this thread's private
-    /// list if it is `home`'s thread, else to a chain for `home`'s stack
-    /// (pushed every [`CHAIN`] blocks), else (no home, or too many kept)
-    /// to the allocator.
+    /// Gives the free box `p` of `layout` back: to this thread's private
+    /// list if it is `home`'s thread (or `home` is `None` and this thread
+    /// pools the layout), else to a batch for `home`'s stack (pushed every
+    /// [`CHAIN`] boxes), else (no home, or enough kept) to the allocator.
     ///
     /// # Safety
-    /// `p` is a free block of `layout`, owned by the caller, from the
-    /// global allocator; `home` (if any) is a home of `layout`.
+    /// `p` is a free box of `layout`, owned by the caller, from the global
+    /// allocator; `home` (if any) is a home of `layout`.
     pub(super) unsafe fn give_back(p: *mut u8, layout: Layout, home: Option<&'static Home>) {
         let done = with_pools(|pools| {
             if let Some(c) = pools.class(layout) {
                 if home.map_or(true, |h| ptr::eq(h, c.home)) {
-                    if c.len >= KEEP {
-                        // Enough kept: to the allocator.
-                        // SAFETY: a block of `layout` from the global
-                        // allocator (caller).
+                    if c.free.len() < KEEP {
+                        c.free.push(p);
+                    } else {
+                        // SAFETY: caller.
                         unsafe { dealloc(p, layout) };
-                        return true;
                     }
-                    // SAFETY: the block is the caller's; it joins the list.
-                    unsafe { set_next(p, c.free) };
-                    c.free = p;
-                    c.len += 1;
                     return true;
                 }
             }
             let Some(h) = home else { return false };
-            match &mut pools.out {
+            let full = match &mut pools.out {
                 Some(o) if ptr::eq(o.home, h) => {
-                    // SAFETY: the block is the caller's; it joins the chain.
-                    unsafe { set_next(p, o.head) };
-                    o.head = p;
+                    o.boxes[o.len] = p;
                     o.len += 1;
-                    if o.len >= CHAIN {
-                        let o = pools.out.take().unwrap_or_else(|| unreachable!());
-                        // SAFETY: the chain's blocks are ours to give.
-                        unsafe { push_chain(o) };
-                    }
+                    o.len == CHAIN
                 }
                 out => {
-                    if let Some(o) = out.take() {
-                        // SAFETY: as above.
-                        unsafe { push_chain(o) };
+                    if let Some(o) = out.replace(Outgoing::one(h, p)) {
+                        // SAFETY: the gathered boxes are ours to give.
+                        unsafe { push_batch(o) };
                     }
-                    *out = Some(Outgoing {
-                        home: h,
-                        head: p,
-                        tail: p,
-                        len: 1,
-                    });
+                    false
+                }
+            };
+            if full {
+                if let Some(o) = pools.out.take() {
+                    // SAFETY: as above.
+                    unsafe { push_batch(o) };
                 }
             }
             true
@@ -434,21 +440,13 @@ mod pooled {
         if done {
             return;
         }
-        if let Some(h) = home {
-            // This thread's locals are gone: a chain of one.
-            // SAFETY: the block is the caller's.
-            unsafe {
-                push_chain(Outgoing {
-                    home: h,
-                    head: p,
-                    tail: p,
-                    len: 1,
-                })
-            };
-            return;
+        match home {
+            // This thread's locals are gone: a batch of one.
+            // SAFETY: the box is the caller's.
+            Some(h) => unsafe { push_batch(Outgoing::one(h, p)) },
+            // SAFETY: a box of `layout` from the global allocator (caller).
+            None => unsafe { dealloc(p, layout) },
         }
-        // SAFETY: a block of `layout` from the global allocator (caller).
-        unsafe { dealloc(p, layout) };
     }
 }
 
