@@ -556,22 +556,22 @@ mod tests {
     #[test]
     fn a_home_outlives_its_thread_and_is_adopted_by_the_next() {
         let l = layout(72);
-        let first = std::thread::spawn(move || {
-            let p = take_one(l);
-            // SAFETY: as above.
-            unsafe { std::alloc::dealloc(p, l) };
-            home(l).unwrap() as *const _ as usize
-        })
-        .join()
-        .unwrap();
-        let second = std::thread::spawn(move || {
-            let p = take_one(l);
-            // SAFETY: as above.
-            unsafe { std::alloc::dealloc(p, l) };
-            home(l).unwrap() as *const _ as usize
-        })
-        .join()
-        .unwrap();
-        assert_eq!(first, second, "the exited thread's home is reused");
+        // A thread that takes a block (adopting a home) and exits: its home.
+        let home_of_a_thread = || {
+            std::thread::spawn(move || {
+                let p = take_one(l);
+                // SAFETY: as above.
+                unsafe { std::alloc::dealloc(p, l) };
+                home(l).unwrap() as *const _ as usize
+            })
+            .join()
+            .unwrap()
+        };
+        let first = home_of_a_thread();
+        assert_eq!(
+            home_of_a_thread(),
+            first,
+            "the exited thread's home is reused"
+        );
     }
 }
