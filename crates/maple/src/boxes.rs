@@ -46,10 +46,10 @@
 //! when the writer collects its own garbage, or a slot in a batch when
 //! another thread does, and per 32 of those one allocation of a batch
 //! (freed by the owner) and one CAS on the home's line (instead of a local
-//! or a cross-arena `free` per box). Per thread and layout: at most
-//! [`KEEP`] boxes on the free list, about [`PENDING_MAX`] on the home's
-//! stack and [`CHAIN`] in a batch being gathered; beyond that a box goes
-//! back to the allocator. Homes are never freed: when a thread exits, its
+//! or a cross-arena `free` per box). Per thread and layout: at most 4096
+//! boxes, or 256 KiB of them for large values (at least 16), on the free
+//! list, about as many on the home's stack, and [`CHAIN`] in a batch being
+//! gathered; beyond that a box goes back to the allocator. Homes are never freed: when a thread exits, its
 //! lists are freed, its batch pushed, and its homes return to a registry,
 //! where the next thread to write that layout adopts them (with whatever
 //! is still on their stacks), so the memory kept is bounded by the number
@@ -133,11 +133,18 @@ mod pooled {
 
     /// Value layouts a thread pools at most.
     pub(super) const CLASSES: usize = 4;
-    /// Free boxes a class keeps on its private list at most.
+    /// Free boxes a class keeps on its free list at most, for small values.
     pub(super) const KEEP: usize = 4096;
-    /// Boxes a home's stack takes from other threads before they free to
-    /// the allocator instead (approximate: the count is reset when taken).
-    pub(super) const PENDING_MAX: usize = 4096;
+    /// Bytes a class keeps on its free list at most: large values keep
+    /// fewer boxes (at least [`KEEP_MIN`]).
+    pub(super) const KEEP_BYTES: usize = 256 << 10;
+    /// Free boxes a class may always keep, however large its values.
+    pub(super) const KEEP_MIN: usize = 16;
+    /// Boxes of `layout` a free list, and a home's stack, keep at most.
+    #[inline]
+    pub(super) fn keep(layout: Layout) -> usize {
+        (KEEP_BYTES / layout.size().max(1)).clamp(KEEP_MIN, KEEP)
+    }
     /// Boxes a thread gathers for another thread's home before it pushes
     /// them as one [`Batch`] with one CAS. A thread that collects another's
     /// garbage (a reader beside a writer, two writers of two trees) would
@@ -151,6 +158,10 @@ mod pooled {
     #[repr(align(128))]
     pub(crate) struct Home {
         layout: Layout,
+        /// Boxes the stack takes from other threads before they free to
+        /// the allocator instead ([`keep`]; approximate: the count is reset
+        /// when the stack is taken).
+        pending_max: usize,
         incoming: AtomicPtr<Batch>,
         pending: AtomicUsize,
     }
@@ -184,6 +195,8 @@ mod pooled {
         home: &'static Home,
         /// Free boxes, last given back first (its lines the warmest).
         free: Vec<*mut u8>,
+        /// The most `free` keeps ([`keep`]).
+        keep: usize,
     }
 
     /// Boxes on their way to another thread's home.
@@ -244,6 +257,7 @@ mod pooled {
                 layout,
                 home: adopt(layout),
                 free: Vec::new(),
+                keep: keep(layout),
             }))
         }
     }
@@ -275,6 +289,7 @@ mod pooled {
         }
         let home: &'static Home = Box::leak(Box::new(Home {
             layout,
+            pending_max: keep(layout),
             incoming: AtomicPtr::new(ptr::null_mut()),
             pending: AtomicUsize::new(0),
         }));
@@ -341,7 +356,7 @@ mod pooled {
             let batch = unsafe { Box::from_raw(b) };
             b = batch.next;
             for &p in &batch.boxes[..batch.len] {
-                if c.free.len() < KEEP {
+                if c.free.len() < c.keep {
                     c.free.push(p);
                 } else {
                     // SAFETY: a free box of the home's layout, from the
@@ -361,7 +376,7 @@ mod pooled {
     unsafe fn push_batch(o: Outgoing) {
         let h = o.home;
         // Relaxed: a bound, not a synchronisation.
-        if h.pending.load(Ordering::Relaxed) >= PENDING_MAX {
+        if h.pending.load(Ordering::Relaxed) >= h.pending_max {
             for &p in &o.boxes[..o.len] {
                 // SAFETY: caller; each box freed once.
                 unsafe { dealloc(p, h.layout) };
@@ -404,7 +419,7 @@ mod pooled {
         let done = with_pools(|pools| {
             if let Some(c) = pools.class(layout) {
                 if home.map_or(true, |h| ptr::eq(h, c.home)) {
-                    if c.free.len() < KEEP {
+                    if c.free.len() < c.keep {
                         c.free.push(p);
                     } else {
                         // SAFETY: caller.
@@ -547,6 +562,32 @@ mod tests {
         assert_eq!(again.first(), Some(&blocks[KEEP - 1]));
         assert_eq!(again.last(), Some(&blocks[0]));
         assert!(h.is_empty(), "nothing went to the home's stack");
+        for b in again {
+            // SAFETY: as above.
+            unsafe { std::alloc::dealloc(b, l) };
+        }
+    }
+
+    #[test]
+    fn large_values_keep_fewer_boxes() {
+        use super::pooled::{keep, KEEP_BYTES, KEEP_MIN};
+        assert_eq!(keep(layout(64)), KEEP);
+        assert_eq!(keep(layout(4096)), KEEP_BYTES / 4096);
+        assert_eq!(keep(layout(1 << 20)), KEEP_MIN);
+        let l = layout(4096);
+        let n = keep(l);
+        let blocks: Vec<*mut u8> = (0..n + 2).map(|_| take_one(l)).collect();
+        let h = home(l).unwrap();
+        for &b in &blocks {
+            // SAFETY: free blocks of l, given back once.
+            unsafe { give_back(b, l, Some(h)) };
+        }
+        let again: Vec<*mut u8> = (0..n).map(|_| take_one(l)).collect();
+        assert_eq!(
+            again.first(),
+            Some(&blocks[n - 1]),
+            "the bound is {n} boxes"
+        );
         for b in again {
             // SAFETY: as above.
             unsafe { std::alloc::dealloc(b, l) };
