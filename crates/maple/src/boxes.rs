@@ -88,12 +88,10 @@ const fn pooled<T>() -> bool {
 pub(crate) fn boxed<T>(v: T) -> *mut T {
     #[cfg(not(loom))]
     if pooled::<T>() {
-        if let Some(p) = pooled::take(Layout::new::<T>()) {
-            let p = p.cast::<T>();
-            // SAFETY: a free block of T's layout, owned by this call.
-            unsafe { p.write(v) };
-            return p;
-        }
+        let p = pooled::take(Layout::new::<T>()).cast::<T>();
+        // SAFETY: a free block of T's layout, owned by this call.
+        unsafe { p.write(v) };
+        return p;
     }
     Box::into_raw(Box::new(v))
 }
@@ -315,7 +313,7 @@ mod pooled {
 
     /// A free box of `layout`: this thread's, else the allocator's.
     #[inline]
-    pub(super) fn take(layout: Layout) -> Option<*mut u8> {
+    pub(super) fn take(layout: Layout) -> *mut u8 {
         let p = with_pools(|pools| {
             if let Some(c) = pools.class(layout) {
                 if let Some(p) = c.free.pop() {
@@ -327,13 +325,13 @@ mod pooled {
             pools.adopt_class(layout)?.free.pop()
         })
         .flatten();
-        p.or_else(|| {
+        p.unwrap_or_else(|| {
             // SAFETY: pooled layouts have a non-zero size.
             let p = unsafe { alloc(layout) };
             if p.is_null() {
                 handle_alloc_error(layout);
             }
-            Some(p)
+            p
         })
     }
 
@@ -476,21 +474,17 @@ mod tests {
         Layout::from_size_align(size, 8).unwrap()
     }
 
-    fn take_one(l: Layout) -> *mut u8 {
-        take(l).expect("a block")
-    }
-
     #[test]
     fn a_block_given_back_on_its_thread_is_taken_next() {
         let l = layout(40);
-        let p = take_one(l);
+        let p = take(l);
         let h = home(l).expect("taking adopts a home");
         // SAFETY: p is a free block of l from take.
         unsafe { give_back(p, l, Some(h)) };
-        assert_eq!(take_one(l), p, "the private list is LIFO");
+        assert_eq!(take(l), p, "the private list is LIFO");
         // SAFETY: as above; no home: still this thread's class.
         unsafe { give_back(p, l, None) };
-        assert_eq!(take_one(l), p);
+        assert_eq!(take(l), p);
         // SAFETY: p came from the global allocator with l.
         unsafe { std::alloc::dealloc(p, l) };
     }
@@ -498,7 +492,7 @@ mod tests {
     #[test]
     fn a_block_given_back_by_another_thread_reaches_its_home() {
         let l = layout(48);
-        let p = take_one(l);
+        let p = take(l);
         let h = home(l).unwrap();
         let addr = p as usize;
         std::thread::spawn(move || {
@@ -508,7 +502,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!(take_one(l) as usize, addr, "the owner swaps its stack in");
+        assert_eq!(take(l) as usize, addr, "the owner swaps its stack in");
         // SAFETY: as in the test above.
         unsafe { std::alloc::dealloc(addr as *mut u8, l) };
     }
@@ -516,7 +510,7 @@ mod tests {
     #[test]
     fn another_threads_blocks_are_pushed_a_chain_at_a_time() {
         let l = layout(56);
-        let blocks: Vec<usize> = (0..CHAIN).map(|_| take_one(l) as usize).collect();
+        let blocks: Vec<usize> = (0..CHAIN).map(|_| take(l) as usize).collect();
         let h = home(l).unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -534,7 +528,7 @@ mod tests {
         };
         done_rx.recv().unwrap();
         // The giver is alive: only a full chain can have been pushed.
-        let mut got: Vec<usize> = (0..CHAIN).map(|_| take_one(l) as usize).collect();
+        let mut got: Vec<usize> = (0..CHAIN).map(|_| take(l) as usize).collect();
         tx.send(()).unwrap();
         giver.join().unwrap();
         got.sort_unstable();
@@ -550,7 +544,7 @@ mod tests {
     #[test]
     fn the_private_list_keeps_at_most_keep_blocks() {
         let l = layout(64);
-        let blocks: Vec<*mut u8> = (0..KEEP + 3).map(|_| take_one(l)).collect();
+        let blocks: Vec<*mut u8> = (0..KEEP + 3).map(|_| take(l)).collect();
         let h = home(l).unwrap();
         for &b in &blocks {
             // SAFETY: free blocks of l, given back once.
@@ -558,7 +552,7 @@ mod tests {
         }
         // The last three went to the allocator, not to the home's stack:
         // KEEP come back, in reverse, and then the pool is empty.
-        let again: Vec<*mut u8> = (0..KEEP).map(|_| take_one(l)).collect();
+        let again: Vec<*mut u8> = (0..KEEP).map(|_| take(l)).collect();
         assert_eq!(again.first(), Some(&blocks[KEEP - 1]));
         assert_eq!(again.last(), Some(&blocks[0]));
         assert!(h.is_empty(), "nothing went to the home's stack");
@@ -576,13 +570,13 @@ mod tests {
         assert_eq!(keep(layout(1 << 20)), KEEP_MIN);
         let l = layout(4096);
         let n = keep(l);
-        let blocks: Vec<*mut u8> = (0..n + 2).map(|_| take_one(l)).collect();
+        let blocks: Vec<*mut u8> = (0..n + 2).map(|_| take(l)).collect();
         let h = home(l).unwrap();
         for &b in &blocks {
             // SAFETY: free blocks of l, given back once.
             unsafe { give_back(b, l, Some(h)) };
         }
-        let again: Vec<*mut u8> = (0..n).map(|_| take_one(l)).collect();
+        let again: Vec<*mut u8> = (0..n).map(|_| take(l)).collect();
         assert_eq!(
             again.first(),
             Some(&blocks[n - 1]),
@@ -600,7 +594,7 @@ mod tests {
         // A thread that takes a block (adopting a home) and exits: its home.
         let home_of_a_thread = || {
             std::thread::spawn(move || {
-                let p = take_one(l);
+                let p = take(l);
                 // SAFETY: as above.
                 unsafe { std::alloc::dealloc(p, l) };
                 home(l).unwrap() as *const _ as usize

@@ -32,7 +32,7 @@
 //! `iter()`'s entries, which may outlive it, cost nothing more than a
 //! [`Reader`]'s references when the iteration is consumed by `fold`,
 //! `for_each`, `sum` and the like, and about 5 instructions more each in a
-//! `for` loop, where a [`Reader`]'s scan takes about 69):
+//! `for` loop, where a [`Reader`]'s scan takes about 58):
 //!
 //! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
 //! |---|---|---|

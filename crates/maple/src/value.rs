@@ -419,8 +419,8 @@ pub trait Repr<T>: sealed::Sealed + Sized + 'static {
 /// that wrote them, and reused by its next writes: a value a reader
 /// retired on the writer's behalf never goes through the allocator's
 /// cross-thread `free`. Each thread keeps at most a few thousand free
-/// boxes per value type (of up to four sizes; values smaller than a
-/// pointer are not pooled).
+/// boxes (at most 256 KiB of large ones) per value size, of up to four
+/// sizes; zero-sized values take no box.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Boxed;
 

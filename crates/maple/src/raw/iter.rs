@@ -7,7 +7,7 @@ use std::ptr;
 
 use super::Root;
 use crate::node::{Leaf, LEAF_SLOTS};
-use crate::read::{descend, path_entry, step_next, step_next_leaf, step_prev, Path, RawEntry};
+use crate::read::{descend, path_entry, step_next_leaf, step_prev, Path, RawEntry};
 use crate::sync::Ordering;
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -192,9 +192,8 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 self.slow_e = e;
                 return v;
             }
-            self.front.leaf_set_idx(self.f_n - 1);
             // SAFETY: the path is valid for the version 's keeps alive.
-            if unsafe { step_next(&mut self.front) } {
+            if unsafe { step_next_leaf(&mut self.front) } {
                 // SAFETY: as above.
                 unsafe { self.load_front() };
             } else {

@@ -141,13 +141,11 @@ impl<T> Txn<'_, T> {
                 }
                 st.retired_nodes = retired;
                 st.retired_nodes.clear();
-                if !st.retired_values.is_empty() {
-                    // Boxes go to this thread's pool, for its next write.
-                    let home = T::home();
-                    for v in st.retired_values.drain(..) {
-                        // SAFETY: exclusive mode: no reader can hold v.
-                        unsafe { T::retire_word(v, home) };
-                    }
+                for v in st.retired_values.drain(..) {
+                    // SAFETY: exclusive mode: no reader can hold v. No home
+                    // needed: this is the writing thread, and a box goes to
+                    // its pool if it pools the layout.
+                    unsafe { T::retire_word(v, None) };
                 }
             }
         }
