@@ -11,11 +11,23 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rmap::bench::{churn_fixed, churn_once, libc_like_intervals, populate, ChurnConfig};
 use rmap::{Design, Interval, ReverseMap, Topology};
 
-fn resident(d: Design) -> (Arc<dyn ReverseMap>, Vec<rmap::Handle>) {
+/// A design's map with 6000 resident entries, and their handles.
+type Resident = (Arc<dyn ReverseMap>, Vec<rmap::Handle>);
+
+fn resident(d: Design) -> Resident {
     let m = d.build_arc(&Topology::Os);
     let hs = populate(&*m, &ChurnConfig::default());
     assert_eq!(m.len(), 6000);
     (m, hs)
+}
+
+/// Every design's resident map, all built before any is measured: a map
+/// built into the memory the previous design's map had just freed gets its
+/// nodes scattered through those holes, while the first design in the
+/// order always had fresh memory. They stay alive until the group ends, so
+/// no design's allocations land in another's freed memory while measured.
+fn all_resident() -> Vec<(Design, Resident)> {
+    Design::ALL.iter().map(|&d| (d, resident(d))).collect()
 }
 
 fn single_thread(c: &mut Criterion) {
@@ -27,8 +39,9 @@ fn single_thread(c: &mut Criterion) {
             "insert_remove_5_single"
         };
         let mut g = c.benchmark_group(name);
-        for d in Design::ALL {
-            let (m, _hs) = resident(d);
+        let built = all_resident();
+        for (d, (m, _hs)) in &built {
+            let (d, m) = (*d, Arc::clone(m));
             let mut items = Vec::new();
             let mut out = Vec::new();
             let mut n = 0u64;
@@ -43,8 +56,9 @@ fn single_thread(c: &mut Criterion) {
     }
 
     let mut g = c.benchmark_group("insert_after_remove");
-    for d in Design::ALL {
-        let (m, hs) = resident(d);
+    let built = all_resident();
+    for (d, (m, hs)) in &built {
+        let (d, m) = (*d, Arc::clone(m));
         let parent = hs[6 * 5 + 1];
         let mut n = 0u64;
         g.bench_function(BenchmarkId::from_parameter(d), |b| {
@@ -62,8 +76,9 @@ fn single_thread(c: &mut Criterion) {
         ("walk_all_6000", Interval::FULL),
     ] {
         let mut g = c.benchmark_group(name);
-        for d in Design::ALL {
-            let (m, _hs) = resident(d);
+        let built = all_resident();
+        for (d, (m, _hs)) in &built {
+            let (d, m) = (*d, Arc::clone(m));
             g.bench_function(BenchmarkId::from_parameter(d), |b| {
                 b.iter(|| {
                     let mut k = 0u64;
@@ -80,8 +95,9 @@ fn churn(c: &mut Criterion) {
     for threads in [1usize, 2, 4] {
         let mut g = c.benchmark_group(format!("churn_{threads}t"));
         g.sample_size(10);
-        for d in Design::ALL {
-            let (m, _hs) = resident(d);
+        let built = all_resident();
+        for (d, (m, _hs)) in &built {
+            let (d, m) = (*d, Arc::clone(m));
             g.bench_function(BenchmarkId::from_parameter(d), |b| {
                 b.iter_custom(|iters| {
                     churn_fixed(&m, threads, iters.div_ceil(threads as u64).max(1), true)
