@@ -244,12 +244,12 @@ impl super::shardset::ShardTree for GroupTree {
             crate::trace::touch_val(self, false);
             t.walk_nodes(range.first, range.last, |head, n| {
                 let iv = n.interval();
-                crate::trace::touch_val(n, false);
+                crate::trace::touch_node(n, false);
                 f(iv, n.payload.vma);
                 let mut m = n.payload.next;
                 while m != head {
                     let mn = t.node(m);
-                    crate::trace::touch_val(mn, false);
+                    crate::trace::touch_node(mn, false);
                     f(iv, mn.payload.vma);
                     m = mn.payload.next;
                 }
@@ -286,10 +286,10 @@ impl super::shardset::ShardTree for GroupTree {
     fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         let n = self.t.node(slot);
-        crate::trace::touch_val(n, true);
+        crate::trace::touch_node(n, true);
         if n.payload.next != NIL {
-            crate::trace::touch_val(self.t.node(n.payload.next), true);
-            crate::trace::touch_val(self.t.node(n.payload.prev), true);
+            crate::trace::touch_node(self.t.node(n.payload.next), true);
+            crate::trace::touch_node(self.t.node(n.payload.prev), true);
         }
         if let Some(head) = self.t.find_exact(n.interval()) {
             super::trace_path(&self.t, head);

@@ -119,7 +119,7 @@ impl VmaTree {
         if crate::trace::recording() {
             crate::trace::touch_val(self, false);
             self.t.walk_nodes(range.first, range.last, |_, n| {
-                crate::trace::touch_val(n, false);
+                crate::trace::touch_node(n, false);
                 f(n.interval(), n.payload)
             });
             return;
@@ -146,14 +146,14 @@ pub(crate) fn trace_path<P: Copy, K: crate::interval_tree::KeyOrder>(
 ) {
     use crate::interval_tree::NIL;
     let n = t.node(slot);
-    crate::trace::touch_val(n, true);
+    crate::trace::touch_node(n, true);
     if !n.in_tree() {
         return;
     }
     let mut p = t.parent_of(slot);
     let mut first = true;
     while p != NIL {
-        crate::trace::touch_val(t.node(p), first);
+        crate::trace::touch_node(t.node(p), first);
         first = false;
         p = t.parent_of(p);
     }
