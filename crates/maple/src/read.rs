@@ -9,8 +9,8 @@
 //! `SAFETY.md`).
 
 use crate::node::{
-    prefetch_node, run_len, slot_bounds, slot_in, slot_range, Internal, Leaf, NodePtr, KIND_LEAF,
-    MAX_HEIGHT,
+    prefetch_node, run_len, slot_bounds, slot_in, slot_range, Internal, Leaf, NodePtr, INT_SLOTS,
+    KIND_LEAF, MAX_HEIGHT,
 };
 
 /// One entry as read from a leaf: `[first, last]` and the value pointer.
@@ -328,6 +328,34 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
 /// The path is valid for a live version.
 pub(crate) unsafe fn step_next_leaf(path: &mut Path) -> bool {
     let len = path.len;
+    // The common move (all but one in INT_SLOTS leaves): the next child of
+    // the leaf's own parent, written out without the general climb's loop.
+    if len >= 2 {
+        let (up, leaf) = path.lv[..len].split_at_mut(len - 1);
+        let p = &mut up[len - 2];
+        // SAFETY: a level above the leaf holds a valid internal node
+        // (caller).
+        let int = unsafe { &*p.node.cast::<Internal>() };
+        // `min`: tells the compiler what the node's invariant says, so the
+        // pivot reads below need no bounds check.
+        let n = (int.hdr.count as usize).min(INT_SLOTS);
+        let i = p.idx + 1;
+        if i < n {
+            p.idx = i;
+            let hi = if i + 1 == n { p.hi } else { int.pivots[i] };
+            leaf[0] = Level {
+                node: int.child(i),
+                idx: 0,
+                lo: int.pivots[i - 1] + 1,
+                hi,
+            };
+            // As below: start fetching the sibling after this one.
+            if i + 1 < n {
+                prefetch_node(int.child(i + 1));
+            }
+            return true;
+        }
+    }
     let lv = &mut path.lv[..len];
     // The lowest level above the leaf with a slot to its right.
     let mut d = len - 1;
