@@ -32,7 +32,11 @@
 //! `iter()`'s entries, which may outlive it, cost nothing more than a
 //! [`Reader`]'s references when the iteration is consumed by `fold`,
 //! `for_each`, `sum` and the like, and about 5 instructions more each in a
-//! `for` loop, where a [`Reader`]'s scan takes about 58):
+//! `for` loop, where a [`Reader`]'s scan takes about 56). Either way, a
+//! consuming adapter (`for_each`, `fold`, `sum`, `collect`, ...) is the
+//! fast way through many entries: it scans a leaf at a time, about 28
+//! instructions an entry at 10^5 against a `for` loop's 56, which keeps the
+//! iteration's state between calls to `next`.
 //!
 //! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
 //! |---|---|---|
