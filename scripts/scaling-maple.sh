@@ -21,8 +21,10 @@ mode=${2:-threads}
 ops=2000000
 [ "$mode" = control ] && ops=50000000
 
-bin=$(cargo build --release -p aspace-maple --bench opcount --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*opcount[^"]*\)".*/\1/p' | tail -1)
+# OPCOUNT_BIN: an opcount binary to run instead of this checkout's (for
+# instance one built from another commit, to compare two builds).
+bin=${OPCOUNT_BIN:-$(cargo build --release -p aspace-maple --bench opcount --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*opcount[^"]*\)".*/\1/p' | tail -1)}
 [ -x "$bin" ] || { echo "could not build the opcount bench" >&2; exit 1; }
 
 # The writes (or updates) per second of one run's summary line.
@@ -30,13 +32,18 @@ rate() { sed -n 's/.*: \([0-9]*\) [a-z]*\/s in all.*/\1/p'; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Every run starts its timed loop at a wall-clock time given to it (after its
+# setup), so that the two processes' loops begin together, as two threads'
+# do at their barrier.
+at() { echo $(($(date +%s%3N) + 700)); }
 for r in $(seq "$rounds"); do
-    one=$("$bin" "$mode" 1 "$ops" | rate)
-    "$bin" "$mode" 1 "$ops" >"$tmp/a" &
-    "$bin" "$mode" 1 "$ops" >"$tmp/b"
+    one=$(OPCOUNT_START_AT_MS=$(at) "$bin" "$mode" 1 "$ops" | rate)
+    t=$(at)
+    OPCOUNT_START_AT_MS=$t "$bin" "$mode" 1 "$ops" >"$tmp/a" &
+    OPCOUNT_START_AT_MS=$t "$bin" "$mode" 1 "$ops" >"$tmp/b"
     wait
     procs=$(($(rate <"$tmp/a") + $(rate <"$tmp/b")))
-    two=$("$bin" "$mode" 2 "$ops" | rate)
+    two=$(OPCOUNT_START_AT_MS=$(at) "$bin" "$mode" 2 "$ops" | rate)
     echo "$one $procs $two"
 done | awk '
     { one[NR] = $1; p[NR] = $2 / $1; t[NR] = $3 / $1; tp[NR] = $3 / $2

@@ -21,7 +21,7 @@
 //! the slot word.
 
 use std::hint::black_box;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use maple::{Inline, MapleTree, Repr, XValue};
@@ -234,11 +234,16 @@ enum Values {
 /// updating random words of a private 4 MB array (the size of a tree of
 /// 10^5 entries), `ops` updates each; prints updates/s in all.
 fn control(k: usize, ops: u64) {
+    let go = Arc::new(Barrier::new(k));
     let hs: Vec<_> = (0..k)
         .map(|j| {
+            let go = Arc::clone(&go);
             std::thread::spawn(move || {
                 let mut words = vec![0u64; 4 << 17];
                 let mut r = Rng(j as u64 + 1);
+                // As in `timed_overwrites`: every thread starts timing at once.
+                go.wait();
+                wait_for_start_time();
                 let t0 = Instant::now();
                 for i in 0..ops {
                     let w = r.below(words.len() as u64) as usize;
@@ -328,13 +333,36 @@ fn read_beside(n: u64, ms: u64, values: Values) {
 
 /// `ops` overwrites of random entries of `t` (exact bounds, value `mk(i)`),
 /// timed.
+/// Sleeps until the wall-clock time in `OPCOUNT_START_AT_MS` (milliseconds
+/// since the Unix epoch), if set: `scripts/scaling-maple.sh` starts two
+/// processes with the same time, so that their timed loops begin together
+/// as two threads' do at their barrier.
+fn wait_for_start_time() {
+    let Some(at) = std::env::var("OPCOUNT_START_AT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(at);
+    if let Ok(left) = at.duration_since(std::time::SystemTime::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// Overwrites `ops` random entries of `t` once every thread of the run has
+/// reached `start` (so that no thread's timed loop runs while another is
+/// still building its tree, alone on the machine); returns the loop's time.
 fn timed_overwrites<T: Clone + Send + Sync + 'static, S: Repr<T>>(
     t: &MapleTree<T, S>,
     ops: u64,
     mut r: Rng,
     mk: fn(u64) -> T,
+    start: &Barrier,
 ) -> std::time::Duration {
     let n = t.len() as u64;
+    start.wait();
+    wait_for_start_time();
     let t0 = Instant::now();
     for _ in 0..ops {
         let i = r.below(n);
@@ -345,13 +373,15 @@ fn timed_overwrites<T: Clone + Send + Sync + 'static, S: Repr<T>>(
 
 fn threads(k: usize, ops: u64, values: Values) {
     let start = Instant::now();
+    let go = Arc::new(Barrier::new(k));
     let hs: Vec<_> = (0..k)
         .map(|j| {
+            let go = Arc::clone(&go);
             std::thread::spawn(move || {
                 let r = Rng(j as u64 + 1);
                 match values {
-                    Values::Boxed => timed_overwrites(&build(100_000), ops, r, |i| i),
-                    Values::Inline => timed_overwrites(&build_xvalue(100_000), ops, r, xv),
+                    Values::Boxed => timed_overwrites(&build(100_000), ops, r, |i| i, &go),
+                    Values::Inline => timed_overwrites(&build_xvalue(100_000), ops, r, xv, &go),
                 }
             })
         })
