@@ -407,6 +407,52 @@ fn bench_iter(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // The same scan stepped by a `for` loop (`next` per entry), as much
+    // user code iterates: the tree keeps its state between calls here,
+    // where `fold` above scans a leaf at a time.
+    let mut g = group(c, "iter_for");
+    for n in sizes() {
+        g.throughput(Throughput::Elements(n));
+        let (t, m, bt) = build_peers(n);
+        g.bench_function(BenchmarkId::new("maple", n), |b| {
+            b.iter(|| {
+                let mut acc = 0u64;
+                for (r, v) in t.reader().iter() {
+                    acc = acc.wrapping_add(r.start() ^ v);
+                }
+                acc
+            })
+        });
+        g.bench_function(BenchmarkId::new("maple_entries", n), |b| {
+            b.iter(|| {
+                let mut acc = 0u64;
+                for e in &t {
+                    acc = acc.wrapping_add(e.range().start() ^ *e);
+                }
+                acc
+            })
+        });
+        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
+            b.iter(|| {
+                let mut acc = 0u64;
+                for (r, v) in m.iter() {
+                    acc = acc.wrapping_add(r.start() ^ v);
+                }
+                acc
+            })
+        });
+        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
+            b.iter(|| {
+                let mut acc = 0u64;
+                for (f, (_, v)) in bt.iter() {
+                    acc = acc.wrapping_add(f ^ v);
+                }
+                acc
+            })
+        });
+    }
+    g.finish();
 }
 
 /// The gap: entries `[10i, 10i + 4]` leave gaps of 5; entry `3n/4` is
