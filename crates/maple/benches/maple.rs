@@ -378,81 +378,83 @@ fn bench_erase(c: &mut Criterion) {
     g.finish();
 }
 
-fn bench_iter(c: &mut Criterion) {
-    let mut g = group(c, "iter_full");
+/// One whole-structure scan of each peer, named as in the group.
+type Scan = (&'static str, fn(&Peers) -> u64);
+
+/// A group that runs each of `scans` over every peer of each size, built
+/// fresh for the size (`build_peers`), one element per entry.
+fn scan_group(c: &mut Criterion, name: &str, scans: &[Scan]) {
+    let mut g = group(c, name);
     for n in sizes() {
         g.throughput(Throughput::Elements(n));
-        let (t, m, bt) = build_peers(n);
-        g.bench_function(BenchmarkId::new("maple", n), |b| {
-            b.iter(|| {
+        let peers = build_peers(n);
+        for &(id, scan) in scans {
+            g.bench_function(BenchmarkId::new(id, n), |b| b.iter(|| scan(&peers)));
+        }
+    }
+    g.finish();
+}
+
+fn bench_iter(c: &mut Criterion) {
+    // Consumed by `fold`, which the tree runs a leaf at a time.
+    scan_group(
+        c,
+        "iter_full",
+        &[
+            ("maple", |(t, _, _)| {
                 t.reader()
                     .iter()
                     .map(|(r, v)| r.start() ^ v)
                     .fold(0, u64::wrapping_add)
-            })
-        });
-        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
-            b.iter(|| {
+            }),
+            ("rangemap", |(_, m, _)| {
                 m.iter()
                     .map(|(r, v)| r.start() ^ v)
                     .fold(0, u64::wrapping_add)
-            })
-        });
-        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
-            b.iter(|| {
+            }),
+            ("btreemap", |(_, _, bt)| {
                 bt.iter()
                     .map(|(f, (_, v))| f ^ v)
                     .fold(0, u64::wrapping_add)
-            })
-        });
-    }
-    g.finish();
-
+            }),
+        ],
+    );
     // The same scan stepped by a `for` loop (`next` per entry), as much
-    // user code iterates: the tree keeps its state between calls here,
-    // where `fold` above scans a leaf at a time.
-    let mut g = group(c, "iter_for");
-    for n in sizes() {
-        g.throughput(Throughput::Elements(n));
-        let (t, m, bt) = build_peers(n);
-        g.bench_function(BenchmarkId::new("maple", n), |b| {
-            b.iter(|| {
+    // user code iterates: the tree keeps its state between calls here.
+    scan_group(
+        c,
+        "iter_for",
+        &[
+            ("maple", |(t, _, _)| {
                 let mut acc = 0u64;
                 for (r, v) in t.reader().iter() {
                     acc = acc.wrapping_add(r.start() ^ v);
                 }
                 acc
-            })
-        });
-        g.bench_function(BenchmarkId::new("maple_entries", n), |b| {
-            b.iter(|| {
+            }),
+            ("maple_entries", |(t, _, _)| {
                 let mut acc = 0u64;
-                for e in &t {
+                for e in t {
                     acc = acc.wrapping_add(e.range().start() ^ *e);
                 }
                 acc
-            })
-        });
-        g.bench_function(BenchmarkId::new("rangemap", n), |b| {
-            b.iter(|| {
+            }),
+            ("rangemap", |(_, m, _)| {
                 let mut acc = 0u64;
                 for (r, v) in m.iter() {
                     acc = acc.wrapping_add(r.start() ^ v);
                 }
                 acc
-            })
-        });
-        g.bench_function(BenchmarkId::new("btreemap", n), |b| {
-            b.iter(|| {
+            }),
+            ("btreemap", |(_, _, bt)| {
                 let mut acc = 0u64;
                 for (f, (_, v)) in bt.iter() {
                     acc = acc.wrapping_add(f ^ v);
                 }
                 acc
-            })
-        });
-    }
-    g.finish();
+            }),
+        ],
+    );
 }
 
 /// The gap: entries `[10i, 10i + 4]` leave gaps of 5; entry `3n/4` is
