@@ -241,9 +241,7 @@ fn control(k: usize, ops: u64) {
             std::thread::spawn(move || {
                 let mut words = vec![0u64; 4 << 17];
                 let mut r = Rng(j as u64 + 1);
-                // As in `timed_overwrites`: every thread starts timing at once.
-                go.wait();
-                wait_for_start_time();
+                start_together(&go);
                 let t0 = Instant::now();
                 for i in 0..ops {
                     let w = r.below(words.len() as u64) as usize;
@@ -331,13 +329,14 @@ fn read_beside(n: u64, ms: u64, values: Values) {
     );
 }
 
-/// `ops` overwrites of random entries of `t` (exact bounds, value `mk(i)`),
-/// timed.
-/// Sleeps until the wall-clock time in `OPCOUNT_START_AT_MS` (milliseconds
-/// since the Unix epoch), if set: `scripts/scaling-maple.sh` starts two
-/// processes with the same time, so that their timed loops begin together
-/// as two threads' do at their barrier.
-fn wait_for_start_time() {
+/// Waits until every thread of the run has reached `start` (so that no
+/// thread's timed loop runs while another is still setting up, alone on
+/// the machine), then until the wall-clock time in `OPCOUNT_START_AT_MS`
+/// (milliseconds since the Unix epoch), if set: `scripts/scaling-maple.sh`
+/// gives two processes the same time, so that their loops begin together
+/// as two threads' do at the barrier.
+fn start_together(start: &Barrier) {
+    start.wait();
     let Some(at) = std::env::var("OPCOUNT_START_AT_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -350,9 +349,9 @@ fn wait_for_start_time() {
     }
 }
 
-/// Overwrites `ops` random entries of `t` once every thread of the run has
-/// reached `start` (so that no thread's timed loop runs while another is
-/// still building its tree, alone on the machine); returns the loop's time.
+/// Overwrites `ops` random entries of `t` (exact bounds, value `mk(i)`)
+/// once the run's threads start together ([`start_together`]); returns the
+/// loop's time.
 fn timed_overwrites<T: Clone + Send + Sync + 'static, S: Repr<T>>(
     t: &MapleTree<T, S>,
     ops: u64,
@@ -361,8 +360,7 @@ fn timed_overwrites<T: Clone + Send + Sync + 'static, S: Repr<T>>(
     start: &Barrier,
 ) -> std::time::Duration {
     let n = t.len() as u64;
-    start.wait();
-    wait_for_start_time();
+    start_together(start);
     let t0 = Instant::now();
     for _ in 0..ops {
         let i = r.below(n);

@@ -342,11 +342,11 @@ pub(crate) unsafe fn step_next_leaf(path: &mut Path) -> bool {
         let i = p.idx + 1;
         if i < n {
             p.idx = i;
-            let hi = if i + 1 == n { p.hi } else { int.pivots[i] };
+            let (lo, hi) = slot_range(&int.pivots, n, i, p.lo, p.hi);
             leaf[0] = Level {
                 node: int.child(i),
                 idx: 0,
-                lo: int.pivots[i - 1] + 1,
+                lo,
                 hi,
             };
             // As below: start fetching the sibling after this one.

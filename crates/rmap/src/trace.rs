@@ -184,18 +184,22 @@ pub(crate) fn recording() -> bool {
     crate::stats::ctx() & crate::stats::RECORDING != 0
 }
 
+/// Notes that the innermost open hold touched the lines `ids` (if a hold
+/// is open).
+fn note_lines(ids: impl Iterator<Item = usize>, write: bool) {
+    REC.with(|r| {
+        if let Some(p) = r.borrow_mut().stack.last_mut() {
+            p.touched.extend(ids.map(|l| (l, write)));
+        }
+    });
+}
+
 /// Notes that the innermost open hold touched `[ptr, ptr + len)`.
 pub(crate) fn touch(ptr: *const u8, len: usize, write: bool) {
     let a = ptr as usize;
     let first = a / LINE;
     let last = (a + len.max(1) - 1) / LINE;
-    REC.with(|r| {
-        if let Some(p) = r.borrow_mut().stack.last_mut() {
-            for l in first..=last {
-                p.touched.push((l, write));
-            }
-        }
-    });
+    note_lines(first..=last, write);
 }
 
 /// [`touch`] for a value.
@@ -225,15 +229,9 @@ const NODE_LINE: usize = 1 << (usize::BITS - 1);
 pub(crate) fn touch_node<T>(v: &T, write: bool) {
     let a = (v as *const T) as usize;
     let lines = std::mem::size_of::<T>().max(1).div_ceil(LINE);
-    REC.with(|r| {
-        if let Some(p) = r.borrow_mut().stack.last_mut() {
-            // Nodes do not overlap, so `a + k` for k below the node's size
-            // names each of its lines once.
-            for k in 0..lines {
-                p.touched.push((NODE_LINE | (a + k), write));
-            }
-        }
-    });
+    // Nodes do not overlap, so `a + k` for k below the node's size names
+    // each of its lines once.
+    note_lines((0..lines).map(|k| NODE_LINE | (a + k)), write);
 }
 
 #[cfg(test)]
