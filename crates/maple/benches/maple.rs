@@ -91,7 +91,7 @@ type Peers = (
     BTreeMap<u64, (u64, u64)>,
 );
 
-/// The three peers of the read groups, each built on its own fresh memory.
+/// The three peers of a comparison group, each built on its own fresh memory.
 ///
 /// Built together before any is measured and dropped together after: a
 /// structure built into the memory another has just freed gets its nodes
