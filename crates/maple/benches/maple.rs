@@ -3,6 +3,8 @@
 //! Peers in every group: `rangemap::RangeInclusiveMap` (distinct values, so it
 //! never coalesces) and std `BTreeMap` keyed by start (a point-key baseline);
 //! for concurrent reads, `RwLock<RangeInclusiveMap>` and `scc::TreeIndex`.
+//! The scan groups also run the tree with its values in the slot word
+//! (`maple_inline`: `XValue`s, no box per value).
 //!
 //! Entries are `[10i, 10i + 4]` with value `i`, so every entry is followed by
 //! a gap of 5. `ASPACE_BENCH_MAX_N` caps N (for a quick run), e.g.
@@ -16,7 +18,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
-use maple::MapleTree;
+use maple::{Inline, MapleTree, XValue};
 use rangemap::RangeInclusiveMap;
 
 const SIZES: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
@@ -378,16 +380,34 @@ fn bench_erase(c: &mut Criterion) {
     g.finish();
 }
 
+/// The peers of a scan, and the tree again with its values in the slot
+/// word (`XValue`s, as the kernel stores `xa_mk_value` integers): the same
+/// entries, read without the box that `MapleTree<u64>` puts each value in.
+type ScanPeers = (Peers, MapleTree<XValue, Inline>);
+
 /// One whole-structure scan of each peer, named as in the group.
-type Scan = (&'static str, fn(&Peers) -> u64);
+type Scan = (&'static str, fn(&ScanPeers) -> u64);
+
+fn build_maple_inline(n: u64) -> MapleTree<XValue, Inline> {
+    let mut t = MapleTree::new_inline();
+    {
+        let mut c = t.cursor_mut();
+        for i in 0..n {
+            let v = XValue::new(i as usize).expect("bench sizes fit in 63 bits");
+            c.store_range(first(i), last(i), v).unwrap();
+        }
+    }
+    t
+}
 
 /// A group that runs each of `scans` over every peer of each size, built
-/// fresh for the size (`build_peers`), one element per entry.
+/// fresh for the size (`build_peers`, then the inline tree), one element
+/// per entry.
 fn scan_group(c: &mut Criterion, name: &str, scans: &[Scan]) {
     let mut g = group(c, name);
     for n in sizes() {
         g.throughput(Throughput::Elements(n));
-        let peers = build_peers(n);
+        let peers = (build_peers(n), build_maple_inline(n));
         for &(id, scan) in scans {
             g.bench_function(BenchmarkId::new(id, n), |b| b.iter(|| scan(&peers)));
         }
@@ -401,18 +421,24 @@ fn bench_iter(c: &mut Criterion) {
         c,
         "iter_full",
         &[
-            ("maple", |(t, _, _)| {
+            ("maple", |((t, _, _), _)| {
                 t.reader()
                     .iter()
                     .map(|(r, v)| r.start() ^ v)
                     .fold(0, u64::wrapping_add)
             }),
-            ("rangemap", |(_, m, _)| {
+            ("maple_inline", |(_, t)| {
+                t.reader()
+                    .iter()
+                    .map(|(r, v)| r.start() ^ v.get() as u64)
+                    .fold(0, u64::wrapping_add)
+            }),
+            ("rangemap", |((_, m, _), _)| {
                 m.iter()
                     .map(|(r, v)| r.start() ^ v)
                     .fold(0, u64::wrapping_add)
             }),
-            ("btreemap", |(_, _, bt)| {
+            ("btreemap", |((_, _, bt), _)| {
                 bt.iter()
                     .map(|(f, (_, v))| f ^ v)
                     .fold(0, u64::wrapping_add)
@@ -425,28 +451,35 @@ fn bench_iter(c: &mut Criterion) {
         c,
         "iter_for",
         &[
-            ("maple", |(t, _, _)| {
+            ("maple", |((t, _, _), _)| {
                 let mut acc = 0u64;
                 for (r, v) in t.reader().iter() {
                     acc = acc.wrapping_add(r.start() ^ v);
                 }
                 acc
             }),
-            ("maple_entries", |(t, _, _)| {
+            ("maple_entries", |((t, _, _), _)| {
                 let mut acc = 0u64;
                 for e in t {
                     acc = acc.wrapping_add(e.range().start() ^ *e);
                 }
                 acc
             }),
-            ("rangemap", |(_, m, _)| {
+            ("maple_inline", |(_, t)| {
+                let mut acc = 0u64;
+                for (r, v) in t.reader().iter() {
+                    acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+                }
+                acc
+            }),
+            ("rangemap", |((_, m, _), _)| {
                 let mut acc = 0u64;
                 for (r, v) in m.iter() {
                     acc = acc.wrapping_add(r.start() ^ v);
                 }
                 acc
             }),
-            ("btreemap", |(_, _, bt)| {
+            ("btreemap", |((_, _, bt), _)| {
                 let mut acc = 0u64;
                 for (f, (_, v)) in bt.iter() {
                     acc = acc.wrapping_add(f ^ v);
