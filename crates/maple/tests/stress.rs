@@ -328,6 +328,18 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         };
         let all: Vec<(RangeInclusive<u64>, Val)> = snap.iter().map(|(r, v)| (r, *v)).collect();
         check_pass(&all, "forward iteration");
+        // The same pass consumed by `fold`, which scans whole leaves and takes
+        // the leaves after the first from their parent's slots while the
+        // writer swaps leaves under it; and by the tree's own iterator.
+        let folded = snap.iter().fold(Vec::new(), |mut acc, (r, v)| {
+            acc.push((r, *v));
+            acc
+        });
+        check_pass(&folded, "folded iteration");
+        let mut entries = Vec::new();
+        tree.iter()
+            .for_each(|e| entries.push((e.range(), *e.value())));
+        check_pass(&entries, "folded tree.iter()");
         let mut back: Vec<(RangeInclusive<u64>, Val)> =
             snap.iter().rev().map(|(r, v)| (r, *v)).collect();
         back.reverse();
