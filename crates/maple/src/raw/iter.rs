@@ -259,7 +259,10 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// them can pass the range's end or fall below the floor (the floor
     /// guards against a leaf that a write swapped in under the front). Any
     /// other leaf (the range's last one, or one found stale) is stepped by
-    /// [`Iter::next_slow`], which has every check.
+    /// [`Iter::next_slow`], which has every check. After a scanned leaf, the
+    /// leaves that follow it under the same parent are taken from the
+    /// parent's slots ([`Iter::fold_siblings`]) rather than through the
+    /// path, which is updated once per run of them.
     ///
     /// If `f` panics, the iterator's state is left behind at some earlier
     /// entry; callers consume the iterator, so it is only dropped after.
