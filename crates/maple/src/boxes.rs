@@ -27,10 +27,10 @@
 //!         +------------------------------ a stack of batches, one per class
 //! ```
 //!
-//! A thread has a class per value layout it writes (at most [`CLASSES`]; a
-//! further layout is boxed by the allocator as before). Each class has a
-//! free list (a `Vec` of box pointers, used without atomics) and a
-//! [`Home`]: the stack of batches other threads push, which the owner
+//! A thread has a class per value layout it writes (at most
+//! [`CLASSES`](pooled::CLASSES); a further layout is boxed by the allocator
+//! as before). Each class has a free list (a `Vec` of box pointers, used
+//! without atomics) and a [`Home`]: the stack of batches other threads push, which the owner
 //! takes whole with one swap when its list runs dry. Pushes from many
 //! threads and a take-all swap by one owner need no ABA protection:
 //! nothing is ever popped singly from the shared stack. Boxes are listed
@@ -48,9 +48,9 @@
 //! (freed by the owner) and one CAS on the home's line (instead of a local
 //! or a cross-arena `free` per box). Per thread and layout: at most 4096
 //! boxes, or 256 KiB of them for large values (at least 16), on the free
-//! list, about as many on the home's stack, and [`CHAIN`] in a batch being
-//! gathered; beyond that a box goes back to the allocator. Homes are never freed: when a thread exits, its
-//! lists are freed, its batch pushed, and its homes return to a registry,
+//! list, about as many on the home's stack, and [`CHAIN`](pooled::CHAIN) in a
+//! batch being gathered; beyond that a box goes back to the allocator. Homes
+//! are never freed: when a thread exits, its lists are freed, its batch pushed, and its homes return to a registry,
 //! where the next thread to write that layout adopts them (with whatever
 //! is still on their stacks), so the memory kept is bounded by the number
 //! of threads alive at once.
