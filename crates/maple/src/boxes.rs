@@ -30,30 +30,31 @@
 //! A thread has a class per value layout it writes (at most
 //! [`CLASSES`](pooled::CLASSES); a further layout is boxed by the allocator
 //! as before). Each class has a free list (a `Vec` of box pointers, used
-//! without atomics) and a [`Home`]: the stack of batches other threads push, which the owner
-//! takes whole with one swap when its list runs dry. Pushes from many
-//! threads and a take-all swap by one owner need no ABA protection:
-//! nothing is ever popped singly from the shared stack. Boxes are listed
-//! beside them, never linked through them: a thread that gives back
-//! another's box does not write it, so its line stays where the owner,
-//! who writes the next value into it, last had it; and a value of any
-//! size (not zero) can be pooled.
+//! without atomics) and a [`Home`]: the stack of batches other threads
+//! push, which the owner takes whole with one swap when its list runs dry.
+//! Pushes from many threads and a take-all swap by one owner need no ABA
+//! protection: nothing is ever popped singly from the shared stack. Boxes
+//! are listed beside them, never linked through them: a thread that gives
+//! back another's box does not write it, so its line stays where the owner,
+//! who writes the next value into it, last had it; and a value of any size
+//! (not zero) can be pooled.
 //!
 //! # Cost and memory
 //!
-//! Per stored value: a thread-local lookup and a pop (instead of
-//! `malloc`). Per retired value: its drop, then a push on the free list
-//! when the writer collects its own garbage, or a slot in a batch when
-//! another thread does, and per 32 of those one allocation of a batch
-//! (freed by the owner) and one CAS on the home's line (instead of a local
-//! or a cross-arena `free` per box). Per thread and layout: at most 4096
-//! boxes, or 256 KiB of them for large values (at least 16), on the free
-//! list, about as many on the home's stack, and [`CHAIN`](pooled::CHAIN) in a
-//! batch being gathered; beyond that a box goes back to the allocator. Homes
-//! are never freed: when a thread exits, its lists are freed, its batch pushed, and its homes return to a registry,
-//! where the next thread to write that layout adopts them (with whatever
-//! is still on their stacks), so the memory kept is bounded by the number
-//! of threads alive at once.
+//! Per stored value: a thread-local lookup and a pop (instead of `malloc`).
+//! Per retired value: its drop, then a push on the free list when the
+//! writer collects its own garbage, or a slot in a batch when another
+//! thread does, and per 32 of those one allocation of a batch (freed by the
+//! owner) and one CAS on the home's line (instead of a local or a
+//! cross-arena `free` per box). Per thread and layout: at most 4096 boxes,
+//! or 256 KiB of them for large values (at least 16), on the free list,
+//! about as many on the home's stack, and [`CHAIN`](pooled::CHAIN) in a
+//! batch being gathered; beyond that a box goes back to the allocator.
+//! Homes are never freed: when a thread exits, its lists are freed, its
+//! batch pushed, and its homes return to a registry, where the next thread
+//! to write that layout adopts them (with whatever is still on their
+//! stacks), so the memory kept is bounded by the number of threads alive at
+//! once.
 //!
 //! Boxes are allocated and freed with `Layout::new::<T>()`, exactly as
 //! `Box<T>` does, so a pooled box may still be freed as a `Box` (a value
