@@ -288,9 +288,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 let leaf = unsafe { &*self.f_leaf };
                 let floor;
                 (acc, floor) = scan_leaf(leaf, n, i, self.f_start, lhi, self.lo_floor, acc, &mut f);
-                self.f_idx = n;
-                self.f_start = lhi + 1;
-                self.lo_floor = floor;
+                self.leaf_scanned(floor);
                 // SAFETY: the path is valid for the version 's keeps alive.
                 acc = unsafe { self.fold_siblings(acc, &mut f) };
             } else if i < n {
@@ -369,10 +367,10 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 break;
             }
             (acc, floor) = scan_leaf(leaf, n, 0, lo, lhi, floor, acc, f);
-            last = Some((node, n, lo, lhi));
+            last = Some((node, lo, lhi));
             j += 1;
         }
-        if let Some((node, n, lo, lhi)) = last {
+        if let Some((node, lo, lhi)) = last {
             self.front.lv[len - 2].idx = j - 1;
             self.front.lv[len - 1] = Level {
                 node,
@@ -380,14 +378,21 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 lo,
                 hi: lhi,
             };
-            self.f_leaf = node.cast();
-            self.f_n = n;
-            self.f_hi = lhi;
-            self.f_idx = n;
-            self.f_start = lhi + 1;
-            self.lo_floor = floor;
+            // SAFETY: the path now ends at the last leaf scanned, a child of
+            // a valid node (caller).
+            unsafe { self.load_front() };
+            self.leaf_scanned(floor);
         }
         acc
+    }
+
+    /// Marks the cached leaf as scanned to its end by a fold, which handed
+    /// over every entry below `floor` (the new floor).
+    #[inline]
+    fn leaf_scanned(&mut self, floor: u64) {
+        self.f_idx = self.f_n;
+        self.f_start = self.f_hi + 1;
+        self.lo_floor = floor;
     }
 
     /// The step [`Iter::step_fast`] declined: the next entry from the
