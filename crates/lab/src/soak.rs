@@ -12,7 +12,7 @@
 //! that is gone is seen, and nothing outside the range is reported. At the end,
 //! with every process gone, every reverse map must be empty. A sampler records
 //! resident memory over time, so that reclamation (maple nodes and values freed
-//! through crossbeam-epoch, rmap slots reused) can be seen to stay bounded.
+//! through the maple crate's epoch, rmap slots reused) can be seen to stay bounded.
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
 use mm::{CallPattern, File, Files, MapFlags, Mm, Program, Prot, PAGE_SIZE};

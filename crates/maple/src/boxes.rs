@@ -4,9 +4,10 @@
 //!
 //! # Why
 //!
-//! crossbeam-epoch runs a deferred function on whichever thread collects:
-//! often a reader, or the writer of another tree. A retired value's box
-//! was then freed by a thread that did not allocate it, which glibc serves
+//! crossbeam-epoch, which the tree used until stop 22, ran a deferred
+//! function on whichever thread collected: often a reader, or the writer of
+//! another tree. A retired value's box was then freed by a thread that did
+//! not allocate it, which glibc serves
 //! through the owning arena's lock: measured, about a tenth of a reader's
 //! time beside a writer, and a fifth of the cycles of two threads each
 //! writing its own tree (BENCHMARKS.md, "Why boxed values miss"). Here the

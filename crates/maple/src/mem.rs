@@ -78,10 +78,11 @@ pub(crate) fn node_layout() -> Layout {
 /// percent (callgrind, see BENCHMARKS.md).
 struct BlockCache(Vec<NodePtr>);
 
-/// Blocks a thread keeps at most (512 KiB). crossbeam-epoch runs deferred
-/// frees in bursts (up to 8 bags of 64 batches every 128 pins), so the
-/// cache must absorb a burst for the writer to reuse it: with 256 blocks
-/// two thirds of node allocations still missed.
+/// Blocks a thread keeps at most (512 KiB). Deferred frees run in bursts
+/// (every bag that expired, at each advance; with crossbeam-epoch, up to 8
+/// bags of 64 batches every 128 pins), so the cache must absorb a burst for
+/// the writer to reuse it: with 256 blocks two thirds of node allocations
+/// still missed (measured with crossbeam-epoch).
 const CACHE_BLOCKS: usize = 2048;
 
 impl Drop for BlockCache {
@@ -157,12 +158,13 @@ const RETIRE_LIST_CAP: usize = 30;
 
 /// A node-sized block listing node blocks that one write retired. After
 /// the grace period the whole chain is pushed, with one CAS, onto the
-/// tree's [`Recycler`]. The thread that runs the deferred function (often
-/// a reader: crossbeam-epoch runs deferred work in whichever thread pins)
-/// touches only these list blocks and the recycler, never the retired
-/// nodes, and frees nothing: with glibc, readers freeing the writer's
-/// blocks serialised on malloc's arena lock (reads beside a writer fell to
-/// 0.05x of reads alone).
+/// tree's [`Recycler`]. The thread that runs the deferred function (the
+/// writer that retired them, or, for a thread that exited, whichever
+/// thread advances next; with crossbeam-epoch, often a reader) touches
+/// only these list blocks and the recycler, never the retired nodes, and
+/// frees nothing: with glibc, readers freeing the writer's blocks
+/// serialised on malloc's arena lock (reads beside a writer fell to 0.05x
+/// of reads alone).
 #[repr(C, align(64))]
 struct RetireList {
     next: NodePtr,

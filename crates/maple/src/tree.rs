@@ -26,8 +26,8 @@ pub use crate::raw::{Entry, Iter, Removed};
 ///
 /// - **Readers** ([`load`](Self::load), [`find`](Self::find),
 ///   [`prev`](Self::prev), everything on a [`Reader`], the gap searches)
-///   are lock-free and never block: they pin an epoch (`crossbeam-epoch`)
-///   and walk the tree without locks, as RCU readers do. A lookup is
+///   are lock-free and never block: they pin an epoch (a plain store to
+///   the thread's own line where `membarrier(2)` is available) and walk the tree without locks, as RCU readers do. A lookup is
 ///   linearizable: it returns the value from before or after any concurrent
 ///   write covering that index, never a mix, and never a torn node.
 ///   An iteration runs on a [`Reader`] and starts from the root that the

@@ -107,7 +107,7 @@ fn settle(c: &Counters, want: &HashSet<u64>) {
         if live == *want {
             return;
         }
-        crossbeam_epoch::pin().flush();
+        maple::flush_retired();
         if round > 2 {
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -325,7 +325,7 @@ fn a_panicking_clone_in_a_split_changes_nothing() {
         if LIVE.load(Ordering::Relaxed) == 0 {
             return;
         }
-        crossbeam_epoch::pin().flush();
+        maple::flush_retired();
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     panic!("{} values leaked", LIVE.load(Ordering::Relaxed));

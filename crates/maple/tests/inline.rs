@@ -141,7 +141,7 @@ fn settle(done: impl Fn() -> bool) {
         if done() {
             return;
         }
-        crossbeam_epoch::pin().flush();
+        maple::flush_retired();
         if round > 2 {
             std::thread::sleep(Duration::from_millis(1));
         }

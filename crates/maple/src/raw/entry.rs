@@ -12,7 +12,7 @@ use std::mem::MaybeUninit;
 use std::ops::{Deref, RangeInclusive};
 use std::ptr::NonNull;
 
-use crossbeam_epoch::{self as epoch, Guard};
+use crate::epoch::{self, Guard};
 
 use super::{Core, Iter, Writer};
 use crate::read::RawEntry;
@@ -22,7 +22,7 @@ use crate::MapleTree;
 
 impl<T, S: Repr<T>> Core<Slot<T, S>> {
     /// The entry containing `index`, under a pin of its own.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn load(&self, index: u64) -> Option<Entry<'_, T, S>> {
         let guard = epoch::pin();
         let root = self.load_root();
@@ -60,7 +60,7 @@ impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
     /// it; the value stays alive while the Entry does.
     pub(crate) fn erase(mut self, index: u64) -> Option<Entry<'w, T, S>> {
         // Pinned before the write retires the value.
-        let guard = epoch::pin();
+        let guard = epoch::pin_fenced();
         let e = self.locked().root.lookup_raw(index)?;
         if e.2.is_null() {
             return None;
@@ -82,7 +82,7 @@ impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
     ) -> Removed<'w, T, S> {
         // Pinned before the write retires anything, so the removed values
         // outlive their deferred drop for as long as `Removed` lives.
-        let guard = epoch::pin();
+        let guard = epoch::pin_fenced();
         let mut parts = Vec::new();
         let mut it = Iter::<'_, T, S>::new(self.locked().root, first, last);
         while let Some((s, e, v)) = it.next_raw() {

@@ -32,7 +32,7 @@
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
-use crossbeam_epoch::{self as epoch, Guard};
+use crate::epoch::{self, Guard};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{check_range, check_window, MapleError};
@@ -249,7 +249,7 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
         cloner: Option<Cloner<V>>,
         f: impl FnOnce(&mut Txn<'_, V>) -> R,
     ) -> R {
-        let guard = epoch::pin();
+        let guard = epoch::pin_fenced();
         let head = self.head;
         let mut txn = Txn::new(&mut self.st, head.writer_root(), false, cloner);
         let r = f(&mut txn);
@@ -261,7 +261,7 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
     /// Removes every entry. Readers still holding the old version keep it
     /// until they unpin; it is then freed in one deferred pass.
     pub(crate) fn clear(&mut self) {
-        let guard = epoch::pin();
+        let guard = epoch::pin_fenced();
         self.st.bump_gen();
         let head = self.head;
         let old = head.writer_root();
@@ -275,7 +275,7 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
             // reader pinned before the publish has unpinned, and the values
             // it drops are Send (`V: Send`).
             unsafe {
-                guard.defer_unchecked(move || {
+                self.st.defer(&guard, move || {
                     let old = old;
                     free_subtree::<V>(old.0);
                 })

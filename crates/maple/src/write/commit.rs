@@ -69,10 +69,11 @@ impl<T> Txn<'_, T> {
         match guard {
             Some(guard) => {
                 // Free the never-published nodes now; retire the rest as one
-                // deferred batch per write. crossbeam-epoch runs deferred
-                // functions at a pace tied to pins (a few per pin), so one
-                // batch per write keeps reclamation ahead of a busy writer,
-                // where one deferred call per node fell behind.
+                // deferred batch per write: a bag holds 64 deferred calls,
+                // so batching keeps bags (and the fences and advances that
+                // seal them) few; with crossbeam-epoch, which ran deferred
+                // calls at a pace tied to pins, one call per node fell
+                // behind a busy writer.
                 // Never-published nodes go straight back to the pool; the
                 // rest are listed in retire-list blocks and handed to
                 // writers after the grace period (see `node::RetireList`).

@@ -33,7 +33,7 @@
 
 use std::ptr;
 
-use crossbeam_epoch::Guard;
+use crate::epoch::Guard;
 
 use crate::mem::{free_block, BlockPool};
 use crate::node::{
@@ -63,7 +63,7 @@ pub(crate) struct WriterState<T> {
     gen: u64,
     /// Under loom, deferred work waits here until the tree is dropped (no
     /// reader can remain then) or a model runs it (`MapleTree::loom_reclaim`):
-    /// crossbeam-epoch would run it outside the loom execution that owns its
+    /// the epoch would run it outside the loom execution that owns its
     /// atomics.
     #[cfg(loom)]
     pub(crate) deferred: LoomDeferred,
@@ -113,8 +113,8 @@ impl<T> WriterState<T> {
     /// Runs `f` once no reader pinned before now can still be pinned.
     ///
     /// # Safety
-    /// As `crossbeam_epoch::Guard::defer_unchecked`.
-    unsafe fn defer(&mut self, guard: &Guard, f: impl FnOnce() + Send + 'static) {
+    /// As `epoch::Guard::defer_unchecked`.
+    pub(crate) unsafe fn defer(&mut self, guard: &Guard, f: impl FnOnce() + Send + 'static) {
         #[cfg(not(loom))]
         // SAFETY: forwarded from the caller.
         unsafe {
