@@ -9,15 +9,17 @@
 # memory, bad free, or *definite* leak, and when a test itself fails. Set
 # MEMCHECK_ONLY="aspace-maple:edges aspace-mm:bad_input" to run a subset.
 #
-# Why --errors-for-leak-kinds=definite: crossbeam-epoch (the maple tree's
-# reclamation) keeps a global queue of deferred frees and per-thread bags that are
-# only drained by later pins; at process exit whatever is still queued is
-# reachable from the collector's statics (valgrind's "still reachable", or
-# "possibly lost" for interior pointers into a bag). That is not a leak: it is
-# bounded garbage awaiting an epoch advance, freed by the next pins in a live
-# program (the soak's RSS curve shows it staying flat). A value or node that is
-# truly lost (no pointer to it anywhere) is "definitely lost" and fails the run;
-# tests/drop_count.rs in maple additionally counts every drop.
+# Why --errors-for-leak-kinds=definite: the maple tree's epoch (src/epoch.rs)
+# keeps each thread's deferred frees in thread-local bags, run two epoch advances
+# later, and a global list of bags left by exited threads; its participant
+# records are leaked on purpose (reused, never freed). At process exit whatever
+# is still waiting is reachable from those statics and thread-locals (valgrind's
+# "still reachable", or "possibly lost" for interior pointers into a bag). That
+# is not a leak: it is bounded garbage awaiting an epoch advance, freed by the
+# thread's next writes in a live program (the soak's RSS curve shows it staying
+# flat). A value or node that is truly lost (no pointer to it anywhere) is
+# "definitely lost" and fails the run; tests/drop_count.rs in maple
+# additionally counts every drop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "memcheck: valgrind not installed; skipping"; exit 0; }
