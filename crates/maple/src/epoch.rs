@@ -239,23 +239,16 @@ struct Participant {
 impl Participant {
     /// A free record, or a new one pushed onto the registry.
     fn acquire() -> &'static Participant {
-        // Acquire: pairs with the Release push below, so a record's fields
-        // (and those of every record after it) are initialised when seen.
-        let mut p = REGISTRY.load(Ordering::Acquire);
-        // SAFETY: registry records are leaked, never freed.
-        while let Some(r) = unsafe { p.as_ref() } {
+        let free = records().find(|r| {
             // Acquire on success: the previous owner's last unpin (Release)
             // is ordered before this thread's first pin.
-            if !r.in_use.load(Ordering::Relaxed)
+            !r.in_use.load(Ordering::Relaxed)
                 && r.in_use
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-            {
-                return r;
-            }
-            // Relaxed: `next` is written once, before the record's Release
-            // push, which the Acquire load of the head ordered before this.
-            p = r.next.load(Ordering::Relaxed);
+        });
+        if let Some(r) = free {
+            return r;
         }
         let r: &'static Participant = Box::leak(Box::new(Participant {
             state: AtomicUsize::new(0),
@@ -375,12 +368,15 @@ fn full_fence_store(a: &AtomicUsize, v: usize) {
 
 /// The registry's records, oldest last.
 fn records() -> impl Iterator<Item = &'static Participant> {
-    // Acquire (on the head): see `Participant::acquire`.
+    // Acquire: pairs with the Release push in `Participant::acquire`, so a
+    // record's fields (and those of every record after it) are initialised
+    // when seen.
     let mut p = REGISTRY.load(Ordering::Acquire);
     std::iter::from_fn(move || {
-        // SAFETY: registry records are never freed.
+        // SAFETY: registry records are leaked, never freed.
         let r = unsafe { p.as_ref() }?;
-        // Relaxed: see `Participant::acquire`.
+        // Relaxed: `next` is written once, before the record's Release
+        // push, which the Acquire load of the head ordered before this.
         p = r.next.load(Ordering::Relaxed);
         Some(r)
     })
@@ -579,23 +575,31 @@ thread_local! {
 }
 
 impl Local {
+    /// Counts a guard; `outermost` publishes the pin when there was none.
     #[inline(always)]
-    fn pin(&self) -> Guard {
+    fn enter(&self, outermost: impl FnOnce(&Self)) -> Guard {
         let n = self.guards.get();
         if n == 0 {
-            if self.fence_free.get() {
-                // SAFETY: `fence_free` is set only once `participant` is;
-                // records are never freed.
-                unsafe { &*self.participant.get() }.pin_light();
-            } else {
-                self.pin_slow();
-            }
+            outermost(self);
         }
         self.guards.set(n + 1);
         Guard {
             local: self,
             orphan: ptr::null(),
         }
+    }
+
+    #[inline(always)]
+    fn pin(&self) -> Guard {
+        self.enter(|l| {
+            if l.fence_free.get() {
+                // SAFETY: `fence_free` is set only once `participant` is;
+                // records are never freed.
+                unsafe { &*l.participant.get() }.pin_light();
+            } else {
+                l.pin_slow();
+            }
+        })
     }
 
     /// The first pin of this thread, or any pin in the fenced mode.
@@ -620,15 +624,7 @@ impl Local {
     /// A writer's pin: fenced, and never sets the `light` flag.
     #[inline]
     fn pin_fenced(&self) -> Guard {
-        let n = self.guards.get();
-        if n == 0 {
-            self.record().pin_fenced();
-        }
-        self.guards.set(n + 1);
-        Guard {
-            local: self,
-            orphan: ptr::null(),
-        }
+        self.enter(|l| l.record().pin_fenced())
     }
 
     #[inline(always)]
@@ -654,16 +650,21 @@ impl Local {
     fn after_unpin(&self, work: u8) {
         self.after_unpin.set(0);
         if work & AFTER_DYING != 0 {
-            // SAFETY: records are never freed.
-            let p = unsafe { &*self.participant.get() };
-            self.participant.set(ptr::null());
-            self.fence_free.set(false);
-            p.release();
+            self.give_back_record();
             return;
         }
         if work & AFTER_ADVANCE != 0 {
             self.maybe_advance();
         }
+    }
+
+    /// Hands this thread's (registered, unpinned) record back for reuse.
+    fn give_back_record(&self) {
+        // SAFETY: registered (caller); records are never freed.
+        let p = unsafe { &*self.participant.get() };
+        self.participant.set(ptr::null());
+        self.fence_free.set(false);
+        p.release();
     }
 
     #[inline]
@@ -678,15 +679,12 @@ impl Local {
         }
     }
 
-    /// Seals the bag now and leaves the advance to the outermost unpin.
+    /// Seals the bag now and leaves the advance to the outermost unpin (a
+    /// deferral always happens under a guard of this thread's).
     #[inline(never)]
     fn bag_full(&self) {
         self.seal();
-        if self.guards.get() == 0 {
-            self.maybe_advance();
-        } else {
-            self.after_unpin.set(self.after_unpin.get() | AFTER_ADVANCE);
-        }
+        self.after_unpin.set(self.after_unpin.get() | AFTER_ADVANCE);
     }
 
     /// Seals the current bag, if it holds anything, and starts the next in
@@ -758,24 +756,25 @@ impl Drop for Local {
         self.seal();
         let sealed = mem::take(&mut *self.sealed.borrow_mut());
         if !sealed.is_empty() {
-            let mut orphans = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
-            orphans.extend(sealed);
-            // Relaxed: a hint that spares the lock; the lock orders the bags.
-            ORPHAN_COUNT.store(orphans.len(), Ordering::Relaxed);
+            orphan(sealed);
         }
-        let p = self.participant.get();
-        if p.is_null() {
+        if self.participant.get().is_null() {
             return;
         }
         if self.guards.get() == 0 {
-            // SAFETY: records are never freed.
-            unsafe { &*p }.release();
-            self.participant.set(ptr::null());
-            self.fence_free.set(false);
+            self.give_back_record();
         } else {
             self.after_unpin.set(AFTER_DYING);
         }
     }
+}
+
+/// Leaves sealed bags for whichever thread advances next.
+fn orphan(bags: impl IntoIterator<Item = Sealed>) {
+    let mut orphans = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
+    orphans.extend(bags);
+    // Relaxed: a hint that spares the lock; the lock orders the bags.
+    ORPHAN_COUNT.store(orphans.len(), Ordering::Relaxed);
 }
 
 /// Runs the orphaned bags that have expired by epoch `now`.
@@ -792,7 +791,7 @@ fn collect_orphans(now: usize) {
             .into_iter()
             .partition(|b| expired(b.epoch, now));
         *orphans = keep;
-        // Relaxed: see `Local::drop`.
+        // Relaxed: see `orphan`.
         ORPHAN_COUNT.store(orphans.len(), Ordering::Relaxed);
         ready
     };
@@ -816,16 +815,11 @@ pub(crate) struct Guard {
 /// Pins the current thread.
 #[inline(always)]
 pub(crate) fn pin() -> Guard {
+    // Inert under loom: models run deferred work themselves (see
+    // `write::LoomDeferred`), and loom threads share one OS thread's
+    // thread-local storage.
     #[cfg(loom)]
-    {
-        // Inert under loom: models run deferred work themselves (see
-        // `write::LoomDeferred`), and loom threads share one OS thread's
-        // thread-local storage.
-        Guard {
-            local: ptr::null(),
-            orphan: ptr::null(),
-        }
-    }
+    return Guard::INERT;
     #[cfg(not(loom))]
     LOCAL.try_with(|l| l.pin()).unwrap_or_else(|_| pin_orphan())
 }
@@ -835,14 +829,9 @@ pub(crate) fn pin() -> Guard {
 /// write's work dwarfs the fence; a hot reader's does not).
 #[inline]
 pub(crate) fn pin_fenced() -> Guard {
+    // Inert under loom, as `pin`.
     #[cfg(loom)]
-    {
-        // Inert under loom, as `pin`.
-        Guard {
-            local: ptr::null(),
-            orphan: ptr::null(),
-        }
-    }
+    return Guard::INERT;
     #[cfg(not(loom))]
     LOCAL
         .try_with(|l| l.pin_fenced())
@@ -861,6 +850,13 @@ fn pin_orphan() -> Guard {
 }
 
 impl Guard {
+    /// A guard that pins nothing (under loom; see `pin`).
+    #[cfg(loom)]
+    const INERT: Guard = Guard {
+        local: ptr::null(),
+        orphan: ptr::null(),
+    };
+
     /// Runs `f` once no thread pinned before now can still be pinned.
     ///
     /// # Safety
@@ -869,15 +865,11 @@ impl Guard {
     #[inline]
     pub(crate) unsafe fn defer_unchecked<F: FnOnce() + Send + 'static>(&self, f: F) {
         if self.local.is_null() {
-            let d = Deferred::new(f);
-            let epoch = seal_epoch();
-            let mut orphans = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
-            orphans.push(Sealed {
-                epoch,
-                items: vec![d],
-            });
-            // Relaxed: see `Local::drop`.
-            ORPHAN_COUNT.store(orphans.len(), Ordering::Relaxed);
+            let items = vec![Deferred::new(f)];
+            orphan([Sealed {
+                epoch: seal_epoch(),
+                items,
+            }]);
         } else {
             // SAFETY: a guard with a `local` is this thread's and lives
             // shorter than the thread's storage (see `Local::drop`).
