@@ -66,9 +66,15 @@
 //! exchange on x86, as crossbeam's) and no flag is ever set: the classic
 //! scheme. The mode is chosen once per process, before any pin.
 //!
-//! This module's atomics are `std`'s, not `crate::sync`'s: its statics need
-//! `const` constructors, and under loom the pin is inert (models run
-//! deferred work themselves, see `write::LoomDeferred`).
+//! Its atomics, fences and lock come from `crate::sync`. Under `cfg(loom)`
+//! its globals are loom's lazily made statics (fresh in every execution) and
+//! its thread state a loom thread local; the mode is fixed to fenced (loom
+//! cannot model `membarrier`), advances are not paced (time is not part of
+//! a model), and a bag holds two functions. The models at the end of this
+//! file then check the fenced protocol itself: pins, deferral, sealing,
+//! advancing, collection, and a thread's exit with bags and a record to
+//! hand on. The tree's models (`tests/loom.rs`) pin through it too, but
+//! run the tree's deferred work themselves (`write::LoomDeferred`).
 //!
 //! # Costs
 //!
@@ -89,20 +95,21 @@
 //!   exits. A thread that exits hands what it still holds to a global list
 //!   that the next advancing thread frees.
 
-#![cfg_attr(loom, allow(dead_code))] // under loom the pin is inert
-
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::mem::{self, MaybeUninit};
 use std::ptr;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU8, AtomicUsize};
-use std::sync::{Mutex, Once};
+use std::sync::atomic::compiler_fence;
+#[cfg(not(loom))]
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::Ordering;
+#[cfg(not(loom))]
+use crate::sync::AtomicU8;
+use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering};
 
-/// Deferred functions per bag.
-const BAG_CAP: usize = 64;
+/// Deferred functions per bag (two under loom, so that a model seals one).
+const BAG_CAP: usize = if cfg!(loom) { 2 } else { 64 };
 /// Sealed bags a thread may hold before it advances regardless of pacing.
 pub(crate) const FORCE_SEALED: usize = 160;
 /// Epochs step by two: the low bit of a participant's state marks a pin.
@@ -116,30 +123,61 @@ const PACE: u32 = 100;
 const PACE_MIN: Duration = Duration::from_micros(5);
 const PACE_MAX: Duration = Duration::from_millis(10);
 
-/// The global epoch: even, advanced by [`STEP`].
-static EPOCH: AtomicUsize = AtomicUsize::new(0);
-/// Held by the one thread advancing. Serialising advances matters: one that
-/// finds every `light` flag clear may skip the membarrier only because the
-/// advance that cleared them has already issued its own.
-static ADVANCING: AtomicBool = AtomicBool::new(false);
-/// Every participant record ever made (a push-only list; records are
-/// reused, never freed).
-static REGISTRY: AtomicPtr<Participant> = AtomicPtr::new(ptr::null_mut());
-/// Bags left by threads that exited (or deferred while their thread-local
-/// storage was gone), freed by whichever thread advances next.
-static ORPHANS: Mutex<Vec<Sealed>> = Mutex::new(Vec::new());
-/// `ORPHANS.len()`, readable without the lock.
-static ORPHAN_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Declares the epoch's globals: plain statics, or under loom lazily made
+/// ones that every execution of a model makes afresh.
+macro_rules! globals {
+    ($($(#[$doc:meta])* static $name:ident: $t:ty = $init:expr;)*) => {
+        $(
+            #[cfg(not(loom))]
+            $(#[$doc])*
+            static $name: $t = $init;
+        )*
+        #[cfg(loom)]
+        loom::lazy_static! {
+            $($(#[$doc])* static ref $name: $t = $init;)*
+        }
+    };
+}
+
+globals! {
+    /// The global epoch: even, advanced by [`STEP`].
+    static EPOCH: AtomicUsize = AtomicUsize::new(0);
+    /// Held by the one thread advancing. Serialising advances matters: one
+    /// that finds every `light` flag clear may skip the membarrier only
+    /// because the advance that cleared them has already issued its own.
+    static ADVANCING: AtomicBool = AtomicBool::new(false);
+    /// Every participant record ever made (a push-only list; records are
+    /// reused, never freed).
+    static REGISTRY: AtomicPtr<Participant> = AtomicPtr::new(ptr::null_mut());
+    /// Bags left by threads that exited (or deferred while their
+    /// thread-local storage was gone), freed by whichever thread advances
+    /// next.
+    static ORPHANS: Mutex<Vec<Sealed>> = Mutex::new(Vec::new());
+    /// `ORPHANS.len()`, readable without the lock.
+    static ORPHAN_COUNT: AtomicUsize = AtomicUsize::new(0);
+}
 
 // ---------------------------------------------------------------- the mode
 
+#[cfg(not(loom))]
 const UNDECIDED: u8 = 0;
 const FENCED: u8 = 1;
 const MEMBARRIER: u8 = 2;
+#[cfg(not(loom))]
 static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+#[cfg(not(loom))]
 static DECIDE: Once = Once::new();
 
+/// How pins and advances are ordered under loom: fenced (loom cannot
+/// model a membarrier's barrier in other threads).
+#[cfg(loom)]
+#[inline]
+fn mode() -> u8 {
+    FENCED
+}
+
 /// How pins and advances are ordered in this process, decided on first use.
+#[cfg(not(loom))]
 #[inline]
 fn mode() -> u8 {
     // Relaxed: MODE goes from UNDECIDED to one value, once, and never
@@ -152,6 +190,7 @@ fn mode() -> u8 {
     decide()
 }
 
+#[cfg(not(loom))]
 #[cold]
 fn decide() -> u8 {
     DECIDE.call_once(|| {
@@ -169,7 +208,7 @@ fn decide() -> u8 {
     MODE.load(Ordering::Relaxed)
 }
 
-#[cfg(all(target_os = "linux", not(miri)))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 mod membarrier {
     //! `membarrier(2)`, private expedited.
     const CMD_QUERY: libc::c_long = 0;
@@ -209,8 +248,9 @@ mod membarrier {
     }
 }
 
-#[cfg(not(all(target_os = "linux", not(miri))))]
+#[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
 mod membarrier {
+    #[cfg_attr(loom, allow(dead_code))] // the mode is fixed under loom
     pub(super) fn register() -> bool {
         false
     }
@@ -352,13 +392,14 @@ impl Participant {
 /// Stores `v` with a full barrier after it.
 #[inline]
 fn full_fence_store(a: &AtomicUsize, v: usize) {
-    #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
+    #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri), not(loom)))]
     {
         // A locked exchange is a full barrier on x86 and costs a quarter of
         // `mfence` (4.5 ns against 18 ns in a loop on this machine).
         a.swap(v, Ordering::SeqCst);
     }
-    #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri))))]
+    // (Also under loom, which models SeqCst fences but not SeqCst accesses.)
+    #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri), not(loom))))]
     {
         // Relaxed: the SeqCst fence that follows orders it.
         a.store(v, Ordering::Relaxed);
@@ -385,9 +426,16 @@ fn records() -> impl Iterator<Item = &'static Participant> {
 /// Tries to move the epoch one step. Fails while any thread is pinned at
 /// an older epoch, or when a membarrier owed cannot be issued.
 fn try_advance() -> bool {
-    // Acquire: this advance starts after the previous one ended, its
-    // membarrier included (see `ADVANCING`).
-    if ADVANCING.swap(true, Ordering::Acquire) {
+    // A compare-exchange, not a swap: a failed try writes nothing (a swap
+    // writes `true` over the holder's flag, which loom, whose modification
+    // order is partial, may then read after the holder's release forever).
+    // Acquire on success: this advance starts after the previous one
+    // ended, its membarrier included (see `ADVANCING`); Relaxed on failure:
+    // nothing is read.
+    if ADVANCING
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         return false;
     }
     let advanced = advance_locked();
@@ -559,8 +607,17 @@ struct Local {
     next_advance: Cell<Option<Instant>>,
 }
 
+#[cfg(not(loom))]
 thread_local! {
-    static LOCAL: Local = const {
+    static LOCAL: Local = const { Local::new() };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static LOCAL: Local = Local::new();
+}
+
+impl Local {
+    const fn new() -> Local {
         Local {
             participant: Cell::new(ptr::null()),
             guards: Cell::new(0),
@@ -571,10 +628,8 @@ thread_local! {
             sealed: RefCell::new(VecDeque::new()),
             next_advance: Cell::new(None),
         }
-    };
-}
+    }
 
-impl Local {
     /// Counts a guard; `outermost` publishes the pin when there was none.
     #[inline(always)]
     fn enter(&self, outermost: impl FnOnce(&Self)) -> Guard {
@@ -709,10 +764,12 @@ impl Local {
     fn maybe_advance(&self) {
         let held = self.sealed.borrow().len();
         let now = Instant::now();
-        let due = match self.next_advance.get() {
-            Some(t) => now >= t,
-            None => true,
-        };
+        // Under loom every sealing advances: a model has no clock.
+        let due = cfg!(loom)
+            || match self.next_advance.get() {
+                Some(t) => now >= t,
+                None => true,
+            };
         if due || held > FORCE_SEALED {
             try_advance();
             let spent = now.elapsed();
@@ -783,6 +840,7 @@ fn collect_orphans(now: usize) {
     if ORPHAN_COUNT.load(Ordering::Relaxed) == 0 {
         return;
     }
+
     let ready: Vec<Sealed> = {
         let Ok(mut orphans) = ORPHANS.try_lock() else {
             return;
@@ -815,12 +873,6 @@ pub(crate) struct Guard {
 /// Pins the current thread.
 #[inline(always)]
 pub(crate) fn pin() -> Guard {
-    // Inert under loom: models run deferred work themselves (see
-    // `write::LoomDeferred`), and loom threads share one OS thread's
-    // thread-local storage.
-    #[cfg(loom)]
-    return Guard::INERT;
-    #[cfg(not(loom))]
     LOCAL.try_with(|l| l.pin()).unwrap_or_else(|_| pin_orphan())
 }
 
@@ -829,10 +881,6 @@ pub(crate) fn pin() -> Guard {
 /// write's work dwarfs the fence; a hot reader's does not).
 #[inline]
 pub(crate) fn pin_fenced() -> Guard {
-    // Inert under loom, as `pin`.
-    #[cfg(loom)]
-    return Guard::INERT;
-    #[cfg(not(loom))]
     LOCAL
         .try_with(|l| l.pin_fenced())
         .unwrap_or_else(|_| pin_orphan())
@@ -850,19 +898,15 @@ fn pin_orphan() -> Guard {
 }
 
 impl Guard {
-    /// A guard that pins nothing (under loom; see `pin`).
-    #[cfg(loom)]
-    const INERT: Guard = Guard {
-        local: ptr::null(),
-        orphan: ptr::null(),
-    };
-
     /// Runs `f` once no thread pinned before now can still be pinned.
     ///
     /// # Safety
     /// `f` may free memory that readers reached only through links unlinked
     /// before this call; it must not free anything still reachable.
     #[inline]
+    // Under loom the tree's writes defer through `write::LoomDeferred`; only
+    // the epoch's own models call this.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) unsafe fn defer_unchecked<F: FnOnce() + Send + 'static>(&self, f: F) {
         if self.local.is_null() {
             let items = vec![Deferred::new(f)];
@@ -911,7 +955,7 @@ pub(crate) fn flush() {
     });
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
@@ -1163,5 +1207,189 @@ mod tests {
         );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("1 passed"), "{text}");
+    }
+}
+
+/// Loom models of the fenced protocol (under loom the mode is fenced, a bag
+/// holds two functions and every sealing advances; see the module doc):
+///
+/// ```sh
+/// LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+///     cargo test --release -p aspace-maple --lib epoch::models
+/// ```
+///
+/// Each object's deferred function poisons it by writing its loom cell, so
+/// loom reports the free as a race unless it happens after every read of a
+/// reader that reached the object, and the readers also check the value.
+#[cfg(all(test, loom))]
+mod models {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    const POISON: u64 = u64::MAX;
+
+    /// An object readers reach through a slot.
+    struct Obj(UnsafeCell<u64>);
+
+    fn obj(v: u64) -> usize {
+        Box::into_raw(Box::new(Obj(UnsafeCell::new(v)))) as usize
+    }
+
+    /// Reads an object reached under a pin.
+    fn read(p: usize) -> u64 {
+        // SAFETY: objects are freed only at the end of a model.
+        unsafe { &*(p as *const Obj) }.0.with(|v| unsafe { *v })
+    }
+
+    /// Defers the poisoning of `p` (and counts it in `ran`) under `g`.
+    fn retire(g: &Guard, p: usize, ran: &Arc<AtomicUsize>) {
+        let ran = ran.clone();
+        // SAFETY: `p` was unlinked before this call; the function only
+        // poisons it, and the memory is freed after the model's threads end.
+        unsafe {
+            g.defer_unchecked(move || {
+                (*(p as *const Obj)).0.with_mut(|v| *v = POISON);
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+    }
+
+    fn free(ps: impl IntoIterator<Item = usize>) {
+        for p in ps {
+            // SAFETY: made by `obj`, freed once, no thread left to read it.
+            drop(unsafe { Box::from_raw(p as *mut Obj) });
+        }
+    }
+
+    /// Flushes until `want` deferred functions have run, once no reader
+    /// is left. Not one flush: std's join returns after the thread's
+    /// storage is destroyed (pthread_join waits for it), but loom's
+    /// returns once the closure has and runs the destructor, which orphans
+    /// the thread's bags, later; and loom, which does not make a store
+    /// visible eventually, may then give the orphan count's `Relaxed`
+    /// hint its old value forever. Each round therefore takes the lock
+    /// the destructor took, which orders its store before the flush's
+    /// load. A protocol that never runs a function fails the model at
+    /// loom's branch bound.
+    fn settle(ran: &AtomicUsize, want: usize) {
+        while ran.load(Ordering::Relaxed) < want {
+            drop(ORPHANS.lock().unwrap());
+            flush();
+            thread::yield_now();
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), want, "ran twice");
+    }
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        if b.preemption_bound.is_none() {
+            b.preemption_bound = Some(2);
+        }
+        b.check(f);
+    }
+
+    /// A reader pins, loads the slot and reads the object, while a writer
+    /// replaces it, retires it (the bag of two fills, is sealed, and the
+    /// unpin advances and collects) and flushes. Whatever the interleaving,
+    /// the reader reads a live object, and the poisoning happens after its
+    /// read (loom's cell tracking), or the reader never reached it.
+    #[test]
+    fn a_pinned_reader_keeps_what_it_reached() {
+        model(|| {
+            let (a, b, spare) = (obj(1), obj(2), obj(0));
+            let slot = Arc::new(AtomicUsize::new(a));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let reader = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    let g = pin();
+                    let v = read(slot.load(Ordering::Acquire));
+                    assert!(v == 1 || v == 2, "read {v}: a retired object");
+                    drop(g);
+                })
+            };
+            let old = slot.swap(b, Ordering::AcqRel);
+            {
+                let g = pin_fenced();
+                retire(&g, old, &ran);
+                // A second function (on an object no reader reaches)
+                // fills the bag: sealed now, advanced and collected at
+                // the unpin.
+                retire(&g, spare, &ran);
+            }
+            flush();
+            reader.join().unwrap();
+            settle(&ran, 2);
+            assert_eq!(read(slot.load(Ordering::Relaxed)), 2);
+            free([a, b, spare]);
+        });
+    }
+
+    /// A thread retires an object and exits with its bag unsealed: its
+    /// storage's destructor seals the bag and leaves it with the orphans,
+    /// and a reader pinned on the main thread throughout keeps the object;
+    /// once the reader unpins, the main thread's flush runs the orphan.
+    #[test]
+    fn an_exited_threads_bag_waits_for_readers_then_runs() {
+        model(|| {
+            let (a, b) = (obj(1), obj(2));
+            let slot = Arc::new(AtomicUsize::new(a));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let g = pin();
+            let p = slot.load(Ordering::Acquire);
+            let writer = {
+                let (slot, ran) = (slot.clone(), ran.clone());
+                thread::spawn(move || {
+                    let old = slot.swap(b, Ordering::AcqRel);
+                    let g = pin_fenced();
+                    retire(&g, old, &ran);
+                })
+            };
+            flush();
+            assert_eq!(read(p), 1, "the object was retired under a pin");
+            drop(g);
+            writer.join().unwrap();
+            settle(&ran, 1);
+            free([a, b]);
+        });
+    }
+
+    /// Two writers retire into their own bags while a reader pins twice
+    /// (nested): nothing either writer retired after the reader reached it
+    /// is poisoned before the reader's outer unpin.
+    #[test]
+    fn two_writers_and_a_nested_reader() {
+        model(|| {
+            let objs = [obj(1), obj(2), obj(3)];
+            let slot = Arc::new(AtomicUsize::new(objs[0]));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let writers: Vec<_> = [objs[1], objs[2]]
+                .into_iter()
+                .map(|new| {
+                    let (slot, ran) = (slot.clone(), ran.clone());
+                    thread::spawn(move || {
+                        let old = slot.swap(new, Ordering::AcqRel);
+                        let g = pin_fenced();
+                        retire(&g, old, &ran);
+                        drop(g);
+                        flush();
+                    })
+                })
+                .collect();
+            let outer = pin();
+            let first = read(slot.load(Ordering::Acquire));
+            let inner = pin();
+            let second = read(slot.load(Ordering::Acquire));
+            drop(inner);
+            assert!((1..=3).contains(&first) && (1..=3).contains(&second));
+            drop(outer);
+            for w in writers {
+                w.join().unwrap();
+            }
+            settle(&ran, 2);
+            free(objs);
+        });
     }
 }

@@ -206,6 +206,10 @@
 //!   model-checks the publish/read protocol, the leaf swap, the exact fit and
 //!   node recycling (`tests/loom.rs`: the real tree with every atomic a loom
 //!   atomic, and a reduced model whose node fields are loom cells).
+//! - `RUSTFLAGS="--cfg loom" cargo test -p aspace-maple --release --lib epoch::models`
+//!   model-checks the epoch's fenced protocol: pins, deferral, advancing,
+//!   collection and a thread's exit (the fence-free pin rests on
+//!   `membarrier`, which loom cannot model).
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
