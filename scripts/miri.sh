@@ -46,19 +46,22 @@
 # but cargo-nextest is not part of the toolchain; the two lanes use both
 # cores of the 2-core machines this project runs on).
 #
-# Flags, and why each is needed:
-#   -Zmiri-tree-borrows          the reclamation crate, crossbeam-epoch, is
-#       incompatible with Miri's default aliasing model (Stacked Borrows):
-#       under it Miri reports undefined behaviour inside crossbeam-epoch
-#       itself (internal.rs, `&*local_ptr` while the list still aliases the
-#       node), a known incompatibility; crossbeam checks itself under Tree
-#       Borrows, and so do we.
-#   -Zmiri-permissive-provenance crossbeam-epoch casts integers to pointers
-#       (its tagged atomic pointers), which -Zmiri-strict-provenance stops at
-#       on the first cast.
-#   -Zmiri-ignore-leaks          crossbeam-epoch's global collector keeps
-#       deferred garbage and thread registrations until the process exits;
-#       our own leaks are counted natively by tests/drop_count.rs.
+# Flags, and why each is needed (re-checked in stop 22, when the crate's own
+# epoch replaced crossbeam-epoch, whose needs they first were):
+#   -Zmiri-tree-borrows          the aliasing model Rust's rules are settling on,
+#       and the one the crates' unsafe code is argued against (see
+#       `Entry`'s `MaybeUninit` field in maple). Without crossbeam-epoch, the
+#       quick subset and the epoch's tests also pass under the default
+#       Stacked Borrows (MIRIFLAGS=-Zmiri-ignore-leaks scripts/miri.sh --quick).
+#   -Zmiri-permissive-provenance maple stores small integers (`XValue`, `u32`)
+#       in the slot word as pointers made from integers, as the kernel's
+#       xa_mk_value does; with a rust-version below 1.84 (no
+#       `ptr::without_provenance_mut`) that is an integer-to-pointer cast,
+#       which Miri warns about on every store without this flag.
+#   -Zmiri-ignore-leaks          deferred garbage still queued in an exited
+#       thread's bags (the epoch's orphans) or in the main thread's when the
+#       process exits is never run; our own leaks are counted natively by
+#       tests/drop_count.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

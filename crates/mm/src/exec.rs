@@ -198,6 +198,27 @@ impl Program {
         self.objects.iter().map(|(_, f)| f)
     }
 
+    /// Every file the exec sequence maps, each once, in the order of its
+    /// first mapping: the ELF objects of [`Program::files`] and the others
+    /// ld.so maps on the way, such as `/etc/ld.so.cache` (mapped, read and
+    /// unmapped by every dynamically linked exec, so its reverse map is as
+    /// shared as libc's).
+    pub fn mapped_files(&self) -> Vec<&Arc<File>> {
+        let mut out: Vec<&Arc<File>> = Vec::new();
+        for step in &self.steps {
+            if let ExecStep::Map {
+                backing: Backing::File { file, .. },
+                ..
+            } = step
+            {
+                if !out.iter().any(|f| Arc::ptr_eq(f, file)) {
+                    out.push(file);
+                }
+            }
+        }
+        out
+    }
+
     /// The exec sequence, in order.
     pub fn steps(&self) -> &[ExecStep] {
         &self.steps

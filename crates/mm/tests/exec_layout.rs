@@ -497,3 +497,37 @@ fn fuzz_found_empty_load_as_libc() {
         .and_then(|e| LoadPlan::resolve_image(Arc::new(e), &SearchPath::default()));
     try_exec(&files, &mm, exe, "fuzz input as the program");
 }
+
+/// `Program::mapped_files` lists every file an exec maps, each once: after one
+/// exec into a fresh registry, exactly those files' reverse maps were taken.
+#[test]
+fn mapped_files_are_the_files_an_exec_touches() {
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+    let prog = files.program(Path::new("/bin/true")).unwrap();
+    let mapped: Vec<PathBuf> = prog
+        .mapped_files()
+        .iter()
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    let mut once = mapped.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(once.len(), mapped.len(), "listed twice: {mapped:?}");
+    for f in prog.files() {
+        assert!(mapped.contains(&f.path().to_path_buf()), "{f:?} missing");
+    }
+    if prog.linkage() == Linkage::Dynamic && Path::new("/etc/ld.so.cache").exists() {
+        let cache = std::fs::canonicalize("/etc/ld.so.cache").unwrap();
+        assert!(mapped.contains(&cache), "no ld.so.cache in {mapped:?}");
+    }
+    let mm = Mm::new(files.clone());
+    mm.exec_program(&prog);
+    let mut touched: Vec<PathBuf> = files
+        .all()
+        .iter()
+        .filter(|f| f.rmap().stats().acquisitions > 0)
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    touched.sort();
+    assert_eq!(touched, once);
+}

@@ -279,6 +279,23 @@ impl Profile {
         }
         Ok(out)
     }
+
+    /// The same iteration with no reverse map: every hold removed, the work
+    /// between them kept (the lab bench's `exclude` bound). Simulated, it
+    /// is the most this iteration can run at on a machine: what the design
+    /// would reach if its reverse map cost nothing and never waited, so its
+    /// ratio to the design bounds what any reverse-map design can gain over
+    /// it there. Fails for a slot that is all holds.
+    pub fn without_holds(&self) -> Result<Profile, ProfileError> {
+        let mut out = self.clone();
+        out.label = format!("{} without its reverse map", self.label);
+        out.locks.clear();
+        for s in &mut out.slots {
+            s.steps.retain(|st| matches!(st, Step::Work(_)));
+        }
+        out.validate()?;
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -353,6 +370,19 @@ mod tests {
         let mut p = tiny();
         p.slots[0].steps = vec![Step::Work(0.0)];
         assert!(p.validate().is_err());
+    }
+
+    #[test]
+    fn without_holds_keeps_the_work_and_nothing_else() {
+        let b = tiny().without_holds().unwrap();
+        assert_eq!(b.times(), (0.0, 400.0));
+        assert_eq!(b.holds_per_iteration(), 0);
+        assert!(b.locks.is_empty());
+        let mut all_holds = tiny();
+        all_holds.slots[0]
+            .steps
+            .retain(|s| matches!(s, Step::Hold(_)));
+        assert!(all_holds.without_holds().is_err(), "a slot of holds only");
     }
 
     #[test]

@@ -116,6 +116,38 @@ fn closed_system_saturates_at_one_over_hold() {
 }
 
 #[test]
+fn the_bound_without_holds_is_never_slower_and_scales_linearly() {
+    // One saturated lock (10% of an iteration held): the bound is the same
+    // work with no lock, which neither saturates nor waits.
+    let (w, h) = (900.0, 100.0);
+    let m = flat(64, 5.0);
+    let p = one_lock_profile(64, w, h, 2, |_| 0, 1, false);
+    let bound = p.without_holds().unwrap();
+    let one = run(&m, &bound, 1).per_s;
+    for cpus in [1u32, 4, 16, 64] {
+        let design = run(&m, &p, cpus);
+        let b = run(&m, &bound, cpus);
+        assert!(
+            b.per_s >= design.per_s,
+            "P={cpus}: bound {} < {}",
+            b.per_s,
+            design.per_s
+        );
+        assert!(
+            close(b.per_s, one * f64::from(cpus), 0.02),
+            "P={cpus}: {}",
+            b.per_s
+        );
+        assert_eq!(b.spin_share, 0.0);
+    }
+    // Saturated at 64 CPUs with free transfers: the design runs at 1/h,
+    // the bound at 64/w.
+    let free = flat(64, 0.0);
+    let ratio = run(&free, &bound, 64).per_s / run(&free, &p, 64).per_s;
+    assert!(close(ratio, 64.0 * h / w, 0.05), "bound / design {ratio}");
+}
+
+#[test]
 fn many_sources_with_random_work_wait_as_md1() {
     // 200 copies, exponential work, deterministic hold: arrivals are nearly
     // Poisson, so the mean queueing delay approaches M/D/1's

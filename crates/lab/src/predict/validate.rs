@@ -101,6 +101,21 @@ impl Point {
     }
 }
 
+impl Point {
+    /// Execs/s of `profile`'s iteration with no reverse map at `cpus`
+    /// ([`Profile::without_holds`]): no design can run faster than this.
+    fn bound(&self, profile: &Profile, cpus: u32) -> Result<f64, String> {
+        let free = profile.without_holds().map_err(|e| e.to_string())?;
+        Ok(self.run(&[free], cpus)?[0].per_s)
+    }
+}
+
+/// A target's words with the bound beside it: how far any design could
+/// go past `base` at this point (`bound / base`).
+fn with_bound(target: &str, bound: f64, base: &str) -> String {
+    format!("{target}; no design passes {bound:.3} here ({base} without its reverse map)")
+}
+
 fn per_s(p: &[Prediction], i: usize) -> f64 {
     p[i].per_s
 }
@@ -216,6 +231,7 @@ pub fn checks(
         (1.0, f64::INFINITY),
         "> 1",
     ));
+    let bound = p.bound(&profiles[2], 384)? / per_s(&r, 2);
     out.push(ratio_check(
         "aspace / numa_locks (our target)",
         set,
@@ -223,7 +239,7 @@ pub fn checks(
         None,
         per_s(&r, 3) / per_s(&r, 2),
         (2.0, f64::INFINITY),
-        ">= 2",
+        &with_bound(">= 2", bound, "numa_locks"),
     ));
 
     // 2. 112C/224T, shell scripts: padding. The effect (+5.3%) is smaller
@@ -303,6 +319,7 @@ pub fn checks(
             8.0,
         ));
     }
+    let bound = p.bound(&profiles[0], 220)? / per_s(&r, 0);
     out.push(ratio_check(
         "aspace / linux (our target)",
         set,
@@ -310,7 +327,7 @@ pub fn checks(
         None,
         per_s(&r, 1) / per_s(&r, 0),
         (5.0, f64::INFINITY),
-        ">= 5",
+        &with_bound(">= 5", bound, "linux"),
     ));
 
     // 4. ~20 cores: exit batching. The published benchmark (doexec, one
@@ -555,6 +572,20 @@ mod tests {
         assert!(split > linux, "numa_split {split} <= linux {linux}");
         assert!(locks > split, "numa_locks {locks} <= numa_split {split}");
         assert!(r[0][0].spin_share > r[2][0].spin_share);
+        // No design passes its own iteration without a reverse map.
+        let free: Vec<Profile> = profiles
+            .iter()
+            .map(|p| p.without_holds().unwrap())
+            .collect();
+        let b = simulate_all(&m, &free, &[384], 0.2).unwrap();
+        for (d, f) in r.iter().zip(&b) {
+            assert!(
+                f[0].per_s >= d[0].per_s,
+                "{} > its bound {}",
+                d[0].per_s,
+                f[0].per_s
+            );
+        }
     }
 
     /// A profile of one slot whose iteration is `work` ns outside locks and
