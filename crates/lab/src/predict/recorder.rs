@@ -481,15 +481,33 @@ pub fn steps_of(
     steps
 }
 
-/// Records a profile with one slot per CPU of `m` (the maps built for `m`'s
-/// emulated topology, so that each slot's holds go to the shards its CPU
-/// would use). Times are this host's; the caller sets `recorded_ghz`.
-/// How long [`alternate`] runs after the contended warm-up.
-const ALTERNATE: Duration = Duration::from_millis(100);
+/// One link and one unlink of a one-page VMA `id` on `f`'s map (two holds
+/// of its lock, through the maps' own interface, as any design has it):
+/// the warm-up's unit of lock traffic.
+fn link_unlink(f: &mm::File, id: u64) {
+    if let Ok(h) = f.rmap().insert(
+        rmap::Interval::new(0, 0).unwrap_or(rmap::Interval::FULL),
+        id,
+    ) {
+        let _ = f.rmap().remove(h);
+    }
+}
+
+/// Turns [`alternate`] makes (about 10 ms on an idle 2-vCPU host)...
+const ALTERNATE_TURNS: usize = 20_000;
+/// ... or the longest it runs, on a host too busy to run both at once.
+const ALTERNATE_MAX: Duration = Duration::from_secs(3);
+/// Spins while waiting for the turn before giving the CPU away (tens of
+/// microseconds): a thread that yields at once, on a busy host, gives its
+/// time slice to another process every time its partner is not running,
+/// and the two then almost never run together (8-28 turns in 20 ms beside
+/// two Miri processes, against tens of thousands alone).
+const ALTERNATE_SPINS: u32 = 1 << 14;
 
 /// The warm-up's last phase: two threads, alone, pass a turn back and
-/// forth for `time`, each making one link and one unlink on every file of
-/// `shared` at its turn. Consecutive holds of each shared file's lock then
+/// forth [`ALTERNATE_TURNS`] times (at most for [`ALTERNATE_MAX`]), each
+/// making one link and one unlink on every file of `shared` at its turn;
+/// returns the turns made and the time they took. Consecutive holds of each shared file's lock then
 /// come from two threads well under a microsecond apart, as on a many-CPU
 /// machine, where they come from different CPUs millions of times a
 /// second. The contended warm-up's threads hand a lock from one to the
@@ -501,15 +519,22 @@ const ALTERNATE: Duration = Duration::from_millis(100);
 /// bursts covered only the ELF objects, in 4 of 6 once they covered every
 /// mapped file, and in none of 6 with this phase; a recording that kept
 /// it central predicted aspace at 0.84 of numa_locks on 384 CPUs, one
-/// that did not 1.01. Files that each CPU maps alone (`own_binary`'s
+/// that did not 1.01. Beside two Miri processes (load average 4.6), a
+/// phase that waited only 64 spins before yielding left every file
+/// central (4 locks); waiting [`ALTERNATE_SPINS`], 3 of 3 recordings
+/// adapted every shared file, their 20,000 hand-overs taking 110-167 ms.
+/// The profile's notes give the hand-overs made, and say so when the
+/// host could not make them all. Files that each CPU maps alone (`own_binary`'s
 /// executables) are not shared, so not alternated. A design that does not
 /// adapt only gets some thousands of holds more, before the residents are
 /// rebuilt.
-fn alternate(shared: &[&std::sync::Arc<mm::File>], time: Duration) {
+fn alternate(shared: &[&std::sync::Arc<mm::File>]) -> (usize, Duration) {
+    let start = std::time::Instant::now();
     if shared.is_empty() {
-        return;
+        return (0, Duration::ZERO);
     }
     let stop = AtomicBool::new(false);
+    // The turn's holder: turns made so far, even for side 0, odd for side 1.
     let turn = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for side in 0..2usize {
@@ -522,9 +547,10 @@ fn alternate(shared: &[&std::sync::Arc<mm::File>], time: Duration) {
                 while !stop.load(Ordering::Relaxed) {
                     // Acquire: pairs with the other side's Release hand-over
                     // (nothing is published through it but the turn).
-                    if turn.load(Ordering::Acquire) != side {
+                    let t = turn.load(Ordering::Acquire);
+                    if t % 2 != side {
                         spins += 1;
-                        if spins % 64 == 0 {
+                        if spins % ALTERNATE_SPINS == 0 {
                             std::thread::yield_now();
                         } else {
                             std::hint::spin_loop();
@@ -532,24 +558,27 @@ fn alternate(shared: &[&std::sync::Arc<mm::File>], time: Duration) {
                         continue;
                     }
                     for f in shared {
-                        if let Ok(h) = f.rmap().insert(
-                            rmap::Interval::new(0, 0).unwrap_or(rmap::Interval::FULL),
-                            id,
-                        ) {
-                            let _ = f.rmap().remove(h);
-                        }
+                        link_unlink(f, id);
                     }
                     // Release: see the Acquire above.
-                    turn.store(1 - side, Ordering::Release);
+                    turn.store(t + 1, Ordering::Release);
                 }
             });
         }
-        std::thread::sleep(time);
+        // Relaxed: the count is only a progress gauge here.
+        while turn.load(Ordering::Relaxed) < ALTERNATE_TURNS && start.elapsed() < ALTERNATE_MAX {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         // Relaxed: a stop flag.
         stop.store(true, Ordering::Relaxed);
     });
+    // Relaxed: both sides have been joined.
+    (turn.load(Ordering::Relaxed), start.elapsed())
 }
 
+/// Records a profile with one slot per CPU of `m` (the maps built for `m`'s
+/// emulated topology, so that each slot's holds go to the shards its CPU
+/// would use). Times are this host's; the caller sets `recorded_ghz`.
 pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String> {
     let topo = Topology::Emulated {
         nodes: m.nodes,
@@ -587,6 +616,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     let mut residents = populate();
     let (wt, wd) = cfg.warmup;
     let mut warm = (0u64, 0u64);
+    let mut alternated = (0usize, Duration::ZERO);
     if wt > 0 && !wd.is_zero() {
         let stop = AtomicBool::new(false);
         let warm_progs = (0..wt).map(program_for).collect::<Result<Vec<_>, _>>()?;
@@ -623,13 +653,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                         for f in &mapped {
                             let _site = rmap::stats::set_call_site(rmap::stats::CallSite::Other);
                             for k in 0..16u64 {
-                                let id = u64::MAX - 1024 * i as u64 - k;
-                                if let Ok(h) = f.rmap().insert(
-                                    rmap::Interval::new(0, 0).unwrap_or(rmap::Interval::FULL),
-                                    id,
-                                ) {
-                                    let _ = f.rmap().remove(h);
-                                }
+                                link_unlink(f, u64::MAX - 1024 * i as u64 - k);
                             }
                         }
                     }
@@ -696,7 +720,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 now.contended - start.contended,
             );
         });
-        alternate(&shared, ALTERNATE);
+        alternated = alternate(&shared);
         if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
             eprintln!("{}: after warm-up {:?}", cfg.design, files.lock_stats());
         }
@@ -833,10 +857,17 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         recorded_ghz: 1.0,
         exit_vmas_per_hold,
         notes: format!(
-            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} locks seen while recording; system calls known in {} of {} slots",
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; system calls known in {} of {} slots",
             warm.1,
             warm.0,
             100.0 * warm.1 as f64 / warm.0.max(1) as f64,
+            alternated.0,
+            alternated.1.as_secs_f64() * 1e3,
+            if alternated.0 > 0 && alternated.0 < ALTERNATE_TURNS {
+                " (host too busy for many-CPU lock traffic: an adaptive design may be recorded unadapted)"
+            } else {
+                ""
+            },
             locks.len(),
             labelled,
             slots_n,
