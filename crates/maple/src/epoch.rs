@@ -840,7 +840,6 @@ fn collect_orphans(now: usize) {
     if ORPHAN_COUNT.load(Ordering::Relaxed) == 0 {
         return;
     }
-
     let ready: Vec<Sealed> = {
         let Ok(mut orphans) = ORPHANS.try_lock() else {
             return;
@@ -1239,8 +1238,12 @@ mod models {
 
     /// Reads an object reached under a pin.
     fn read(p: usize) -> u64 {
-        // SAFETY: objects are freed only at the end of a model.
-        unsafe { &*(p as *const Obj) }.0.with(|v| unsafe { *v })
+        // SAFETY: objects are freed only at the end of a model, after every
+        // thread that reads them has ended.
+        let o = unsafe { &*(p as *const Obj) };
+        // SAFETY: the cell holds a `u64`; a write racing this read (a
+        // poisoning not ordered after it) is what loom reports.
+        o.0.with(|v| unsafe { *v })
     }
 
     /// Defers the poisoning of `p` (and counts it in `ran`) under `g`.

@@ -507,27 +507,31 @@ const ALTERNATE_SPINS: u32 = 1 << 14;
 /// The warm-up's last phase: two threads, alone, pass a turn back and
 /// forth [`ALTERNATE_TURNS`] times (at most for [`ALTERNATE_MAX`]), each
 /// making one link and one unlink on every file of `shared` at its turn;
-/// returns the turns made and the time they took. Consecutive holds of each shared file's lock then
-/// come from two threads well under a microsecond apart, as on a many-CPU
-/// machine, where they come from different CPUs millions of times a
-/// second. The contended warm-up's threads hand a lock from one to the
-/// other quickly only when the host runs two of them at once and the
-/// waiter spins rather than parks (a parked waiter's wake-up takes longer
-/// than a many-CPU machine's holds are apart). Measured with aspace on
-/// the 2-vCPU host, `/etc/ld.so.cache` (which every exec maps and unmaps)
-/// stayed on its central lock in 10 of 10 recordings while the warm-up's
-/// bursts covered only the ELF objects, in 4 of 6 once they covered every
-/// mapped file, and in none of 6 with this phase; a recording that kept
-/// it central predicted aspace at 0.84 of numa_locks on 384 CPUs, one
-/// that did not 1.01. Beside two Miri processes (load average 4.6), a
-/// phase that waited only 64 spins before yielding left every file
-/// central (4 locks); waiting [`ALTERNATE_SPINS`], 3 of 3 recordings
-/// adapted every shared file, their 20,000 hand-overs taking 110-167 ms.
-/// The profile's notes give the hand-overs made, and say so when the
-/// host could not make them all. Files that each CPU maps alone (`own_binary`'s
-/// executables) are not shared, so not alternated. A design that does not
-/// adapt only gets some thousands of holds more, before the residents are
-/// rebuilt.
+/// returns the turns made and the time they took.
+///
+/// Consecutive holds of each shared file's lock then come from two threads
+/// well under a microsecond apart, as on a many-CPU machine, where they
+/// come from different CPUs millions of times a second. The contended
+/// warm-up's threads hand a lock from one to the other quickly only when
+/// the host runs two of them at once and the waiter spins rather than
+/// parks (a parked waiter's wake-up takes longer than a many-CPU machine's
+/// holds are apart).
+///
+/// Measured with aspace on the 2-vCPU host, `/etc/ld.so.cache` (which
+/// every exec maps and unmaps) stayed on its central lock in 10 of 10
+/// recordings while the warm-up's bursts covered only the ELF objects, in
+/// 4 of 6 once they covered every mapped file, and in none of 6 with this
+/// phase; a recording that kept it central predicted aspace at 0.84 of
+/// numa_locks on 384 CPUs, one that did not 1.01. Beside two Miri
+/// processes (load average 4.6), a phase that waited only 64 spins before
+/// yielding left every file central (4 locks); waiting
+/// [`ALTERNATE_SPINS`], 3 of 3 recordings adapted every shared file, their
+/// 20,000 hand-overs taking 110-167 ms. The profile's notes give the
+/// hand-overs made, and say so when the host could not make them all.
+///
+/// Files that each CPU maps alone (`own_binary`'s executables) are not
+/// shared, so not alternated. A design that does not adapt only gets some
+/// thousands of holds more, before the residents are rebuilt.
 fn alternate(shared: &[&std::sync::Arc<mm::File>]) -> (usize, Duration) {
     let start = std::time::Instant::now();
     if shared.is_empty() {

@@ -99,9 +99,7 @@ impl Point {
                 .collect(),
         )
     }
-}
 
-impl Point {
     /// Execs/s of `profile`'s iteration with no reverse map at `cpus`
     /// ([`Profile::without_holds`]): no design can run faster than this.
     fn bound(&self, profile: &Profile, cpus: u32) -> Result<f64, String> {
