@@ -1,6 +1,10 @@
-//! Folds of the same entries held two ways: boxed `u64` values
-//! (`MapleTree<u64>`) and integers in the slot word
-//! (`MapleTree<XValue, Inline>`); prints the fastest fold of each.
+//! Folds of the same entries held three ways: boxed `u64` values
+//! (`MapleTree<u64>`), integers in the slot word
+//! (`MapleTree<XValue, Inline>`), and rangemap's `RangeInclusiveMap<u64,
+//! u64>` (the iteration target's peer, built before any fold runs, as
+//! `benches/maple.rs` builds its peers); prints the fastest fold of each,
+//! the three taking turns in every round, so that a noisy host slows them
+//! alike.
 //!
 //! ```text
 //! cargo build --release -p aspace-maple --example probe_iter
@@ -18,6 +22,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use maple::{Inline, MapleTree, XValue};
+use rangemap::RangeInclusiveMap;
 
 #[inline(never)]
 fn measure_boxed(t: &MapleTree<u64>) -> u64 {
@@ -35,8 +40,15 @@ fn measure_inline(t: &MapleTree<XValue, Inline>) -> u64 {
         .fold(0, u64::wrapping_add)
 }
 
+#[inline(never)]
+fn measure_rangemap(m: &RangeInclusiveMap<u64, u64>) -> u64 {
+    m.iter()
+        .map(|(r, v)| r.start() ^ v)
+        .fold(0, u64::wrapping_add)
+}
+
 fn usage() -> ! {
-    eprintln!("usage: probe_iter both|boxed|inline N ROUNDS");
+    eprintln!("usage: probe_iter both|boxed|inline|rangemap N ROUNDS");
     std::process::exit(2)
 }
 
@@ -46,7 +58,7 @@ fn main() {
         usage();
     }
     let which = args[1].as_str();
-    if !["both", "boxed", "inline"].contains(&which) {
+    if !["both", "boxed", "inline", "rangemap"].contains(&which) {
         usage();
     }
     let (Ok(n), Ok(rounds)) = (args[2].parse::<usize>(), args[3].parse::<u32>()) else {
@@ -82,25 +94,37 @@ fn main() {
             c.store_range(s, s + 4, v).expect("s <= s + 4");
         }
     }
-    let mut best = [f64::INFINITY; 2];
+    let mut ranges = RangeInclusiveMap::new();
+    for (i, &s) in starts.iter().enumerate() {
+        ranges.insert(s..=s + 4, i as u64);
+    }
+    const NAMES: [&str; 3] = ["boxed", "inline", "rangemap"];
+    let mut best = [f64::INFINITY; 3];
     for _ in 0..rounds {
-        for (k, name) in ["boxed", "inline"].into_iter().enumerate() {
+        for (k, name) in NAMES.into_iter().enumerate() {
             if which != "both" && which != name {
                 continue;
             }
             let t0 = Instant::now();
-            let x = if k == 0 {
-                measure_boxed(&boxed)
-            } else {
-                measure_inline(&inline)
+            let x = match k {
+                0 => measure_boxed(&boxed),
+                1 => measure_inline(&inline),
+                _ => measure_rangemap(&ranges),
             };
             black_box(x);
             best[k] = best[k].min(t0.elapsed().as_secs_f64() * 1e6);
         }
     }
-    for (k, name) in ["boxed", "inline"].into_iter().enumerate() {
+    for (k, name) in NAMES.into_iter().enumerate() {
         if best[k].is_finite() {
             println!("{name}: {:.1} us per fold of {n}", best[k]);
         }
+    }
+    if best[0].is_finite() && best[2].is_finite() {
+        println!(
+            "rangemap / boxed {:.2}x, rangemap / inline {:.2}x",
+            best[2] / best[0],
+            best[2] / best[1]
+        );
     }
 }

@@ -549,3 +549,57 @@ fn iteration_entries_share_one_pin_released_by_the_last() {
     drop(t);
     settle(c, &HashSet::new());
 }
+
+/// Iterations that overlap on one thread (here of two trees): an entry of
+/// either keeps its value alive after both iterators are gone, a writer
+/// replaced everything and the other's entry was dropped (whichever goes
+/// first), and the replaced values are reclaimed once the last entry of
+/// either is dropped: no pin is released early or left behind.
+#[test]
+fn overlapping_iterations_release_the_pin_with_their_last_entry() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let u = MapleTree::new();
+    for i in 0..100 {
+        t.store_range(i * 2, i * 2, c.make(i)).unwrap();
+        u.store_range(i * 2, i * 2, c.make(500 + i)).unwrap();
+    }
+    for order in 0..2 {
+        let mut a = t.iter();
+        let first = a.next().expect("100 entries");
+        let mut b = u.iter();
+        let from_b = b.nth(10).expect("100 entries");
+        drop(a);
+        // Consume the rest of b, keeping nothing of it.
+        assert_eq!(b.count(), 89);
+        t.store_range(0, 1_000, c.make(10_000 + order)).unwrap();
+        u.store_range(0, 1_000, c.make(20_000 + order)).unwrap();
+        assert!(c.is_live(first.serial) && c.is_live(from_b.serial));
+        // The first iteration's entry goes last in one round, first in
+        // the other; either way nothing is reclaimed before both are gone.
+        let (early, late) = if order == 0 {
+            (from_b, first)
+        } else {
+            (first, from_b)
+        };
+        let late_serial = late.serial;
+        drop(early);
+        for _ in 0..20 {
+            maple::flush_retired();
+        }
+        assert!(c.is_live(late_serial), "reclaimed under a live entry");
+        drop(late);
+        let mut want = held(&t);
+        want.extend(held(&u));
+        settle(c, &want);
+        // Refill so that the next round has entries to replace.
+        t.clear();
+        u.clear();
+        for i in 0..100 {
+            t.store_range(i * 2, i * 2, c.make(1_000 + i)).unwrap();
+            u.store_range(i * 2, i * 2, c.make(1_500 + i)).unwrap();
+        }
+    }
+    drop((t, u));
+    settle(c, &HashSet::new());
+}

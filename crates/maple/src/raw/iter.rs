@@ -44,8 +44,9 @@ pub struct Iter<'s, T, S: Repr<T> = Boxed> {
     slow_s: u64,
     slow_e: u64,
     /// The range's first index. Where the front is, [`Iter::lo`], is this
-    /// or one past the end of the last entry the front yielded, whichever
-    /// is higher: the floor below when the front has yielded.
+    /// or one past the end of the last entry the front yielded (in a fold,
+    /// of the last leaf it scanned whole), whichever is higher: the floor
+    /// below when the front has yielded.
     first: u64,
     /// Where the back is: the range's last index, then one below the start
     /// of the last entry the back yielded.
@@ -286,9 +287,12 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // SAFETY: the cached leaf belongs to the version 's keeps
                 // alive; n is its slot count.
                 let leaf = unsafe { &*self.f_leaf };
-                let floor;
-                (acc, floor) = scan_leaf(leaf, n, i, self.f_start, lhi, self.lo_floor, acc, &mut f);
-                self.leaf_scanned(floor);
+                acc = if i == 0 {
+                    scan_whole_leaf(leaf, self.f_start, lhi, acc, &mut f)
+                } else {
+                    scan_leaf(leaf, n, i, self.f_start, lhi, acc, &mut f)
+                };
+                self.leaf_scanned();
                 // SAFETY: the path is valid for the version 's keeps alive.
                 acc = unsafe { self.fold_siblings(acc, &mut f) };
             } else if i < n {
@@ -360,13 +364,8 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             }
             // SAFETY: as above.
             let leaf = unsafe { &*node.cast::<Leaf<Slot<T, S>>>() };
-            let n = (leaf.hdr.count as usize).min(LEAF_SLOTS);
-            if n == 0 {
-                // No leaf of a published version is empty; should one be,
-                // the general step (which handles it) takes over.
-                break;
-            }
-            (acc, floor) = scan_leaf(leaf, n, 0, lo, lhi, floor, acc, f);
+            acc = scan_whole_leaf(leaf, lo, lhi, acc, f);
+            floor = lhi + 1;
             last = Some((node, lo, lhi));
             j += 1;
         }
@@ -381,18 +380,22 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             // SAFETY: the path now ends at the last leaf scanned, a child of
             // a valid node (caller).
             unsafe { self.load_front() };
-            self.leaf_scanned(floor);
+            self.leaf_scanned();
         }
         acc
     }
 
     /// Marks the cached leaf as scanned to its end by a fold, which handed
-    /// over every entry below `floor` (the new floor).
+    /// over every entry of it: the floor moves past the leaf's last index
+    /// (below `hi`, as the unchecked scans require), not just past its last
+    /// entry. Nothing the version the fold walks holds lies between the
+    /// two, so only an entry that a write made meanwhile can start there,
+    /// and the contract lets the iteration miss those.
     #[inline]
-    fn leaf_scanned(&mut self, floor: u64) {
+    fn leaf_scanned(&mut self) {
         self.f_idx = self.f_n;
         self.f_start = self.f_hi + 1;
-        self.lo_floor = floor;
+        self.lo_floor = self.f_start;
     }
 
     /// The step [`Iter::step_fast`] declined: the next entry from the
@@ -473,24 +476,21 @@ impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
 
 impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
-/// `fold_raw`'s unchecked scan of one leaf: hands `f` every entry of
-/// slots `i..n` (the leaf's `n` slots; slot `i` starting at `s`, the last
-/// ending at `lhi`) and returns the accumulator and the new floor (one past
-/// the last entry handed over, or `floor` if none). The caller has checked
-/// that the leaf ends before the last index wanted and that `s` is at or
-/// above the floor, so inside the leaf no entry needs a check.
+/// `fold_raw`'s unchecked scan of the rest of a leaf: hands `f` every entry
+/// of slots `i..n` (the leaf's `n` slots; slot `i` starting at `s`, the
+/// last ending at `lhi`). The caller has checked that the leaf ends before
+/// the last index wanted and that `s` is at or above the floor, so inside
+/// the leaf no entry needs a check.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn scan_leaf<V, B>(
     leaf: &Leaf<V>,
     n: usize,
     i: usize,
     mut s: u64,
     lhi: u64,
-    mut floor: u64,
     mut acc: B,
     f: &mut impl FnMut(B, RawEntry<V>) -> B,
-) -> (B, u64) {
+) -> B {
     let last = n - 1;
     let slots = leaf.slots(n);
     // Zipped slices of equal length: no bounds check left in the loop.
@@ -500,7 +500,6 @@ fn scan_leaf<V, B>(
         let v = slot.load(Ordering::Acquire);
         if !v.is_null() {
             acc = f(acc, (s, e, v));
-            floor = e + 1;
         }
         // A stored pivot is below the leaf's last index.
         s = e + 1;
@@ -509,7 +508,45 @@ fn scan_leaf<V, B>(
     let v = slots[last].load(Ordering::Acquire);
     if !v.is_null() {
         acc = f(acc, (s, lhi, v));
-        floor = lhi + 1;
     }
-    (acc, floor)
+    acc
+}
+
+/// [`Iter::fold_siblings`]' unchecked scan of a whole leaf covering
+/// `[lo, lhi]`: hands `f` every entry, in order.
+///
+/// It reads all [`LEAF_SLOTS`] slots without the leaf's count: an unused
+/// slot is null and an unused pivot `u64::MAX` (both checked by
+/// `validate`), so a slot past the count is skipped as a gap is, and the
+/// last used slot ends at its pivot capped at `lhi`. With the count out of
+/// the way the loop has a constant trip count and unrolls completely: a
+/// gap costs its slot's load and a test, an entry its two bounds. (The
+/// slices of `n` slots and `n - 1` pivots that [`scan_leaf`] zips cost
+/// their lengths' arithmetic and a loop's control on every leaf.)
+#[inline(always)]
+fn scan_whole_leaf<V, B>(
+    leaf: &Leaf<V>,
+    lo: u64,
+    lhi: u64,
+    mut acc: B,
+    f: &mut impl FnMut(B, RawEntry<V>) -> B,
+) -> B {
+    let pivots = &leaf.pivots;
+    let mut k = 0;
+    while k < LEAF_SLOTS {
+        let v = leaf.slot(k);
+        if !v.is_null() {
+            // A used slot after the first starts one past its neighbour's
+            // stored pivot (every slot before a used one is used).
+            let s = if k == 0 { lo } else { pivots[k - 1] + 1 };
+            let e = if k + 1 < LEAF_SLOTS {
+                pivots[k].min(lhi)
+            } else {
+                lhi
+            };
+            acc = f(acc, (s, e, v));
+        }
+        k += 1;
+    }
+    acc
 }
