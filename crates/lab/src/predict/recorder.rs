@@ -635,6 +635,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             }
             _ => Vec::new(),
         };
+        // Every file the shared program's exec maps: the walkers' files and
+        // the ones whose locks the warm-up counts.
+        let prog_files = prog.mapped_files();
         std::thread::scope(|s| {
             for (i, prog) in warm_progs.iter().enumerate() {
                 let (files, stop) = (&files, &stop);
@@ -671,7 +674,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             // inside a walk would also keep the modifiers from ever running
             // back to back, the lock moving between CPUs at a many-CPU rate,
             // which is the other thing a design may adapt to.
-            for f in prog.mapped_files() {
+            for &f in &prog_files {
                 let stop = &stop;
                 s.spawn(move || {
                     let mut n = 0usize;
@@ -698,8 +701,8 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             // every file it will adapt has.
             let start = files.lock_stats();
             let locks = || -> u64 {
-                prog.mapped_files()
-                    .into_iter()
+                prog_files
+                    .iter()
                     .map(|f| u64::from(f.rmap().stats().shards))
                     .sum()
             };
