@@ -288,9 +288,11 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // alive; n is its slot count.
                 let leaf = unsafe { &*self.f_leaf };
                 acc = if i == 0 {
-                    scan_whole_leaf(leaf, self.f_start, lhi, acc, &mut f)
+                    // The common case, a parent's first leaf: the constant
+                    // start lets the scan unroll, as in `fold_siblings`.
+                    scan_leaf(leaf, 0, self.f_start, lhi, acc, &mut f)
                 } else {
-                    scan_leaf(leaf, n, i, self.f_start, lhi, acc, &mut f)
+                    scan_leaf(leaf, i, self.f_start, lhi, acc, &mut f)
                 };
                 self.leaf_scanned();
                 // SAFETY: the path is valid for the version 's keeps alive.
@@ -364,7 +366,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             }
             // SAFETY: as above.
             let leaf = unsafe { &*node.cast::<Leaf<Slot<T, S>>>() };
-            acc = scan_whole_leaf(leaf, lo, lhi, acc, f);
+            acc = scan_leaf(leaf, 0, lo, lhi, acc, f);
             floor = lhi + 1;
             last = Some((node, lo, lhi));
             j += 1;
@@ -476,75 +478,44 @@ impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
 
 impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
-/// `fold_raw`'s unchecked scan of the rest of a leaf: hands `f` every entry
-/// of slots `i..n` (the leaf's `n` slots; slot `i` starting at `s`, the
-/// last ending at `lhi`). The caller has checked that the leaf ends before
-/// the last index wanted and that `s` is at or above the floor, so inside
-/// the leaf no entry needs a check.
+/// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_siblings`]):
+/// hands `f` every entry of the leaf's slots `from..`, in order; slot
+/// `from` starts at `s` and the leaf ends at `lhi`. The caller has checked
+/// that the leaf ends before the last index wanted and that `s` is at or
+/// above the floor, so inside the leaf no entry needs a check.
+///
+/// It reads every slot up to [`LEAF_SLOTS`] without the leaf's count: an
+/// unused slot is null and an unused pivot `u64::MAX` (both checked by
+/// `validate`), so a slot past the count is skipped as a gap is, and the
+/// last used slot ends at its pivot capped at `lhi`. With the count out of
+/// the way, a whole leaf (`from` a constant 0) is a loop with a constant
+/// trip count, which unrolls completely: a gap costs its slot's load and a
+/// test, an entry its two bounds. (Slices of `n` slots and `n - 1` pivots,
+/// zipped, cost their lengths' arithmetic and a loop's control on every
+/// leaf.)
 #[inline(always)]
 fn scan_leaf<V, B>(
     leaf: &Leaf<V>,
-    n: usize,
-    i: usize,
-    mut s: u64,
-    lhi: u64,
-    mut acc: B,
-    f: &mut impl FnMut(B, RawEntry<V>) -> B,
-) -> B {
-    let last = n - 1;
-    let slots = leaf.slots(n);
-    // Zipped slices of equal length: no bounds check left in the loop.
-    for (&e, slot) in leaf.pivots[i..last].iter().zip(&slots[i..last]) {
-        // Acquire, as `Leaf::slot`: pairs with an exact-fit write's release
-        // store of a new value pointer.
-        let v = slot.load(Ordering::Acquire);
-        if !v.is_null() {
-            acc = f(acc, (s, e, v));
-        }
-        // A stored pivot is below the leaf's last index.
-        s = e + 1;
-    }
-    // The last slot ends at the leaf's last index, below the end wanted.
-    let v = slots[last].load(Ordering::Acquire);
-    if !v.is_null() {
-        acc = f(acc, (s, lhi, v));
-    }
-    acc
-}
-
-/// [`Iter::fold_siblings`]' unchecked scan of a whole leaf covering
-/// `[lo, lhi]`: hands `f` every entry, in order.
-///
-/// It reads all [`LEAF_SLOTS`] slots without the leaf's count: an unused
-/// slot is null and an unused pivot `u64::MAX` (both checked by
-/// `validate`), so a slot past the count is skipped as a gap is, and the
-/// last used slot ends at its pivot capped at `lhi`. With the count out of
-/// the way the loop has a constant trip count and unrolls completely: a
-/// gap costs its slot's load and a test, an entry its two bounds. (The
-/// slices of `n` slots and `n - 1` pivots that [`scan_leaf`] zips cost
-/// their lengths' arithmetic and a loop's control on every leaf.)
-#[inline(always)]
-fn scan_whole_leaf<V, B>(
-    leaf: &Leaf<V>,
-    lo: u64,
+    from: usize,
+    s: u64,
     lhi: u64,
     mut acc: B,
     f: &mut impl FnMut(B, RawEntry<V>) -> B,
 ) -> B {
     let pivots = &leaf.pivots;
-    let mut k = 0;
+    let mut k = from;
     while k < LEAF_SLOTS {
         let v = leaf.slot(k);
         if !v.is_null() {
             // A used slot after the first starts one past its neighbour's
             // stored pivot (every slot before a used one is used).
-            let s = if k == 0 { lo } else { pivots[k - 1] + 1 };
+            let start = if k == from { s } else { pivots[k - 1] + 1 };
             let e = if k + 1 < LEAF_SLOTS {
                 pivots[k].min(lhi)
             } else {
                 lhi
             };
-            acc = f(acc, (s, e, v));
+            acc = f(acc, (start, e, v));
         }
         k += 1;
     }
