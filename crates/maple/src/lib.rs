@@ -20,7 +20,8 @@
 //! See [`MapleTree`] for the concurrency contract. The crate is laid out as
 //! a thin public skin over a raw core: `node` (layouts, diagram), `mem`
 //! (node memory: block pool, per-tree recycling),
-//! `read` (walks, stepping, gap search), `write` (the copy-on-write engine),
+//! `read` (walks, stepping, gap search), `search` (a point lookup's pivot
+//! search), `write` (the copy-on-write engine),
 //! `tree` / `cursor` (the kernel-style API) and `map` (the idiomatic one).
 //!
 //! # Two vocabularies
@@ -161,6 +162,18 @@
 //!   `(first, last, value)` triples; deserializing refuses inverted or
 //!   overlapping ranges with an error.
 //!
+//! # Building for the CPU
+//!
+//! Built for a target with AVX2 (`-C target-cpu=native` on x86-64 CPUs
+//! since 2013, or `-C target-cpu=x86-64-v3`), a point lookup compares a
+//! node's pivots all at once instead of by binary search: `load` takes 176
+//! instructions instead of 189 at 10^5 entries, a [`Reader`]'s 140 instead
+//! of 155, and a hot `Reader` load about 12% less time. The default build
+//! assumes only the baseline x86-64 CPU and uses the binary search; the
+//! choice is made at compile time, because a lookup compiled for AVX2
+//! cannot be inlined into baseline code, and the call then costs more than
+//! the search saves.
+//!
 //! # Reclamation: an epoch with a fence-free pin
 //!
 //! Replaced nodes and values are freed through the crate's own epoch-based
@@ -223,6 +236,7 @@ mod mem;
 mod node;
 mod raw;
 mod read;
+mod search;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod sync;

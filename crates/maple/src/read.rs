@@ -12,6 +12,7 @@ use crate::node::{
     prefetch_node, run_len, slot_bounds, slot_in, slot_range, Internal, Leaf, NodePtr, INT_SLOTS,
     KIND_LEAF, MAX_HEIGHT,
 };
+use crate::search::lookup_slot;
 
 /// One entry as read from a leaf: `[first, last]` and the value pointer.
 pub(crate) type RawEntry<T> = (u64, u64, *mut T);
@@ -254,6 +255,13 @@ impl<T> Descent for Lookup<T> {
     type Out = RawEntry<T>;
 
     #[inline(always)]
+    fn slot(&self, int: &Internal, n: usize, _: usize, index: u64) -> usize {
+        let i = lookup_slot(&int.pivots, index);
+        debug_assert!(i < n);
+        i
+    }
+
+    #[inline(always)]
     unsafe fn down(
         &mut self,
         _: NodePtr,
@@ -272,7 +280,7 @@ impl<T> Descent for Lookup<T> {
         // SAFETY: a valid leaf (caller).
         let leaf = unsafe { &*leaf.cast::<Leaf<T>>() };
         // No count needed (see `slot_bounds`).
-        let i = slot_in(&leaf.pivots, self.0);
+        let i = lookup_slot(&leaf.pivots, self.0);
         let (s, e) = slot_bounds(&leaf.pivots, i, lo, hi);
         (s, e, leaf.slot(i))
     }
