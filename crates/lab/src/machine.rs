@@ -37,11 +37,38 @@ pub fn describe() -> Machine {
         nodes,
         kernel,
         commit,
+        build: build(),
         timestamp: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
     }
+}
+
+/// How this binary was compiled, in the terms that change its figures: the
+/// profile (a debug build's assertions cost time in every design) and the
+/// CPU it targets (the maple tree's lookups use a vector pivot search when
+/// it is built for AVX2, as with `RUSTFLAGS="-C target-cpu=native"`; every
+/// design in one run shares the build, but runs from two builds do not
+/// compare).
+pub fn build() -> String {
+    let profile = if cfg!(debug_assertions) {
+        "debug build (assertions on)"
+    } else {
+        "release build"
+    };
+    let cpu = if cfg!(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "popcnt"
+    )) {
+        "for AVX2 (maple: vector pivot search)"
+    } else if cfg!(target_arch = "x86_64") {
+        "for baseline x86-64 (maple: binary pivot search)"
+    } else {
+        "for a non-x86-64 CPU (maple: binary pivot search)"
+    };
+    format!("{profile}, {cpu}")
 }
 
 /// CPUs available to this process.

@@ -940,7 +940,7 @@ otherwise it is a tie. Lock holds are counted by the reverse maps; rmap calls by
 Thread counts above the machine's {cores} cores are oversubscribed (marked *): they measure time-slicing. \
 Lock hold times were {timing}.</p>\
 <p>Machine: {cpu}, {cores} CPUs, {nodes} NUMA node(s), kernel {kernel}; <code>aspace</code> built from commit \
-<code>{commit}</code>. Binary <code>{bin}</code>, {dur} s per sample, topology {topo}, reclaim walks asked {walk}/s.</p>",
+<code>{commit}</code> ({build}). Binary <code>{bin}</code>, {dur} s per sample, topology {topo}, reclaim walks asked {walk}/s.</p>",
         res = r.runs.first().map_or(0, |x| x.resident),
         libc = r.runs.first().map_or(0, |x| x.resident_libc_vmas),
         what = what.join(""),
@@ -950,6 +950,11 @@ Lock hold times were {timing}.</p>\
         nodes = m.nodes,
         kernel = esc(&m.kernel),
         commit = esc(&m.commit),
+        build = if m.build.is_empty() {
+            "build not recorded".into()
+        } else {
+            esc(&m.build)
+        },
         bin = esc(&r.config.binary),
         dur = r.config.duration_s,
         topo = esc(&r.config.topology),

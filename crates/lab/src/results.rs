@@ -18,6 +18,12 @@ pub struct Machine {
     /// The commit the `aspace` binary was built from (`git rev-parse HEAD` at build
     /// time), or "unknown" when it was built outside a git checkout.
     pub commit: String,
+    /// How the binary was compiled, where it changes what is measured: the
+    /// profile, and the CPU it was built for (with AVX2 the maple tree's
+    /// point lookups compare a node's pivots at once; see
+    /// [`crate::machine::build`]). Empty in results recorded before it was.
+    #[serde(default)]
+    pub build: String,
     /// Seconds since the Unix epoch when the run started.
     pub timestamp: u64,
 }

@@ -64,6 +64,23 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         hash.len() == 40 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
         "{commit}"
     );
+    // How it was built, which this test shares with the binary (same
+    // profile, same RUSTFLAGS).
+    let build = v["machine"]["build"].as_str().unwrap();
+    assert_eq!(
+        build.starts_with("release build"),
+        !cfg!(debug_assertions),
+        "{build}"
+    );
+    assert_eq!(
+        build.contains("for AVX2 (maple: vector pivot search)"),
+        cfg!(all(
+            target_arch = "x86_64",
+            target_feature = "avx2",
+            target_feature = "popcnt"
+        )),
+        "{build}"
+    );
     let cores = v["machine"]["cores"].as_u64().unwrap() as usize;
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(
@@ -204,6 +221,10 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("aspace"));
+    assert!(
+        html.contains(&format!("({build})")),
+        "the report says how aspace was built"
+    );
     assert!(!html.contains("All designs do the same work"));
     assert!(html.contains("libc rmap bytes") && html.contains("Ablations"));
     assert!(html.contains("fork_insert_after") && html.contains("p99"));
