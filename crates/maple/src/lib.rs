@@ -19,9 +19,9 @@
 //!
 //! See [`MapleTree`] for the concurrency contract. The crate is laid out as
 //! a thin public skin over a raw core: `node` (layouts, diagram), `mem`
-//! (node memory: block pool, per-tree recycling),
-//! `read` (walks, stepping, gap search), `search` (a point lookup's pivot
-//! search), `write` (the copy-on-write engine),
+//! (node memory: block pool, per-tree recycling), `subtree` (freeing and
+//! copying whole subtrees), `read` (walks, stepping, gap search), `search`
+//! (a point lookup's pivot search), `write` (the copy-on-write engine),
 //! `tree` / `cursor` (the kernel-style API) and `map` (the idiomatic one).
 //!
 //! # Two vocabularies
@@ -239,6 +239,7 @@ mod read;
 mod search;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod subtree;
 mod sync;
 mod tree;
 mod validate;

@@ -55,6 +55,12 @@ use std::ptr;
 use std::sync::Arc;
 
 use crate::node::{Header, NodePtr, NODE_BYTES};
+
+// Under loom the atomics are larger; a node must still fit its block.
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<crate::node::Leaf<u8>>() <= BLOCK_BYTES);
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<crate::node::Internal>() <= BLOCK_BYTES);
 use crate::sync::{AtomicPtr, Ordering};
 
 /// Size of a node block: a node. Under loom, whose atomics are larger

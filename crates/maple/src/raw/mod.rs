@@ -37,8 +37,9 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{check_range, check_window, MapleError};
 use crate::mem::BlockPool;
-use crate::node::{dup_subtree, free_subtree, Header, NodePtr};
+use crate::node::{Header, NodePtr};
 use crate::read::{self, KnownPath, Path, RawEntry};
+use crate::subtree::{dup_subtree, free_subtree};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
