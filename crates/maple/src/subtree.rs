@@ -75,6 +75,17 @@ struct PartialCopy<T: SlotOps> {
     _values: std::marker::PhantomData<T>,
 }
 
+impl<T: SlotOps> PartialCopy<T> {
+    /// A copy into `node`, a fresh block whose slots own nothing yet.
+    fn new(node: NodePtr) -> Self {
+        PartialCopy {
+            node,
+            done: 0,
+            _values: std::marker::PhantomData,
+        }
+    }
+}
+
 impl<T: SlotOps> Drop for PartialCopy<T> {
     fn drop(&mut self) {
         // SAFETY: the block is ours and unreachable; its first `done` slots
@@ -115,11 +126,7 @@ unsafe fn dup_leaf<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, usize)
         src
     };
     let n = src.hdr.count as usize;
-    let mut guard = PartialCopy::<T> {
-        node: q,
-        done: 0,
-        _values: std::marker::PhantomData,
-    };
+    let mut guard = PartialCopy::<T>::new(q);
     for i in 0..n {
         let v = src.slot(i);
         if !v.is_null() {
@@ -152,11 +159,7 @@ unsafe fn dup_internal<T: SlotOps>(p: NodePtr, clone: Cloner<T>) -> (NodePtr, us
         src
     };
     let n = src.hdr.count as usize;
-    let mut guard = PartialCopy::<T> {
-        node: q,
-        done: 0,
-        _values: std::marker::PhantomData,
-    };
+    let mut guard = PartialCopy::<T>::new(q);
     let mut nodes = 1;
     for i in 0..n {
         // SAFETY: children of a valid node are valid.
