@@ -166,9 +166,10 @@
 //!
 //! Built for a target with AVX2 (`-C target-cpu=native` on x86-64 CPUs
 //! since 2013, or `-C target-cpu=x86-64-v3`), a point lookup compares a
-//! node's pivots all at once instead of by binary search: `load` takes 176
-//! instructions instead of 189 at 10^5 entries, a [`Reader`]'s 140 instead
-//! of 155, and a hot `Reader` load about 12% less time. The default build
+//! node's pivots all at once instead of by binary search: at 10^5 entries
+//! `load` takes 176-181 instructions instead of 189 (`native` on a Zen
+//! core, `x86-64-v3`), a [`Reader`]'s load 140-145 instead of 155, and a
+//! hot `Reader` load about 12% less time. The default build
 //! assumes only the baseline x86-64 CPU and uses the binary search; the
 //! choice is made at compile time, because a lookup compiled for AVX2
 //! cannot be inlined into baseline code, and the call then costs more than
