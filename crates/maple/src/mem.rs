@@ -55,12 +55,6 @@ use std::ptr;
 use std::sync::Arc;
 
 use crate::node::{Header, NodePtr, NODE_BYTES};
-
-// Under loom the atomics are larger; a node must still fit its block.
-#[cfg(loom)]
-const _: () = assert!(std::mem::size_of::<crate::node::Leaf<u8>>() <= BLOCK_BYTES);
-#[cfg(loom)]
-const _: () = assert!(std::mem::size_of::<crate::node::Internal>() <= BLOCK_BYTES);
 use crate::sync::{AtomicPtr, Ordering};
 
 /// Size of a node block: a node. Under loom, whose atomics are larger
@@ -69,6 +63,12 @@ use crate::sync::{AtomicPtr, Ordering};
 pub(crate) const BLOCK_BYTES: usize = NODE_BYTES;
 #[cfg(loom)]
 pub(crate) const BLOCK_BYTES: usize = 4 * NODE_BYTES;
+// Under loom a node must still fit its block (node.rs checks the exact
+// size in other builds).
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<crate::node::Leaf<u8>>() <= BLOCK_BYTES);
+#[cfg(loom)]
+const _: () = assert!(std::mem::size_of::<crate::node::Internal>() <= BLOCK_BYTES);
 
 pub(crate) fn node_layout() -> Layout {
     // BLOCK_BYTES (a multiple of 256) and 64 are a valid size/alignment pair.
