@@ -57,11 +57,7 @@ pub fn build() -> String {
     } else {
         "release build"
     };
-    let cpu = if cfg!(all(
-        target_arch = "x86_64",
-        target_feature = "avx2",
-        target_feature = "popcnt"
-    )) {
+    let cpu = if maple::VECTOR_PIVOT_SEARCH {
         "for AVX2 (maple: vector pivot search)"
     } else if cfg!(target_arch = "x86_64") {
         "for baseline x86-64 (maple: binary pivot search)"

@@ -282,6 +282,12 @@ pub fn flush_retired() {
 /// Node size in bytes (leaf and internal alike).
 pub const NODE_SIZE: usize = node::NODE_BYTES;
 
+/// Whether this build's point lookups compare a node's pivots with AVX2
+/// (see "Building for the CPU" above): true where the crate was compiled
+/// for a target with AVX2 and POPCNT, false for the baseline CPU's binary
+/// search. For tools that record how their figures were obtained.
+pub const VECTOR_PIVOT_SEARCH: bool = search::VECTOR;
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -31,6 +31,14 @@
 //! from 189 to 240-313 instructions (callgrind), more than the search
 //! saves. See BENCHMARKS.md, "A vector pivot search".
 
+/// Whether the vector form is compiled in: the condition on `vector` below.
+pub(crate) const VECTOR: bool = cfg!(all(
+    target_arch = "x86_64",
+    target_feature = "avx2",
+    target_feature = "popcnt",
+    not(miri)
+));
+
 /// Where the vector form is compiled in (see the module doc).
 #[cfg(all(
     target_arch = "x86_64",
