@@ -30,21 +30,24 @@
 pub mod elf;
 pub mod error;
 pub mod exec;
+pub mod file;
 pub mod files;
 pub mod ldso;
 pub mod madvise;
 pub mod placement;
+pub mod program;
 pub mod remap;
 pub mod replay;
 pub mod strace;
 pub mod vma;
 
 pub use error::Error;
-pub use exec::{Caller, ExecStep, Program};
-pub use files::{CallPattern, File, Files};
+pub use file::{File, FileId};
+pub use files::{CallPattern, Files};
 pub use ldso::Linkage;
 pub use madvise::{Advice, MmapOptions};
 pub use placement::Placement;
+pub use program::{Caller, ExecStep, Program};
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
