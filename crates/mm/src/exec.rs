@@ -671,6 +671,7 @@ impl Mm {
         }
         st.brk_start = prog.brk_start;
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);
+        st.start_stack = START_STACK;
     }
 
     pub(crate) fn replay_step(&self, st: &mut State, step: &ExecStep) {

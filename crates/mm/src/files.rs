@@ -195,6 +195,20 @@ impl Files {
             .clone()
     }
 
+    /// The file a trace or a maps line names, registered on first use with its real
+    /// size and inode where the path exists (a missing file, such as a deleted one,
+    /// is registered without an inode), and at least `need_pages` pages (what the
+    /// mapping that names it covers). The path is kept as given.
+    pub(crate) fn register_named(&self, path: &Path, need_pages: u64) -> Arc<File> {
+        if let Some(f) = self.files.lock().get(path) {
+            return f.clone();
+        }
+        let meta = std::fs::metadata(path).ok();
+        let pages = meta.as_ref().map_or(0, |m| m.len().div_ceil(PAGE_SIZE));
+        let id = meta.as_ref().map(FileId::of);
+        self.register_real(path, pages.max(need_pages).max(1), id)
+    }
+
     /// Every registered file.
     pub fn all(&self) -> Vec<Arc<File>> {
         let mut v: Vec<_> = self.files.lock().values().cloned().collect();
