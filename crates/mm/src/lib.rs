@@ -559,6 +559,28 @@ impl Mm {
         out
     }
 
+    /// `Invalid` (EINVAL) if a change of `[start, end)` would cut a special mapping
+    /// ([`Vma::is_special`]) in two, as Linux refuses it; `cuts` says whether a VMA
+    /// that sticks out of the range is cut (mprotect and madvise leave a VMA whose
+    /// protection or flags stay the same uncut).
+    fn refuse_special_split(
+        &self,
+        start: u64,
+        end: u64,
+        cuts: impl Fn(&Vma) -> bool,
+    ) -> Result<(), Error> {
+        let cut = self
+            .overlapping(start, end)
+            .iter()
+            .any(|v| v.is_special() && (v.start < start || v.end > end) && cuts(v));
+        if cut {
+            return Err(Error::Invalid {
+                what: "would split a special mapping ([vdso], [vvar])",
+            });
+        }
+        Ok(())
+    }
+
     /// Whether any VMA intersects `[start, end)`.
     fn occupied(&self, start: u64, end: u64) -> bool {
         occupied(&self.tree, start, end)
@@ -687,6 +709,9 @@ impl Mm {
         if opts.fixed_noreplace && !opts.fixed && self.occupied(addr, addr + len) {
             return Err(Error::Exists { start: addr, len });
         }
+        if opts.fixed {
+            self.refuse_special_split(addr, addr + len, |_| true)?;
+        }
         let start = if at_addr {
             addr
         } else {
@@ -720,10 +745,12 @@ impl Mm {
 
     /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
     /// stick out. A range with nothing mapped is `Ok` and changes nothing, as Linux
-    /// returns 0. Errors (nothing changed): `Invalid` for a bad range.
+    /// returns 0. Errors (nothing changed): `Invalid` for a bad range or one that
+    /// cuts a special mapping ([`Vma::is_special`]).
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
+        self.refuse_special_split(start, end, |_| true)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -731,8 +758,9 @@ impl Mm {
 
     /// `mprotect(start, len, prot)`: splits the VMAs at the range's edges, changes
     /// their protection, and merges the result with compatible neighbours. Errors
-    /// (nothing changed): `Invalid` for a bad range, `NotMapped` if any page of the
-    /// range is unmapped.
+    /// (nothing changed): `Invalid` for a bad range or a change that would cut a
+    /// special mapping ([`Vma::is_special`]), `NotMapped` if any page of the range is
+    /// unmapped.
     pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
@@ -757,6 +785,7 @@ impl Mm {
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }
+        self.refuse_special_split(start, end, |v| v.prot != prot)?;
         self.place(
             &mut st,
             pieces.into_iter().map(|(p, _)| p).collect(),
