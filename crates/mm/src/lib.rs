@@ -6,11 +6,19 @@
 //!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
 //!   `exec` (the kernel's ELF loader plus ld.so's call sequence, planned and checked
 //!   before the old image is touched: [`exec`]), `fork`, `exit`, `page_fault`.
+//! - [`Process`]: a process's hold on an address space. `fork` copies the space;
+//!   `clone_vm` (vfork, `posix_spawn`, threads) shares it, each [`Mm`] counting its
+//!   users; `exec` gives the process a new space and exit releases it, the last user
+//!   tearing it down ([`process`]).
 //! - [`Files`]: the registry of files, each with its reverse map of the design chosen
 //!   for the run, shared by every process of an experiment.
 //! - [`elf`]: reading program headers (bounded reads, regular files only).
 //! - [`ldso`]: resolving libraries as ld.so does (`LD_LIBRARY_PATH`, `DT_RPATH`,
 //!   `DT_RUNPATH`, `/etc/ld.so.cache`, glibc-hwcaps, system directories).
+//! - [`strace`], [`replay`], [`recording`]: real runs recorded with strace (and
+//!   `scripts/record.sh`), replayed in the kernel's order; [`maps`]: their
+//!   `/proc/PID/maps`, compared field by field with the model's layout, named as Linux
+//!   names it; [`identity`]: which build of each file a recording was made against.
 //!
 //! Every failing operation returns an errno-like [`Error`] and leaves the address
 //! space exactly as it was.

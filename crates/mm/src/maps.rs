@@ -352,7 +352,7 @@ mod tests {
         for (i, change) in changes.iter().enumerate() {
             let mut other = l.clone();
             change(&mut other);
-            let (m, k) = diff_maps(&[other.clone()], &[l.clone()]);
+            let (m, k) = diff_maps(&[other.clone()], std::slice::from_ref(&l));
             assert_eq!((m, k), (vec![other], vec![l.clone()]), "field {i}");
         }
         // An unknown device and inode (a synthetic file) matches any.
@@ -360,7 +360,10 @@ mod tests {
             file_id: None,
             ..l.clone()
         };
-        assert_eq!(diff_maps(&[unknown], &[l.clone()]), (vec![], vec![]));
+        assert_eq!(
+            diff_maps(&[unknown], std::slice::from_ref(&l)),
+            (vec![], vec![])
+        );
         // [vsyscall] is the kernel's alone.
         let vsyscall =
             parse_maps("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n")
@@ -375,7 +378,7 @@ mod tests {
         assert!(lines.len() > 5);
         for l in &lines {
             let again = parse_maps(&l.to_string()).unwrap();
-            assert_eq!(again, [l.clone()]);
+            assert_eq!(again, std::slice::from_ref(l));
         }
         assert_eq!(
             line().to_string(),
