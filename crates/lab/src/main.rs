@@ -4,8 +4,10 @@
 //! model's invariants and tracks resident memory.
 
 mod calibrate;
+mod html;
 mod machine;
 mod predict;
+mod predicted;
 mod replay;
 mod report;
 mod results;
@@ -506,7 +508,7 @@ fn bench_prediction(
     patterns: &[CallPattern],
     workloads: &[Workload],
     resident: usize,
-) -> Option<predict::host::HostPrediction> {
+) -> Option<predicted::HostPrediction> {
     eprintln!("aspace bench: predicting this host's curves (PREDICTION; --no-predict skips it)");
     let plan = predict::host::BenchPlan {
         host_file: a.predict_host.as_deref(),

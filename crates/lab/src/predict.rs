@@ -24,7 +24,7 @@ pub mod host;
 pub mod recorder;
 pub mod validate;
 
-use crate::report::esc;
+use crate::html::esc;
 use mm::CallPattern;
 use predict::{simulate, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;

@@ -9,6 +9,7 @@
 //! and 1-2-5 ticks are a few dozen lines here, fewer than a plotting crate's setup,
 //! and they add no dependency to the build.
 
+use crate::html::{esc, table, STYLE};
 use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
 use crate::spread::{disjoint_chance, show, Spread, Verdict};
 use std::fmt::Write as _;
@@ -639,14 +640,6 @@ fn series(r: &Results, workload: &str) -> Vec<Series> {
         .collect()
 }
 
-/// `s` escaped for HTML text and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// Tick values for an axis from 0 to `max`: 4 to 8 steps of 1, 2 or 5 x 10^k.
 pub fn nice_ticks(max: f64) -> Vec<f64> {
     if !(max.is_finite() && max > 0.0) {
@@ -880,24 +873,6 @@ pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
 
 // ------------------------------------------------------------------------- html
 
-/// An HTML table of `rows` under `head`, every cell escaped.
-pub(crate) fn html_table(rows: &[Vec<String>], head: &[&str]) -> String {
-    let mut o = String::from("<table><tr>");
-    for h in head {
-        let _ = write!(o, "<th>{}</th>", esc(h));
-    }
-    o.push_str("</tr>");
-    for r in rows {
-        o.push_str("<tr>");
-        for c in r {
-            let _ = write!(o, "<td>{}</td>", esc(c));
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</table>");
-    o
-}
-
 /// The self-contained HTML report: what ran, plots, tables, fits, machine.
 pub fn html(r: &Results) -> String {
     let mut o = String::new();
@@ -926,9 +901,7 @@ pub fn html(r: &Results) -> String {
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace bench report</title>\
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
+<style>{STYLE}</style></head><body>\
 <h1>aspace bench: reverse-map designs under exec churn</h1>\
 <p>What ran, on the address-space model, with <b>{res}</b> resident processes keeping libc's reverse map at \
 {libc} VMAs:</p><ul>{what}</ul>\
@@ -966,7 +939,7 @@ Lock hold times were {timing}.</p>\
         },
     );
     o.push_str("<h2>Call patterns</h2>");
-    o.push_str(&html_table(
+    o.push_str(&table(
         &patterns
             .iter()
             .map(|(n, d, ds)| vec![n.clone(), ds.join(", "), d.clone()])
@@ -1008,7 +981,7 @@ Lock hold times were {timing}.</p>\
                 ]
             })
             .collect();
-        o.push_str(&html_table(
+        o.push_str(&table(
             &rows,
             &[
                 "design",

@@ -266,7 +266,7 @@ pub struct Results {
     /// The predicted curve for this host (`aspace predict`'s simulator), shown
     /// beside the measured one; PREDICTIONS, not measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<crate::predict::host::HostPrediction>,
+    pub predicted: Option<crate::predicted::HostPrediction>,
 }
 
 /// Why a series has no fit (shown in the reports).

@@ -6,54 +6,17 @@
 //! (`docs/results/predict/validation.json`, as `aspace predict --validate`
 //! writes it) beside it.
 
-use super::{rate, simulate_all, validate::Check, Plan, PredictOutput, VALIDATION_NOTE};
-use crate::report::{esc, html_table as table};
+use super::{rate, simulate_all, Plan, PredictOutput, VALIDATION_NOTE};
+use crate::html::{esc, table};
+use crate::predicted::Check;
+pub use crate::predicted::{HostPoint, HostPrediction, KIND};
 use crate::results::Results;
 use mm::CallPattern;
 use predict::Machine;
 use rmap::Design;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
-
-/// The label on every predicted figure.
-pub const KIND: &str = "PREDICTION (simulated, not measured)";
-
-/// One predicted point for the host.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostPoint {
-    /// `execl` or `shell`.
-    pub workload: String,
-    /// Design name.
-    pub design: String,
-    /// Call pattern name.
-    pub call_pattern: String,
-    /// Worker threads (copies).
-    pub threads: usize,
-    /// Predicted ops (iterations) per second.
-    pub per_s: f64,
-    /// Predicted contended acquisitions, percent.
-    pub contended_pct: f64,
-}
-
-/// The predicted curves for the host `aspace bench` ran on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostPrediction {
-    /// Always [`KIND`].
-    pub kind: String,
-    /// The machine description the simulation used, in words.
-    pub machine: String,
-    /// Where it came from: a calibration file, or the documented default.
-    pub source: String,
-    /// What is predicted and what is not, in words.
-    pub note: String,
-    /// The points (thread counts above the host's CPUs are left out: the
-    /// simulator runs one copy per CPU).
-    pub points: Vec<HostPoint>,
-    /// The validation errors, where the file was found.
-    pub validation_checks: Vec<Check>,
-}
 
 /// Reads the validation file (empty when absent or unreadable).
 pub fn load_checks(path: &Path) -> Vec<Check> {
@@ -277,11 +240,10 @@ pub fn predict_section(o: &PredictOutput) -> String {
 pub fn predict_page(o: &PredictOutput) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace predict: {}</title>\
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
+<style>{}</style></head><body>\
 <h1>aspace predict (PREDICTIONS, not measurements)</h1>{}</body></html>\n",
         esc(&o.machine.name),
+        crate::html::STYLE,
         predict_section(o)
     )
 }
