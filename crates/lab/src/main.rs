@@ -6,6 +6,7 @@
 mod calibrate;
 mod html;
 mod machine;
+mod plot;
 mod predict;
 mod predicted;
 mod replay;
@@ -290,8 +291,12 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
                 continue;
             }
             let p = out.join(format!("{w}{suffix}.svg"));
-            std::fs::write(&p, report::svg(r, w, proj))
-                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            let svg = if proj {
+                plot::projection(r, w)
+            } else {
+                plot::bench(r, w, r.predicted.as_ref())
+            };
+            std::fs::write(&p, svg).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         }
     }
     let p = out.join("report.html");
@@ -491,13 +496,46 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     write_outputs(&r, &a.out, Some(&json))?;
     println!(
         "\nWrote {} (every sample and summary), {}/report.html and the SVG plots in {}.\n\
-         Re-render later with: aspace report {}",
+         Re-render later with: {} report {}",
         json.display(),
         a.out.display(),
         a.out.display(),
+        invocation(),
         json.display()
     );
     Ok(())
+}
+
+/// How to run this binary again, for the hints it prints: `aspace` when it
+/// was installed (on the PATH), the `cargo run` line when it runs from a
+/// cargo target directory, else its own path.
+fn invocation() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "aspace".into();
+    };
+    let in_target = exe
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "release" || d == "debug")
+        && exe
+            .ancestors()
+            .nth(2)
+            .and_then(Path::file_name)
+            .is_some_and(|t| t == "target");
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("aspace") == exe));
+    if on_path {
+        "aspace".into()
+    } else if in_target {
+        let profile = if cfg!(debug_assertions) {
+            ""
+        } else {
+            " --release"
+        };
+        format!("cargo run{profile} -p aspace-lab --")
+    } else {
+        exe.display().to_string()
+    }
 }
 
 /// The predicted curve for this host (`aspace bench` without `--no-predict`). A
@@ -569,7 +607,12 @@ fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
     } else {
         let b = PathBuf::from(&a.binary);
         let linkage = workload::check_binary(&b)?;
-        eprintln!("soak: {} is {} linked", b.display(), linkage.name());
+        let how = match linkage {
+            mm::Linkage::Dynamic => "dynamically linked",
+            mm::Linkage::Static => "statically linked",
+            mm::Linkage::StaticPie => "statically linked (static-pie)",
+        };
+        eprintln!("soak: {} is {how}", b.display());
         Some(b)
     };
     eprintln!(
