@@ -30,21 +30,29 @@
 pub mod elf;
 pub mod error;
 pub mod exec;
+pub mod file;
 pub mod files;
+pub mod identity;
 pub mod ldso;
 pub mod madvise;
+pub mod maps;
 pub mod placement;
+pub mod process;
+pub mod program;
+pub mod recording;
 pub mod remap;
 pub mod replay;
 pub mod strace;
 pub mod vma;
 
 pub use error::Error;
-pub use exec::{Caller, ExecStep, Program};
-pub use files::{CallPattern, File, Files};
+pub use file::{File, FileId};
+pub use files::{CallPattern, Files};
 pub use ldso::Linkage;
 pub use madvise::{Advice, MmapOptions};
 pub use placement::Placement;
+pub use process::Process;
+pub use program::{Caller, ExecStep, Program};
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
@@ -53,7 +61,7 @@ use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
 
@@ -73,6 +81,12 @@ pub mod layout {
     pub const STACK_TOP: u64 = TASK_SIZE;
     /// Size of the initial `[stack]` VMA (what a fresh process shows).
     pub const STACK_SIZE: u64 = 0x21000;
+    /// Where the model puts `start_stack` after exec: the address of the first
+    /// argument string, by which `/proc/PID/maps` names `[stack]`. The kernel's
+    /// depends on the size of the arguments and environment; it is in the stack's
+    /// top page while they take under 4 KiB (`0x7fffffffe6f0` for `cut` run by `sh`
+    /// with 39 variables). The model takes the middle of that page.
+    pub const START_STACK: u64 = STACK_TOP - super::PAGE_SIZE / 2;
     /// The lowest address mmap may use (`vm.mmap_min_addr`).
     pub const MMAP_MIN_ADDR: u64 = 0x10000;
     /// One past the highest address top-down mmap placement uses (below the stack and
@@ -166,6 +180,8 @@ impl RmapCalls {
 struct State {
     brk_start: u64,
     brk: u64,
+    /// `mm->start_stack` (0: none yet); see [`maps`].
+    start_stack: u64,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -206,6 +222,8 @@ pub struct Mm {
     pattern: CallPattern,
     tree: VmaTree,
     state: Mutex<State>,
+    /// The processes using this space (`mm_users`): see [`crate::process`].
+    pub(crate) users: AtomicUsize,
 }
 
 /// The VMA tree: each `Arc<Vma>` stored in its slot word (no box per VMA; fork's
@@ -243,10 +261,20 @@ impl Mm {
             state: Mutex::new(State {
                 brk_start: 0,
                 brk: 0,
+                start_stack: 0,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
+            users: AtomicUsize::new(1),
         }
+    }
+
+    /// How many processes use this address space (the kernel's `mm_users`): 1 for a
+    /// new one, one more per [`Process::clone_vm`], one less per release (exec, exit).
+    /// A snapshot: another thread may change it at once.
+    pub fn users(&self) -> usize {
+        // Relaxed: a snapshot, ordered with nothing else.
+        self.users.load(Ordering::Relaxed)
     }
 
     /// A process-unique id; the high bits of every [`VmaId`] this process links.
@@ -801,9 +829,11 @@ impl Mm {
             state: Mutex::new(State {
                 brk_start: st.brk_start,
                 brk: st.brk,
+                start_stack: st.start_stack,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
+            users: AtomicUsize::new(1),
         };
         // The parent's mmap lock stays held until every child VMA is linked (as
         // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
@@ -863,8 +893,11 @@ impl Mm {
         child
     }
 
-    /// `exit()`: removes every VMA (unlinked as [`CallPattern`] says). The `Mm` is empty
-    /// afterwards and may exec again.
+    /// Removes every VMA (unlinked as [`CallPattern`] says), whatever uses the space:
+    /// the kernel's `exit_mmap`, what the last user's exit does. The `Mm` is empty
+    /// afterwards and may exec again. A process that shares its space with others
+    /// (`vfork`, threads) releases it with [`Process::exit`] instead, which tears it
+    /// down only when no other process uses it.
     pub fn exit(&self) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
@@ -877,6 +910,7 @@ impl Mm {
         self.unlink(st, &all, &sites);
         st.brk_start = 0;
         st.brk = 0;
+        st.start_stack = 0;
     }
 
     /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the

@@ -1,6 +1,6 @@
 //! Virtual memory areas: what one entry of a process's maple tree holds.
 
-use crate::files::File;
+use crate::file::File;
 use crate::PAGE_SIZE;
 use rmap::{Handle, VmaId};
 use std::fmt;

@@ -2,8 +2,9 @@
 //! is docs/bad-input.md). Each returns its documented error, never panics, and a
 //! failed call leaves the address space and the reverse maps exactly as they were.
 
-use mm::elf::{ElfImage, LoadPlan, SearchPath};
+use mm::elf::ElfImage;
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
+use mm::ldso::{LoadPlan, SearchPath};
 use mm::{Access, CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Topology};
 use std::path::Path;
