@@ -45,7 +45,7 @@ descendants() {
         for t in /proc/"$p"/task/*/children; do
             # (The file has no final newline: read fills `line` and fails.)
             line=""
-            read -r line <"$t" 2>/dev/null || true
+            read -r line 2>/dev/null <"$t" || true
             read -r -a kids <<<"$line"
             [ ${#kids[@]} -gt 0 ] || continue
             queue+=("${kids[@]}")
@@ -60,9 +60,9 @@ declare -A saved=()
 while kill -0 "$tracer" 2>/dev/null; do
     while read -r p; do
         [ -z "${saved[$p]:-}" ] || continue
-        read -r nr _ <"/proc/$p/syscall" 2>/dev/null || continue
+        read -r nr _ 2>/dev/null <"/proc/$p/syscall" || continue
         [ "$nr" = 231 ] || continue
-        read -r stat <"/proc/$p/stat" 2>/dev/null || continue
+        read -r stat 2>/dev/null <"/proc/$p/stat" || continue
         state=${stat##*) }
         [ "${state%% *}" = t ] || continue
         if cp "/proc/$p/maps" "$out.maps/$p.maps.tmp" 2>/dev/null; then

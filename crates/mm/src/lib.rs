@@ -6,11 +6,19 @@
 //!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
 //!   `exec` (the kernel's ELF loader plus ld.so's call sequence, planned and checked
 //!   before the old image is touched: [`exec`]), `fork`, `exit`, `page_fault`.
+//! - [`Process`]: a process's hold on an address space. `fork` copies the space;
+//!   `clone_vm` (vfork, `posix_spawn`, threads) shares it, each [`Mm`] counting its
+//!   users; `exec` gives the process a new space and exit releases it, the last user
+//!   tearing it down ([`process`]).
 //! - [`Files`]: the registry of files, each with its reverse map of the design chosen
 //!   for the run, shared by every process of an experiment.
 //! - [`elf`]: reading program headers (bounded reads, regular files only).
 //! - [`ldso`]: resolving libraries as ld.so does (`LD_LIBRARY_PATH`, `DT_RPATH`,
 //!   `DT_RUNPATH`, `/etc/ld.so.cache`, glibc-hwcaps, system directories).
+//! - [`strace`], [`replay`], [`recording`]: real runs recorded with strace (and
+//!   `scripts/record.sh`), replayed in the kernel's order; [`maps`]: their
+//!   `/proc/PID/maps`, compared field by field with the model's layout, named as Linux
+//!   names it; [`identity`]: which build of each file a recording was made against.
 //!
 //! Every failing operation returns an errno-like [`Error`] and leaves the address
 //! space exactly as it was.
@@ -559,6 +567,28 @@ impl Mm {
         out
     }
 
+    /// `Invalid` (EINVAL) if a change of `[start, end)` would cut a special mapping
+    /// ([`Vma::is_special`]) in two, as Linux refuses it; `cuts` says whether a VMA
+    /// that sticks out of the range is cut (mprotect and madvise leave a VMA whose
+    /// protection or flags stay the same uncut).
+    fn refuse_special_split(
+        &self,
+        start: u64,
+        end: u64,
+        cuts: impl Fn(&Vma) -> bool,
+    ) -> Result<(), Error> {
+        let cut = self
+            .overlapping(start, end)
+            .iter()
+            .any(|v| v.is_special() && (v.start < start || v.end > end) && cuts(v));
+        if cut {
+            return Err(Error::Invalid {
+                what: "would split a special mapping ([vdso], [vvar])",
+            });
+        }
+        Ok(())
+    }
+
     /// Whether any VMA intersects `[start, end)`.
     fn occupied(&self, start: u64, end: u64) -> bool {
         occupied(&self.tree, start, end)
@@ -687,6 +717,9 @@ impl Mm {
         if opts.fixed_noreplace && !opts.fixed && self.occupied(addr, addr + len) {
             return Err(Error::Exists { start: addr, len });
         }
+        if opts.fixed {
+            self.refuse_special_split(addr, addr + len, |_| true)?;
+        }
         let start = if at_addr {
             addr
         } else {
@@ -720,10 +753,12 @@ impl Mm {
 
     /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
     /// stick out. A range with nothing mapped is `Ok` and changes nothing, as Linux
-    /// returns 0. Errors (nothing changed): `Invalid` for a bad range.
+    /// returns 0. Errors (nothing changed): `Invalid` for a bad range or one that
+    /// cuts a special mapping ([`Vma::is_special`]).
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
+        self.refuse_special_split(start, end, |_| true)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -731,8 +766,9 @@ impl Mm {
 
     /// `mprotect(start, len, prot)`: splits the VMAs at the range's edges, changes
     /// their protection, and merges the result with compatible neighbours. Errors
-    /// (nothing changed): `Invalid` for a bad range, `NotMapped` if any page of the
-    /// range is unmapped.
+    /// (nothing changed): `Invalid` for a bad range or a change that would cut a
+    /// special mapping ([`Vma::is_special`]), `NotMapped` if any page of the range is
+    /// unmapped.
     pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
@@ -757,6 +793,7 @@ impl Mm {
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }
+        self.refuse_special_split(start, end, |v| v.prot != prot)?;
         self.place(
             &mut st,
             pieces.into_iter().map(|(p, _)| p).collect(),

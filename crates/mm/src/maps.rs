@@ -319,3 +319,115 @@ impl Mm {
         self.state.lock().start_stack = addr;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vma::VmFlags;
+
+    fn line() -> MapsLine {
+        parse_maps("7ffff7d1c000-7ffff7d42000 r--p 00001000 fe:00 326269   /usr/lib/libc.so.6\n")
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn every_field_of_a_line_is_compared() {
+        let l = line();
+        assert_eq!(
+            (l.start, l.end, l.prot, l.shared, l.offset),
+            (0x7fff_f7d1_c000, 0x7fff_f7d4_2000, Prot::R, false, 0x1000)
+        );
+        assert_eq!(l.file_id, FileId::parse("fe:00", "326269"));
+        assert_eq!(l.name, "/usr/lib/libc.so.6");
+        let changes: [fn(&mut MapsLine); 7] = [
+            |l| l.start += PAGE_SIZE,
+            |l| l.end += PAGE_SIZE,
+            |l| l.prot = Prot::RX,
+            |l| l.shared = true,
+            |l| l.offset += PAGE_SIZE,
+            |l| l.file_id = Some(FileId::NONE),
+            |l| l.name.push('x'),
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut other = l.clone();
+            change(&mut other);
+            let (m, k) = diff_maps(&[other.clone()], std::slice::from_ref(&l));
+            assert_eq!((m, k), (vec![other], vec![l.clone()]), "field {i}");
+        }
+        // An unknown device and inode (a synthetic file) matches any.
+        let unknown = MapsLine {
+            file_id: None,
+            ..l.clone()
+        };
+        assert_eq!(
+            diff_maps(&[unknown], std::slice::from_ref(&l)),
+            (vec![], vec![])
+        );
+        // [vsyscall] is the kernel's alone.
+        let vsyscall =
+            parse_maps("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n")
+                .unwrap();
+        assert_eq!(diff_maps(&[], &vsyscall), (vec![], vec![]));
+    }
+
+    #[test]
+    fn a_line_prints_as_the_kernel_prints_it() {
+        let text = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let lines = parse_maps(&text).unwrap();
+        assert!(lines.len() > 5);
+        for l in &lines {
+            let again = parse_maps(&l.to_string()).unwrap();
+            assert_eq!(again, std::slice::from_ref(l));
+        }
+        assert_eq!(
+            line().to_string(),
+            "7ffff7d1c000-7ffff7d42000 r--p 00001000 fe:00 326269 /usr/lib/libc.so.6"
+        );
+        assert_eq!(parse_maps("1000-2000 r--x 0 00:00 0\n"), None, "no p or s");
+    }
+
+    fn anon(start: u64, end: u64, kind: AnonKind) -> Vma {
+        Vma {
+            start,
+            end,
+            prot: Prot::RW,
+            flags: VmFlags::default(),
+            backing: Backing::Anon(kind),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn heap_and_stack_are_named_by_address_as_linux_does() {
+        let p = PAGE_SIZE;
+        let layout = Layout {
+            vmas: vec![
+                // The bss right below the heap: it ends at start_brk, not named.
+                anon(0x10 * p, 0x20 * p, AnonKind::Plain),
+                anon(0x20 * p, 0x22 * p, AnonKind::Heap),
+                // A plain area inside the break's range: [heap] too.
+                anon(0x22 * p, 0x23 * p, AnonKind::Plain),
+                // A heap piece past the break (brk shrank under it): not named.
+                anon(0x23 * p, 0x24 * p, AnonKind::Heap),
+                // The low part of the stack, cut off from start_stack: not named.
+                anon(0x100 * p, 0x110 * p, AnonKind::Stack),
+                // A new mapping over the top of the stack holds start_stack: [stack].
+                anon(0x110 * p, 0x121 * p, AnonKind::Plain),
+                anon(0x200 * p, 0x202 * p, AnonKind::Vdso),
+            ],
+            start_stack: 0x120 * p + 0x800,
+            start_brk: 0x20 * p,
+            brk: 0x22 * p + 0x10,
+        };
+        let names: Vec<String> = layout.maps().into_iter().map(|l| l.name).collect();
+        assert_eq!(names, ["", "[heap]", "[heap]", "", "", "[stack]", "[vdso]"]);
+        // start_stack on an area's end counts (both ends are inclusive).
+        let edge = Layout {
+            start_stack: 0x110 * p,
+            ..layout.clone()
+        };
+        let names: Vec<String> = edge.maps().into_iter().map(|l| l.name).collect();
+        assert_eq!(names[4..6], ["[stack]", "[stack]"]);
+    }
+}

@@ -84,7 +84,7 @@ impl ExecStep {
 }
 
 /// An executable with its interpreter and libraries resolved, registered, and its
-/// whole exec sequence planned and checked: what [`Mm::exec_program`] replays.
+/// whole exec sequence planned and checked: what [`crate::Mm::exec_program`] replays.
 /// Immutable; cheap to share (`Arc<Program>`), `Send + Sync`.
 #[derive(Debug)]
 pub struct Program {

@@ -185,6 +185,16 @@ impl Vma {
         }
     }
 
+    /// Whether this is one of the vdso's special mappings (`[vdso]`, `[vvar]`,
+    /// `[vvar_vclock]`), which Linux never splits: a call that would cut one fails
+    /// (`special_mapping_split`), and `mremap` may not grow one (`VM_DONTEXPAND`).
+    pub fn is_special(&self) -> bool {
+        matches!(
+            self.backing,
+            Backing::Anon(AnonKind::Vdso | AnonKind::Vvar | AnonKind::VvarVclock)
+        )
+    }
+
     /// The rmap id of this VMA, for a file VMA linked in its file's map.
     pub fn rmap_id(&self) -> Option<VmaId> {
         self.link.map(|l| l.id)

@@ -316,3 +316,93 @@ fn random_traces_replay_without_panics_and_keep_invariants() {
         );
     }
 }
+
+/// A file upgraded since the recording is reported as such, by the trace's
+/// `# aspace-file` records and by the maps' device and inode, not left to show as a
+/// layout a few pages off.
+#[test]
+fn a_file_changed_since_the_recording_is_named() {
+    let name = "sh-two-commands";
+    let text = data(&format!("{name}.strace"));
+    let dash = "path=/usr/bin/dash";
+    assert!(text.contains(dash), "the shell's identity is recorded");
+    // The record says the shell was one byte longer and of another build.
+    let doctored: String = text
+        .lines()
+        .map(|l| {
+            if !l.ends_with(dash) {
+                return l.to_string();
+            }
+            let size: u64 = l
+                .split("size=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let l = l.replacen(&format!("size={size}"), &format!("size={}", size + 1), 1);
+            let id = l
+                .split("build-id=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            l.replacen(&id, &"0".repeat(id.len()), 1)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    // And the maps of the parent show another inode for it.
+    let dir = std::env::temp_dir().join(format!("aspace-changed-{}", std::process::id()));
+    let maps_dir = dir.join(format!("{name}.maps"));
+    std::fs::create_dir_all(&maps_dir).unwrap();
+    let trace = dir.join(format!("{name}.strace"));
+    std::fs::write(&trace, doctored).unwrap();
+    let rec = Recording::load(&path(&format!("{name}.strace")), None).unwrap();
+    let parent = rec.first_pid().unwrap();
+    for entry in std::fs::read_dir(path(&format!("{name}.maps"))).unwrap() {
+        let p = entry.unwrap().path();
+        let mut maps = std::fs::read_to_string(&p).unwrap();
+        if p.file_name().unwrap() == format!("{parent}.maps").as_str() {
+            let line = maps
+                .lines()
+                .find(|l| l.ends_with("/usr/bin/dash"))
+                .unwrap()
+                .to_string();
+            let ino = line.split_whitespace().nth(4).unwrap();
+            maps = maps.replace(&line, &line.replacen(&format!(" {ino} "), " 1 ", 1));
+        }
+        std::fs::write(maps_dir.join(p.file_name().unwrap()), maps).unwrap();
+    }
+    let rec = Recording::load(&trace, None).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let check = rec.check(files, Placement::LINUX_THP);
+    let reported: Vec<&str> = check
+        .report
+        .files_changed
+        .iter()
+        .map(|(_, w)| w.as_str())
+        .collect();
+    let size_now = std::fs::metadata("/usr/bin/dash").unwrap().len();
+    let said = reported
+        .iter()
+        .find(|w| w.starts_with("file /usr/bin/dash changed since it was recorded: "))
+        .unwrap_or_else(|| panic!("{reported:#?}"));
+    assert!(
+        said.contains(&format!("size {} then, {size_now} now", size_now + 1)),
+        "{said}"
+    );
+    assert!(said.contains("build-id 0000"), "{said}");
+    let p = check.processes.iter().find(|p| p.pid == parent).unwrap();
+    assert_eq!(p.differences.len(), 1, "{:#?}", p.differences);
+    let d = &p.differences[0];
+    assert!(
+        d.starts_with("file /usr/bin/dash changed since it was recorded: device and inode ")
+            && d.contains(" 1 in the recorded maps"),
+        "{d}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
