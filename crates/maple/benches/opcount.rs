@@ -311,7 +311,11 @@ mod scans {
     #[inline(never)]
     pub fn measure_fold_rangemap(m: &RangeInclusiveMap<u64, u64>, rounds: u64) {
         for _ in 0..rounds {
-            black_box(m.iter().map(|(r, v)| r.start() ^ v).fold(0, u64::wrapping_add));
+            black_box(
+                m.iter()
+                    .map(|(r, v)| r.start() ^ v)
+                    .fold(0, u64::wrapping_add),
+            );
         }
     }
     #[inline(never)]
