@@ -31,6 +31,17 @@
 //! ancestors whose cached maximum changes, are not counted, so for the
 //! Linux-derived designs `lines_written` is a lower bound.
 //!
+//! [`record_lines`] also returns, for each hold, the identities of the lines
+//! it touched ([`LineTouch`]), so that a cache model can tell which lines
+//! two holds share: a model that follows each line's last writer charges a
+//! transfer only where another CPU wrote the line last.
+//!
+//! Where a design changes a tree, the nodes the change wrote are found by
+//! comparing the tree's arena before and after it (a copy taken only while
+//! recording, [`Snapshot`]): rotations, recolourings and the augmented
+//! maxima a rebalance updates count as written, so `lines_written` is exact
+//! for the tree's nodes, not a lower bound.
+//!
 //! # Example
 //!
 //! ```
@@ -78,6 +89,42 @@ pub struct LockEvent {
     pub lock_line_written_as_data: bool,
 }
 
+/// One line a recorded hold touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineTouch {
+    /// The line's identity, unique in this process while the memory it
+    /// names lives: a 64-byte line's address / 64, or (high bit set) a tree
+    /// node's own line (see [`touch_node`]). A tree arena that grows moves
+    /// its nodes, which then get new identities.
+    pub line: usize,
+    /// The hold wrote the line (else it only read it).
+    pub written: bool,
+}
+
+impl LineTouch {
+    /// A tree node's line (see [`touch_node`]).
+    pub fn is_node(&self) -> bool {
+        self.line & NODE_LINE != 0
+    }
+
+    /// A line of the lab's own lock counters (holds, entry count, hold
+    /// time), which the kernel's lock does not have.
+    pub fn is_counter(&self) -> bool {
+        self.line & NODE_LINE == 0 && self.line & COUNTER_LINE != 0
+    }
+}
+
+/// A recorded hold and the distinct lines it touched (the lock word's line
+/// first), as [`record_lines`] returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TracedHold {
+    /// The hold.
+    pub event: LockEvent,
+    /// Each distinct line once (written if any touch wrote it): the lock
+    /// word's line first, then in order of identity.
+    pub lines: Vec<LineTouch>,
+}
+
 const LINE: usize = 64;
 
 struct Pending {
@@ -88,7 +135,7 @@ struct Pending {
 
 #[derive(Default)]
 struct Recorder {
-    events: Vec<LockEvent>,
+    events: Vec<TracedHold>,
     stack: Vec<Pending>,
 }
 
@@ -104,10 +151,16 @@ pub fn record<R>(work: impl FnOnce() -> R) -> Vec<LockEvent> {
 
 /// Like [`record`], also returning the closure's value.
 pub fn record_with<R>(work: impl FnOnce() -> R) -> (R, Vec<LockEvent>) {
+    let (out, holds) = record_lines(work);
+    (out, holds.into_iter().map(|h| h.event).collect())
+}
+
+/// Like [`record_with`], each hold with the lines it touched.
+pub fn record_lines<R>(work: impl FnOnce() -> R) -> (R, Vec<TracedHold>) {
     /// Puts the outer recording state back, also when `work` unwinds.
     struct Restore {
         was: bool,
-        saved: Option<Vec<LockEvent>>,
+        saved: Option<Vec<TracedHold>>,
     }
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -153,10 +206,12 @@ pub(crate) fn finish_pending(hold_ns: u64) {
             p.event.lock_line_written_as_data =
                 p.touched.iter().skip(2).any(|&(l, w)| w && l == lock_line);
         }
+        let lock_line = p.touched.first().map(|&(l, _)| l);
         p.touched.sort_unstable();
         p.touched.dedup();
         let mut written = 0u32;
         let mut read = 0u32;
+        let mut lines = Vec::with_capacity(p.touched.len());
         let mut i = 0;
         while i < p.touched.len() {
             let line = p.touched[i].0;
@@ -170,11 +225,18 @@ pub(crate) fn finish_pending(hold_ns: u64) {
             } else {
                 read += 1;
             }
+            lines.push(LineTouch { line, written: w });
+        }
+        if let Some(k) = lock_line.and_then(|l| lines.iter().position(|t| t.line == l)) {
+            lines[..=k].rotate_right(1);
         }
         p.event.hold_ns = hold_ns;
         p.event.lines_written = written;
         p.event.lines_read = read;
-        r.events.push(p.event);
+        r.events.push(TracedHold {
+            event: p.event,
+            lines,
+        });
     });
 }
 
@@ -200,6 +262,16 @@ pub(crate) fn touch(ptr: *const u8, len: usize, write: bool) {
     let first = a / LINE;
     let last = (a + len.max(1) - 1) / LINE;
     note_lines(first..=last, write);
+}
+
+/// Marks the line ids of [`touch_counter`] (an address divided by [`LINE`]
+/// is below this bit too).
+const COUNTER_LINE: usize = 1 << (usize::BITS - 2);
+
+/// Notes that the innermost open hold touched the lab's lock counter at
+/// `ptr` (one line, marked as a counter: see [`LineTouch::is_counter`]).
+pub(crate) fn touch_counter(ptr: *const u8, write: bool) {
+    note_lines(std::iter::once(COUNTER_LINE | (ptr as usize / LINE)), write);
 }
 
 /// [`touch`] for a value.
@@ -234,6 +306,33 @@ pub(crate) fn touch_node<T>(v: &T, write: bool) {
     note_lines((0..lines).map(|k| NODE_LINE | (a + k)), write);
 }
 
+/// A copy of a tree arena's nodes, taken before a recorded change (see
+/// [`snapshot`] and [`touch_changed`]). Recording only: it costs a copy
+/// of the arena.
+pub(crate) struct Snapshot(Box<dyn std::any::Any>);
+
+/// Copies `nodes` (a tree's arena) for [`touch_changed`].
+#[cold]
+pub(crate) fn snapshot<T: Copy + 'static>(nodes: &[T]) -> Snapshot {
+    Snapshot(Box::new(nodes.to_vec()))
+}
+
+/// Notes every node of `nodes` that differs from its copy in `before` (or
+/// is new) as written by the innermost open hold: what the change between
+/// the two wrote, rotations and recolourings included. A snapshot of
+/// another node type touches nothing.
+#[cold]
+pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(before: Snapshot, nodes: &[T]) {
+    let Ok(old) = before.0.downcast::<Vec<T>>() else {
+        return;
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        if old.get(i) != Some(n) {
+            touch_node(n, true);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +359,11 @@ mod tests {
         let e = REC
             .with(|r| r.borrow_mut().events.pop())
             .expect("one event");
-        (e.lines_written, e.lines_read)
+        assert_eq!(
+            e.lines.iter().filter(|l| l.written).count() as u32,
+            e.event.lines_written
+        );
+        (e.event.lines_written, e.event.lines_read)
     }
 
     #[test]
