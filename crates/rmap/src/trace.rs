@@ -131,6 +131,9 @@ struct Pending {
     event: LockEvent,
     /// (line address, written)
     touched: Vec<(usize, bool)>,
+    /// Time the recorder itself spent inside the hold (arena copies and
+    /// comparisons), taken off the hold's time.
+    overhead_ns: u64,
 }
 
 #[derive(Default)]
@@ -189,6 +192,7 @@ pub(crate) fn push_pending(event: LockEvent) {
         r.borrow_mut().stack.push(Pending {
             event,
             touched: Vec::new(),
+            overhead_ns: 0,
         })
     });
 }
@@ -230,7 +234,7 @@ pub(crate) fn finish_pending(hold_ns: u64) {
         if let Some(k) = lock_line.and_then(|l| lines.iter().position(|t| t.line == l)) {
             lines[..=k].rotate_right(1);
         }
-        p.event.hold_ns = hold_ns;
+        p.event.hold_ns = hold_ns.saturating_sub(p.overhead_ns);
         p.event.lines_written = written;
         p.event.lines_read = read;
         r.events.push(TracedHold {
@@ -311,18 +315,35 @@ pub(crate) fn touch_node<T>(v: &T, write: bool) {
 /// of the arena.
 pub(crate) struct Snapshot(Box<dyn std::any::Any>);
 
-/// Copies `nodes` (a tree's arena) for [`touch_changed`].
+/// Adds the time since `start` to the innermost open hold's recorder
+/// overhead (taken off its time).
+fn overhead_since(start: std::time::Instant) {
+    let ns = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+    REC.with(|r| {
+        if let Some(p) = r.borrow_mut().stack.last_mut() {
+            p.overhead_ns += ns;
+        }
+    });
+}
+
+/// Copies `nodes` (a tree's arena) for [`touch_changed`]. Its time does
+/// not count in the hold's.
 #[cold]
 pub(crate) fn snapshot<T: Copy + 'static>(nodes: &[T]) -> Snapshot {
-    Snapshot(Box::new(nodes.to_vec()))
+    let start = std::time::Instant::now();
+    let s = Snapshot(Box::new(nodes.to_vec()));
+    overhead_since(start);
+    s
 }
 
 /// Notes every node of `nodes` that differs from its copy in `before` (or
 /// is new) as written by the innermost open hold: what the change between
 /// the two wrote, rotations and recolourings included. A snapshot of
-/// another node type touches nothing.
+/// another node type touches nothing. Its time does not count in the
+/// hold's.
 #[cold]
 pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(before: Snapshot, nodes: &[T]) {
+    let start = std::time::Instant::now();
     let Ok(old) = before.0.downcast::<Vec<T>>() else {
         return;
     };
@@ -331,6 +352,8 @@ pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(before: Snapshot, nod
             touch_node(n, true);
         }
     }
+    drop(old);
+    overhead_since(start);
 }
 
 #[cfg(test)]
