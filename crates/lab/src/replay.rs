@@ -1,6 +1,7 @@
 //! `aspace replay`: a recorded run (`strace -f -y -e trace=memory,process`) replayed
 //! through the model with each design, with the report of `mm::replay`.
 
+use crate::input;
 use mm::maps::describe_differences;
 use mm::placement::Placement;
 use mm::replay::{diff_maps, parse_maps, Replay};
@@ -22,8 +23,13 @@ pub struct ReplayConfig {
 /// Replays the trace and prints the report; `Ok(false)` when the final layout
 /// differs from the recorded maps.
 pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
-    let text = std::fs::read_to_string(&cfg.trace)
-        .map_err(|e| format!("cannot read {}: {e}", cfg.trace.display()))?;
+    if cfg.repeat == 0 {
+        return Err("--repeat: 0 replays measure nothing; give 1 or more".into());
+    }
+    if let Some(p) = &cfg.json {
+        input::check_output_file(p, "--json", false)?;
+    }
+    let text = input::read_text(&cfg.trace, "the trace", input::TRACE_CAP)?;
     let events = strace::parse(&text).map_err(|e| format!("{}: {e}", cfg.trace.display()))?;
     let first_pid = events
         .first()
@@ -45,7 +51,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         // A first run resolves the programs and files (reads ELF headers); the timed
         // runs replay into the warm registry.
         r.run(&events);
-        let speed = timed_runs(&mut r, &events, cfg.repeat.max(1));
+        let speed = timed_runs(&mut r, &events, cfg.repeat);
         let rep = &r.report;
         println!(
             "{design} ({pattern}): {} memory calls, {} process events; placed {}/{} at the kernel's address; \
@@ -108,7 +114,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             "layout_differences": diffs,
             "calls_per_s": speed.all_per_s,
             "memory_calls_per_s": speed.memory_per_s,
-            "repeat": cfg.repeat.max(1),
+            "repeat": cfg.repeat,
         }));
     }
     if let Some(p) = &cfg.json {
@@ -198,16 +204,25 @@ fn timed_reset(r: &mut Replay) {
     r.reset();
 }
 
-/// The recorded maps: `path` itself, or `path/PID.maps` for a directory.
+/// The recorded maps: `path` itself, or `path/PID.maps` for a directory; an
+/// empty file is refused (comparing with it would report every mapping as the
+/// model's alone).
 fn maps_for(path: &Path, pid: u32) -> Result<Vec<mm::replay::MapsLine>, String> {
     let file = if path.is_dir() {
         path.join(format!("{pid}.maps"))
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    parse_maps(&text).ok_or_else(|| format!("{}: not a /proc/PID/maps file", file.display()))
+    let text = input::read_text(&file, "--maps", input::MAPS_CAP)?;
+    let lines = parse_maps(&text)
+        .ok_or_else(|| format!("--maps: {} is not a /proc/PID/maps file", file.display()))?;
+    if lines.is_empty() {
+        return Err(format!(
+            "--maps: {} holds no mapping (a process's maps at exit list at least its executable)",
+            file.display()
+        ));
+    }
+    Ok(lines)
 }
 
 #[cfg(test)]

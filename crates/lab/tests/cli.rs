@@ -124,7 +124,9 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         );
         let walk = &r["walk"];
         assert_eq!(walk["requested_per_sec"].as_f64().unwrap(), 100.0, "{r}");
-        assert!(walk["walks"].as_u64().unwrap() > 0, "{r}");
+        // The walker's first walk is at once, so every sample has one, however
+        // late the walk thread got the CPU.
+        assert!(walk["walks"].as_u64().unwrap() >= 1, "{r}");
         assert!(walk["p99_ns"].as_u64().unwrap() >= walk["p50_ns"].as_u64().unwrap());
         assert!(walk["p50_ns"].as_u64().unwrap() > 0, "{r}");
     }
@@ -360,7 +362,8 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         serde_json::json!(["per-vma", "batched", "per-vma"]),
         "patterns alternate over the designs: {v}"
     );
-    assert!(v["ops"].as_u64().unwrap() > 100, "{v}");
+    // Every worker does at least soak::MIN_OPS (256), however slow the machine.
+    assert!(v["ops"].as_u64().unwrap() >= 4 * 256, "{v}");
     assert!(v["checks"].as_u64().unwrap() > 0, "{v}");
     for k in ["mmap", "munmap", "mprotect", "fork", "exec", "exit", "walk"] {
         assert!(v["ops_by_kind"][k].as_u64().unwrap() > 0, "no {k} in {v}");
@@ -372,7 +375,9 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         "{v}"
     );
     let pts = v["rss_curve"].as_array().unwrap();
-    assert!(pts.len() >= 10, "sampled over time: {pts:?}");
+    // The start, at least one sample during the run, the end: how many more
+    // depends on how often the sampler got the CPU.
+    assert!(pts.len() >= 3, "sampled over time: {pts:?}");
     let lines = std::fs::read_to_string(&curve).unwrap();
     assert_eq!(lines.lines().count(), pts.len());
     assert!(lines.lines().all(|l| l.split('\t').count() == 2));
