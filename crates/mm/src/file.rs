@@ -75,6 +75,7 @@ pub struct File {
     path: PathBuf,
     pages: u64,
     id: Option<FileId>,
+    deleted: bool,
     rmap: Box<dyn ReverseMap>,
 }
 
@@ -83,12 +84,14 @@ impl File {
         path: PathBuf,
         pages: u64,
         id: Option<FileId>,
+        deleted: bool,
         rmap: Box<dyn ReverseMap>,
     ) -> File {
         File {
             path,
             pages,
             id,
+            deleted,
             rmap,
         }
     }
@@ -109,6 +112,13 @@ impl File {
         self.id
     }
 
+    /// Whether a recording named this path but no such file existed when it was
+    /// registered: unlinked since it was mapped (a POSIX semaphore, a temporary
+    /// file), so `/proc/PID/maps` shows it as `PATH (deleted)`.
+    pub fn deleted(&self) -> bool {
+        self.deleted
+    }
+
     /// The file's reverse map (`i_mmap`): every VMA of every process that maps it.
     pub fn rmap(&self) -> &dyn ReverseMap {
         &*self.rmap
@@ -121,6 +131,7 @@ impl fmt::Debug for File {
             .field("path", &self.path)
             .field("pages", &self.pages)
             .field("id", &self.id)
+            .field("deleted", &self.deleted)
             .field("design", &self.rmap.design())
             .field("rmap_len", &self.rmap.len())
             .finish()

@@ -175,12 +175,22 @@ impl Files {
     /// Registers (or returns) a file of `pages` pages under `path`, without touching
     /// the file system: for synthetic files in tests and benches.
     pub fn register(&self, path: &Path, pages: u64) -> Arc<File> {
-        self.register_real(path, pages, None)
+        self.register_file(path, pages, None, false)
     }
 
     /// Registers (or returns) the file at `path`, whose size (`pages`) and inode
     /// (`id`) the caller read; a path registered before keeps what it was given then.
     pub(crate) fn register_real(&self, path: &Path, pages: u64, id: Option<FileId>) -> Arc<File> {
+        self.register_file(path, pages, id, false)
+    }
+
+    fn register_file(
+        &self,
+        path: &Path,
+        pages: u64,
+        id: Option<FileId>,
+        deleted: bool,
+    ) -> Arc<File> {
         self.files
             .lock()
             .entry(path.to_path_buf())
@@ -189,6 +199,7 @@ impl Files {
                     path.to_path_buf(),
                     pages,
                     id,
+                    deleted,
                     self.design.build(&self.topo),
                 ))
             })
@@ -196,9 +207,9 @@ impl Files {
     }
 
     /// The file a trace or a maps line names, registered on first use with its real
-    /// size and inode where the path exists (a missing file, such as a deleted one,
-    /// is registered without an inode), and at least `need_pages` pages (what the
-    /// mapping that names it covers). The path is kept as given.
+    /// size and inode where the path exists, and at least `need_pages` pages (what
+    /// the mapping that names it covers). A path that names no file now is taken for
+    /// one deleted since it was mapped ([`File::deleted`]). The path is kept as given.
     pub(crate) fn register_named(&self, path: &Path, need_pages: u64) -> Arc<File> {
         if let Some(f) = self.files.lock().get(path) {
             return f.clone();
@@ -206,7 +217,7 @@ impl Files {
         let meta = std::fs::metadata(path).ok();
         let pages = meta.as_ref().map_or(0, |m| m.len().div_ceil(PAGE_SIZE));
         let id = meta.as_ref().map(FileId::of);
-        self.register_real(path, pages.max(need_pages).max(1), id)
+        self.register_file(path, pages.max(need_pages).max(1), id, meta.is_none())
     }
 
     /// Every registered file.

@@ -8,7 +8,8 @@
 //!
 //! # Names, as Linux 6.18 gives them
 //! `show_map_vma` names an area when it prints it, not when it is made:
-//! - a file mapping: the file's path;
+//! - a file mapping: the file's path, followed by ` (deleted)` for a file unlinked
+//!   since (the model's guess: a file the recording names that does not exist now);
 //! - the vdso's areas (special mappings): `[vdso]`, `[vvar]`, `[vvar_vclock]`, kept
 //!   by every piece of them and wherever `mremap` moves them;
 //! - any other area that overlaps the program break's range (`start < brk` and
@@ -25,6 +26,9 @@ use crate::file::FileId;
 use crate::vma::{AnonKind, Backing, Prot, Vma};
 use crate::{Mm, PAGE_SIZE};
 use std::fmt;
+
+/// What `/proc/PID/maps` appends to the path of a file unlinked since it was mapped.
+const DELETED: &str = " (deleted)";
 
 /// One line of `/proc/PID/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,11 +263,13 @@ impl Layout {
             .iter()
             .map(|v| {
                 let (offset, file_id, name) = match &v.backing {
-                    Backing::File { file, pgoff } => (
-                        pgoff * PAGE_SIZE,
-                        file.id(),
-                        file.path().display().to_string(),
-                    ),
+                    Backing::File { file, pgoff } => {
+                        let mut name = file.path().display().to_string();
+                        if file.deleted() && !name.ends_with(DELETED) {
+                            name.push_str(DELETED);
+                        }
+                        (pgoff * PAGE_SIZE, file.id(), name)
+                    }
                     Backing::Anon(kind) => {
                         (0, Some(FileId::NONE), self.anon_name(v, *kind).to_string())
                     }

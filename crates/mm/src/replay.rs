@@ -191,6 +191,13 @@ impl Replay {
                     self.exited.insert(e.pid, p.mm().layout());
                 }
             }
+            Call::Superseded { thread } => {
+                self.report.events += 1;
+                // The thread goes on as this pid; the leader's use of the space ends.
+                if let Some(t) = self.live.remove(thread) {
+                    self.live.insert(e.pid, t);
+                }
+            }
             Call::Clone { vm, ret } => {
                 self.report.events += 1;
                 let Ok(child) = ret else { return };

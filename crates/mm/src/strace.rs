@@ -135,6 +135,13 @@ pub enum Call {
     },
     /// `+++ exited with N +++` / `+++ killed by SIG +++`.
     Exit,
+    /// `+++ superseded by execve in pid THREAD +++`: a thread of this process called
+    /// `execve`, which ends every other thread, the leader included, and gives the
+    /// thread the leader's pid (its execve resumes under this pid).
+    Superseded {
+        /// The thread that took the pid over.
+        thread: u32,
+    },
     /// A file the run mapped or executed, as the recorder found it
     /// (`# aspace-file ...`; pid 0).
     RecordedFile(Box<RecordedFile>),
@@ -271,12 +278,20 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
             }
             continue;
         }
-        if rest.starts_with("+++ ") {
-            out.push(Event {
-                line,
-                pid,
-                call: Call::Exit,
-            });
+        if let Some(tail) = rest.strip_prefix("+++ ") {
+            // `+++ superseded by execve in pid TID +++`: a thread's execve took this pid.
+            let call = match tail
+                .strip_prefix("superseded by execve in pid ")
+                .and_then(|t| t.split_whitespace().next())
+            {
+                Some(t) => Call::Superseded {
+                    thread: t
+                        .parse()
+                        .map_err(|e| err(format!("bad pid in 'superseded': {e}")))?,
+                },
+                None => Call::Exit,
+            };
+            out.push(Event { line, pid, call });
             started.push(line);
             continue;
         }
@@ -294,6 +309,17 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
         } else if let Some(head) = rest.strip_suffix("<unfinished ...>") {
             pending.insert(pid, head.trim_end().to_string());
             call_start.insert(pid, line);
+            continue;
+        } else if let Some((head, to)) = rest
+            .strip_suffix(" ...>")
+            .and_then(|r| r.rsplit_once("<pid changed to "))
+        {
+            // A thread's execve: it resumes under the leader's pid it takes over.
+            let to: u32 = to
+                .parse()
+                .map_err(|e| err(format!("bad pid in 'pid changed to': {e}")))?;
+            pending.insert(to, head.trim_end().to_string());
+            call_start.insert(to, line);
             continue;
         } else {
             (rest.to_string(), line)
@@ -741,6 +767,24 @@ mod tests {
 1 <... vfork resumed>) = 5
 ";
         assert_eq!(order(reuse), [(5, 1), (5, 2), (1, 5), (5, 4)]);
+    }
+
+    #[test]
+    fn an_execve_from_a_thread_takes_the_leaders_pid() {
+        let t = "\
+7 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0} => {parent_tid=[8]}, 88) = 8
+8 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */ <pid changed to 7 ...>
+7 +++ superseded by execve in pid 8 +++
+7 <... execve resumed>) = 0
+";
+        let ev = parse(t).unwrap();
+        assert_eq!(ev.len(), 3);
+        assert_eq!(
+            (ev[1].pid, &ev[1].call),
+            (7, &Call::Superseded { thread: 8 })
+        );
+        assert!(matches!(&ev[2].call, Call::Execve { path, ret: Ok(0) } if path == "/bin/true"));
+        assert_eq!((ev[2].pid, ev[2].line), (7, 4));
     }
 
     #[test]

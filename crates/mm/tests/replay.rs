@@ -406,3 +406,51 @@ fn a_file_changed_since_the_recording_is_named() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A thread's `execve` takes the leader's pid (`<pid changed to ...>`, `+++
+/// superseded by execve ...+++`): the pid goes on with the new image, and the old
+/// space, which no process uses any more, is torn down.
+#[test]
+fn an_execve_from_a_thread_takes_over_the_process() {
+    let t = "\
+7 execve(\"/bin/sh\", [\"sh\"], 0x7f /* 3 vars */) = 0
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7fc0000
+7 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0} => {parent_tid=[8]}, 88) = 8
+8 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */ <pid changed to 7 ...>
+7 +++ superseded by execve in pid 8 +++
+7 <... execve resumed>) = 0
+7 exit_group(0) = ?
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.run(&events);
+    assert!(r.report.result_differs.is_empty() && r.mm(8).is_none());
+    let maps = r.exited[&7].maps();
+    assert!(maps.iter().any(|l| l.name.ends_with("/true")), "{maps:#?}");
+    assert!(!maps.iter().any(|l| l.name.ends_with("/dash")), "{maps:#?}");
+    assert!(
+        files.all().iter().all(|f| f.rmap().is_empty()),
+        "the old space is gone"
+    );
+}
+
+/// A file the trace maps that no longer exists (unlinked since, as a POSIX
+/// semaphore is at once) is named as the kernel names it then: `PATH (deleted)`.
+#[test]
+fn a_file_gone_since_it_was_mapped_is_deleted_in_the_maps() {
+    let t = "\
+7 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED, 3</dev/shm/sem.aspace-gone>, 0) = 0x7ffff7fb4000
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&events);
+    let real = parse_maps(
+        "7ffff7fb4000-7ffff7fb5000 rw-s 00000000 00:1b 5  /dev/shm/sem.aspace-gone (deleted)\n",
+    )
+    .unwrap();
+    assert_eq!(diff_maps(&r.exited[&7].maps(), &real), (vec![], vec![]));
+}
