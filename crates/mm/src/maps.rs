@@ -202,7 +202,8 @@ pub fn describe_differences(model_only: &[MapsLine], kernel_only: &[MapsLine]) -
     let mut out: Vec<(u64, String)> = Vec::new();
     let mut paired = vec![false; kernel_only.len()];
     // (file, recorded id, id now) -> the areas that differ only so.
-    let mut changed: Vec<((String, String, String), Vec<(u64, u64)>)> = Vec::new();
+    type Change = (String, String, String);
+    let mut changed: Vec<(Change, Vec<(u64, u64)>)> = Vec::new();
     for m in model_only {
         let twin = kernel_only
             .iter()
