@@ -142,7 +142,19 @@ fn check_all(files: &Files, procs: &[Process]) {
         linked += mm.vmas().iter().filter(|v| v.file().is_some()).count();
     }
     let mut entries = 0usize;
-    for f in files.all() {
+    // Registered files, and the shmem objects (shared anonymous memory) the spaces
+    // map, which are not registered.
+    let mut all = files.all();
+    for mm in &spaces {
+        for v in mm.vmas() {
+            if let Some((f, _)) = v.file() {
+                if !all.iter().any(|g| std::sync::Arc::ptr_eq(g, f)) {
+                    all.push(f.clone());
+                }
+            }
+        }
+    }
+    for f in all {
         f.rmap().walk(Interval::FULL, &mut |_, _| entries += 1);
         assert_eq!(f.rmap().len(), {
             let mut n = 0;

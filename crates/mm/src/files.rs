@@ -220,6 +220,21 @@ impl Files {
         self.register_file(path, pages.max(need_pages).max(1), id, meta.is_none())
     }
 
+    /// A new shared anonymous memory object of `pages` pages (what `MAP_SHARED |
+    /// MAP_ANONYMOUS` maps: the kernel's `shmem_zero_setup`), a file of its own that
+    /// `/proc/PID/maps` names `/dev/zero (deleted)`, with no known device and inode.
+    /// Not in the registry ([`Files::all`], [`Files::lock_stats`]): it goes with its
+    /// last mapping, so a long run does not accumulate them.
+    pub fn shmem(&self, pages: u64) -> Arc<File> {
+        Arc::new(File::new(
+            PathBuf::from("/dev/zero"),
+            pages.max(1),
+            None,
+            true,
+            self.design.build(&self.topo),
+        ))
+    }
+
     /// Every registered file.
     pub fn all(&self) -> Vec<Arc<File>> {
         let mut v: Vec<_> = self.files.lock().values().cloned().collect();

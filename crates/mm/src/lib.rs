@@ -671,6 +671,9 @@ impl Mm {
 
     /// `mmap(addr, len, prot, flags, file, pgoff)`. Returns the start address.
     ///
+    /// Shared anonymous memory (`shared` without a file) maps a new shmem object of
+    /// its own ([`Files::shmem`]), as Linux does.
+    ///
     /// Without `MAP_FIXED` the area goes at the hint `addr` if that range is free,
     /// else in the highest gap below [`layout::MMAP_BASE`] that fits. With it, `[addr, addr + len)` replaces whatever
     /// was mapped there. `len` is rounded up to pages. The new VMA merges with
@@ -750,6 +753,11 @@ impl Mm {
             Some((f, pgoff)) => Backing::File {
                 file: f.clone(),
                 pgoff,
+            },
+            // Shared anonymous memory is a shmem file of its own (`shmem_zero_setup`).
+            None if opts.shared => Backing::File {
+                file: self.files.shmem(len / PAGE_SIZE),
+                pgoff: 0,
             },
             None => Backing::Anon(AnonKind::Plain),
         };
@@ -1035,7 +1043,17 @@ impl Mm {
             }
         }
         let mut seen: std::collections::HashSet<VmaId> = Default::default();
-        for f in self.files.all() {
+        // Every registered file, and the unregistered ones this space maps (shared
+        // anonymous memory: `Files::shmem`).
+        let mut all = self.files.all();
+        for v in &vmas {
+            if let Some((f, _)) = v.file() {
+                if !all.iter().any(|g| Arc::ptr_eq(g, f)) {
+                    all.push(f.clone());
+                }
+            }
+        }
+        for f in all {
             let mut err = None;
             f.rmap().walk(Interval::FULL, &mut |iv, id| {
                 if !self.owns(id) || err.is_some() {

@@ -281,12 +281,6 @@ impl Replay {
                     stack: flags & map::STACK != 0,
                     placement: self.placement,
                 };
-                if shared && file.is_none() {
-                    return self.report.not_expressed.push((
-                        line,
-                        "mmap: shared anonymous memory (shmem) not modelled".into(),
-                    ));
-                }
                 let f = file
                     .as_ref()
                     .map(|(p, off)| (self.file(p, *off, *len), off / PAGE_SIZE));

@@ -454,3 +454,45 @@ fn a_file_gone_since_it_was_mapped_is_deleted_in_the_maps() {
     .unwrap();
     assert_eq!(diff_maps(&r.exited[&7].maps(), &real), (vec![], vec![]));
 }
+
+/// Shared anonymous memory (`MAP_SHARED|MAP_ANONYMOUS`, what python's `mmap.mmap(-1,
+/// n)` makes) is a shmem object of its own, as Linux maps it: it takes its place, so
+/// the mappings after it land where the kernel put them, and the maps name it
+/// `/dev/zero (deleted)`; two of them side by side stay two areas.
+#[test]
+fn shared_anonymous_memory_is_a_shmem_object_of_its_own() {
+    let t = "\
+7 mmap(NULL, 1048576, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x7ffff7eff000
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x7ffff7efd000
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7efb000
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Aspace, Topology::detect(), CallPattern::Batched);
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    let mm_before_exit = {
+        let events = &events[..3];
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.run(events);
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        assert!(mm.vmas().iter().take(2).all(|v| v.file().is_some()));
+        mm.vmas().len()
+    };
+    assert_eq!(mm_before_exit, 3);
+    let rep = r.run(&events).clone();
+    assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+    assert_eq!(
+        (rep.placed_same, rep.placed),
+        (3, 3),
+        "{:x?}",
+        rep.misplaced
+    );
+    let real = parse_maps(
+        "7ffff7efb000-7ffff7efd000 rw-p 00000000 00:00 0\n\
+         7ffff7efd000-7ffff7eff000 rw-s 00000000 00:01 2051 /dev/zero (deleted)\n\
+         7ffff7eff000-7ffff7fff000 rw-s 00000000 00:01 2050 /dev/zero (deleted)\n",
+    )
+    .unwrap();
+    assert_eq!(diff_maps(&r.exited[&7].maps(), &real), (vec![], vec![]));
+}
