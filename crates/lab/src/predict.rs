@@ -20,6 +20,7 @@
 //! What the model lacks, and how each published figure compares, is in
 //! `docs/results/predict/README.md` and the simulator's module docs.
 
+pub mod events;
 pub mod host;
 pub mod recorder;
 pub mod validate;
@@ -268,9 +269,14 @@ impl Plan {
             shell: self.shell,
             binary: self.binary.clone(),
             resident: self.resident,
-            iterations: 5,
+            iterations: 3,
             warmup: (8, self.warmup),
             own_binary: self.own_binary,
+            cost: if self.model_cost {
+                recorder::Cost::Model
+            } else {
+                recorder::Cost::Kernel
+            },
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;

@@ -2,8 +2,9 @@
 //! through the model with each design, with the report of `mm::replay`.
 
 use crate::input;
+use mm::maps::describe_differences;
 use mm::placement::Placement;
-use mm::replay::{diff_maps, model_maps, parse_maps, Replay};
+use mm::replay::{diff_maps, parse_maps, Replay};
 use mm::{strace, CallPattern, Files};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
@@ -75,24 +76,16 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         for (line, k, m, len) in &rep.misplaced {
             println!("  line {line}: mmap of {len:#x}: kernel {k:#x}, model {m:#x}");
         }
+        for (line, what) in &rep.files_changed {
+            println!("  line {line}: {what}");
+        }
         let mut diffs = Vec::new();
         if let Some(real) = &real {
             match r.exited.get(&first_pid) {
                 None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
                 Some(v) => {
-                    let (om, or) = diff_maps(&model_maps(v), real);
-                    for l in om {
-                        diffs.push(format!(
-                            "model only:  {:x}-{:x} {:?} {} {:#x}",
-                            l.0, l.1, l.2, l.3, l.4
-                        ));
-                    }
-                    for l in or {
-                        diffs.push(format!(
-                            "kernel only: {:x}-{:x} {:?} {} {:#x}",
-                            l.0, l.1, l.2, l.3, l.4
-                        ));
-                    }
+                    let (om, or) = diff_maps(&v.maps(), real);
+                    diffs.extend(describe_differences(&om, &or));
                 }
             }
             if diffs.is_empty() {
@@ -117,6 +110,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             "not_expressed": rep.not_expressed,
             "result_differs": rep.result_differs,
             "misplaced": rep.misplaced,
+            "files_changed": rep.files_changed,
             "layout_differences": diffs,
             "calls_per_s": speed.all_per_s,
             "memory_calls_per_s": speed.memory_per_s,

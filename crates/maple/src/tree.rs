@@ -402,7 +402,7 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         let mut tree = Self::empty();
         self.core
             .lock()
-            .dup_into(clone_slot::<T, S>, &mut tree.core);
+            .dup_into(clone_words::<T, S>(), &mut tree.core);
         tree
     }
 }
@@ -539,4 +539,15 @@ impl<'s, T, S: Repr<T>> IntoIterator for &'s Reader<'_, T, S> {
     fn into_iter(self) -> Iter<'s, T, S> {
         self.iter()
     }
+}
+
+/// What `dup` does with each value word: nothing where the word may simply
+/// be copied ([`Repr::WORD_IS_COPY`]: inline integers and `&'static`
+/// references), else replace it with a clone's (an inline `Arc`'s is the
+/// same word, after one more reference is counted).
+fn clone_words<T: Clone, S: Repr<T>>() -> Option<impl FnMut(*mut Slot<T, S>) -> *mut Slot<T, S>> {
+    // SAFETY (the closure's): `dup_into` calls it with live words of the
+    // source version, which the writer lock keeps alive.
+    let clone = |w| unsafe { clone_slot::<T, S>(w) };
+    (!S::WORD_IS_COPY).then_some(clone)
 }

@@ -69,7 +69,10 @@ use std::sync::Arc;
 ///   to the slot the word was loaded from: it is built from a copy of the
 ///   word;
 /// - `clone_word(w)` returns the word of a clone of the value (a new word
-///   the tree then owns), reading the value only through shared access.
+///   the tree then owns), reading the value only through shared access;
+/// - if `WORD_IS_COPY` is `true`, `w` itself is such a word: the tree may
+///   hold `w` twice (in two trees) and call `from_word` on each, without
+///   calling `clone_word`.
 ///
 /// The tree calls `from_word` for the final drop only after every borrow
 /// of the word has ended (epoch-based reclamation), so a borrow may read
@@ -80,6 +83,14 @@ pub unsafe trait InlineValue: Sized {
     type Borrowed<'a>: Deref
     where
         Self: 'a;
+
+    /// Whether a copy of the word is a clone of the value, with nothing
+    /// to count or allocate (a `Copy` value held in the word itself, or a
+    /// `&'static` reference): then [`dup`](crate::MapleTree::dup) copies
+    /// each leaf whole and never visits its values. `false` unless an
+    /// implementation promises it (see the trait's safety section).
+    #[doc(hidden)]
+    const WORD_IS_COPY: bool = false;
 
     /// The value as one non-null word, owned by the caller from now on.
     fn into_word(self) -> NonNull<()>;
@@ -257,6 +268,9 @@ unsafe impl<U: Send + Sync> InlineValue for Box<U> {
 unsafe impl<U: Sync + 'static> InlineValue for &'static U {
     type Borrowed<'a> = ValueRef<'a, &'static U>;
 
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
+
     #[inline]
     fn into_word(self) -> NonNull<()> {
         NonNull::from(self).cast()
@@ -316,6 +330,9 @@ impl XValue {
 unsafe impl InlineValue for XValue {
     type Borrowed<'a> = ValueRef<'a, XValue>;
 
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
+
     #[inline]
     fn into_word(self) -> NonNull<()> {
         // An integer-to-pointer cast (no provenance: never dereferenced;
@@ -342,6 +359,9 @@ unsafe impl InlineValue for XValue {
 #[cfg(target_pointer_width = "64")]
 unsafe impl InlineValue for u32 {
     type Borrowed<'a> = ValueRef<'a, u32>;
+
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
 
     #[inline]
     fn into_word(self) -> NonNull<()> {
@@ -387,6 +407,11 @@ pub trait Repr<T>: sealed::Sealed + Sized + 'static {
     /// (`boxes.rs`).
     #[doc(hidden)]
     const POOLED_BOX: bool;
+
+    /// Whether a copy of a stored word is a clone of its value
+    /// ([`InlineValue::WORD_IS_COPY`]; never for a box).
+    #[doc(hidden)]
+    const WORD_IS_COPY: bool;
 
     #[doc(hidden)]
     fn into_word(v: T) -> *mut ();
@@ -444,6 +469,8 @@ impl<T> Repr<T> for Boxed {
 
     const POOLED_BOX: bool = true;
 
+    const WORD_IS_COPY: bool = false;
+
     #[inline]
     fn into_word(v: T) -> *mut () {
         crate::boxes::boxed(v).cast()
@@ -484,6 +511,8 @@ impl<T: InlineValue + 'static> Repr<T> for Inline {
     const OUT_OF_LINE_BYTES: usize = 0;
 
     const POOLED_BOX: bool = false;
+
+    const WORD_IS_COPY: bool = T::WORD_IS_COPY;
 
     #[inline]
     fn into_word(v: T) -> *mut () {

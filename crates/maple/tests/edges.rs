@@ -933,6 +933,116 @@ fn cursor_walk_next_prev() {
     assert_eq!(t.len(), 48 + 2 - 6);
 }
 
+/// A copy's nodes come from one allocation that only the copy owns (its
+/// blocks never go to a thread cache or the allocator on their own; debug
+/// builds check this at every free). Rewriting the copy through every kind
+/// of write (exact fits, splits, removals of long spans that free many
+/// nodes, `&mut` writes that free at once, a preallocation given back,
+/// `clear`) and dropping it keeps it equal to a model and owns every value
+/// once.
+#[test]
+fn a_copy_owns_its_nodes_through_every_write() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+    let v = Arc::new(0u8);
+    let src = MapleTree::new();
+    for i in 0..n {
+        src.store_range(i * 10, i * 10 + 4, v.clone()).unwrap();
+    }
+    let mut copy = src.dup();
+    drop(src);
+    let mut model: BTreeMap<u64, u64> = (0..n).map(|i| (i * 10, i * 10 + 4)).collect();
+    let mut rng = Rng(7);
+    let check = |t: &MapleTree<Arc<u8>>, m: &BTreeMap<u64, u64>| {
+        t.validate().unwrap();
+        let got: Vec<_> = t.reader().iter().map(|(r, _)| r).collect();
+        let want: Vec<_> = m.iter().map(|(&a, &b)| a..=b).collect();
+        assert!(got == want, "the copy's entries differ from the model");
+    };
+    for round in 0..4u64 {
+        for _ in 0..n / 4 {
+            let i = rng.below(n);
+            match rng.below(3) {
+                // An exact fit.
+                0 if model.get(&(i * 10)) == Some(&(i * 10 + 4)) => {
+                    copy.store_range(i * 10, i * 10 + 4, v.clone()).unwrap();
+                }
+                // A split: the entry's middle index.
+                1 if model.get(&(i * 10)) == Some(&(i * 10 + 4)) => {
+                    copy.store_range(i * 10 + 2, i * 10 + 2, v.clone()).unwrap();
+                    model.insert(i * 10, i * 10 + 1);
+                    model.insert(i * 10 + 2, i * 10 + 2);
+                    model.insert(i * 10 + 3, i * 10 + 4);
+                }
+                _ => {
+                    copy.erase(i * 10);
+                    model.remove(&(i * 10));
+                }
+            }
+        }
+        // A long span removed at once frees many nodes (past the pool).
+        let a = rng.below(n / 2) * 10;
+        let b = a + n * 2;
+        drop(copy.remove_range(a, b).unwrap());
+        let inside: Vec<u64> = model
+            .range(..=b)
+            .filter(|(_, &e)| e >= a)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in inside {
+            let e = model.remove(&s).unwrap();
+            if s < a {
+                model.insert(s, a - 1);
+            }
+            if e > b {
+                model.insert(b + 1, e);
+            }
+        }
+        // Writes under `&mut` free what they replace at once: one value
+        // over a long span frees many nodes (past the pool), then a few
+        // stores past the end.
+        let a = rng.below(n / 2) * 10;
+        let b = a + n * 2;
+        copy.cursor_mut().store_range(a, b, v.clone()).unwrap();
+        let inside: Vec<u64> = model
+            .range(..=b)
+            .filter(|(_, &e)| e >= a)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in inside {
+            let e = model.remove(&s).unwrap();
+            if e > b {
+                model.insert(b + 1, e);
+            }
+        }
+        model.insert(a, b);
+        {
+            let mut c = copy.cursor_mut();
+            for k in 0..50 {
+                let f = (n + round * 100 + k) * 10;
+                c.store_range(f, f + 4, v.clone()).unwrap();
+                model.insert(f, f + 4);
+            }
+        }
+        // A preallocation beyond what the write uses is given back.
+        {
+            let mut c = copy.cursor();
+            c.preallocate(0, u64::MAX);
+        }
+        check(&copy, &model);
+        maple::flush_retired();
+    }
+    copy.clear();
+    model.clear();
+    copy.store_range(5, 9, v.clone()).unwrap();
+    model.insert(5, 9);
+    check(&copy, &model);
+    drop(copy);
+    maple::flush_retired();
+    assert_eq!(Arc::strong_count(&v), 1, "every value dropped once");
+}
+
 #[test]
 fn dup_and_clone_are_deep() {
     let n: u64 = if cfg!(miri) { 200 } else { 10_000 };

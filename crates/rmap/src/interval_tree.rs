@@ -141,7 +141,7 @@ impl KeyOrder for ByInterval {
 }
 
 /// One arena slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Node<P> {
     pub(crate) first: u64,
     pub(crate) last: u64,
@@ -229,6 +229,11 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         if n > free_slots {
             self.nodes.reserve(n - free_slots);
         }
+    }
+
+    /// The arena (for the event recorder's before/after comparison).
+    pub(crate) fn nodes(&self) -> &[Node<P>] {
+        &self.nodes
     }
 
     #[inline]

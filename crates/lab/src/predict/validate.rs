@@ -567,27 +567,28 @@ mod tests {
     /// A profile of one slot whose iteration is `work` ns outside locks and
     /// one 100-ns hold.
     fn profile_costing(label: &str, work: f64) -> Profile {
-        use predict::{CpuProfile, Hold, LockDesc, Site, Step};
+        use predict::{CpuProfile, Hold, LineKind, LockDesc, LockKind, Site, Step};
         Profile {
             label: label.into(),
             workload: "execl".into(),
             call_pattern: "per-vma".into(),
             locks: vec![LockDesc {
                 name: "libc".into(),
-                shares_line_with_data: false,
+                kind: LockKind::KernelRwsem,
+                line: 0,
             }],
+            lines: vec![LineKind::LockWord, LineKind::Tree, LineKind::Tree],
             slots: vec![CpuProfile {
                 cpu: 0,
                 steps: vec![
                     Step::Work(work),
                     Step::Hold(Hold {
                         lock: 0,
-                        data: 0,
                         write: true,
                         site: Site::MmapLink,
                         hold_ns: 100.0,
-                        lines_written: 1,
-                        lines_read: 1,
+                        written: vec![1],
+                        read: vec![2],
                     }),
                 ],
             }],

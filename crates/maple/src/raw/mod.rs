@@ -31,6 +31,7 @@
 
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use crate::epoch::{self, Guard};
 use parking_lot::{Mutex, MutexGuard};
@@ -193,9 +194,10 @@ impl<V: SlotOps> Core<V> {
         // Relaxed: exclusive access.
         let root = head.root.0.load(Ordering::Relaxed);
         head.root.0.store(ptr::null_mut(), Ordering::Relaxed);
+        let recycler = self.writer.get_mut().pool.recycler();
         // SAFETY: &mut self: no reader or writer remains, and the tree owns
         // every node and value of its current version.
-        unsafe { free_subtree::<V>(root) };
+        unsafe { free_subtree::<V>(root, &|b| recycler.release(b)) };
     }
 }
 
@@ -272,13 +274,16 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
         head.counters.nodes.store(0, Ordering::Relaxed);
         if !old.is_null() {
             let old = SendNode(old);
+            // The blocks go where the tree's writes send theirs (a dup
+            // arena's stay in it, which the recycler keeps alive).
+            let recycler = Arc::clone(self.st.pool.recycler());
             // SAFETY: old is unlinked; the deferred pass runs after every
             // reader pinned before the publish has unpinned, and the values
             // it drops are Send (`V: Send`).
             unsafe {
                 self.st.defer(&guard, move || {
                     let old = old;
-                    free_subtree::<V>(old.0);
+                    free_subtree::<V>(old.0, &|b| recycler.release(b));
                 })
             };
         }
@@ -286,15 +291,21 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
 }
 
 impl<V: SlotOps> Writer<'_, V> {
-    /// Copies the current version, node by node, cloning every value with
-    /// `clone`, into the empty tree `dst` (whose previous, empty, version
-    /// is replaced).
-    pub(crate) fn dup_into(&self, clone: Cloner<V>, dst: &mut Core<V>) {
+    /// Copies the current version into the empty tree `dst` (whose
+    /// previous, empty, version is replaced), whole nodes first (see
+    /// [`dup_subtree`]): with `clone` `None` the value words are copied as
+    /// they are, else each is replaced with `clone(word)`. The copy's nodes
+    /// come from one allocation, which `dst`'s pool owns from now on.
+    pub(crate) fn dup_into(&self, clone: Option<impl FnMut(*mut V) -> *mut V>, dst: &mut Core<V>) {
         let at = self.locked();
+        // Relaxed: a statistic, exact under the lock.
+        let nodes = self.head.counters.nodes.load(Ordering::Relaxed);
         // SAFETY: the lock keeps this version alive and unchanged; `clone`
         // clones a live word of it.
-        let (copy, nodes) = unsafe { dup_subtree::<V>(at.root.ptr, clone) };
+        let (copy, nodes, arena) = unsafe { dup_subtree::<V>(at.root.ptr, nodes, clone) };
         dst.free_all();
+        // The copy's blocks belong to `dst`'s recycler (see `Arena`).
+        dst.writer.get_mut().pool = BlockPool::with_arena(arena);
         let head = &dst.head;
         // Relaxed: `&mut dst`, not shared.
         head.root.0.store(copy, Ordering::Relaxed);
