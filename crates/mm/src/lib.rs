@@ -190,6 +190,10 @@ struct State {
     brk: u64,
     /// `mm->start_stack` (0: none yet); see [`maps`].
     start_stack: u64,
+    /// A range holding every special mapping ([`Vma::is_special`]) placed since the
+    /// last teardown (maybe more: one moved or unmapped leaves its old place in it),
+    /// so that calls far from the vdso skip looking for one to refuse to split.
+    special_span: Option<(u64, u64)>,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -270,6 +274,7 @@ impl Mm {
                 brk_start: 0,
                 brk: 0,
                 start_stack: 0,
+                special_span: None,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
@@ -517,6 +522,10 @@ impl Mm {
             }
             at = e;
         }
+        for v in add.iter().filter(|v| v.is_special()) {
+            let (lo, hi) = st.special_span.unwrap_or((v.start, v.end));
+            st.special_span = Some((lo.min(v.start), hi.max(v.end)));
+        }
         if old.iter().any(|v| v.link.is_some()) {
             self.unlink(st, &old, &old_sites);
         }
@@ -573,10 +582,15 @@ impl Mm {
     /// protection or flags stay the same uncut).
     fn refuse_special_split(
         &self,
+        st: &State,
         start: u64,
         end: u64,
         cuts: impl Fn(&Vma) -> bool,
     ) -> Result<(), Error> {
+        match st.special_span {
+            Some((lo, hi)) if start < hi && lo < end => {}
+            _ => return Ok(()),
+        }
         let cut = self
             .overlapping(start, end)
             .iter()
@@ -718,7 +732,7 @@ impl Mm {
             return Err(Error::Exists { start: addr, len });
         }
         if opts.fixed {
-            self.refuse_special_split(addr, addr + len, |_| true)?;
+            self.refuse_special_split(&st, addr, addr + len, |_| true)?;
         }
         let start = if at_addr {
             addr
@@ -758,7 +772,7 @@ impl Mm {
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
-        self.refuse_special_split(start, end, |_| true)?;
+        self.refuse_special_split(&st, start, end, |_| true)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -793,7 +807,7 @@ impl Mm {
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }
-        self.refuse_special_split(start, end, |v| v.prot != prot)?;
+        self.refuse_special_split(&st, start, end, |v| v.prot != prot)?;
         self.place(
             &mut st,
             pieces.into_iter().map(|(p, _)| p).collect(),
@@ -867,6 +881,7 @@ impl Mm {
                 brk_start: st.brk_start,
                 brk: st.brk,
                 start_stack: st.start_stack,
+                special_span: st.special_span,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
@@ -948,6 +963,7 @@ impl Mm {
         st.brk_start = 0;
         st.brk = 0;
         st.start_stack = 0;
+        st.special_span = None;
     }
 
     /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the

@@ -157,7 +157,7 @@ impl Mm {
             });
         }
         if changed {
-            self.refuse_special_split(start, end, |v| {
+            self.refuse_special_split(&st, start, end, |v| {
                 advice.apply(v.flags, false) != Some(v.flags)
             })?;
             self.place(&mut st, pieces, Why::Protect);

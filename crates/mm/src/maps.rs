@@ -177,10 +177,10 @@ pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<M
     (only_model, only_real)
 }
 
-/// The differences [`diff_maps`] found, in words, in address order: a line that
-/// differs only in its device and inode is one entry saying that the file is not the
-/// one the recording was made against; every other line is `model only: LINE` or
-/// `kernel only: LINE`.
+/// The differences [`diff_maps`] found, in words, in address order: the lines of one
+/// file that differ only in their device and inode are one entry saying that the file
+/// is not the one the recording was made against; every other line is
+/// `model only: LINE` or `kernel only: LINE`.
 ///
 /// ```
 /// use mm::maps::{describe_differences, parse_maps};
@@ -194,8 +194,11 @@ pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<M
 /// );
 /// ```
 pub fn describe_differences(model_only: &[MapsLine], kernel_only: &[MapsLine]) -> Vec<String> {
+    let id = |l: &MapsLine| l.file_id.map_or("?".into(), |x| x.to_string());
     let mut out: Vec<(u64, String)> = Vec::new();
     let mut paired = vec![false; kernel_only.len()];
+    // (file, recorded id, id now) -> the areas that differ only so.
+    let mut changed: Vec<((String, String, String), Vec<(u64, u64)>)> = Vec::new();
     for m in model_only {
         let twin = kernel_only
             .iter()
@@ -204,22 +207,28 @@ pub fn describe_differences(model_only: &[MapsLine], kernel_only: &[MapsLine]) -
         match twin {
             Some((i, k)) => {
                 paired[i] = true;
-                let id = |l: &MapsLine| l.file_id.map_or("?".into(), |x| x.to_string());
-                out.push((
-                    m.start,
-                    format!(
-                        "file {} changed since it was recorded: device and inode {} in the \
-                         recorded maps, {} now ({:08x}-{:08x})",
-                        m.name,
-                        id(k),
-                        id(m),
-                        m.start,
-                        m.end
-                    ),
-                ));
+                let key = (m.name.clone(), id(k), id(m));
+                match changed.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, areas)) => areas.push((m.start, m.end)),
+                    None => changed.push((key, vec![(m.start, m.end)])),
+                }
             }
             None => out.push((m.start, format!("model only:  {m}"))),
         }
+    }
+    for ((file, then, now), areas) in changed {
+        let (first, last) = (areas[0].0, areas[areas.len() - 1].1);
+        let which = match areas.len() {
+            1 => format!("{first:08x}-{last:08x}"),
+            n => format!("{n} areas, {first:08x}-{last:08x}"),
+        };
+        out.push((
+            first,
+            format!(
+                "file {file} changed since it was recorded: device and inode {then} in the \
+                 recorded maps, {now} now ({which})"
+            ),
+        ));
     }
     for (k, _) in kernel_only.iter().zip(&paired).filter(|(_, p)| !**p) {
         out.push((k.start, format!("kernel only: {k}")));
@@ -385,6 +394,32 @@ mod tests {
             "7ffff7d1c000-7ffff7d42000 r--p 00001000 fe:00 326269 /usr/lib/libc.so.6"
         );
         assert_eq!(parse_maps("1000-2000 r--x 0 00:00 0\n"), None, "no p or s");
+    }
+
+    #[test]
+    fn a_changed_file_is_one_entry_and_other_differences_stay_lines() {
+        let model = parse_maps(
+            "1000-2000 r--p 00000000 fe:00 9 /lib/a.so\n\
+             2000-3000 r-xp 00001000 fe:00 9 /lib/a.so\n\
+             5000-6000 rw-p 00000000 00:00 0\n",
+        )
+        .unwrap();
+        let real = parse_maps(
+            "1000-2000 r--p 00000000 fe:00 8 /lib/a.so\n\
+             2000-3000 r-xp 00001000 fe:00 8 /lib/a.so\n\
+             5000-7000 rw-p 00000000 00:00 0\n",
+        )
+        .unwrap();
+        let (m, k) = diff_maps(&model, &real);
+        assert_eq!(
+            describe_differences(&m, &k),
+            [
+                "file /lib/a.so changed since it was recorded: device and inode fe:00 8 in the \
+                 recorded maps, fe:00 9 now (2 areas, 00001000-00003000)",
+                "model only:  00005000-00006000 rw-p 00000000 00:00 0",
+                "kernel only: 00005000-00007000 rw-p 00000000 00:00 0",
+            ]
+        );
     }
 
     fn anon(start: u64, end: u64, kind: AnonKind) -> Vma {

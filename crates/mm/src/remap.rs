@@ -120,7 +120,7 @@ impl Mm {
             }
         }
         if flags.fixed {
-            self.refuse_special_split(new_addr, new_addr + new_len, |_| true)?;
+            self.refuse_special_split(&st, new_addr, new_addr + new_len, |_| true)?;
         }
         if !flags.fixed && new_len <= old_len {
             if new_len < old_len {
