@@ -65,7 +65,7 @@
 //!     .collect();
 //! assert_eq!(tree.get(0x1234).map(|e| *e), Some("text"));
 //! tree.insert(0x1800..0x2000, "rodata").unwrap(); // trims "text"
-//! let names: Vec<_> = tree.iter().map(|e| *e).collect();
+//! let names: Vec<_> = tree.iter().map(|(_, v)| *v).collect();
 //! assert_eq!(names, ["text", "rodata", "data"]);
 //! let holes: Vec<_> = tree.gaps(0x1000..0x6000).collect();
 //! assert_eq!(holes, [0x2000..=0x3fff, 0x5000..=0x5fff]);
@@ -250,8 +250,8 @@ mod write;
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
 pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
-pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
-pub use value::{Boxed, Inline, InlineValue, Repr, ValueRef, XValue};
+pub use tree::{Entry, Item, Iter, MapleTree, MemoryUsage, Reader, Ref, Removed};
+pub use value::{Boxed, Inline, InlineValue, Repr, SplitValue, ValueRef, XValue};
 
 /// Frees, as far as readers allow, the memory that this thread's writes
 /// retired and that threads which have exited left behind.

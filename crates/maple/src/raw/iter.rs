@@ -2,9 +2,9 @@
 
 use std::iter::FusedIterator;
 use std::marker::PhantomData;
-use std::ops::RangeInclusive;
 use std::ptr;
 
+use super::entry::{EntryPin, Item, Ref};
 use super::Root;
 use crate::node::{prefetch_node, slot_range, Internal, Leaf, INT_SLOTS, LEAF_SLOTS};
 use crate::read::{descend, path_entry, step_next_leaf, step_prev, Level, Path, RawEntry};
@@ -810,29 +810,30 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
 }
 
 impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
-    type Item = (RangeInclusive<u64>, S::Ref<'s>);
+    type Item = Item<'s, T, S>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let (s, e, v) = self.next_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive.
-        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+        let raw = self.next_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive
+        // (the Reader's pin, which 's borrows).
+        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
     }
 
     #[inline]
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
-        self.fold_raw(init, |acc, (s, e, v)| {
+        self.fold_raw(init, |acc, raw| {
             // SAFETY: as in `next`.
-            f(acc, (s..=e, unsafe { S::borrow(v.cast()) }))
+            f(acc, unsafe { Ref::item(EntryPin::Borrowed, raw) })
         })
     }
 }
 
 impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let (s, e, v) = self.next_back_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive.
-        Some((s..=e, unsafe { S::borrow(v.cast()) }))
+        let raw = self.next_back_raw()?;
+        // SAFETY: as in `next`.
+        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
     }
 }
 

@@ -42,13 +42,14 @@ use crate::node::{Header, NodePtr};
 use crate::read::{self, KnownPath, Path, RawEntry};
 use crate::subtree::{dup_subtree, free_subtree};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
+use crate::value::{Cloner, Owned, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
 
 mod entry;
 mod iter;
 
-pub use entry::{Entries, Entry, Removed};
+pub(crate) use entry::EntryPin;
+pub use entry::{Entries, Entry, Item, Ref, Removed};
 pub use iter::Iter;
 
 /// The published root, alone on its cache line: every read loads it, so a
@@ -398,15 +399,6 @@ impl<'a, V> Word<'a, V> {
     #[inline]
     pub(crate) fn ptr(self) -> *mut V {
         self.ptr.as_ptr()
-    }
-}
-
-impl<'a, T, S: Repr<T>> Word<'a, Slot<T, S>> {
-    /// The value, as the representation lends it.
-    #[inline]
-    pub(crate) fn get(self) -> S::Ref<'a> {
-        // SAFETY: the word is alive for 'a (how it was made).
-        unsafe { S::borrow(self.ptr.as_ptr().cast()) }
     }
 }
 
