@@ -168,6 +168,28 @@ static void pin_cpu(int cpu)
 		die("sched_setaffinity(cpu %d)", cpu);
 }
 
+/*
+ * fork() with parent and child on @node: the child's mm is created, and its
+ * mappings made, on that node's CPUs, whatever a design keys its split on
+ * (the CPU that links a VMA, or the node the mm was created on). The
+ * parent's affinity is restored. Returns fork()'s value.
+ */
+static pid_t fork_on_node(int node)
+{
+	cpu_set_t old;
+	pid_t pid;
+
+	if (sched_getaffinity(0, sizeof(old), &old))
+		die("sched_getaffinity");
+	pin_node(node);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid && sched_setaffinity(0, sizeof(old), &old))
+		die("sched_setaffinity restore");
+	return pid;
+}
+
 /* ---- faults as values ---------------------------------------------- */
 
 static sigjmp_buf probe_env;

@@ -109,9 +109,7 @@ static void run_dir(const char *dir)
 		die("fallocate probe on %s", dir);
 	for (node = 0; node < nodes; node++)
 		for (kind = 0; kind < NKINDS; kind++) {
-			pids[n] = fork();
-			if (pids[n] < 0)
-				die("fork");
+			pids[n] = fork_on_node(node);
 			if (!pids[n])
 				_exit(child(path, kind, node, g, punched));
 			n++;
