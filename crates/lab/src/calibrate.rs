@@ -450,6 +450,10 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         exec_ns: Some(exec),
         fork_exec_ns: Some(fork_exec),
         self_execl_ns: Some(self_execl),
+        pause_ns: None,
+        yield_ns: None,
+        futex_wake_ns: None,
+        speed_by_cpus: Vec::new(),
         sources,
     };
     m.validate().map_err(|e| e.to_string())?;

@@ -26,6 +26,8 @@ pub mod sim;
 #[cfg(test)]
 mod tests;
 
-pub use machine::{Latency, Machine, MachineError};
-pub use profile::{CpuProfile, Hold, LockDesc, Profile, ProfileError, Site, Step};
-pub use sim::{simulate, Prediction, SimConfig, SimError};
+pub use machine::{Cost, Latency, Machine, MachineError, SpeedPoint};
+pub use profile::{
+    CpuProfile, Hold, LineKind, LockDesc, LockKind, Profile, ProfileError, Site, Step, Touch,
+};
+pub use sim::{simulate, LineResult, LockResult, Prediction, SimConfig, SimError, SiteResult};

@@ -77,9 +77,64 @@ pub struct Machine {
     /// measured.
     #[serde(default)]
     pub self_execl_ns: Option<f64>,
+    /// One `pause` (Rust's `spin_loop` hint), where measured: what a
+    /// spinning waiter's back-off costs ([`Machine::pause`]).
+    #[serde(default)]
+    pub pause_ns: Option<f64>,
+    /// One `sched_yield` with nothing else to run, where measured
+    /// ([`Machine::yield_cost`]).
+    #[serde(default)]
+    pub yield_ns: Option<f64>,
+    /// What waking a sleeping thread costs the waker (a futex wake system
+    /// call that finds a sleeper: the kernel's wake-up path and the
+    /// inter-processor interrupt it sends), where measured
+    /// ([`Machine::futex_wake`]).
+    #[serde(default)]
+    pub futex_wake_ns: Option<f64>,
+    /// Per-CPU speed of private work (no shared line) with `cpus` CPUs busy
+    /// at once, relative to one CPU alone, where measured: below 1 when
+    /// the CPUs share a core's pipeline (SMT siblings, possibly hidden by a
+    /// hypervisor), a power or thermal budget, or memory bandwidth. Sorted
+    /// by `cpus`; empty: every CPU keeps its speed ([`Machine::speed_at`]).
+    #[serde(default)]
+    pub speed_by_cpus: Vec<SpeedPoint>,
     /// Field name -> the public source (or the measurement) of its value.
     pub sources: BTreeMap<String, String>,
 }
+
+/// Per-CPU speed with some CPUs busy (see [`Machine::speed_by_cpus`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeedPoint {
+    /// CPUs running private work at once.
+    pub cpus: u32,
+    /// Their mean speed relative to one CPU alone (0 < speed <= about 1).
+    pub speed: f64,
+}
+
+/// A cost the simulator needs that a machine description may lack, with
+/// where the value came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Nanoseconds.
+    pub ns: f64,
+    /// `None`: measured (in the description, with its source); else the
+    /// documented assumption used instead.
+    pub assumed: Option<&'static str>,
+}
+
+/// `pause` latency assumed when not measured: 140 cycles, Intel's figure
+/// for Skylake-SP and later server cores (Intel 64 and IA-32
+/// Architectures Optimization Reference Manual, "Pause latency in
+/// Skylake microarchitecture").
+pub const ASSUMED_PAUSE_CYCLES: f64 = 140.0;
+/// `sched_yield` cost assumed when not measured, ns: a system call and a
+/// pass through the scheduler that finds nothing else to run (lmbench's
+/// null system call plus a context-switch decision, about 0.5 us).
+pub const ASSUMED_YIELD_NS: f64 = 500.0;
+/// The waker's cost of a futex wake that finds a sleeper, assumed when not
+/// measured, ns: half the description's wake-up latency (the waker's
+/// system call and interrupt; the rest is the wakee's way back to a CPU).
+pub const ASSUMED_FUTEX_WAKE_SHARE: f64 = 0.5;
 
 /// What is wrong with a machine description.
 #[derive(Clone, Debug, PartialEq)]
@@ -197,6 +252,10 @@ impl Machine {
         for (n, v) in [
             ("exec_ns", self.exec_ns),
             ("fork_exec_ns", self.fork_exec_ns),
+            ("self_execl_ns", self.self_execl_ns),
+            ("pause_ns", self.pause_ns),
+            ("yield_ns", self.yield_ns),
+            ("futex_wake_ns", self.futex_wake_ns),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0 && v < 1e10) {
@@ -204,7 +263,88 @@ impl Machine {
                 }
             }
         }
+        let mut last = 0;
+        for p in &self.speed_by_cpus {
+            if p.cpus <= last || p.cpus > self.cpus() {
+                return err(format!(
+                    "speed_by_cpus: CPU counts must rise within 1..={}",
+                    self.cpus()
+                ));
+            }
+            if !(p.speed.is_finite() && p.speed > 0.0 && p.speed <= 2.0) {
+                return err(format!(
+                    "speed_by_cpus: speed {} must be in (0, 2]",
+                    p.speed
+                ));
+            }
+            last = p.cpus;
+        }
         Ok(())
+    }
+
+    /// One `pause`: measured, or [`ASSUMED_PAUSE_CYCLES`] at this
+    /// machine's clock.
+    pub fn pause(&self) -> Cost {
+        match self.pause_ns {
+            Some(ns) => Cost { ns, assumed: None },
+            None => Cost {
+                ns: ASSUMED_PAUSE_CYCLES / self.core_ghz,
+                assumed: Some(
+                    "pause: 140 cycles (Intel's Skylake-SP and later figure), not measured",
+                ),
+            },
+        }
+    }
+
+    /// One `sched_yield`: measured, or [`ASSUMED_YIELD_NS`].
+    pub fn yield_cost(&self) -> Cost {
+        match self.yield_ns {
+            Some(ns) => Cost { ns, assumed: None },
+            None => Cost {
+                ns: ASSUMED_YIELD_NS,
+                assumed: Some(
+                    "sched_yield: 0.5 us (a system call and a scheduler pass), not measured",
+                ),
+            },
+        }
+    }
+
+    /// The waker's cost of a wake-up: measured, or
+    /// [`ASSUMED_FUTEX_WAKE_SHARE`] of [`Machine::wake_ns`].
+    pub fn futex_wake(&self) -> Cost {
+        match self.futex_wake_ns {
+            Some(ns) => Cost { ns, assumed: None },
+            None => Cost {
+                ns: ASSUMED_FUTEX_WAKE_SHARE * self.wake_ns,
+                assumed: Some("the waker's share of a wake-up: half of wake_ns, not measured"),
+            },
+        }
+    }
+
+    /// Per-CPU speed of private work with `busy` CPUs running, relative to
+    /// one alone: linear between the measured points of
+    /// [`Machine::speed_by_cpus`] (1 at one CPU, the last point's speed
+    /// beyond it); 1 when nothing was measured.
+    pub fn speed_at(&self, busy: u32) -> f64 {
+        let pts = &self.speed_by_cpus;
+        if pts.is_empty() {
+            return 1.0;
+        }
+        let mut prev = SpeedPoint {
+            cpus: 1,
+            speed: 1.0,
+        };
+        for &p in pts {
+            if busy <= p.cpus {
+                if p.cpus == prev.cpus {
+                    return p.speed;
+                }
+                let f = f64::from(busy.saturating_sub(prev.cpus)) / f64::from(p.cpus - prev.cpus);
+                return prev.speed + f * (p.speed - prev.speed);
+            }
+            prev = p;
+        }
+        prev.speed
     }
 
     /// Where CPU `cpu` is (see the module docs for the numbering).
@@ -275,6 +415,26 @@ impl Machine {
                     for node in 0..self.nodes {
                         order.push(node * cpn + thread * self.cores_per_node + core);
                     }
+                }
+            }
+        }
+        order.truncate(n as usize);
+        order
+    }
+
+    /// The CPUs `n` copies pinned in order run on, as a lock microbenchmark
+    /// binds its threads: every core of node 0 (in order, so that the
+    /// first copies share a last-level cache), then node 1's, and so on,
+    /// SMT siblings after every physical core. `n` is capped at
+    /// [`Machine::cpus`].
+    pub fn placement_packed(&self, n: u32) -> Vec<u32> {
+        let n = n.min(self.cpus());
+        let cpn = self.cpus_per_node();
+        let mut order = Vec::with_capacity(self.cpus() as usize);
+        for thread in 0..self.smt {
+            for node in 0..self.nodes {
+                for core in 0..self.cores_per_node {
+                    order.push(node * cpn + thread * self.cores_per_node + core);
                 }
             }
         }
@@ -372,6 +532,16 @@ mod tests {
         // No SMT sibling before every physical core has a thread.
         assert!(p[..192].iter().all(|&c| m.place(c).thread == 0));
         assert!(p[192..].iter().all(|&c| m.place(c).thread == 1));
+        // Packed: one cache, then one node, then the next node.
+        let q = m.placement_packed(384);
+        let mut sorted = q.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 384);
+        assert!(q[..4].iter().all(|&c| m.place(c).llc == m.place(q[0]).llc));
+        assert!(q[..16].iter().all(|&c| m.place(c).node == 0));
+        assert_eq!(m.place(q[16]).node, 1);
+        assert!(q[..192].iter().all(|&c| m.place(c).thread == 0));
     }
 
     #[test]

@@ -1,14 +1,25 @@
 //! Profiles: what one iteration of a workload (one exec, or one fork + exec
 //! + exit) does on each CPU, as recorded from the real code.
 //!
-//! A profile is a list of steps per CPU slot: `Work` (time outside any
-//! reverse-map lock) and `Hold` (one lock acquisition: which lock, the mode,
-//! the measured hold time, which call site took it, and how many shared
-//! cache lines the critical section writes and reads). Nothing here names a
-//! design: a design is whatever its recorded holds are.
+//! A profile is a list of steps per CPU slot:
 //!
-//! Times are nanoseconds *on the machine that recorded the profile*, whose
-//! speed is [`Profile::recorded_ghz`]; the simulator scales them.
+//! * [`Step::Work`]: time on the CPU that touches nothing another CPU
+//!   writes;
+//! * [`Step::Hold`]: one lock acquisition: which lock, the mode, the call
+//!   site, the hold's own time with every line local, and **which cache
+//!   lines** the critical section writes and reads (by identity, global to
+//!   the profile, so that two holds that touch the same tree node name the
+//!   same line);
+//! * [`Step::Touch`]: shared lines written or read outside any lock (the
+//!   reference counts and counters every exec updates: see the lab's
+//!   `predict::kernel`), each costing a transfer when another CPU wrote it
+//!   last.
+//!
+//! Nothing here names a design: a design is whatever its recorded holds
+//! and lines are. Times are nanoseconds *on the machine that recorded the
+//! profile*, whose speed is [`Profile::recorded_ghz`]; the simulator scales
+//! them. A line's transfer costs the target machine's latency, never a
+//! recorded time.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -33,13 +44,16 @@ pub enum Site {
     ForkInsertAfter,
     /// An rmap walk (reader).
     Walk,
+    /// A lock of the rest of the exec (not a reverse map): the kernel's
+    /// `pcpu_alloc_mutex` and the like (see [`LockDesc::name`]).
+    ExecLock,
     /// Anything else.
     Other,
 }
 
 impl Site {
     /// Every site, in report order.
-    pub const ALL: [Site; 8] = [
+    pub const ALL: [Site; 9] = [
         Site::MmapLink,
         Site::ReplaceUnlink,
         Site::Split,
@@ -47,6 +61,7 @@ impl Site {
         Site::ExitUnlink,
         Site::ForkInsertAfter,
         Site::Walk,
+        Site::ExecLock,
         Site::Other,
     ];
 
@@ -60,6 +75,7 @@ impl Site {
             Site::ExitUnlink => "exit_unlink",
             Site::ForkInsertAfter => "fork_insert_after",
             Site::Walk => "walk",
+            Site::ExecLock => "exec_lock",
             Site::Other => "other",
         }
     }
@@ -71,17 +87,87 @@ impl Site {
             .position(|&s| s == self)
             .unwrap_or(Site::ALL.len() - 1)
     }
+
+    /// True for the reverse map's own call sites (not [`Site::ExecLock`]).
+    pub fn is_rmap(self) -> bool {
+        self != Site::ExecLock
+    }
 }
 
-/// One lock (one rwsem) of the profiled code.
+/// How a lock's waiters behave: the lock implementation, which decides
+/// what a contended acquisition costs (the simulator's module docs describe
+/// each model and where its parameters come from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LockKind {
+    /// Linux's `rw_semaphore` (`kernel/locking/rwsem.c`): writers spin in
+    /// the MCS `osq` queue while a writer owns the lock, spin a bounded
+    /// time on a reader-owned one, else sleep on the wait queue; a waiter
+    /// that has slept 4 ms gets the lock handed to it. Also used for the
+    /// kernel's `mutex` (the same optimistic spinning and hand-off).
+    KernelRwsem,
+    /// `parking_lot::RwLock`, the lab's own lock (what `aspace bench`
+    /// measures): a few spins, then `sched_yield`s, then the thread parks
+    /// on a futex; an unlock wakes one parked waiter, which must win the
+    /// lock again against newcomers, except for a fair hand-off on average
+    /// every 0.5 ms.
+    ParkingLot,
+}
+
+/// What a line is, for reports (where the transfer time went).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LineKind {
+    /// A lock's word (`count`/`owner`/`osq` of an rwsem; parking_lot's state).
+    LockWord,
+    /// The lab's lock counters (not in the kernel).
+    Counter,
+    /// A tree header or node of a reverse map.
+    Tree,
+    /// Other state an exec shares: page and dentry reference counts,
+    /// inode counters, allocator state.
+    ExecShared,
+}
+
+impl LineKind {
+    /// Every kind, in report order.
+    pub const ALL: [LineKind; 4] = [
+        LineKind::LockWord,
+        LineKind::Counter,
+        LineKind::Tree,
+        LineKind::ExecShared,
+    ];
+
+    /// Index into [`LineKind::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            LineKind::LockWord => 0,
+            LineKind::Counter => 1,
+            LineKind::Tree => 2,
+            LineKind::ExecShared => 3,
+        }
+    }
+
+    /// The name used in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineKind::LockWord => "lock_word",
+            LineKind::Counter => "counter",
+            LineKind::Tree => "tree",
+            LineKind::ExecShared => "exec_shared",
+        }
+    }
+}
+
+/// One lock of the profiled code.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockDesc {
-    /// A label for reports (e.g. `libc.so.6#0`).
+    /// A label for reports (e.g. `libc.so.6#0`, `pcpu_alloc_mutex`).
     pub name: String,
-    /// The lock word shares a cache line with data the critical section
-    /// writes (the tree root next to the lock): every such write by the
-    /// holder also moves the line a spinning waiter polls.
-    pub shares_line_with_data: bool,
+    /// Its implementation.
+    pub kind: LockKind,
+    /// The line of its word (an index into [`Profile::lines`]). A hold
+    /// that also writes this line as data (a tree root beside the lock
+    /// word) loses it to every waiter that polls the word.
+    pub line: u32,
 }
 
 /// One lock acquisition.
@@ -89,29 +175,40 @@ pub struct LockDesc {
 pub struct Hold {
     /// Index into [`Profile::locks`].
     pub lock: u32,
-    /// The data the critical section touches (a tree, a shard): critical
-    /// sections on the same `data` write the same lines. Index of a data
-    /// set, global to the profile.
-    pub data: u32,
     /// Exclusive (writer) or shared (reader).
     pub write: bool,
     /// The call site.
     pub site: Site,
-    /// Measured hold time, single-threaded, lines hot, in recorded ns.
+    /// The critical section's own time, single-threaded, every line in
+    /// this CPU's cache, in recorded ns.
     pub hold_ns: f64,
-    /// Shared cache lines of `data` the critical section writes.
-    pub lines_written: u32,
-    /// Shared cache lines of `data` it only reads.
-    pub lines_read: u32,
+    /// Lines the critical section writes (indices into [`Profile::lines`];
+    /// the lock word's line is the simulator's own and is not listed).
+    pub written: Vec<u32>,
+    /// Lines it only reads.
+    pub read: Vec<u32>,
+}
+
+/// Shared lines an iteration updates outside any lock (atomic reference
+/// counts, counters): each access is a transfer when another CPU wrote the
+/// line last, and a line moves between CPUs one transfer at a time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Touch {
+    /// Lines written (atomic read-modify-writes), in order.
+    pub written: Vec<u32>,
+    /// Lines read.
+    pub read: Vec<u32>,
 }
 
 /// One step of an iteration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Step {
-    /// Time outside reverse-map locks, in recorded ns.
+    /// Time that touches nothing another CPU writes, in recorded ns.
     Work(f64),
     /// A lock hold.
     Hold(Hold),
+    /// Shared lines touched outside locks.
+    Touch(Touch),
 }
 
 /// What one CPU does per iteration.
@@ -135,6 +232,8 @@ pub struct Profile {
     pub call_pattern: String,
     /// The locks.
     pub locks: Vec<LockDesc>,
+    /// Every line the profile names, by index: what each is.
+    pub lines: Vec<LineKind>,
     /// Per-CPU iterations.
     pub slots: Vec<CpuProfile>,
     /// Speed of the recording machine (see [`crate::Machine::core_ghz`]).
@@ -164,10 +263,13 @@ impl std::error::Error for ProfileError {}
 /// The most steps one iteration may have.
 pub const MAX_STEPS: usize = 1 << 16;
 
+/// The most lines one profile may name.
+pub const MAX_LINES: usize = 1 << 24;
+
 impl Profile {
     /// Checks the profile: at least one slot, every slot non-empty with
-    /// positive total time, every lock index valid, every time finite and
-    /// non-negative.
+    /// positive total time, every lock and line index valid, every time
+    /// finite and non-negative.
     pub fn validate(&self) -> Result<(), ProfileError> {
         let err = |s: String| Err(ProfileError(format!("profile {:?}: {s}", self.label)));
         if self.slots.is_empty() {
@@ -179,6 +281,16 @@ impl Profile {
                 self.recorded_ghz
             ));
         }
+        if self.lines.len() > MAX_LINES {
+            return err(format!("{} lines (at most {MAX_LINES})", self.lines.len()));
+        }
+        let nlines = self.lines.len() as u32;
+        for (i, l) in self.locks.iter().enumerate() {
+            if l.line >= nlines {
+                return err(format!("lock {i}: line {} out of range", l.line));
+            }
+        }
+        let lines_ok = |v: &[u32]| v.iter().all(|&l| l < nlines);
         for s in &self.slots {
             if s.steps.is_empty() || s.steps.len() > MAX_STEPS {
                 return err(format!(
@@ -195,10 +307,16 @@ impl Profile {
                         if h.lock as usize >= self.locks.len() {
                             return err(format!("slot {}: lock {} out of range", s.cpu, h.lock));
                         }
-                        if h.lines_written > 4096 || h.lines_read > 4096 {
-                            return err(format!("slot {}: more than 4096 lines", s.cpu));
+                        if !lines_ok(&h.written) || !lines_ok(&h.read) {
+                            return err(format!("slot {}: a hold's line out of range", s.cpu));
                         }
                         h.hold_ns
+                    }
+                    Step::Touch(t) => {
+                        if !lines_ok(&t.written) || !lines_ok(&t.read) {
+                            return err(format!("slot {}: a touched line out of range", s.cpu));
+                        }
+                        0.0
                     }
                 };
                 if !(t.is_finite() && (0.0..1e10).contains(&t)) {
@@ -213,7 +331,7 @@ impl Profile {
         Ok(())
     }
 
-    /// Holds per iteration, summed over slot 0.
+    /// Holds per iteration, in slot 0.
     pub fn holds_per_iteration(&self) -> usize {
         self.slots[0]
             .steps
@@ -230,17 +348,36 @@ impl Profile {
             match s {
                 Step::Work(t) => work += t,
                 Step::Hold(h) => hold += h.hold_ns,
+                Step::Touch(_) => {}
             }
         }
         (hold, work)
     }
 
+    /// Mean lines written and read per hold of slot 0 (for reports).
+    pub fn lines_per_hold(&self) -> (f64, f64) {
+        let (mut w, mut r, mut n) = (0usize, 0usize, 0usize);
+        for s in &self.slots[0].steps {
+            if let Step::Hold(h) = s {
+                w += h.written.len();
+                r += h.read.len();
+                n += 1;
+            }
+        }
+        if n == 0 {
+            (0.0, 0.0)
+        } else {
+            (w as f64 / n as f64, r as f64 / n as f64)
+        }
+    }
+
     /// Stretches the work between holds so that one iteration costs
-    /// `iteration_ns` (the real kernel's cost, measured on the recording
-    /// machine), keeping the holds as recorded: the non-reverse-map work of
-    /// a real exec is the calibrated cost minus the model's reverse-map
-    /// time. Each slot's work keeps its shape (gaps scale proportionally);
-    /// a slot with no work gets one step of it at the end.
+    /// `iteration_ns` (a real kernel's cost, measured on the recording
+    /// machine), keeping the holds and touches as recorded: the
+    /// non-reverse-map work of a real exec is the calibrated cost minus the
+    /// model's reverse-map time. Each slot's work keeps its shape (gaps
+    /// scale proportionally); a slot with no work gets one step of it at
+    /// the end.
     pub fn with_iteration_cost(&self, iteration_ns: f64) -> Result<Profile, ProfileError> {
         if !(iteration_ns.is_finite() && iteration_ns > 0.0) {
             return Err(ProfileError(format!(
@@ -249,22 +386,14 @@ impl Profile {
         }
         let mut out = self.clone();
         for s in &mut out.slots {
-            let hold: f64 = s
-                .steps
-                .iter()
-                .map(|st| match st {
-                    Step::Hold(h) => h.hold_ns,
-                    Step::Work(_) => 0.0,
-                })
-                .sum();
-            let work: f64 = s
-                .steps
-                .iter()
-                .map(|st| match st {
-                    Step::Work(t) => *t,
-                    Step::Hold(_) => 0.0,
-                })
-                .sum();
+            let (mut hold, mut work) = (0.0, 0.0);
+            for st in &s.steps {
+                match st {
+                    Step::Hold(h) => hold += h.hold_ns,
+                    Step::Work(t) => work += t,
+                    Step::Touch(_) => {}
+                }
+            }
             let want = (iteration_ns - hold).max(0.0);
             if work > 0.0 {
                 let f = want / work;
@@ -280,18 +409,19 @@ impl Profile {
         Ok(out)
     }
 
-    /// The same iteration with no reverse map: every hold removed, the work
-    /// between them kept (the lab bench's `exclude` bound). Simulated, it
-    /// is the most this iteration can run at on a machine: what the design
-    /// would reach if its reverse map cost nothing and never waited, so its
-    /// ratio to the design bounds what any reverse-map design can gain over
-    /// it there. Fails for a slot that is all holds.
+    /// The same iteration with no reverse map: every reverse-map hold
+    /// removed, the work, the other shared lines and the other locks
+    /// ([`Site::ExecLock`]) kept (the lab bench's `exclude` bound).
+    /// Simulated, it is the most this iteration can run at on a machine:
+    /// what the design would reach if its reverse map cost nothing and
+    /// never waited, limited only by the rest of what the iteration shares.
+    /// Fails for a slot that is all reverse-map holds.
     pub fn without_holds(&self) -> Result<Profile, ProfileError> {
         let mut out = self.clone();
         out.label = format!("{} without its reverse map", self.label);
-        out.locks.clear();
         for s in &mut out.slots {
-            s.steps.retain(|st| matches!(st, Step::Work(_)));
+            s.steps
+                .retain(|st| !matches!(st, Step::Hold(h) if h.site.is_rmap()));
         }
         out.validate()?;
         Ok(out)
@@ -309,20 +439,30 @@ mod tests {
             call_pattern: "x".into(),
             locks: vec![LockDesc {
                 name: "l".into(),
-                shares_line_with_data: false,
+                kind: LockKind::KernelRwsem,
+                line: 0,
             }],
+            lines: vec![
+                LineKind::LockWord,
+                LineKind::Tree,
+                LineKind::Tree,
+                LineKind::ExecShared,
+            ],
             slots: vec![CpuProfile {
                 cpu: 0,
                 steps: vec![
                     Step::Work(100.0),
                     Step::Hold(Hold {
                         lock: 0,
-                        data: 0,
                         write: true,
                         site: Site::MmapLink,
                         hold_ns: 50.0,
-                        lines_written: 2,
-                        lines_read: 1,
+                        written: vec![1, 2],
+                        read: vec![],
+                    }),
+                    Step::Touch(Touch {
+                        written: vec![3],
+                        read: vec![],
                     }),
                     Step::Work(300.0),
                 ],
@@ -340,7 +480,7 @@ mod tests {
         assert_eq!(hold, 50.0);
         assert!((work - 10_000.0).abs() < 1e-6);
         // Shape kept: 1:3.
-        match (&p.slots[0].steps[0], &p.slots[0].steps[2]) {
+        match (&p.slots[0].steps[0], &p.slots[0].steps[3]) {
             (Step::Work(a), Step::Work(b)) => assert!((b / a - 3.0).abs() < 1e-9),
             _ => panic!("shape changed"),
         }
@@ -353,13 +493,21 @@ mod tests {
         let mut p = tiny();
         p.slots[0].steps.push(Step::Hold(Hold {
             lock: 5,
-            data: 0,
             write: true,
             site: Site::Other,
             hold_ns: 1.0,
-            lines_written: 0,
-            lines_read: 0,
+            written: vec![],
+            read: vec![],
         }));
+        assert!(p.validate().is_err());
+        let mut p = tiny();
+        p.slots[0].steps.push(Step::Touch(Touch {
+            written: vec![99],
+            read: vec![],
+        }));
+        assert!(p.validate().is_err(), "a line out of range");
+        let mut p = tiny();
+        p.locks[0].line = 7;
         assert!(p.validate().is_err());
         let mut p = tiny();
         p.slots[0].steps[0] = Step::Work(-1.0);
@@ -373,11 +521,20 @@ mod tests {
     }
 
     #[test]
-    fn without_holds_keeps_the_work_and_nothing_else() {
-        let b = tiny().without_holds().unwrap();
-        assert_eq!(b.times(), (0.0, 400.0));
-        assert_eq!(b.holds_per_iteration(), 0);
-        assert!(b.locks.is_empty());
+    fn without_holds_keeps_the_work_and_the_other_shared_state() {
+        let mut p = tiny();
+        p.slots[0].steps.push(Step::Hold(Hold {
+            lock: 0,
+            write: true,
+            site: Site::ExecLock,
+            hold_ns: 7.0,
+            written: vec![],
+            read: vec![],
+        }));
+        let b = p.without_holds().unwrap();
+        assert_eq!(b.times(), (7.0, 400.0));
+        assert_eq!(b.holds_per_iteration(), 1, "the exec's own lock stays");
+        assert!(b.slots[0].steps.iter().any(|s| matches!(s, Step::Touch(_))));
         let mut all_holds = tiny();
         all_holds.slots[0]
             .steps
@@ -391,6 +548,7 @@ mod tests {
         let s = serde_json::to_string(&p).unwrap();
         let q: Profile = serde_json::from_str(&s).unwrap();
         assert_eq!(p, q);
-        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 28);
+        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 36);
+        assert_eq!(p.lines_per_hold(), (2.0, 0.0));
     }
 }

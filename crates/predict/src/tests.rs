@@ -1,8 +1,8 @@
 //! The simulator against closed-form results and against the directions any
 //! sound model must respect.
 
-use crate::machine::{Latency, Machine};
-use crate::profile::{CpuProfile, Hold, LockDesc, Profile, Site, Step};
+use crate::machine::{Latency, Machine, SpeedPoint};
+use crate::profile::{CpuProfile, Hold, LineKind, LockDesc, LockKind, Profile, Site, Step, Touch};
 use crate::sim::{simulate, SimConfig};
 use std::collections::BTreeMap;
 
@@ -32,23 +32,19 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         exec_ns: None,
         fork_exec_ns: None,
         self_execl_ns: None,
+        pause_ns: Some(10.0),
+        yield_ns: Some(300.0),
+        futex_wake_ns: Some(500.0),
+        speed_by_cpus: Vec::new(),
         sources: BTreeMap::new(),
     }
 }
 
-fn hold(lock: u32, data: u32, hold_ns: f64, lines: u32) -> Step {
-    Step::Hold(Hold {
-        lock,
-        data,
-        write: true,
-        site: Site::MmapLink,
-        hold_ns,
-        lines_written: lines,
-        lines_read: 0,
-    })
-}
-
-/// Every CPU: work `w`, then one hold of `h` on lock `lock_of(cpu)`.
+/// Every CPU: work `w`, then one hold of `h` on lock `lock_of(cpu)`, which
+/// writes `lines` data lines of that lock (and its word's line as data
+/// when `shares`). Lines: lock `i`'s word is line `i`, its data lines
+/// follow all the words.
+#[allow(clippy::too_many_arguments)]
 fn one_lock_profile(
     slots: u32,
     w: f64,
@@ -57,7 +53,11 @@ fn one_lock_profile(
     lock_of: impl Fn(u32) -> u32,
     nlocks: u32,
     shares: bool,
+    kind: LockKind,
 ) -> Profile {
+    let data = |lock: u32| -> Vec<u32> { (0..lines).map(|k| nlocks + lock * lines + k).collect() };
+    let mut kinds = vec![LineKind::LockWord; nlocks as usize];
+    kinds.extend(std::iter::repeat(LineKind::Tree).take((nlocks * lines) as usize));
     Profile {
         label: "synthetic".into(),
         workload: "execl".into(),
@@ -65,19 +65,42 @@ fn one_lock_profile(
         locks: (0..nlocks)
             .map(|i| LockDesc {
                 name: format!("l{i}"),
-                shares_line_with_data: shares,
+                kind,
+                line: i,
             })
             .collect(),
+        lines: kinds,
         slots: (0..slots)
-            .map(|c| CpuProfile {
-                cpu: c,
-                steps: vec![Step::Work(w), hold(lock_of(c), lock_of(c), h, lines)],
+            .map(|c| {
+                let lock = lock_of(c);
+                let mut written = data(lock);
+                if shares {
+                    written.push(lock);
+                }
+                CpuProfile {
+                    cpu: c,
+                    steps: vec![
+                        Step::Work(w),
+                        Step::Hold(Hold {
+                            lock,
+                            write: true,
+                            site: Site::MmapLink,
+                            hold_ns: h,
+                            written,
+                            read: vec![],
+                        }),
+                    ],
+                }
             })
             .collect(),
         recorded_ghz: 1.0,
         exit_vmas_per_hold: 0.0,
         notes: String::new(),
     }
+}
+
+fn rwsem(slots: u32, w: f64, h: f64, lines: u32, lock_of: impl Fn(u32) -> u32, n: u32) -> Profile {
+    one_lock_profile(slots, w, h, lines, lock_of, n, false, LockKind::KernelRwsem)
 }
 
 fn run(m: &Machine, p: &Profile, cpus: u32) -> crate::Prediction {
@@ -97,7 +120,7 @@ fn closed_system_saturates_at_one_over_hold() {
     // min(P / (W + H), 1 / H); at saturation each copy waits P*H - W - H.
     let (w, h) = (900.0, 100.0);
     let m = flat(64, 0.0);
-    let p = one_lock_profile(64, w, h, 0, |_| 0, 1, false);
+    let p = rwsem(64, w, h, 0, |_| 0, 1);
     for cpus in [1u32, 2, 4, 8, 10, 16, 32, 64] {
         let r = run(&m, &p, cpus);
         let x = (f64::from(cpus) / (w + h)).min(1.0 / h) * 1e9;
@@ -121,7 +144,7 @@ fn the_bound_without_holds_is_never_slower_and_scales_linearly() {
     // work with no lock, which neither saturates nor waits.
     let (w, h) = (900.0, 100.0);
     let m = flat(64, 5.0);
-    let p = one_lock_profile(64, w, h, 2, |_| 0, 1, false);
+    let p = rwsem(64, w, h, 2, |_| 0, 1);
     let bound = p.without_holds().unwrap();
     let one = run(&m, &bound, 1).per_s;
     for cpus in [1u32, 4, 16, 64] {
@@ -157,7 +180,7 @@ fn many_sources_with_random_work_wait_as_md1() {
     let rho_target = 0.5;
     let w = f64::from(cpus) * h / rho_target - h;
     let m = flat(cpus, 0.0);
-    let p = one_lock_profile(cpus, w, h, 0, |_| 0, 1, false);
+    let p = rwsem(cpus, w, h, 0, |_| 0, 1);
     let mut cfg = SimConfig::new(cpus);
     cfg.duration_ns = 2e8;
     cfg.warmup_ns = 1e7;
@@ -176,19 +199,22 @@ fn many_sources_with_random_work_wait_as_md1() {
 
 #[test]
 fn partitioned_workload_scales_linearly() {
-    // Each CPU its own lock and data, lines far apart: no sharing at all.
+    // Each CPU its own lock and data: no line is ever shared.
     let m = flat(64, 200.0);
-    let p = one_lock_profile(64, 900.0, 100.0, 4, |c| c, 64, false);
-    let one = run(&m, &p, 1).per_s;
-    for cpus in [2u32, 8, 32, 64] {
-        let r = run(&m, &p, cpus);
-        assert!(
-            close(r.per_s, one * f64::from(cpus), 0.01),
-            "P={cpus}: {} vs {}",
-            r.per_s,
-            one * f64::from(cpus)
-        );
-        assert_eq!(r.contended_pct, 0.0);
+    for kind in [LockKind::KernelRwsem, LockKind::ParkingLot] {
+        let p = one_lock_profile(64, 900.0, 100.0, 4, |c| c, 64, false, kind);
+        let one = run(&m, &p, 1).per_s;
+        for cpus in [2u32, 8, 32, 64] {
+            let r = run(&m, &p, cpus);
+            assert!(
+                close(r.per_s, one * f64::from(cpus), 0.01),
+                "{kind:?} P={cpus}: {} vs {}",
+                r.per_s,
+                one * f64::from(cpus)
+            );
+            assert_eq!(r.contended_pct, 0.0);
+            assert_eq!(r.transfer_share, 0.0);
+        }
     }
 }
 
@@ -198,7 +224,7 @@ fn more_locks_never_slower() {
     for cpus in [2u32, 16, 96, 384] {
         let mut prev = 0.0;
         for nlocks in [1u32, 2, 12, 48] {
-            let p = one_lock_profile(384, 2000.0, 300.0, 3, |c| c % nlocks, nlocks, false);
+            let p = rwsem(384, 2000.0, 300.0, 3, |c| c % nlocks, nlocks);
             let r = run(&m, &p, cpus);
             assert!(
                 r.per_s >= prev * 0.99,
@@ -214,8 +240,8 @@ fn more_locks_never_slower() {
 fn padding_never_slower() {
     let m = Machine::by_name("spr-224").unwrap();
     for cpus in [1u32, 8, 64, 224] {
-        let shared = one_lock_profile(224, 3000.0, 200.0, 3, |_| 0, 1, true);
-        let padded = one_lock_profile(224, 3000.0, 200.0, 3, |_| 0, 1, false);
+        let shared = one_lock_profile(224, 3000.0, 200.0, 3, |_| 0, 1, true, LockKind::KernelRwsem);
+        let padded = rwsem(224, 3000.0, 200.0, 3, |_| 0, 1);
         let a = run(&m, &shared, cpus).per_s;
         let b = run(&m, &padded, cpus).per_s;
         assert!(b >= a * 0.999, "P={cpus}: padded {b} < shared {a}");
@@ -227,10 +253,146 @@ fn distance_slows_a_contended_lock() {
     // The same contended lock with line transfers costs more across sockets.
     let near = flat(64, 20.0);
     let far = flat(64, 300.0);
-    let p = one_lock_profile(64, 1000.0, 100.0, 3, |_| 0, 1, false);
+    let p = rwsem(64, 1000.0, 100.0, 3, |_| 0, 1);
     let a = run(&near, &p, 64).per_s;
     let b = run(&far, &p, 64).per_s;
     assert!(b < a * 0.5, "far {b} vs near {a}");
+}
+
+#[test]
+fn more_shared_lines_per_hold_lower_a_contended_lock() {
+    // The same hold time: a hold that writes more lines another CPU wrote
+    // last keeps the lock longer once the lock moves between CPUs, and
+    // costs nothing more on one CPU, where every line stays local.
+    let m = flat(16, 60.0);
+    let mut prev = f64::INFINITY;
+    for lines in [0u32, 4, 16, 32] {
+        let p = rwsem(16, 2000.0, 100.0, lines, |_| 0, 1);
+        let alone = run(&m, &p, 1);
+        assert_eq!(alone.transfer_share, 0.0, "{lines} lines alone");
+        let r = run(&m, &p, 16);
+        assert!(
+            r.per_s < prev,
+            "{lines} lines: {} not below {prev}",
+            r.per_s
+        );
+        prev = r.per_s;
+    }
+    // Saturated: each hold pays about `lines` transfers (plus the lock
+    // word's), so throughput is near 1 / (h + (lines + 1) * latency).
+    let r = run(&m, &rwsem(16, 2000.0, 100.0, 32, |_| 0, 1), 16);
+    let bound = 1e9 / (100.0 + 33.0 * 60.0);
+    assert!(r.per_s <= bound * 1.05, "{} vs at most {bound}", r.per_s);
+    assert!(r.per_s >= bound * 0.7, "{} vs about {bound}", r.per_s);
+}
+
+#[test]
+fn a_write_heavy_rwsem_collapses_as_waiters_grow() {
+    // Writers only, a short critical section with two data lines, little
+    // work between acquisitions, threads pinned in CPU order (a lock
+    // microbenchmark). On a 12-node two-socket machine, throughput peaks
+    // while the waiters share a cache and falls as they spread over nodes
+    // and sockets: each hand-off moves the lock word and the data farther.
+    let m = Machine::by_name("hygon-384").unwrap();
+    let p = rwsem(384, 200.0, 50.0, 2, |_| 0, 1);
+    let at = |n: u32| {
+        let mut cfg = SimConfig::new(n);
+        cfg.duration_ns = 2e7;
+        cfg.warmup_ns = 2e6;
+        cfg.packed = true;
+        simulate(&m, &p, &cfg).unwrap().per_s
+    };
+    let (x4, x16, x48, x192) = (at(4), at(16), at(48), at(192));
+    assert!(x16 < x4, "16 CPUs {x16} vs 4 {x4}");
+    assert!(x48 < x16, "48 CPUs {x48} vs 16 {x16}");
+    assert!(x192 < x4 / 3.0, "192 CPUs {x192} vs 4 {x4}: no collapse");
+}
+
+#[test]
+fn a_parking_lock_loses_hand_offs_to_wake_ups() {
+    // A saturated lock whose waiters park: each hand-off to a parked
+    // waiter waits for its wake-up unless a newcomer barges in first, so
+    // parking_lot delivers less than the spinning rwsem does with the same
+    // holds, with a quick wake-up as with a slow one.
+    let mut m = flat(16, 0.0);
+    let h = 200.0;
+    let spin = run(&m, &rwsem(16, 400.0, h, 0, |_| 0, 1), 16).per_s;
+    let park = |m: &Machine| {
+        run(
+            m,
+            &one_lock_profile(16, 400.0, h, 0, |_| 0, 1, false, LockKind::ParkingLot),
+            16,
+        )
+    };
+    let fast = park(&m);
+    m.wake_ns = 20_000.0;
+    let slow = park(&m);
+    assert!(close(spin, 1e9 / h, 0.03), "rwsem {spin}");
+    for r in [&fast, &slow] {
+        assert!(r.per_s < 0.9 * spin, "parking {} vs rwsem {spin}", r.per_s);
+        assert!(r.locks[0].sleep_ns > 0.0, "nobody parked");
+    }
+}
+
+#[test]
+fn a_shared_line_caps_throughput_at_its_transfer_rate() {
+    // Every iteration updates one reference count (no lock): the line
+    // moves at most once per latency, so 64 CPUs run at about one
+    // iteration per 100 ns however little else they do.
+    let m = flat(64, 100.0);
+    let p = Profile {
+        label: "refcount".into(),
+        workload: "execl".into(),
+        call_pattern: "-".into(),
+        locks: vec![],
+        lines: vec![LineKind::ExecShared],
+        slots: vec![CpuProfile {
+            cpu: 0,
+            steps: vec![
+                Step::Work(500.0),
+                Step::Touch(Touch {
+                    written: vec![0],
+                    read: vec![],
+                }),
+            ],
+        }],
+        recorded_ghz: 1.0,
+        exit_vmas_per_hold: 0.0,
+        notes: String::new(),
+    };
+    let one = run(&m, &p, 1).per_s;
+    assert!(close(one, 2e6, 0.01), "one CPU: {one}");
+    let many = run(&m, &p, 64);
+    assert!(close(many.per_s, 1e7, 0.05), "64 CPUs: {}", many.per_s);
+    assert!(many.transfer_share > 0.5);
+    assert_eq!(many.lines[0].kind, "exec_shared");
+}
+
+#[test]
+fn measured_all_core_speed_slows_private_work() {
+    let mut m = flat(16, 0.0);
+    let p = rwsem(16, 1000.0, 1.0, 0, |c| c, 16);
+    let fast = run(&m, &p, 16).per_s;
+    m.speed_by_cpus = vec![
+        SpeedPoint {
+            cpus: 8,
+            speed: 0.9,
+        },
+        SpeedPoint {
+            cpus: 16,
+            speed: 0.7,
+        },
+    ];
+    m.validate().unwrap();
+    assert!(close(m.speed_at(12), 0.8, 1e-9));
+    assert_eq!(m.speed_at(1), 1.0);
+    let slow = run(&m, &p, 16).per_s;
+    assert!(close(slow / fast, 0.7, 0.01), "{}", slow / fast);
+    assert!(close(
+        run(&m, &p, 1).per_s,
+        run(&flat(16, 0.0), &p, 1).per_s,
+        1e-6
+    ));
 }
 
 #[test]
@@ -238,26 +400,28 @@ fn readers_share_and_writers_exclude() {
     // Readers only: many CPUs hold the lock at once, so a read-only
     // workload is not serialised; the same as writers saturates.
     let m = flat(32, 0.0);
-    let mut p = one_lock_profile(32, 100.0, 900.0, 0, |_| 0, 1, false);
-    let writers = run(&m, &p, 32).per_s;
-    for s in &mut p.slots {
-        if let Step::Hold(h) = &mut s.steps[1] {
-            h.write = false;
-            h.site = Site::Walk;
+    for kind in [LockKind::KernelRwsem, LockKind::ParkingLot] {
+        let mut p = one_lock_profile(32, 100.0, 900.0, 0, |_| 0, 1, false, kind);
+        let writers = run(&m, &p, 32).per_s;
+        for s in &mut p.slots {
+            if let Step::Hold(h) = &mut s.steps[1] {
+                h.write = false;
+                h.site = Site::Walk;
+            }
         }
+        let readers = run(&m, &p, 32).per_s;
+        assert!(writers <= 1e9 / 900.0 * 1.02, "{kind:?} writers {writers}");
+        assert!(
+            close(readers, 32.0 * 1e9 / 1000.0, 0.02),
+            "{kind:?} readers {readers}"
+        );
     }
-    let readers = run(&m, &p, 32).per_s;
-    assert!(close(writers, 1e9 / 900.0, 0.02), "writers {writers}");
-    assert!(
-        close(readers, 32.0 * 1e9 / 1000.0, 0.02),
-        "readers {readers}"
-    );
 }
 
 #[test]
 fn bad_config_is_an_error() {
     let m = flat(4, 0.0);
-    let p = one_lock_profile(4, 10.0, 10.0, 0, |_| 0, 1, false);
+    let p = rwsem(4, 10.0, 10.0, 0, |_| 0, 1);
     assert!(simulate(&m, &p, &SimConfig::new(0)).is_err());
     assert!(simulate(&m, &p, &SimConfig::new(5)).is_err());
     let mut cfg = SimConfig::new(2);

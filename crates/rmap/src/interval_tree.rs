@@ -141,7 +141,7 @@ impl KeyOrder for ByInterval {
 }
 
 /// One arena slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Node<P> {
     pub(crate) first: u64,
     pub(crate) last: u64,
@@ -229,6 +229,11 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         if n > free_slots {
             self.nodes.reserve(n - free_slots);
         }
+    }
+
+    /// The arena (for the event recorder's before/after comparison).
+    pub(crate) fn nodes(&self) -> &[Node<P>] {
+        &self.nodes
     }
 
     #[inline]
@@ -1146,6 +1151,19 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 let n = unsafe { self.at(cur) };
                 if n.max_last < a {
                     break;
+                }
+                if n.left == NIL {
+                    // Nothing before it in key order below it: visit it now
+                    // rather than push and pop it (about half the nodes of a
+                    // walk are leaves; this saves each of them the stack).
+                    if n.first > b {
+                        return;
+                    }
+                    if n.last >= a {
+                        f(Self::slot_of(cur), n);
+                    }
+                    cur = n.right;
+                    continue;
                 }
                 stack[sp % DEPTH] = cur;
                 sp += 1;

@@ -493,9 +493,18 @@ impl LockCounters {
                 lock_line_written_as_data: false,
             });
             // Acquiring a reader-writer lock writes its word either way, and
-            // the hold counter beside it.
+            // the hold counter beside it; an exclusive hold also stores the
+            // entry count, and a timed one adds its time (each on a line of
+            // its own). The counters are the lab's instrumentation, not the
+            // kernel's: they are marked as such (`LineTouch::is_counter`).
             crate::trace::touch(lock_word, 8, true);
-            crate::trace::touch((self as *const Self).cast(), 8, true);
+            crate::trace::touch_counter((self as *const Self).cast(), true);
+            if write {
+                crate::trace::touch_counter((&self.len as *const AtomicUsize).cast(), true);
+            }
+            if ctx & TIMING != 0 {
+                crate::trace::touch_counter(self.hold_ns.as_ptr().cast(), true);
+            }
         }
         Held {
             guard,

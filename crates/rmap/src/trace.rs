@@ -31,6 +31,17 @@
 //! ancestors whose cached maximum changes, are not counted, so for the
 //! Linux-derived designs `lines_written` is a lower bound.
 //!
+//! [`record_lines`] also returns, for each hold, the identities of the lines
+//! it touched ([`LineTouch`]), so that a cache model can tell which lines
+//! two holds share: a model that follows each line's last writer charges a
+//! transfer only where another CPU wrote the line last.
+//!
+//! Where a design changes a tree, the nodes the change wrote are found by
+//! comparing the tree's arena before and after it (a copy taken only while
+//! recording, [`Snapshot`]): rotations, recolourings and the augmented
+//! maxima a rebalance updates count as written, so `lines_written` is exact
+//! for the tree's nodes, not a lower bound.
+//!
 //! # Example
 //!
 //! ```
@@ -78,17 +89,56 @@ pub struct LockEvent {
     pub lock_line_written_as_data: bool,
 }
 
+/// One line a recorded hold touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineTouch {
+    /// The line's identity, unique in this process while the memory it
+    /// names lives: a 64-byte line's address / 64, or (high bit set) a tree
+    /// node's own line (see [`touch_node`]). A tree arena that grows moves
+    /// its nodes, which then get new identities.
+    pub line: usize,
+    /// The hold wrote the line (else it only read it).
+    pub written: bool,
+}
+
+impl LineTouch {
+    /// A tree node's line (see [`touch_node`]).
+    pub fn is_node(&self) -> bool {
+        self.line & NODE_LINE != 0
+    }
+
+    /// A line of the lab's own lock counters (holds, entry count, hold
+    /// time), which the kernel's lock does not have.
+    pub fn is_counter(&self) -> bool {
+        self.line & NODE_LINE == 0 && self.line & COUNTER_LINE != 0
+    }
+}
+
+/// A recorded hold and the distinct lines it touched (the lock word's line
+/// first), as [`record_lines`] returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TracedHold {
+    /// The hold.
+    pub event: LockEvent,
+    /// Each distinct line once (written if any touch wrote it): the lock
+    /// word's line first, then in order of identity.
+    pub lines: Vec<LineTouch>,
+}
+
 const LINE: usize = 64;
 
 struct Pending {
     event: LockEvent,
     /// (line address, written)
     touched: Vec<(usize, bool)>,
+    /// Time the recorder itself spent inside the hold (arena copies and
+    /// comparisons), taken off the hold's time.
+    overhead_ns: u64,
 }
 
 #[derive(Default)]
 struct Recorder {
-    events: Vec<LockEvent>,
+    events: Vec<TracedHold>,
     stack: Vec<Pending>,
 }
 
@@ -104,10 +154,16 @@ pub fn record<R>(work: impl FnOnce() -> R) -> Vec<LockEvent> {
 
 /// Like [`record`], also returning the closure's value.
 pub fn record_with<R>(work: impl FnOnce() -> R) -> (R, Vec<LockEvent>) {
+    let (out, holds) = record_lines(work);
+    (out, holds.into_iter().map(|h| h.event).collect())
+}
+
+/// Like [`record_with`], each hold with the lines it touched.
+pub fn record_lines<R>(work: impl FnOnce() -> R) -> (R, Vec<TracedHold>) {
     /// Puts the outer recording state back, also when `work` unwinds.
     struct Restore {
         was: bool,
-        saved: Option<Vec<LockEvent>>,
+        saved: Option<Vec<TracedHold>>,
     }
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -136,6 +192,7 @@ pub(crate) fn push_pending(event: LockEvent) {
         r.borrow_mut().stack.push(Pending {
             event,
             touched: Vec::new(),
+            overhead_ns: 0,
         })
     });
 }
@@ -153,10 +210,12 @@ pub(crate) fn finish_pending(hold_ns: u64) {
             p.event.lock_line_written_as_data =
                 p.touched.iter().skip(2).any(|&(l, w)| w && l == lock_line);
         }
+        let lock_line = p.touched.first().map(|&(l, _)| l);
         p.touched.sort_unstable();
         p.touched.dedup();
         let mut written = 0u32;
         let mut read = 0u32;
+        let mut lines = Vec::with_capacity(p.touched.len());
         let mut i = 0;
         while i < p.touched.len() {
             let line = p.touched[i].0;
@@ -170,11 +229,18 @@ pub(crate) fn finish_pending(hold_ns: u64) {
             } else {
                 read += 1;
             }
+            lines.push(LineTouch { line, written: w });
         }
-        p.event.hold_ns = hold_ns;
+        if let Some(k) = lock_line.and_then(|l| lines.iter().position(|t| t.line == l)) {
+            lines[..=k].rotate_right(1);
+        }
+        p.event.hold_ns = hold_ns.saturating_sub(p.overhead_ns);
         p.event.lines_written = written;
         p.event.lines_read = read;
-        r.events.push(p.event);
+        r.events.push(TracedHold {
+            event: p.event,
+            lines,
+        });
     });
 }
 
@@ -200,6 +266,16 @@ pub(crate) fn touch(ptr: *const u8, len: usize, write: bool) {
     let first = a / LINE;
     let last = (a + len.max(1) - 1) / LINE;
     note_lines(first..=last, write);
+}
+
+/// Marks the line ids of [`touch_counter`] (an address divided by [`LINE`]
+/// is below this bit too).
+const COUNTER_LINE: usize = 1 << (usize::BITS - 2);
+
+/// Notes that the innermost open hold touched the lab's lock counter at
+/// `ptr` (one line, marked as a counter: see [`LineTouch::is_counter`]).
+pub(crate) fn touch_counter(ptr: *const u8, write: bool) {
+    note_lines(std::iter::once(COUNTER_LINE | (ptr as usize / LINE)), write);
 }
 
 /// [`touch`] for a value.
@@ -234,6 +310,52 @@ pub(crate) fn touch_node<T>(v: &T, write: bool) {
     note_lines((0..lines).map(|k| NODE_LINE | (a + k)), write);
 }
 
+/// A copy of a tree arena's nodes, taken before a recorded change (see
+/// [`snapshot`] and [`touch_changed`]). Recording only: it costs a copy
+/// of the arena.
+pub(crate) struct Snapshot(Box<dyn std::any::Any>);
+
+/// Adds the time since `start` to the innermost open hold's recorder
+/// overhead (taken off its time).
+fn overhead_since(start: std::time::Instant) {
+    let ns = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+    REC.with(|r| {
+        if let Some(p) = r.borrow_mut().stack.last_mut() {
+            p.overhead_ns += ns;
+        }
+    });
+}
+
+/// Copies `nodes` (a tree's arena) for [`touch_changed`]. Its time does
+/// not count in the hold's.
+#[cold]
+pub(crate) fn snapshot<T: Copy + 'static>(nodes: &[T]) -> Snapshot {
+    let start = std::time::Instant::now();
+    let s = Snapshot(Box::new(nodes.to_vec()));
+    overhead_since(start);
+    s
+}
+
+/// Notes every node of `nodes` that differs from its copy in `before` (or
+/// is new) as written by the innermost open hold: what the change between
+/// the two wrote, rotations and recolourings included. A snapshot of
+/// another node type touches nothing. Its time does not count in the
+/// hold's.
+#[cold]
+pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(before: Snapshot, nodes: &[T]) {
+    let start = std::time::Instant::now();
+    let Ok(old) = before.0.downcast::<Vec<T>>() else {
+        return;
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        if old.get(i) != Some(n) {
+            touch_node(n, true);
+        }
+    }
+    drop(old);
+    overhead_since(start);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +382,11 @@ mod tests {
         let e = REC
             .with(|r| r.borrow_mut().events.pop())
             .expect("one event");
-        (e.lines_written, e.lines_read)
+        assert_eq!(
+            e.lines.iter().filter(|l| l.written).count() as u32,
+            e.event.lines_written
+        );
+        (e.event.lines_written, e.event.lines_read)
     }
 
     #[test]

@@ -222,3 +222,40 @@ fn recorded_batches_count_every_entry() {
         assert_eq!(batch.iter().filter(|e| e.write).count(), 1, "{d}: one hold");
     }
 }
+
+/// The recorder counts every node a change writes: ascending inserts make
+/// a red-black tree rotate, and a rotation writes nodes off the new entry's
+/// path to the root (a sibling, a child that changes parent), which a trace
+/// of the path alone would not see. Each written node is also reported by
+/// identity, and the same node written by two holds has one identity.
+#[test]
+fn recorded_changes_include_rotations() {
+    let m = Design::Linux.build(&Topology::Os);
+    let (_, holds) = rmap::trace::record_lines(|| {
+        let _s = rmap::stats::set_call_site(rmap::stats::CallSite::MmapLink);
+        for v in 0..64 {
+            m.insert(iv(v, v), v).unwrap();
+        }
+    });
+    assert_eq!(holds.len(), 64);
+    let written_nodes =
+        |h: &rmap::trace::TracedHold| h.lines.iter().filter(|l| l.is_node() && l.written).count();
+    // A rotation writes at least the entry, its parent and the grandparent.
+    assert!(holds.iter().any(|h| written_nodes(h) >= 3));
+    // Counts and identities agree; the lock word's line comes first.
+    for h in &holds {
+        let w = h.lines.iter().filter(|l| l.written).count() as u32;
+        assert_eq!(w, h.event.lines_written);
+        assert!(h.lines[0].written && !h.lines[0].is_node() && !h.lines[0].is_counter());
+        assert!(h.lines.iter().any(|l| l.is_counter()));
+    }
+    // The root's node is on every later insert's path: one identity, read
+    // by many holds.
+    let mut seen = std::collections::HashMap::new();
+    for h in &holds {
+        for l in h.lines.iter().filter(|l| l.is_node()) {
+            *seen.entry(l.line).or_insert(0) += 1;
+        }
+    }
+    assert!(seen.values().any(|&n| n >= 32));
+}

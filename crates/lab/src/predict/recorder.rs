@@ -1,121 +1,42 @@
-//! Records profiles from the real code: an instrumented single-threaded run
-//! of the model's exec (or fork + exec + exit) loop, every reverse-map lock
-//! hold recorded by `rmap::trace`.
+//! Records profiles from the real code: the model's exec loop (or fork,
+//! exec and exit), every reverse-map lock hold recorded by `rmap::trace`
+//! with the cache lines it touched, by identity.
 //!
-//! The only place that knows the recorder's interface is [`record`] and the
-//! [`Event`] mirror of its event type: switching recorders is this file.
+//! One thread per CPU of the target machine (the maps built for its
+//! emulated topology, so that each thread's holds go to the shards its CPU
+//! would use). The threads take turns, one iteration each, round after
+//! round, all on the same shared trees: each slot's holds meet the trees as
+//! the other CPUs' iterations left them, so the nodes a neighbour's insert
+//! rotated are on this slot's path with the neighbour's identity, as on a
+//! machine where the copies run at once. Which of those lines cost a
+//! transfer, and when, is the simulator's business: the profile lists
+//! only which lines each hold touches. Hold times and the iteration's CPU
+//! time come from plain iterations run back to back on each thread (every
+//! line in its cache), never from the turns.
 
+use super::events::{
+    call_site, coalesce_splits, correct_holds, label_calls, median_of, pool_times, record,
+    step_holds, summarise, unnest, Event,
+};
 use mm::{CallPattern, Files, Mm, Program};
-use predict::{CpuProfile, Hold, LockDesc, Machine, Profile, Site, Step};
+use predict::{CpuProfile, Hold, LineKind, LockDesc, LockKind, Machine, Profile, Site, Step};
 use rmap::{Design, Topology};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-/// One lock hold (mirrors `rmap::trace::LockEvent`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Event {
-    /// Map id.
-    pub map: u32,
-    /// Shard (`u32::MAX`: an outer lock).
-    pub shard: u32,
-    /// Exclusive.
-    pub write: bool,
-    /// Call site.
-    pub site: Site,
-    /// Hold time, ns.
-    pub hold_ns: u64,
-    /// Distinct shared lines written (lock word included).
-    pub lines_written: u32,
-    /// Distinct shared lines only read.
-    pub lines_read: u32,
-    /// The lock word's line was also written as data during the hold.
-    pub lock_line_data: bool,
-    /// Which step of the exec sequence (one system call) made this hold
-    /// ([`label_calls`]); [`NO_CALL`] when not known.
-    pub call: u32,
-}
-
-/// [`Event::call`] of a hold whose system call is not known.
-pub const NO_CALL: u32 = u32::MAX;
-
-fn site_of(s: rmap::stats::CallSite) -> Site {
-    use rmap::stats::CallSite as C;
-    match s {
-        C::MmapLink => Site::MmapLink,
-        C::ReplaceUnlink => Site::ReplaceUnlink,
-        C::Split => Site::Split,
-        C::ExitUnlink => Site::ExitUnlink,
-        C::ForkInsertAfter => Site::ForkInsertAfter,
-        C::Walk => Site::Walk,
-        C::Other => Site::Other,
-    }
-}
-
-fn call_site(s: Site) -> rmap::stats::CallSite {
-    use rmap::stats::CallSite as C;
-    match s {
-        Site::MmapLink => C::MmapLink,
-        Site::ReplaceUnlink => C::ReplaceUnlink,
-        Site::Split | Site::ProtectSplit => C::Split,
-        Site::ExitUnlink => C::ExitUnlink,
-        Site::ForkInsertAfter => C::ForkInsertAfter,
-        Site::Walk => C::Walk,
-        Site::Other => C::Other,
-    }
-}
-
-/// Scales each recorded hold so that, per call site, the holds of one
-/// iteration sum to `plain_hold[site index]`, the hold time the maps
-/// measured without recording (clamped to 5%..100% of the recorded time:
-/// recording only adds time inside a hold, so a plain figure above the
-/// recorded one is noise, a hold preempted on a loaded host;
-/// a site without a plain measurement keeps its recorded times).
-pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
-    // Sites that the maps time as one (a split for mmap and for mprotect)
-    // are corrected together, by the maps' one figure.
-    let mut done = Vec::new();
-    for (i, &site) in Site::ALL.iter().enumerate() {
-        let key = call_site(site);
-        if done.contains(&key) {
-            continue;
-        }
-        done.push(key);
-        let rec: f64 = events
-            .iter()
-            .filter(|e| call_site(e.site) == key)
-            .map(|e| e.hold_ns as f64)
-            .sum();
-        let Some(&plain) = plain_hold.get(i) else {
-            continue;
-        };
-        if rec <= 0.0 || plain <= 0.0 {
-            continue;
-        }
-        let f = (plain / rec).clamp(0.05, 1.0);
-        for e in events.iter_mut().filter(|e| call_site(e.site) == key) {
-            e.hold_ns = (e.hold_ns as f64 * f).round() as u64;
-        }
-    }
-}
-
-/// Runs `work` on this thread with its lock holds recorded (`rmap::trace`).
-pub fn record(work: impl FnOnce()) -> Vec<Event> {
-    rmap::trace::record(work)
-        .into_iter()
-        .map(|e| Event {
-            map: e.map,
-            shard: e.shard,
-            write: e.write,
-            site: site_of(e.site),
-            hold_ns: e.hold_ns,
-            lines_written: e.lines_written,
-            lines_read: e.lines_read,
-            lock_line_data: e.lock_line_written_as_data,
-            call: NO_CALL,
-        })
-        .collect()
+/// Whose costs a profile stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cost {
+    /// The model as `aspace bench` runs it: parking_lot locks, the lab's
+    /// lock counters, every call into a reverse map one hold (a split is a
+    /// removal and an insert per piece).
+    Model,
+    /// The kernel: rwsems, no lab counters, a split one hold (as
+    /// `__split_vma`).
+    Kernel,
 }
 
 /// What to record.
@@ -131,7 +52,7 @@ pub struct RecordConfig {
     pub binary: std::path::PathBuf,
     /// Resident processes keeping the maps populated.
     pub resident: usize,
-    /// Iterations recorded per slot (the median one is kept).
+    /// Rounds of recorded iterations (each slot's median is kept).
     pub iterations: usize,
     /// Contended warm-up before recording (threads, time), so that a
     /// design that adapts under contention is recorded adapted.
@@ -142,6 +63,8 @@ pub struct RecordConfig {
     /// loader is shared"). Otherwise every CPU execs the same file, as
     /// UnixBench does.
     pub own_binary: bool,
+    /// Model or kernel costs.
+    pub cost: Cost,
 }
 
 /// The process that runs the loop. For `shell` it is the forking shell,
@@ -179,306 +102,6 @@ fn thread_cpu_ns() -> f64 {
         ts
     };
     ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
-}
-
-fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// One typical iteration from several recorded ones: the runs with the
-/// most common number of holds; each hold's time and line counts the median
-/// over those runs at its position; the total the median total.
-pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
-    let mut counts: HashMap<usize, usize> = HashMap::new();
-    for (_, e) in &runs {
-        *counts.entry(e.len()).or_insert(0) += 1;
-    }
-    let Some(len) = counts
-        .iter()
-        .max_by_key(|&(l, c)| (*c, *l))
-        .map(|(&l, _)| l)
-    else {
-        return (0.0, Vec::new());
-    };
-    let kept: Vec<&(f64, Vec<Event>)> = runs.iter().filter(|r| r.1.len() == len).collect();
-    let total = median_of(kept.iter().map(|r| r.0).collect());
-    let events = (0..len)
-        .map(|i| {
-            let mut e = kept[0].1[i];
-            e.hold_ns = median_of(kept.iter().map(|r| r.1[i].hold_ns as f64).collect()) as u64;
-            e.lines_written = median_of(
-                kept.iter()
-                    .map(|r| f64::from(r.1[i].lines_written))
-                    .collect(),
-            ) as u32;
-            e.lines_read =
-                median_of(kept.iter().map(|r| f64::from(r.1[i].lines_read)).collect()) as u32;
-            e
-        })
-        .collect();
-    (total, events)
-}
-
-/// Un-nests outer-lock holds. `rmap::trace` lists holds in the order they
-/// end, so an outer lock (shard `u32::MAX`) comes after the inner holds it
-/// enclosed and its time includes theirs. The simulator does not nest
-/// locks: the outer hold is moved before the inner holds of the same map
-/// just before it and keeps only its own time (outer minus inner), so it
-/// is taken and released around nothing. For an outer lock taken shared by
-/// modifiers (its purpose) this keeps its real cost, the shared line of
-/// its reader count; it leaves out that the outer lock stays held.
-pub fn unnest(events: &[Event]) -> Vec<Event> {
-    let mut out: Vec<Event> = Vec::with_capacity(events.len());
-    for e in events {
-        if e.shard != u32::MAX {
-            out.push(*e);
-            continue;
-        }
-        let mut k = out.len();
-        let mut inner = 0u64;
-        while k > 0 && out[k - 1].map == e.map && out[k - 1].shard != u32::MAX {
-            k -= 1;
-            inner += out[k].hold_ns;
-        }
-        let mut own = *e;
-        own.hold_ns = e.hold_ns.saturating_sub(inner);
-        out.insert(k, own);
-    }
-    out
-}
-
-/// Merges each run of consecutive split holds (`Split` or `ProtectSplit`)
-/// of one lock (same map, shard and mode) made by one system call
-/// ([`Event::call`]) into one hold: their times add, their line counts are
-/// the largest of the run (the same tree path).
-///
-/// The kernel's `__split_vma` removes the VMA and inserts its pieces under
-/// one `i_mmap_rwsem` hold; the reverse-map interface has no such call, so
-/// the model's split is a removal plus one insert per piece, consecutive
-/// holds of one lock with nothing between them (`mm`'s `replace` docs).
-/// Each extra hold would pay the lock's and the tree's line transfers again
-/// and queue again. Holds of two different system calls are never merged:
-/// the trailing remainder insert of one `MAP_FIXED` mmap and the leading
-/// removal of the next call are two holds in the kernel too. When the
-/// calls are not known ([`NO_CALL`] on both), consecutive split holds merge
-/// as if made by one call. Design-agnostic: it looks only at call sites,
-/// system calls and lock identities.
-pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
-    let is_split = |s: Site| matches!(s, Site::Split | Site::ProtectSplit);
-    let mut out: Vec<Event> = Vec::with_capacity(events.len());
-    for e in events {
-        if let Some(last) = out.last_mut() {
-            if is_split(e.site)
-                && last.site == e.site
-                && last.call == e.call
-                && (last.map, last.shard, last.write) == (e.map, e.shard, e.write)
-            {
-                last.hold_ns += e.hold_ns;
-                last.lines_written = last.lines_written.max(e.lines_written);
-                last.lines_read = last.lines_read.max(e.lines_read);
-                last.lock_line_data |= e.lock_line_data;
-                continue;
-            }
-        }
-        out.push(*e);
-    }
-    out
-}
-
-/// The holds one exec step makes: (map, outer lock, site) of each, in order.
-type StepHolds = Vec<(u32, bool, Site)>;
-
-/// What each step of `prog`'s exec sequence does to the reverse maps:
-/// per step, whether it is an `mprotect`, and the holds it makes, recorded
-/// by running the steps one by one, each as its system call
-/// (`mmap(MAP_FIXED)`, `mprotect`, `munmap` at the planned addresses), on a
-/// fresh address space. [`label_calls`] uses them to tell which system call
-/// made each hold of a recorded exec.
-pub fn step_holds(files: &std::sync::Arc<Files>, prog: &Program) -> Vec<(bool, StepHolds)> {
-    let mm = Mm::new(files.clone());
-    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
-    let out = prog
-        .steps()
-        .iter()
-        .map(|step| {
-            let ev = record(|| {
-                // Errors cannot happen for a planned, checked sequence; one
-                // that did would show as a mismatch in `label_calls`.
-                let _ = match step {
-                    mm::ExecStep::Map {
-                        start,
-                        end,
-                        prot,
-                        backing,
-                        ..
-                    } => {
-                        let opts = mm::MmapOptions {
-                            fixed: true,
-                            ..Default::default()
-                        };
-                        let file = match backing {
-                            mm::Backing::File { file, pgoff } => Some((file, *pgoff)),
-                            mm::Backing::Anon(_) => None,
-                        };
-                        mm.mmap_with(*start, end - start, *prot, opts, file)
-                            .map(drop)
-                    }
-                    mm::ExecStep::Protect {
-                        start, end, prot, ..
-                    } => mm.mprotect(*start, end - start, *prot),
-                    mm::ExecStep::Unmap { start, end, .. } => mm.munmap(*start, end - start),
-                };
-            });
-            (
-                matches!(step, mm::ExecStep::Protect { .. }),
-                ev.iter().map(key).collect(),
-            )
-        })
-        .collect();
-    mm.exit();
-    out
-}
-
-/// Sets [`Event::call`] of the holds of one recorded iteration that the exec
-/// sequence made (the last stretch of `events` whose holds are, in order,
-/// those of `steps`, see [`step_holds`]) to the index of the step that made
-/// them, and relabels the `Split` holds of an `mprotect` as
-/// `ProtectSplit`. Returns false (nothing changed) when no stretch matches.
-pub fn label_calls(events: &mut [Event], steps: &[(bool, StepHolds)]) -> bool {
-    let want: Vec<(u32, (u32, bool, Site), bool)> = steps
-        .iter()
-        .enumerate()
-        .flat_map(|(i, (protect, hs))| hs.iter().map(move |&h| (i as u32, h, *protect)))
-        .collect();
-    if want.is_empty() || want.len() > events.len() {
-        return false;
-    }
-    let key = |e: &Event| (e.map, e.shard == u32::MAX, e.site);
-    let Some(at) = (0..=events.len() - want.len()).rev().find(|&p| {
-        events[p..p + want.len()]
-            .iter()
-            .zip(&want)
-            .all(|(e, w)| key(e) == w.1)
-    }) else {
-        return false;
-    };
-    for (e, &(call, _, protect)) in events[at..].iter_mut().zip(&want) {
-        e.call = call;
-        if protect && e.site == Site::Split {
-            e.site = Site::ProtectSplit;
-        }
-    }
-    true
-}
-
-/// Pools the times and line counts of slots whose iterations have the same
-/// shape (the same holds in order: site, mode, outer or not, system call):
-/// each hold's time becomes the median over those slots of its time at that
-/// position, each slot's iteration time the median of theirs, and each
-/// hold's line counts the mean over those slots, rounded up or down from
-/// slot to slot so that the slots' sum keeps the mean (the lines are whole
-/// numbers).
-///
-/// Every slot ran the same code on this host's few CPUs; the emulated CPU
-/// chooses only which lock (shard) each hold takes, and shards of one
-/// design hold trees of about the same size. What differs between two
-/// slots' times is this host's noise (preemption, the other tenants' cache
-/// traffic), and between their line counts the chance path of each insert
-/// (a rebalance or not), which a slot's few iterations cannot average out:
-/// one slot per CPU of a 384-CPU machine gets only a handful. At 384 CPUs
-/// a written line is a remote transfer on the critical path, so one line
-/// more or less per hold moved a whole prediction by several percent.
-/// Pooled over hundreds of slots, both are stable from one recording to the
-/// next. Lock identities stay each slot's own.
-pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
-    type Shape = Vec<(Site, bool, bool, u32)>;
-    let shape = |ev: &[Event]| -> Shape {
-        ev.iter()
-            .map(|e| (e.site, e.write, e.shard == u32::MAX, e.call))
-            .collect()
-    };
-    let mut groups: HashMap<Shape, Vec<usize>> = HashMap::new();
-    for (i, s) in slots.iter().enumerate() {
-        groups.entry(shape(&s.2)).or_default().push(i);
-    }
-    for idx in groups.values() {
-        let total = median_of(idx.iter().map(|&i| slots[i].1).collect());
-        let n = slots[idx[0]].2.len();
-        let m = idx.len() as f64;
-        let holds: Vec<(u64, f64, f64)> = (0..n)
-            .map(|k| {
-                let h = median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect());
-                let w = idx
-                    .iter()
-                    .map(|&i| f64::from(slots[i].2[k].lines_written))
-                    .sum::<f64>()
-                    / m;
-                let r = idx
-                    .iter()
-                    .map(|&i| f64::from(slots[i].2[k].lines_read))
-                    .sum::<f64>()
-                    / m;
-                (h as u64, w, r)
-            })
-            .collect();
-        for (j, &i) in idx.iter().enumerate() {
-            slots[i].1 = total;
-            // Evenly spaced offsets in (0, 1): over the group, floor(mean +
-            // offset) averages to the mean.
-            let u = (j as f64 + 0.5) / m;
-            for (e, &(h, w, r)) in slots[i].2.iter_mut().zip(&holds) {
-                e.hold_ns = h;
-                e.lines_written = (w + u).floor() as u32;
-                e.lines_read = (r + u).floor() as u32;
-            }
-        }
-    }
-}
-
-/// Builds one slot's steps from an iteration's events (see [`unnest`] and
-/// [`coalesce_splits`]) and its total time: the work outside the holds is
-/// spread evenly over the gaps.
-pub fn steps_of(
-    events: &[Event],
-    total_ns: f64,
-    locks: &mut HashMap<(u32, u32), u32>,
-    names: &mut Vec<LockDesc>,
-) -> Vec<Step> {
-    let events = coalesce_splits(&unnest(events));
-    let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
-    let gap = (total_ns - hold).max(0.0) / (events.len() + 1) as f64;
-    let mut steps = Vec::with_capacity(2 * events.len() + 1);
-    for e in &events {
-        steps.push(Step::Work(gap));
-        let n = locks.len() as u32;
-        let lock = *locks.entry((e.map, e.shard)).or_insert_with(|| {
-            names.push(LockDesc {
-                name: if e.shard == u32::MAX {
-                    format!("map{}#outer", e.map)
-                } else {
-                    format!("map{}#{}", e.map, e.shard)
-                },
-                shares_line_with_data: false,
-            });
-            n
-        });
-        if e.lock_line_data {
-            names[lock as usize].shares_line_with_data = true;
-        }
-        steps.push(Step::Hold(Hold {
-            lock,
-            data: lock,
-            write: e.write,
-            site: e.site,
-            hold_ns: e.hold_ns as f64,
-            // The lock word is the simulator's own line.
-            lines_written: e.lines_written.saturating_sub(1),
-            lines_read: e.lines_read,
-        }));
-    }
-    steps.push(Step::Work(gap));
-    steps
 }
 
 /// One link and one unlink of a one-page VMA `id` on `f`'s map (two holds
@@ -580,9 +203,20 @@ fn alternate(shared: &[&std::sync::Arc<mm::File>]) -> (usize, Duration) {
     (turn.load(Ordering::Relaxed), start.elapsed())
 }
 
-/// Records a profile with one slot per CPU of `m` (the maps built for `m`'s
-/// emulated topology, so that each slot's holds go to the shards its CPU
-/// would use). Times are this host's; the caller sets `recorded_ghz`.
+/// Unrecorded rounds of turns before the recorded ones: the first leaves
+/// every slot's image in the trees, the second meets them interleaved.
+const WARM_ROUNDS: usize = 2;
+
+/// What one slot's thread measured.
+struct SlotRecord {
+    cpu: u32,
+    plain_ns: f64,
+    plain_hold: Vec<f64>,
+    runs: Vec<(f64, Vec<Event>)>,
+}
+
+/// Records a profile with one slot per CPU of `m` (see the module docs).
+/// Times are this host's; the caller sets `recorded_ghz`.
 pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String> {
     let topo = Topology::Emulated {
         nodes: m.nodes,
@@ -735,106 +369,59 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     // The residents exit and exec again, in order, on this one thread: the
     // trees the recording meets are then built by the same sequence of
     // operations every time, not left in whatever state the warm-up's
-    // threads happened to leave them (which moved a 384-CPU prediction by
-    // over 10% between recordings). A design keeps what it adapted.
+    // threads happened to leave them. A design keeps what it adapted.
     drop(residents);
     residents = populate();
     let exec_steps = step_holds(&files, &prog);
+    let n = m.cpus() as usize;
+    let progs: Vec<std::sync::Arc<Program>> = (0..n).map(program_for).collect::<Result<_, _>>()?;
+    let slot_steps: Vec<_> = if cfg.own_binary {
+        progs.iter().map(|p| step_holds(&files, p)).collect()
+    } else {
+        Vec::new()
+    };
+    let records = take_turns(&files, &topo, &progs, cfg)?;
     let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
     let mut labelled = 0usize;
     let mut seen = std::collections::HashSet::new();
-    // One thread per CPU of the machine, one after the other: each gets the
-    // next emulated CPU, so `m.cpus()` threads cover every CPU once.
-    for slot in 0..m.cpus() as usize {
-        // One resident re-execs before each slot, so that each slot meets
-        // the shared trees in another state. On the target machine hundreds
-        // of copies exec at once and each hold meets a tree that the others
-        // keep changing; a recording on one frozen tree (one slot's holds
-        // leave it as they found it) gets that one state's paths, and which
-        // state the warm-up left differed from recording to recording (a
-        // libc hold's written lines moved by a few in all, the 384-CPU
-        // prediction by over 10%). [`pool_times`] then averages the line
-        // counts over the slots' states.
-        if !residents.is_empty() {
-            residents[slot % residents.len()].exec_program(&prog);
-        }
-        let own = program_for(slot)?;
-        let own_steps;
-        let slot_steps = if cfg.own_binary {
-            own_steps = step_holds(&files, &own);
-            &own_steps
-        } else {
-            &exec_steps
-        };
-        let (cpu, runs, plain_ns, plain_hold) = std::thread::scope(|s| {
-            s.spawn(|| {
-                let prog = &*own;
-                let cpu = topo.current_cpu();
-                let mm = looper(&files, cfg.shell, prog);
-                for _ in 0..2 {
-                    iteration(cfg.shell, &mm, prog);
-                }
-                let n = cfg.iterations.max(400 / m.cpus() as usize).clamp(1, 101);
-                // Recorded and plain iterations interleaved: the holds come
-                // from the recorded ones, the iteration's CPU time from the
-                // plain ones (recording adds its own cost inside each hold).
-                // Plain iterations first, with the maps' own hold timing on:
-                // their CPU time is the iteration's, their hold times per call
-                // site correct the recorded ones (recording adds its own cost
-                // inside each hold).
-                let was = rmap::stats::set_hold_timing(true);
-                let before = files.lock_stats();
-                let plain: Vec<f64> = (0..n)
-                    .map(|_| {
-                        let t = thread_cpu_ns();
-                        iteration(cfg.shell, &mm, prog);
-                        thread_cpu_ns() - t
-                    })
-                    .collect();
-                let after = files.lock_stats();
-                rmap::stats::set_hold_timing(was);
-                let plain_hold: Vec<f64> = Site::ALL
-                    .iter()
-                    .map(|&site| {
-                        let i = call_site(site).index();
-                        (after.per_site[i].hold_ns - before.per_site[i].hold_ns) as f64 / n as f64
-                    })
-                    .collect();
-                let runs: Vec<(f64, Vec<Event>)> = (0..n)
-                    .map(|_| {
-                        let t = thread_cpu_ns();
-                        let ev = record(|| iteration(cfg.shell, &mm, prog));
-                        (thread_cpu_ns() - t, ev)
-                    })
-                    .collect();
-                mm.exit();
-                (cpu, runs, median_of(plain), plain_hold)
-            })
-            .join()
-            .map_err(|_| "a recording thread panicked".to_string())
-        })?;
-        if !seen.insert(cpu) {
+    for (k, r) in records.into_iter().enumerate() {
+        if !seen.insert(r.cpu) {
             continue;
         }
-        let (_, mut events) = summarise(runs);
-        correct_holds(&mut events, &plain_hold);
+        let (_, mut events) = summarise(r.runs);
+        if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
+            eprintln!(
+                "slot {}: plain {:.0} ns, plain holds {:.0} ns, recorded holds {:.0} ns",
+                r.cpu,
+                r.plain_ns,
+                r.plain_hold.iter().sum::<f64>(),
+                events.iter().map(|e| e.hold_ns as f64).sum::<f64>()
+            );
+        }
+        correct_holds(&mut events, &r.plain_hold);
         if events.is_empty() {
             return Err(format!(
                 "design {}: an iteration recorded no lock hold (is rmap's recorder compiled in?)",
                 cfg.design
             ));
         }
-        labelled += usize::from(label_calls(&mut events, slot_steps));
-        recorded.push((cpu, plain_ns, events));
+        let steps = if cfg.own_binary {
+            &slot_steps[k]
+        } else {
+            &exec_steps
+        };
+        labelled += usize::from(label_calls(&mut events, steps));
+        recorded.push((r.cpu, r.plain_ns, events));
     }
     pool_times(&mut recorded);
+    let mut table = Lines::default();
     let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
     let mut names: Vec<LockDesc> = Vec::new();
     let mut slots: Vec<CpuProfile> = recorded
         .iter()
         .map(|(cpu, total, events)| CpuProfile {
             cpu: *cpu,
-            steps: steps_of(events, *total, &mut locks, &mut names),
+            steps: steps_of(events, *total, cfg.cost, &mut locks, &mut names, &mut table),
         })
         .collect();
     let slots_n = slots.len();
@@ -860,11 +447,12 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         workload: if cfg.shell { "shell" } else { "execl" }.into(),
         call_pattern: cfg.pattern.name().to_owned(),
         locks: names,
+        lines: table.kinds,
         slots,
         recorded_ghz: 1.0,
         exit_vmas_per_hold,
         notes: format!(
-            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; system calls known in {} of {} slots",
+            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
             warm.1,
             warm.0,
             100.0 * warm.1 as f64 / warm.0.max(1) as f64,
@@ -876,12 +464,247 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
                 ""
             },
             locks.len(),
+            n,
+            cfg.iterations.max(1),
             labelled,
             slots_n,
         ),
     };
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
+}
+
+/// Runs one thread per program (one per CPU of the target), each first
+/// measuring plain iterations back to back on its own, then taking turns
+/// with the others, one iteration a turn: [`WARM_ROUNDS`] unrecorded
+/// rounds, then `cfg.iterations` recorded ones. Returns each thread's
+/// measurements, in thread order.
+fn take_turns(
+    files: &std::sync::Arc<Files>,
+    topo: &Topology,
+    progs: &[std::sync::Arc<Program>],
+    cfg: &RecordConfig,
+) -> Result<Vec<SlotRecord>, String> {
+    let n = progs.len();
+    let recorded_rounds = cfg.iterations.max(1);
+    // Turn 0: each thread's plain iterations, one thread after the other.
+    let rounds = 1 + WARM_ROUNDS + recorded_rounds;
+    // Plain iterations per slot: enough for a stable median on small
+    // machines, a handful on big ones (pooled over slots afterwards).
+    let plain = cfg.iterations.max(400 / n.max(1)).clamp(1, 101);
+    const NOT_STARTED: usize = usize::MAX;
+    let turn = AtomicUsize::new(NOT_STARTED);
+    let failed = AtomicBool::new(false);
+    let handles: Vec<OnceLock<std::thread::Thread>> = (0..n).map(|_| OnceLock::new()).collect();
+    let registered = AtomicUsize::new(0);
+    let out = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..n)
+            .map(|k| {
+                let (turn, failed, handles, registered) = (&turn, &failed, &handles, &registered);
+                let prog = &progs[k];
+                s.spawn(move || -> Option<SlotRecord> {
+                    let cpu = topo.current_cpu();
+                    let _ = handles[k].set(std::thread::current());
+                    // SeqCst: the registration count is read by the
+                    // coordinator before it starts the turns.
+                    registered.fetch_add(1, Ordering::SeqCst);
+                    let mut rec = SlotRecord {
+                        cpu,
+                        plain_ns: 0.0,
+                        plain_hold: Vec::new(),
+                        runs: Vec::new(),
+                    };
+                    let mut mm: Option<Mm> = None;
+                    for round in 0..rounds {
+                        let mine = round * n + k;
+                        // Acquire: pairs with the Release hand-over below, so
+                        // that this turn sees the trees as the last one left
+                        // them (the maps' own locks order them anyway).
+                        while turn.load(Ordering::Acquire) != mine {
+                            std::thread::park_timeout(Duration::from_millis(50));
+                        }
+                        if !failed.load(Ordering::Relaxed) {
+                            let work =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    let mm =
+                                        mm.get_or_insert_with(|| looper(files, cfg.shell, prog));
+                                    if round == 0 {
+                                        measure_plain(files, mm, prog, cfg.shell, plain, &mut rec);
+                                    } else if round > WARM_ROUNDS {
+                                        let t = thread_cpu_ns();
+                                        let ev = record(|| iteration(cfg.shell, mm, prog));
+                                        rec.runs.push((thread_cpu_ns() - t, ev));
+                                    } else {
+                                        iteration(cfg.shell, mm, prog);
+                                    }
+                                }));
+                            if work.is_err() {
+                                // Relaxed: a flag; the turn hand-over orders it.
+                                failed.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        // Release: see the Acquire above.
+                        turn.store(mine + 1, Ordering::Release);
+                        if let Some(h) = handles[(k + 1) % n].get() {
+                            h.unpark();
+                        }
+                    }
+                    if let Some(mm) = mm {
+                        mm.exit();
+                    }
+                    Some(rec)
+                })
+            })
+            .collect();
+        // SeqCst: see the workers' registration.
+        while registered.load(Ordering::SeqCst) < n {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        turn.store(0, Ordering::Release);
+        if let Some(h) = handles[0].get() {
+            h.unpark();
+        }
+        workers
+            .into_iter()
+            .map(|w| w.join().ok().flatten())
+            .collect::<Option<Vec<SlotRecord>>>()
+    });
+    if failed.load(Ordering::Relaxed) {
+        return Err("a recording thread panicked".into());
+    }
+    out.ok_or_else(|| "a recording thread panicked".into())
+}
+
+/// A slot's plain iterations, back to back with the maps' own hold timing
+/// on: their CPU time is the iteration's, their hold times per call site
+/// correct the recorded ones (recording adds its own cost inside each
+/// hold).
+fn measure_plain(
+    files: &std::sync::Arc<Files>,
+    mm: &Mm,
+    prog: &Program,
+    shell: bool,
+    n: usize,
+    rec: &mut SlotRecord,
+) {
+    for _ in 0..2 {
+        iteration(shell, mm, prog);
+    }
+    let was = rmap::stats::set_hold_timing(true);
+    let before = files.lock_stats();
+    let plain: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = thread_cpu_ns();
+            iteration(shell, mm, prog);
+            thread_cpu_ns() - t
+        })
+        .collect();
+    let after = files.lock_stats();
+    rmap::stats::set_hold_timing(was);
+    rec.plain_hold = Site::ALL
+        .iter()
+        .map(|&site| {
+            let i = call_site(site).index();
+            (after.per_site[i].hold_ns - before.per_site[i].hold_ns) as f64 / n as f64
+        })
+        .collect();
+    rec.plain_ns = median_of(plain);
+}
+
+/// The profile's lines: each recorded line identity once, with its kind.
+#[derive(Default)]
+struct Lines {
+    ids: HashMap<usize, u32>,
+    kinds: Vec<LineKind>,
+}
+
+impl Lines {
+    fn id(&mut self, line: usize, kind: LineKind) -> u32 {
+        let kinds = &mut self.kinds;
+        *self.ids.entry(line).or_insert_with(|| {
+            kinds.push(kind);
+            (kinds.len() - 1) as u32
+        })
+    }
+}
+
+/// Builds one slot's steps from an iteration's events (see [`unnest`] and,
+/// for the kernel, [`coalesce_splits`]) and its total time: the work
+/// outside the holds is spread evenly over the gaps. Lock `(map, shard)`
+/// becomes one [`LockDesc`] (a parking_lot lock for the model, an rwsem
+/// for the kernel), its word the hold's first line; the kernel has no lab
+/// counters, so their lines are left out of its holds.
+fn steps_of(
+    events: &[Event],
+    total_ns: f64,
+    cost: Cost,
+    locks: &mut HashMap<(u32, u32), u32>,
+    names: &mut Vec<LockDesc>,
+    table: &mut Lines,
+) -> Vec<Step> {
+    let events = match cost {
+        Cost::Model => unnest(events),
+        Cost::Kernel => coalesce_splits(&unnest(events)),
+    };
+    let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
+    let gap = (total_ns - hold).max(0.0) / (events.len() + 1) as f64;
+    let mut steps = Vec::with_capacity(2 * events.len() + 1);
+    for e in &events {
+        steps.push(Step::Work(gap));
+        let n = locks.len() as u32;
+        let word = e.lines.first().map(|l| l.line);
+        let lock = *locks.entry((e.map, e.shard)).or_insert_with(|| {
+            let line = match word {
+                Some(w) => table.id(w, LineKind::LockWord),
+                // No line recorded: a word of its own.
+                None => table.id(usize::MAX - names.len(), LineKind::LockWord),
+            };
+            names.push(LockDesc {
+                name: if e.shard == u32::MAX {
+                    format!("map{}#outer", e.map)
+                } else {
+                    format!("map{}#{}", e.map, e.shard)
+                },
+                kind: match cost {
+                    Cost::Model => LockKind::ParkingLot,
+                    Cost::Kernel => LockKind::KernelRwsem,
+                },
+                line,
+            });
+            n
+        });
+        let mut written = Vec::new();
+        let mut read = Vec::new();
+        for l in e.lines.iter().skip(1) {
+            if l.is_counter() && cost == Cost::Kernel {
+                continue;
+            }
+            let kind = if l.is_counter() {
+                LineKind::Counter
+            } else {
+                LineKind::Tree
+            };
+            let id = table.id(l.line, kind);
+            if l.written {
+                written.push(id);
+            } else {
+                read.push(id);
+            }
+        }
+        if e.lock_line_data {
+            written.push(names[lock as usize].line);
+        }
+        steps.push(Step::Hold(Hold {
+            lock,
+            write: e.write,
+            site: e.site,
+            hold_ns: e.hold_ns as f64,
+            written,
+            read,
+        }));
+    }
+    steps.push(Step::Work(gap));
+    steps
 }
 
 /// The profile with every exit-unlink hold on a map split into one hold
@@ -942,6 +765,7 @@ pub fn check(binary: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::events::NO_CALL;
     use super::*;
 
     fn ev(map: u32, shard: u32, site: Site, hold: u64) -> Event {
@@ -955,124 +779,8 @@ mod tests {
             lines_read: 2,
             lock_line_data: false,
             call: NO_CALL,
+            lines: Vec::new(),
         }
-    }
-
-    #[test]
-    fn a_lock_word_beside_written_data_is_seen() {
-        use rmap::stats::{set_call_site, CallSite};
-        use rmap::Interval;
-        // A tree that holds entries: inserting writes the tree's header.
-        for (d, want) in [(Design::Linux, false), (Design::LinuxSharedLine, true)] {
-            let m = d.build(&Topology::Os);
-            for i in 0..8 {
-                m.insert(Interval::new(i, i + 9).unwrap(), i).unwrap();
-            }
-            let ev = record(|| {
-                let _s = set_call_site(CallSite::MmapLink);
-                m.insert(Interval::new(0, 9).unwrap(), 99).unwrap();
-            });
-            assert_eq!(ev.len(), 1);
-            assert_eq!(ev[0].lock_line_data, want, "{d}");
-        }
-    }
-
-    #[test]
-    fn consecutive_splits_of_one_lock_merge() {
-        let evs = [
-            ev(1, 0, Site::MmapLink, 100),
-            ev(1, 0, Site::Split, 10),
-            ev(1, 0, Site::Split, 20),
-            ev(2, 0, Site::Split, 5),
-            ev(1, 0, Site::Split, 30),
-            ev(1, 0, Site::ReplaceUnlink, 7),
-            ev(1, 0, Site::Split, 40),
-        ];
-        let out = coalesce_splits(&evs);
-        let shape: Vec<(u32, Site, u64)> = out.iter().map(|e| (e.map, e.site, e.hold_ns)).collect();
-        assert_eq!(
-            shape,
-            vec![
-                (1, Site::MmapLink, 100),
-                (1, Site::Split, 30),
-                (2, Site::Split, 5),
-                (1, Site::Split, 30),
-                (1, Site::ReplaceUnlink, 7),
-                (1, Site::Split, 40),
-            ]
-        );
-    }
-
-    #[test]
-    fn splits_of_two_system_calls_stay_two_holds() {
-        let at = |mut e: Event, call: u32| {
-            e.call = call;
-            e
-        };
-        let evs = [
-            at(ev(1, 0, Site::ReplaceUnlink, 7), 0),
-            at(ev(1, 0, Site::Split, 10), 0),
-            at(ev(1, 0, Site::Split, 20), 1),
-            at(ev(1, 0, Site::Split, 30), 1),
-            at(ev(1, 0, Site::ProtectSplit, 40), 2),
-            at(ev(1, 0, Site::ProtectSplit, 50), 2),
-        ];
-        let out = coalesce_splits(&evs);
-        let shape: Vec<(Site, u64, u32)> =
-            out.iter().map(|e| (e.site, e.hold_ns, e.call)).collect();
-        assert_eq!(
-            shape,
-            vec![
-                (Site::ReplaceUnlink, 7, 0),
-                (Site::Split, 10, 0),
-                (Site::Split, 50, 1),
-                (Site::ProtectSplit, 90, 2),
-            ]
-        );
-    }
-
-    #[test]
-    fn an_exec_is_labelled_by_system_call() {
-        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
-        let Ok(prog) = files.program(Path::new("/bin/true")) else {
-            eprintln!("skipped: the model cannot exec /bin/true here");
-            return;
-        };
-        let steps = step_holds(&files, &prog);
-        let mm = Mm::new(files.clone());
-        mm.exec_program(&prog);
-        let mut ev = record(|| mm.exec_program(&prog));
-        let teardown = ev.len() - steps.iter().map(|s| s.1.len()).sum::<usize>();
-        assert!(label_calls(&mut ev, &steps));
-        // The old image's teardown comes first and belongs to no step.
-        assert!(ev[..teardown].iter().all(|e| e.call == NO_CALL));
-        assert!(ev[..teardown].iter().all(|e| e.site == Site::ExitUnlink));
-        for (i, (protect, holds)) in steps.iter().enumerate() {
-            let mine: Vec<&Event> = ev.iter().filter(|e| e.call == i as u32).collect();
-            assert_eq!(mine.len(), holds.len(), "step {i}");
-            if *protect {
-                assert!(
-                    mine.iter().all(|e| e.site == Site::ProtectSplit),
-                    "step {i}"
-                );
-            } else {
-                assert!(
-                    mine.iter().all(|e| e.site != Site::ProtectSplit),
-                    "step {i}"
-                );
-            }
-        }
-        // After merging, an mprotect of part of one VMA is one hold (one
-        // `__split_vma`), as in the kernel.
-        let merged = coalesce_splits(&ev);
-        for (i, (protect, holds)) in steps.iter().enumerate() {
-            if *protect && !holds.is_empty() {
-                let n = merged.iter().filter(|e| e.call == i as u32).count();
-                assert_eq!(n, 1, "mprotect step {i}");
-            }
-        }
-        // An unlabelled run does not match.
-        assert!(!label_calls(&mut ev[..1], &steps));
     }
 
     #[test]
@@ -1094,6 +802,7 @@ mod tests {
                     iterations: 1,
                     warmup: (0, Duration::ZERO),
                     own_binary,
+                    cost: Cost::Kernel,
                 },
             )
             .expect("a profile")
@@ -1104,7 +813,7 @@ mod tests {
                 .iter()
                 .filter_map(|s| match s {
                     Step::Hold(h) => Some(h.lock),
-                    Step::Work(_) => None,
+                    _ => None,
                 })
                 .collect()
         };
@@ -1161,121 +870,95 @@ mod tests {
         assert!(count(true, Site::ExitUnlink) > count(false, Site::ExitUnlink));
     }
 
-    #[test]
-    fn pooled_lines_keep_the_mean() {
-        let slot = |w: u32| {
-            let mut e = ev(1, 0, Site::MmapLink, 10);
-            e.lines_written = w;
-            (0, 1.0, vec![e])
-        };
-        // Mean 4.25 over 4 slots.
-        let mut slots = vec![slot(4), slot(5), slot(4), slot(4)];
-        pool_times(&mut slots);
-        let w: Vec<u32> = slots.iter().map(|s| s.2[0].lines_written).collect();
-        assert_eq!(w.iter().sum::<u32>(), 17);
-        assert!(w.iter().all(|&x| x == 4 || x == 5));
+    fn lines(word: usize, rest: &[(usize, bool)]) -> Vec<rmap::trace::LineTouch> {
+        std::iter::once(rmap::trace::LineTouch {
+            line: word,
+            written: true,
+        })
+        .chain(
+            rest.iter()
+                .map(|&(line, written)| rmap::trace::LineTouch { line, written }),
+        )
+        .collect()
     }
 
     #[test]
-    fn pooled_times_are_medians_over_slots_of_one_shape() {
-        let slot = |t: f64, h: u64| {
-            (
-                0,
-                t,
-                vec![ev(1, 0, Site::MmapLink, h), ev(1, 0, Site::ExitUnlink, h)],
-            )
-        };
-        let mut slots = vec![slot(100.0, 10), slot(300.0, 50), slot(200.0, 20)];
-        slots.push((9, 1000.0, vec![ev(2, 0, Site::Split, 999)]));
-        pool_times(&mut slots);
-        for s in &slots[..3] {
-            assert_eq!(s.1, 200.0);
-            assert_eq!(s.2[0].hold_ns, 20);
-            assert_eq!(s.2[1].hold_ns, 20);
-        }
-        // Lines: every slot had 3 written, 2 read.
-        assert!(slots[..3]
-            .iter()
-            .all(|s| s.2[0].lines_written == 3 && s.2[0].lines_read == 2));
-        assert_eq!(
-            (slots[3].1, slots[3].2[0].hold_ns),
-            (1000.0, 999),
-            "its own shape"
-        );
-    }
-
-    #[test]
-    fn steps_interleave_work_and_holds() {
+    fn steps_interleave_work_and_holds_with_their_lines() {
         let mut locks = HashMap::new();
         let mut names = Vec::new();
-        let evs = [
+        let mut table = Lines::default();
+        let mut evs = vec![
             ev(1, 0, Site::MmapLink, 100),
             ev(2, 0, Site::MmapLink, 50),
             ev(1, 0, Site::ExitUnlink, 50),
         ];
-        let st = steps_of(&evs, 1000.0, &mut locks, &mut names);
+        evs[0].lines = lines(10, &[(100, true), (101, false)]);
+        evs[1].lines = lines(20, &[(100, false)]);
+        evs[2].lines = lines(10, &[(101, true), (102, false)]);
+        let st = steps_of(
+            &evs,
+            1000.0,
+            Cost::Model,
+            &mut locks,
+            &mut names,
+            &mut table,
+        );
         assert_eq!(st.len(), 7);
         assert_eq!(names.len(), 2);
+        assert!(names.iter().all(|l| l.kind == LockKind::ParkingLot));
         let work: f64 = st
             .iter()
             .map(|s| if let Step::Work(t) = s { *t } else { 0.0 })
             .sum();
         assert!((work - 800.0).abs() < 1e-9);
-        match &st[1] {
-            Step::Hold(h) => {
-                assert_eq!(h.lines_written, 2);
-                assert_eq!(h.lines_read, 2);
-            }
-            _ => panic!("expected a hold"),
-        }
+        let holds: Vec<&Hold> = st
+            .iter()
+            .filter_map(|s| if let Step::Hold(h) = s { Some(h) } else { None })
+            .collect();
+        // One identity per recorded line: holds 0 and 1 share line 100,
+        // holds 0 and 2 line 101 (and their lock word).
+        assert_eq!(holds[0].written, holds[1].read);
+        assert_eq!(holds[0].read, holds[2].written);
+        assert_eq!(names[0].line, names[holds[2].lock as usize].line);
+        assert_ne!(names[0].line, names[1].line);
+        assert_eq!(table.kinds.len(), 5);
+        assert_eq!(table.kinds[names[0].line as usize], LineKind::LockWord);
     }
 
     #[test]
-    fn summary_takes_medians_of_the_common_shape() {
-        let run = |t: f64, h: u64| {
+    fn kernel_holds_leave_out_the_lab_counters() {
+        let rec = rmap::trace::record_lines(|| {
+            let m = Design::Linux.build(&Topology::Os);
+            let _s = rmap::stats::set_call_site(rmap::stats::CallSite::MmapLink);
+            m.insert(rmap::Interval::new(0, 9).unwrap(), 1).unwrap();
+        });
+        let mut e = ev(1, 0, Site::MmapLink, 100);
+        e.lines = rec.1[0].lines.clone();
+        assert!(e.lines.iter().any(|l| l.is_counter()));
+        let count = |cost| {
+            let mut t = Lines::default();
+            let st = steps_of(
+                std::slice::from_ref(&e),
+                1000.0,
+                cost,
+                &mut HashMap::new(),
+                &mut Vec::new(),
+                &mut t,
+            );
+            let n = match &st[1] {
+                Step::Hold(h) => h.written.len() + h.read.len(),
+                _ => panic!("expected a hold"),
+            };
             (
-                t,
-                vec![
-                    ev(1, 0, Site::MmapLink, h),
-                    ev(1, 0, Site::ExitUnlink, 2 * h),
-                ],
+                n,
+                t.kinds.iter().filter(|&&k| k == LineKind::Counter).count(),
             )
         };
-        let mut runs = vec![run(100.0, 10), run(300.0, 30), run(200.0, 20)];
-        runs.push((5000.0, vec![ev(1, 0, Site::MmapLink, 999)]));
-        let (total, events) = summarise(runs);
-        assert_eq!(total, 200.0);
-        assert_eq!(events.len(), 2);
-        assert_eq!(events[0].hold_ns, 20);
-        assert_eq!(events[1].hold_ns, 40);
-        assert_eq!(events[1].site, Site::ExitUnlink);
-    }
-
-    #[test]
-    fn hold_correction_is_per_site() {
-        let mut evs = vec![
-            ev(1, 0, Site::MmapLink, 100),
-            ev(1, 0, Site::MmapLink, 300),
-            ev(1, 0, Site::ExitUnlink, 100),
-        ];
-        let mut plain = vec![0.0; Site::ALL.len()];
-        plain[Site::MmapLink.index()] = 200.0;
-        correct_holds(&mut evs, &plain);
-        assert_eq!(evs[0].hold_ns, 50);
-        assert_eq!(evs[1].hold_ns, 150);
-        assert_eq!(evs[2].hold_ns, 100, "no plain figure: unchanged");
-    }
-
-    #[test]
-    fn outer_holds_are_unnested() {
-        let inner = ev(7, 3, Site::MmapLink, 100);
-        let outer = ev(7, u32::MAX, Site::MmapLink, 130);
-        let other = ev(8, 0, Site::ExitUnlink, 50);
-        let out = unnest(&[other, inner, outer]);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[0], other);
-        assert_eq!((out[1].shard, out[1].hold_ns), (u32::MAX, 30));
-        assert_eq!(out[2], inner);
+        let (model, model_counters) = count(Cost::Model);
+        let (kernel, kernel_counters) = count(Cost::Kernel);
+        assert!(model_counters > 0);
+        assert_eq!(kernel_counters, 0);
+        assert_eq!(model, kernel + model_counters);
     }
 
     #[test]
@@ -1290,9 +973,17 @@ mod tests {
             call_pattern: "per-vma".into(),
             slots: vec![CpuProfile {
                 cpu: 0,
-                steps: steps_of(&evs, 5000.0, &mut locks, &mut names),
+                steps: steps_of(
+                    &evs,
+                    5000.0,
+                    Cost::Kernel,
+                    &mut locks,
+                    &mut names,
+                    &mut Lines::default(),
+                ),
             }],
             locks: names,
+            lines: vec![LineKind::LockWord],
             recorded_ghz: 1.0,
             notes: String::new(),
             exit_vmas_per_hold: 0.0,

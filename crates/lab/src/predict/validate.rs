@@ -4,34 +4,12 @@
 //! comparison and never fitted to it.
 
 use super::{recorder, simulate_all, Plan, PredictArgs};
+pub use crate::predicted::Check;
 use mm::CallPattern;
 use predict::{Machine, Prediction, Profile};
 use rmap::Design;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
-
-/// One comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// What is compared.
-    pub what: String,
-    /// The machine and point.
-    pub setting: String,
-    /// The published figure, in words.
-    pub published: String,
-    /// The published figure as a number (None: an ordering/target only).
-    pub published_value: Option<f64>,
-    /// The prediction.
-    pub predicted: f64,
-    /// The target, in words.
-    pub target: String,
-    /// (predicted - published) / published, percent, or the difference in
-    /// points for shares.
-    pub error: Option<f64>,
-    /// Whether the target is met.
-    pub met: bool,
-}
 
 fn ratio_check(
     what: &str,
@@ -589,27 +567,28 @@ mod tests {
     /// A profile of one slot whose iteration is `work` ns outside locks and
     /// one 100-ns hold.
     fn profile_costing(label: &str, work: f64) -> Profile {
-        use predict::{CpuProfile, Hold, LockDesc, Site, Step};
+        use predict::{CpuProfile, Hold, LineKind, LockDesc, LockKind, Site, Step};
         Profile {
             label: label.into(),
             workload: "execl".into(),
             call_pattern: "per-vma".into(),
             locks: vec![LockDesc {
                 name: "libc".into(),
-                shares_line_with_data: false,
+                kind: LockKind::KernelRwsem,
+                line: 0,
             }],
+            lines: vec![LineKind::LockWord, LineKind::Tree, LineKind::Tree],
             slots: vec![CpuProfile {
                 cpu: 0,
                 steps: vec![
                     Step::Work(work),
                     Step::Hold(Hold {
                         lock: 0,
-                        data: 0,
                         write: true,
                         site: Site::MmapLink,
                         hold_ns: 100.0,
-                        lines_written: 1,
-                        lines_read: 1,
+                        written: vec![1],
+                        read: vec![2],
                     }),
                 ],
             }],

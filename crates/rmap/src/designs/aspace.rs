@@ -384,9 +384,11 @@ impl Aspace {
         let iv = iv.validate()?;
         match self.write_mode(c) {
             Mode::Central(mut g) => {
+                let snap = g.recording().then(|| g.trace_snapshot());
                 let (slot, gen) = g.insert(iv, vma);
-                if g.recording() {
+                if let Some(snap) = snap {
                     g.trace_entry(slot);
+                    g.trace_changed(snap);
                 }
                 self.counters.set_len(g.len());
                 Ok(Handle::new(self.id, 0, slot, gen))
@@ -409,11 +411,17 @@ impl Aspace {
         match self.write_mode(c) {
             Mode::Central(mut g) => {
                 resolve_shard(h, 1)?;
-                if g.recording() {
+                let snap = if g.recording() {
                     g.check(h.slot(), h.gen())?;
                     g.trace_entry(h.slot());
-                }
+                    Some(g.trace_snapshot())
+                } else {
+                    None
+                };
                 g.remove(h.slot(), h.gen())?;
+                if let Some(snap) = snap {
+                    g.trace_changed(snap);
+                }
                 self.counters.set_len(g.len());
                 Ok(())
             }
@@ -473,9 +481,11 @@ impl ReverseMap for Aspace {
             match self.write_mode(c) {
                 Mode::Central(mut g) => {
                     resolve_shard(parent, 1)?;
+                    let snap = g.recording().then(|| g.trace_snapshot());
                     let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-                    if g.recording() {
+                    if let Some(snap) = snap {
                         g.trace_entry(slot);
+                        g.trace_changed(snap);
                     }
                     self.counters.set_len(g.len());
                     Ok(Handle::new(self.id, 0, slot, gen))
@@ -520,9 +530,11 @@ impl ReverseMap for Aspace {
                     g.reserve(items.len());
                     let rec = g.recording();
                     for &(iv, vma) in items {
+                        let snap = rec.then(|| g.trace_snapshot());
                         let (slot, gen) = g.insert(iv, vma);
-                        if rec {
+                        if let Some(snap) = snap {
                             g.trace_entry(slot);
+                            g.trace_changed(snap);
                         }
                         out.push(Handle::new(self.id, 0, slot, gen));
                     }
@@ -556,9 +568,11 @@ impl ReverseMap for Aspace {
                     g.reserve(items.len());
                     let rec = g.recording();
                     for &(parent, iv, vma) in items {
+                        let snap = rec.then(|| g.trace_snapshot());
                         let (slot, gen) = g.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-                        if rec {
+                        if let Some(snap) = snap {
                             g.trace_entry(slot);
+                            g.trace_changed(snap);
                         }
                         out.push(Handle::new(self.id, 0, slot, gen));
                     }
@@ -581,10 +595,16 @@ impl ReverseMap for Aspace {
                     }
                     let rec = g.recording();
                     for h in handles {
-                        if rec {
+                        let snap = if rec {
                             g.trace_entry(h.slot());
-                        }
+                            Some(g.trace_snapshot())
+                        } else {
+                            None
+                        };
                         g.remove_checked(h.slot());
+                        if let Some(snap) = snap {
+                            g.trace_changed(snap);
+                        }
                     }
                     self.counters.set_len(g.len());
                     Ok(())

@@ -28,7 +28,7 @@ use crate::interval_tree::{ByInterval, IntervalTree, NIL};
 use crate::{Interval, RmapError, VmaId};
 
 /// A group member's payload.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Member {
     vma: VmaId,
     next: u32,
@@ -286,14 +286,22 @@ impl super::shardset::ShardTree for GroupTree {
     fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         let n = self.t.node(slot);
-        crate::trace::touch_node(n, true);
+        crate::trace::touch_node(n, false);
         if n.payload.next != NIL {
-            crate::trace::touch_node(self.t.node(n.payload.next), true);
-            crate::trace::touch_node(self.t.node(n.payload.prev), true);
+            crate::trace::touch_node(self.t.node(n.payload.next), false);
+            crate::trace::touch_node(self.t.node(n.payload.prev), false);
         }
         if let Some(head) = self.t.find_exact(n.interval()) {
             super::trace_path(&self.t, head);
         }
+    }
+
+    fn trace_snapshot(&self) -> crate::trace::Snapshot {
+        crate::trace::snapshot(self.t.nodes())
+    }
+
+    fn trace_changed(&self, before: crate::trace::Snapshot) {
+        crate::trace::touch_changed(before, self.t.nodes());
     }
 }
 

@@ -128,33 +128,44 @@ impl VmaTree {
             .walk_nodes(range.first, range.last, |_, n| f(n.interval(), n.payload));
     }
 
-    /// For the event recorder: the header and the live node `slot` written,
-    /// its parent written, the rest of the path from the root read.
+    /// For the event recorder: the header written, the live node `slot`
+    /// and the path from the root to it read (the nodes a change wrote are
+    /// added by [`VmaTree::trace_changed`]).
     #[cold]
     #[inline(never)]
     pub(crate) fn trace_entry(&self, slot: u32) {
         crate::trace::touch_val(self, true);
         trace_path(&self.t, slot);
     }
+
+    /// For the event recorder: a copy of the arena before a change.
+    #[cold]
+    pub(crate) fn trace_snapshot(&self) -> crate::trace::Snapshot {
+        crate::trace::snapshot(self.t.nodes())
+    }
+
+    /// For the event recorder: every node the change since `before` wrote.
+    #[cold]
+    pub(crate) fn trace_changed(&self, before: crate::trace::Snapshot) {
+        crate::trace::touch_changed(before, self.t.nodes());
+    }
 }
 
-/// Touches node `slot` and its parent as written and the nodes above as
-/// read (a linked node), or only `slot` (an unlinked one).
+/// Touches node `slot` and, for a linked node, every node above it as read
+/// (the path a search from the root walks).
 pub(crate) fn trace_path<P: Copy, K: crate::interval_tree::KeyOrder>(
     t: &IntervalTree<P, K>,
     slot: u32,
 ) {
     use crate::interval_tree::NIL;
     let n = t.node(slot);
-    crate::trace::touch_node(n, true);
+    crate::trace::touch_node(n, false);
     if !n.in_tree() {
         return;
     }
     let mut p = t.parent_of(slot);
-    let mut first = true;
     while p != NIL {
-        crate::trace::touch_node(t.node(p), first);
-        first = false;
+        crate::trace::touch_node(t.node(p), false);
         p = t.parent_of(p);
     }
 }

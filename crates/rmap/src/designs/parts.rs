@@ -250,9 +250,11 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
 
         let rec = g.recording();
         let t = g.tree_mut(s);
+        let snap = rec.then(|| t.trace_snapshot());
         let (slot, gen) = t.insert(iv, vma);
-        if rec {
+        if let Some(snap) = snap {
             t.trace_entry(slot);
+            t.trace_changed(snap);
         }
         self.count_len(&g, 1);
         Ok(Handle::new(self.id, s as u32, slot, gen))
@@ -285,11 +287,17 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let s = resolve(self.id, h, g.count())?;
         let rec = g.recording();
         let t = g.tree_mut(s);
-        if rec {
+        let snap = if rec {
             t.check(h.slot(), h.gen())?;
             t.trace_entry(h.slot());
-        }
+            Some(t.trace_snapshot())
+        } else {
+            None
+        };
         t.remove(h.slot(), h.gen())?;
+        if let Some(snap) = snap {
+            t.trace_changed(snap);
+        }
         self.count_len(&g, -1);
         Ok(())
     }
@@ -323,9 +331,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let s = resolve(self.id, parent, g.count())?;
             let rec = g.recording();
             let t = g.tree_mut(s);
+            let snap = rec.then(|| t.trace_snapshot());
             let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-            if rec {
+            if let Some(snap) = snap {
                 t.trace_entry(slot);
+                t.trace_changed(snap);
             }
             self.counters.set_len(g.total());
             Ok(Handle::new(self.id, s as u32, slot, gen))
@@ -363,9 +373,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let t = g.tree_mut(s);
             t.reserve(items.len());
             for &(iv, vma) in items {
+                let snap = rec.then(|| t.trace_snapshot());
                 let (slot, gen) = t.insert(iv, vma);
-                if rec {
+                if let Some(snap) = snap {
                     t.trace_entry(slot);
+                    t.trace_changed(snap);
                 }
                 out.push(Handle::new(self.id, s as u32, slot, gen));
             }
@@ -393,9 +405,11 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let rec = g.recording();
             for &(p, iv, vma) in items {
                 let s = p.shard() as usize;
+                let snap = rec.then(|| g.tree(s).trace_snapshot());
                 let (slot, gen) = g.tree_mut(s).insert_after(p.slot(), p.gen(), iv, vma)?;
-                if rec {
+                if let Some(snap) = snap {
                     g.tree(s).trace_entry(slot);
+                    g.tree(s).trace_changed(snap);
                 }
                 out.push(Handle::new(self.id, s as u32, slot, gen));
             }
@@ -416,10 +430,16 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             let rec = g.recording();
             for &h in handles {
                 let t = g.tree_mut(h.shard() as usize);
-                if rec {
+                let snap = if rec {
                     t.trace_entry(h.slot());
-                }
+                    Some(t.trace_snapshot())
+                } else {
+                    None
+                };
                 t.remove_checked(h.slot());
+                if let Some(snap) = snap {
+                    t.trace_changed(snap);
+                }
             }
             self.counters.set_len(g.total());
             Ok(())

@@ -49,6 +49,11 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     /// For the event recorder: the lines an insert or removal of live
     /// entry `slot` touches (call before a removal, after an insert).
     fn trace_entry(&self, slot: u32);
+    /// For the event recorder: a copy of the tree's arena, taken before a
+    /// change ...
+    fn trace_snapshot(&self) -> crate::trace::Snapshot;
+    /// ... and every node that change wrote, touched as written.
+    fn trace_changed(&self, before: crate::trace::Snapshot);
 }
 
 impl ShardTree for super::VmaTree {
@@ -92,6 +97,12 @@ impl ShardTree for super::VmaTree {
     }
     fn trace_entry(&self, slot: u32) {
         super::VmaTree::trace_entry(self, slot)
+    }
+    fn trace_snapshot(&self) -> crate::trace::Snapshot {
+        super::VmaTree::trace_snapshot(self)
+    }
+    fn trace_changed(&self, before: crate::trace::Snapshot) {
+        super::VmaTree::trace_changed(self, before)
     }
 }
 
@@ -178,9 +189,11 @@ impl<T: ShardTree> ShardSet<T> {
         let s = if s < n { s } else { s % n };
         let sh = &self.shards[s];
         let mut t = sh.counters.write_in(&sh.lock, c);
+        let snap = t.recording().then(|| t.trace_snapshot());
         let (slot, gen) = t.insert(iv, vma);
-        if t.recording() {
+        if let Some(snap) = snap {
             t.trace_entry(slot);
+            t.trace_changed(snap);
         }
         sh.counters.set_len(t.len());
         Handle::new(map, s as u32, slot, gen)
@@ -198,9 +211,11 @@ impl<T: ShardTree> ShardSet<T> {
     ) -> Result<Handle, RmapError> {
         let sh = self.shard(parent)?;
         let mut t = sh.counters.write_in(&sh.lock, c);
+        let snap = t.recording().then(|| t.trace_snapshot());
         let (slot, gen) = t.insert_after(parent.slot(), parent.gen(), iv, vma)?;
-        if t.recording() {
+        if let Some(snap) = snap {
             t.trace_entry(slot);
+            t.trace_changed(snap);
         }
         sh.counters.set_len(t.len());
         Ok(Handle::new(parent.map(), parent.shard(), slot, gen))
@@ -218,11 +233,17 @@ impl<T: ShardTree> ShardSet<T> {
     pub(crate) fn remove(&self, c: u8, h: Handle) -> Result<(), RmapError> {
         let sh = self.shard(h)?;
         let mut t = sh.counters.write_in(&sh.lock, c);
-        if t.recording() {
+        let snap = if t.recording() {
             t.check(h.slot(), h.gen())?;
             t.trace_entry(h.slot());
-        }
+            Some(t.trace_snapshot())
+        } else {
+            None
+        };
         t.remove(h.slot(), h.gen())?;
+        if let Some(snap) = snap {
+            t.trace_changed(snap);
+        }
         sh.counters.set_len(t.len());
         Ok(())
     }
@@ -244,9 +265,11 @@ impl<T: ShardTree> ShardSet<T> {
         let rec = t.recording();
         t.reserve(items.len());
         for &(iv, vma) in items {
+            let snap = rec.then(|| t.trace_snapshot());
             let (slot, gen) = t.insert(iv, vma);
-            if rec {
+            if let Some(snap) = snap {
                 t.trace_entry(slot);
+                t.trace_changed(snap);
             }
             out.push(Handle::new(map, s as u32, slot, gen));
         }
@@ -274,10 +297,16 @@ impl<T: ShardTree> ShardSet<T> {
             }
             let rec = t.recording();
             for h in handles {
-                if rec {
+                let snap = if rec {
                     t.trace_entry(h.slot());
-                }
+                    Some(t.trace_snapshot())
+                } else {
+                    None
+                };
                 t.remove_checked(h.slot());
+                if let Some(snap) = snap {
+                    t.trace_changed(snap);
+                }
             }
             sh.counters.set_len(t.len());
             return Ok(());
@@ -289,10 +318,16 @@ impl<T: ShardTree> ShardSet<T> {
         }
         let rec = crate::trace::recording();
         for h in handles {
-            if rec {
+            let snap = if rec {
                 guards[pos(h)].trace_entry(h.slot());
-            }
+                Some(guards[pos(h)].trace_snapshot())
+            } else {
+                None
+            };
             guards[pos(h)].remove_checked(h.slot());
+            if let Some(snap) = snap {
+                guards[pos(h)].trace_changed(snap);
+            }
         }
         for (g, &s) in guards.iter().zip(&ids) {
             self.shards[s as usize].counters.set_len(g.len());
@@ -345,9 +380,11 @@ impl<T: ShardTree> ShardSet<T> {
         out.reserve(items.len());
         let rec = crate::trace::recording();
         for &(p, iv, vma) in items {
+            let snap = rec.then(|| guards[pos(&p)].trace_snapshot());
             let (slot, gen) = guards[pos(&p)].insert_after(p.slot(), p.gen(), iv, vma)?;
-            if rec {
+            if let Some(snap) = snap {
                 guards[pos(&p)].trace_entry(slot);
+                guards[pos(&p)].trace_changed(snap);
             }
             out.push(Handle::new(p.map(), p.shard(), slot, gen));
         }

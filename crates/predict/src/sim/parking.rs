@@ -1,0 +1,161 @@
+//! `parking_lot::RwLock` (0.12), the lab's own lock, as the simulator runs
+//! it: what `aspace bench` measures when it runs the model on many CPUs.
+//!
+//! * **Attempt.** A `cmpxchg` on the lock word takes a lock that no writer
+//!   holds (a writer also needs no reader), even when threads are parked:
+//!   newcomers barge. A failed attempt takes the line too.
+//! * **Spin** (`SpinWait`), only while no thread is parked: after failure
+//!   `k = 1, 2, 3` it spins `2^k` pauses ([`crate::Machine::pause`]), after
+//!   `k = 4..=10` it calls `sched_yield` ([`crate::Machine::yield_cost`]),
+//!   and tries again.
+//! * **Park.** After ten failures, or at once when a thread is already
+//!   parked: the parked bit is set on the lock word, the parking bucket's
+//!   lock taken (a line of its own), and the thread sleeps on a futex (its
+//!   entry costs a system call, taken as one `sched_yield`). If the lock is
+//!   free by then, the park is abandoned and the thread tries again.
+//! * **Unlock.** With nobody parked, a `cmpxchg` on the word. Otherwise the
+//!   unlocker takes the bucket's lock and unparks, in queue order, the
+//!   readers up to and including the first writer; it pays the wake-up
+//!   ([`crate::Machine::futex_wake`]), and each wakee runs `wake_ns` later.
+//!   Normally the lock is released and the wakee must win it again (a
+//!   loser parks again, at the back of the queue); but when the lock's fair
+//!   time has come (parking_lot's `FairTimeout`: a random 0-1 ms after the
+//!   last fair unlock) the lock is handed to the wakees and stays held
+//!   while they wake.
+
+use super::{CpuState, Kind, Sim, NONE};
+
+/// parking_lot's fair unlocks come a random time in `[0, 1 ms)` apart.
+pub(super) const FAIR_TIMEOUT_MAX_NS: f64 = 1e6;
+
+/// `SpinWait::spin` returns false after this many calls.
+const SPIN_LIMIT: u32 = 10;
+
+impl Sim<'_> {
+    fn parking_free_for(&self, li: usize, write: bool) -> bool {
+        let l = &self.locks[li];
+        l.handoff == NONE && l.writer == NONE && (!write || l.readers == 0)
+    }
+
+    /// `c` tries its parking_lot lock at `t`.
+    pub(super) fn parking_attempt(&mut self, c: u32, t: f64) {
+        let h = self.cur_hold(c);
+        let li = h.lock as usize;
+        let line = self.locks[li].line;
+        if self.cpus[c as usize].state == CpuState::Waking {
+            if self.cpus[c as usize].handed {
+                // A fair unlock handed the lock over while we slept.
+                self.cpus[c as usize].handed = false;
+                if self.locks[li].handoff == c {
+                    self.locks[li].handoff = NONE;
+                }
+                let at = self.access(c, line, false, t);
+                self.grant(c, at);
+                return;
+            }
+            self.cpus[c as usize].spins = 0;
+        }
+        let at = self.access(c, line, true, t);
+        if self.parking_free_for(li, h.write) {
+            if !h.write {
+                self.locks[li].readers += 1;
+            }
+            self.grant(c, at);
+            return;
+        }
+        self.note_contended(c, t);
+        let spins = self.cpus[c as usize].spins;
+        if self.locks[li].waitq.is_empty() && spins < SPIN_LIMIT {
+            if self.cpus[c as usize].state != CpuState::Spinning {
+                self.cpus[c as usize].state = CpuState::Spinning;
+                self.locks[li].pollers += 1;
+                self.locks[li].last_poller = c;
+            }
+            let k = spins + 1;
+            self.cpus[c as usize].spins = k;
+            let delay = if k <= 3 {
+                f64::from(1u32 << k) * self.pause_ns
+            } else {
+                self.yield_ns
+            };
+            self.push(at + delay, c, Kind::Attempt);
+            return;
+        }
+        // Park: the parked bit (on the word, taken above), the bucket, the
+        // futex system call.
+        let bucket = self.locks[li].bucket_line;
+        let parked_at = self.access(c, bucket, true, at) + self.yield_ns;
+        if self.parking_free_for(li, h.write) {
+            // validate() failed: the lock is free, try again.
+            self.cpus[c as usize].spins = 0;
+            if self.cpus[c as usize].state != CpuState::Spinning {
+                self.cpus[c as usize].state = CpuState::Spinning;
+                self.locks[li].pollers += 1;
+                self.locks[li].last_poller = c;
+            }
+            self.push(parked_at, c, Kind::Attempt);
+            return;
+        }
+        self.locks[li].waitq.push_back(c);
+        self.sleep(c, parked_at);
+    }
+
+    /// `c` releases parking_lot lock `li` at `t`; returns when `c` may go
+    /// on.
+    pub(super) fn parking_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
+        let line = self.locks[li].line;
+        {
+            let l = &mut self.locks[li];
+            if write {
+                l.writer = NONE;
+            } else {
+                l.readers -= 1;
+                if l.readers > 0 {
+                    return self.access(c, line, true, t);
+                }
+            }
+        }
+        if self.locks[li].waitq.is_empty() {
+            return self.access(c, line, true, t);
+        }
+        let bucket = self.locks[li].bucket_line;
+        let mut at = self.access(c, bucket, true, t);
+        // Unpark readers up to and including the first writer.
+        let mut woken = Vec::new();
+        let mut writer = NONE;
+        while let Some(&w) = self.locks[li].waitq.front() {
+            self.locks[li].waitq.pop_front();
+            woken.push(w);
+            if self.cur_hold(w).write {
+                writer = w;
+                break;
+            }
+        }
+        let fair = at >= self.locks[li].next_fair;
+        if fair {
+            let next = at + self.rand01() * FAIR_TIMEOUT_MAX_NS;
+            self.locks[li].next_fair = next;
+        }
+        at = self.access(c, line, true, at);
+        let wake = self.m.wake_ns;
+        for &w in &woken {
+            // A fair unlock hands the lock to the readers it woke, or to
+            // the writer when it woke no reader.
+            let handed = fair && (woken.len() == 1 || w != writer);
+            if handed {
+                if w == writer {
+                    self.locks[li].handoff = w;
+                    self.locks[li].writer = w;
+                } else {
+                    self.locks[li].readers += 1;
+                }
+            }
+            let cpu = &mut self.cpus[w as usize];
+            cpu.state = CpuState::Waking;
+            cpu.handed = handed;
+            cpu.gen = cpu.gen.wrapping_add(1);
+            self.push(at + wake, w, Kind::Attempt);
+        }
+        at + self.futex_wake_ns
+    }
+}

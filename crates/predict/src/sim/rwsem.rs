@@ -1,0 +1,220 @@
+//! Linux's `rw_semaphore` (`kernel/locking/rwsem.c`, 6.x), as the
+//! simulator runs it. Also the kernel's `mutex`, whose optimistic spinning
+//! and hand-off are the same for writers.
+//!
+//! The lock word (`count`, `owner`, the `osq` tail and `wait_lock` share
+//! one line in `struct rw_semaphore`) is [`super::LockSt::line`]: every
+//! attempt, `osq` join, release and wake-up writes it.
+//!
+//! * **Writer, lock free.** `rwsem_write_trylock` / the spinner's
+//!   `rwsem_try_write_lock_unqueued`: a `cmpxchg` takes it unless a
+//!   hand-off is pending for another waiter.
+//! * **Writer, writer owner.** `rwsem_optimistic_spin`: join the `osq`
+//!   (an MCS queue; the `xchg` of its tail is on the lock line). Only the
+//!   head polls the lock; when the owner releases, the head's `cmpxchg`
+//!   races any newcomer's fast path (the line decides: whoever's access
+//!   comes first), and on success `osq_unlock` makes the next spinner head
+//!   by one write to its MCS node (one transfer). With one copy per CPU
+//!   every owner is running, so spinners never give up on a writer owner.
+//! * **Writer, reader owner.** It spins at most `reader_spin_ns`
+//!   (`rwsem_rspin_threshold`), then leaves the `osq` for the wait queue
+//!   and sleeps.
+//! * **Readers** take the lock with an atomic add unless a writer owns it
+//!   or a hand-off is pending; otherwise they sleep on the wait queue
+//!   (reader optimistic spinning was removed from the kernel).
+//! * **Release.** The owner's atomic on the lock line (a transfer when a
+//!   spinner polled it). With waiters queued, `rwsem_wake`: the first
+//!   waiter is woken, a writer alone or every reader up to the next
+//!   writer (readers are granted the lock as they are woken); the releaser
+//!   pays [`crate::Machine::futex_wake`] (the kernel's `wake_up_q`), the
+//!   wakee runs `wake_ns` later.
+//! * **A woken writer** retries; the first waiter then spins on the owner
+//!   as an `osq` head would; a waiter that has slept `RWSEM_WAIT_TIMEOUT`
+//!   (4 ms) sets the hand-off bit, after which only it may take the lock.
+
+use super::{CpuState, Kind, Sim, NONE};
+
+/// `RWSEM_WAIT_TIMEOUT`: a waiter that has waited this long gets the
+/// lock handed to it.
+pub(super) const HANDOFF_TIMEOUT_NS: f64 = 4e6;
+
+impl Sim<'_> {
+    fn rwsem_free_for(&self, li: usize, c: u32, write: bool) -> bool {
+        let l = &self.locks[li];
+        let handoff_ok = l.handoff == NONE || l.handoff == c;
+        if write {
+            l.writer == NONE && l.readers == 0 && handoff_ok
+        } else {
+            l.writer == NONE && handoff_ok
+        }
+    }
+
+    /// `c` tries its rwsem at `t` (a first attempt, an `osq` head that saw
+    /// the release, or a woken waiter).
+    pub(super) fn rwsem_attempt(&mut self, c: u32, t: f64) {
+        let h = self.cur_hold(c);
+        let li = h.lock as usize;
+        let line = self.locks[li].line;
+        // The attempt's atomic takes the lock line, whether it succeeds.
+        let at = self.access(c, line, true, t);
+        if !h.write && self.cpus[c as usize].state == CpuState::Waking {
+            // A reader the releaser woke: its count was added then.
+            self.grant(c, at);
+            return;
+        }
+        if self.rwsem_free_for(li, c, h.write) {
+            let l = &mut self.locks[li];
+            if l.handoff == c {
+                l.handoff = NONE;
+            }
+            if l.first_spinner == c {
+                l.first_spinner = NONE;
+            }
+            l.waitq.retain(|&w| w != c);
+            if let Some(pos) = l.osq.iter().position(|&w| w == c) {
+                l.osq.remove(pos);
+                // osq_unlock: the next spinner becomes head when its MCS
+                // node is written.
+                if pos == 0 {
+                    if let Some(&n) = self.locks[li].osq.front() {
+                        let ready = at + self.transfer(c, n);
+                        self.cpus[n as usize].osq_ready = ready;
+                    }
+                }
+            }
+            if !h.write {
+                self.locks[li].readers += 1;
+            }
+            self.grant(c, at);
+            return;
+        }
+        self.note_contended(c, t);
+        let st = self.cpus[c as usize].state;
+        let l = &self.locks[li];
+        let reader_owned = l.writer == NONE && l.readers > 0;
+        if !h.write {
+            // Readers do not spin: they queue and sleep.
+            if !l.waitq.contains(&c) {
+                self.locks[li].waitq.push_back(c);
+            }
+            self.sleep(c, at);
+            return;
+        }
+        let in_waitq = l.waitq.contains(&c);
+        if in_waitq {
+            // A woken writer that lost: the first waiter spins on a
+            // running writer owner, and after RWSEM_WAIT_TIMEOUT asks for
+            // the hand-off; the others sleep again.
+            let first = l.waitq.front() == Some(&c);
+            let slept = self.cpus[c as usize].slept_at;
+            if first && slept >= 0.0 && t - slept >= HANDOFF_TIMEOUT_NS && l.handoff == NONE {
+                self.locks[li].handoff = c;
+            }
+            if first && !reader_owned {
+                self.locks[li].first_spinner = c;
+                self.cpus[c as usize].state = CpuState::Spinning;
+            } else {
+                self.sleep(c, at);
+            }
+            return;
+        }
+        if st != CpuState::Spinning {
+            // Join the osq (its tail is on the lock line: accessed above).
+            self.cpus[c as usize].state = CpuState::Spinning;
+            self.cpus[c as usize].osq_ready = at;
+            self.locks[li].osq.push_back(c);
+            let gen = self.cpus[c as usize].gen;
+            if reader_owned {
+                self.heap.push(super::Ev {
+                    t: t + self.m.reader_spin_ns,
+                    cpu: c,
+                    kind: Kind::SpinTimeout,
+                    gen,
+                });
+            }
+        }
+        // An osq member waits for the next release (no event of its own).
+    }
+
+    /// A writer spinning on a reader-owned rwsem gives up and sleeps.
+    pub(super) fn rwsem_spin_timeout(&mut self, c: u32, t: f64) {
+        let li = self.cur_hold(c).lock as usize;
+        let l = &self.locks[li];
+        if !(l.writer == NONE && l.readers > 0) {
+            return; // No longer reader-owned: keep spinning.
+        }
+        let line = l.line;
+        if let Some(pos) = self.locks[li].osq.iter().position(|&w| w == c) {
+            self.locks[li].osq.remove(pos);
+            if pos == 0 {
+                if let Some(&n) = self.locks[li].osq.front() {
+                    self.cpus[n as usize].osq_ready = t + self.transfer(c, n);
+                }
+            }
+        }
+        // rwsem_down_write_slowpath: wait_lock and the list, on the line.
+        let at = self.access(c, line, true, t);
+        self.locks[li].waitq.push_back(c);
+        self.sleep(c, at);
+    }
+
+    /// `c` releases rwsem `li` at `t`; returns when `c` may go on.
+    pub(super) fn rwsem_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
+        let line = self.locks[li].line;
+        let mut at = self.access(c, line, true, t);
+        {
+            let l = &mut self.locks[li];
+            if write {
+                l.writer = NONE;
+            } else {
+                l.readers -= 1;
+            }
+            if l.writer != NONE || l.readers > 0 {
+                return at;
+            }
+        }
+        // The osq head (and a woken first waiter spinning on the owner)
+        // see the release and race for the lock.
+        if let Some(&head) = self.locks[li].osq.front() {
+            let when = at.max(self.cpus[head as usize].osq_ready);
+            self.push(when, head, Kind::Attempt);
+        }
+        let fs = self.locks[li].first_spinner;
+        if fs != NONE && self.cpus[fs as usize].state == CpuState::Spinning {
+            self.push(at, fs, Kind::Attempt);
+        }
+        // rwsem_wake: with sleepers queued, wake the first writer, or the
+        // readers at the head of the queue (granted as they are woken).
+        let Some(&w) = self.locks[li].waitq.front() else {
+            return at;
+        };
+        if self.cpus[w as usize].state != CpuState::Sleeping {
+            return at;
+        }
+        let wake = self.m.wake_ns;
+        if self.cur_hold(w).write {
+            let cpu = &mut self.cpus[w as usize];
+            cpu.state = CpuState::Waking;
+            cpu.gen = cpu.gen.wrapping_add(1);
+            self.push(at + wake, w, Kind::Attempt);
+        } else {
+            let woken: Vec<u32> = self.locks[li]
+                .waitq
+                .iter()
+                .copied()
+                .take_while(|&r| !self.cur_hold(r).write)
+                .collect();
+            for r in woken {
+                self.locks[li].waitq.retain(|&x| x != r);
+                self.locks[li].readers += 1;
+                let cpu = &mut self.cpus[r as usize];
+                cpu.state = CpuState::Waking;
+                cpu.gen = cpu.gen.wrapping_add(1);
+                // Granted at wake-up (the waker added its reader count).
+                self.push(at + wake, r, Kind::Attempt);
+            }
+        }
+        at += self.futex_wake_ns;
+        at
+    }
+}
