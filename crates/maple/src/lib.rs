@@ -54,7 +54,7 @@
 //! | [`try_insert(a..=b, v)`](MapleTree::try_insert) (fails if occupied) | [`insert_range(a, b, v)`](MapleTree::insert_range) | `mtree_insert_range` |
 //! | [`remove(i)`](MapleTree::remove) (`&self`, returns the [`Entry`]); [`take(i)`](MapleTree::take) (`&mut`, returns the value) | [`erase(i)`](MapleTree::erase) | `mtree_erase` |
 //! | [`punch_hole(a..=b)`](MapleTree::punch_hole) | [`remove_range(a, b)`](MapleTree::remove_range) | store `NULL` over a range |
-//! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range) / [`overlapping`](MapleTree::overlapping), `for (r, v) in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
+//! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range) / [`overlapping`](MapleTree::overlapping), [`keys()`](MapleTree::keys), [`values()`](MapleTree::values), `for (r, v) in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
 //! | [`first_key_value()`](MapleTree::first_key_value), [`last_key_value()`](MapleTree::last_key_value), [`first()`](MapleTree::first), [`last()`](MapleTree::last) | [`find(0)`](MapleTree::find), [`prev(u64::MAX)`](MapleTree::prev) | `mt_find`, `mt_prev` |
 //! | [`pop_first()`](MapleTree::pop_first), [`pop_last()`](MapleTree::pop_last) (`&self`) | `find` + `erase` under one lock | |
 //! | [`gaps(range)`](MapleTree::gaps) | repeated [`empty_area(lo, hi, 1)`](MapleTree::empty_area) | `mas_empty_area` |
