@@ -218,6 +218,34 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
         }
     }
 
+    /// The ranges of every entry, in increasing order (also from the
+    /// back): [`iter`](Self::iter) without the values, as
+    /// [`BTreeMap::keys`] is.
+    ///
+    /// ```
+    /// let tree: maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
+    /// assert_eq!(tree.keys().collect::<Vec<_>>(), [0..=9, 20..=29]);
+    /// assert_eq!(tree.values().map(|v| *v).sum::<u8>(), 3);
+    /// ```
+    ///
+    /// [`BTreeMap::keys`]: std::collections::BTreeMap::keys
+    pub fn keys(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = RangeInclusive<u64>> + FusedIterator + '_ {
+        self.iter().map(|(r, _)| r)
+    }
+
+    /// The values of every entry in increasing order of their ranges
+    /// (also from the back), each a [`Ref`](crate::Ref):
+    /// [`iter`](Self::iter) without the ranges, as [`BTreeMap::values`] is.
+    ///
+    /// [`BTreeMap::values`]: std::collections::BTreeMap::values
+    pub fn values(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = crate::Ref<'_, T, S>> + FusedIterator + '_ {
+        self.iter().map(|(_, v)| v)
+    }
+
     /// The entries that intersect `range`: [`range`](Self::range) under
     /// rangemap's name.
     ///

@@ -168,6 +168,12 @@ impl<T: fmt::Debug> fmt::Debug for ValueRef<'_, T> {
     }
 }
 
+impl<T: fmt::Display> fmt::Display for ValueRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 impl<T: PartialEq> PartialEq for ValueRef<'_, T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other

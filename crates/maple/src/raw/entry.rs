@@ -187,6 +187,16 @@ where
     }
 }
 
+impl<'a, T: 'a, S: Repr<T>> fmt::Display for Ref<'a, T, S>
+where
+    S::Ref<'a>: fmt::Display,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }.fmt(f)
+    }
+}
+
 impl<'a, T: 'a, S: Repr<T>> PartialEq for Ref<'a, T, S>
 where
     S::Ref<'a>: PartialEq,

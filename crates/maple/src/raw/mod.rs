@@ -14,11 +14,11 @@
 //!   the version cannot change while it is borrowed). Reads on a `Root`
 //!   ([`Root::lookup`], [`Root::find`], [`Root::gap`], [`Iter`]) are safe
 //!   functions;
-//! - a [`Word`] is a non-null value word alive for the same lifetime, which
-//!   [`Word::get`] turns into the representation's reference;
-//! - an [`Entry`], a [`Removed`] and the entries of an iteration own the
-//!   guard that keeps their values alive, and are built here, where the
-//!   guard is pinned before the value is read or retired;
+//! - a [`Word`] is a non-null value word alive for the same lifetime;
+//! - a [`Ref`] (an [`Entry`]'s value, every iterator's item) owns the guard
+//!   (or a share of one) that keeps its value alive, or borrows what does
+//!   (a [`Reader`](crate::Reader), a [`Removed`], a cursor), and is built
+//!   here, where the guard is pinned before the value is read or retired;
 //! - writes go through a [`Writer`] (the lock held) or an [`Exclusive`]
 //!   (`&mut`), which pair the writer state with its tree; they take the
 //!   stored value as an [`Owned`] word made from a value;
