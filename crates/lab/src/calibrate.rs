@@ -16,13 +16,13 @@
 //! loaded host (or a VM whose vCPUs are descheduled) they are still noisy;
 //! the file says how each figure was taken.
 
-use predict::{Latency, Machine};
+use predict::{Latency, Machine, SpeedPoint};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The hidden subcommand's name: `aspace __execl N` re-execs itself N times.
@@ -153,6 +153,28 @@ fn fork_only_ns(iterations: u64, batches: usize) -> Result<f64, String> {
     Ok(median(v))
 }
 
+/// The calling thread's CPU affinity, to be put back after measurements
+/// that pin it ([`restore_affinity`]).
+fn affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
+    // sizeof(cpu_set_t) bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }
+}
+
+/// Puts back an affinity [`affinity`] read.
+fn restore_affinity(set: &Option<libc::cpu_set_t>) {
+    if let Some(set) = set {
+        // SAFETY: reads sizeof(cpu_set_t) bytes from a valid set.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
+        }
+    }
+}
+
 fn pin(cpu: usize) -> bool {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // sched_setaffinity reads sizeof(cpu_set_t) bytes from a valid pointer.
@@ -231,56 +253,31 @@ fn atomic_rmw_ns(ops: u64, batches: usize) -> f64 {
     minimum(v)
 }
 
-/// A sleeping thread's wake-up: half of a mutex + condvar round trip, ns.
-fn wake_ns(rounds: u64, batches: usize) -> f64 {
-    let mut v = Vec::new();
-    for _ in 0..batches {
-        let pair = Arc::new((Mutex::new(0u64), Condvar::new()));
-        let p2 = pair.clone();
-        let t = std::thread::spawn(move || {
-            let (m, c) = &*p2;
-            let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-            for i in 0..rounds {
-                while *g != 2 * i + 1 {
-                    g = c.wait(g).unwrap_or_else(|e| e.into_inner());
-                }
-                *g += 1;
-                c.notify_one();
-            }
-        });
-        let (m, c) = &*pair;
-        let start = Instant::now();
-        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-        for i in 0..rounds {
-            *g = 2 * i + 1;
-            c.notify_one();
-            while *g != 2 * i + 2 {
-                g = c.wait(g).unwrap_or_else(|e| e.into_inner());
-            }
-        }
-        drop(g);
-        let el = start.elapsed().as_nanos() as f64;
-        let _ = t.join();
-        v.push(el / rounds as f64 / 2.0);
-    }
-    minimum(v)
-}
-
 /// The clock the calling core runs at, GHz, measured: a chain of dependent
 /// register adds retires one add per cycle on every x86-64 core, so the
-/// chain's length over its time is the clock. The best of 5 runs of about
-/// 50 ms (a run that was descheduled or shared its core only reads slower).
+/// chain's length over its time is the clock.
+///
+/// Many short runs (about 0.25 ms each at scale 1), the fastest kept: a run
+/// that was preempted, or whose core's other hardware thread was busy with
+/// another tenant's work, only reads slower, and on a loaded host a short
+/// run is far more likely than a long one to fall in a quiet moment (one
+/// 50 ms run read 1.73 GHz busy and 3.0 quiet on the same VM; see
+/// `docs/results/predict/README.md` for this method's spread). Returns the
+/// clock and the spread between the fastest run and the tenth fastest, a
+/// measure of how steady the core was.
+///
 /// Under a hypervisor, `/proc/cpuinfo`'s `cpu MHz` is the nominal clock the
 /// hypervisor reports (2596 on the development VM, whose cores run at
 /// 4.06-4.14 GHz by this measure), and the host's speed is what scales the
 /// real exec cost to a target machine's clock.
 #[cfg(target_arch = "x86_64")]
-fn measured_ghz(scale: f64) -> Option<f64> {
+fn measured_ghz(scale: f64) -> Option<(f64, f64)> {
     /// Dependent adds per loop trip (the loop's own counter runs beside).
     const CHAIN: u64 = 16;
-    let trips = ((10_000_000.0 * scale) as u64).max(1_000);
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
+    let runs = ((400.0 * scale.sqrt()) as usize).clamp(20, 2000);
+    let trips: u64 = 50_000;
+    let mut ghz: Vec<f64> = Vec::with_capacity(runs);
+    for _ in 0..runs {
         let mut x: u64 = 1;
         let start = Instant::now();
         for _ in 0..trips {
@@ -299,15 +296,314 @@ fn measured_ghz(scale: f64) -> Option<f64> {
         }
         let ns = start.elapsed().as_nanos() as f64;
         std::hint::black_box(x);
-        best = best.min(ns);
+        if ns > 0.0 {
+            ghz.push((trips * CHAIN) as f64 / ns);
+        }
     }
-    let ghz = (trips * CHAIN) as f64 / best;
-    (ghz.is_finite() && ghz > 0.1).then_some(ghz)
+    ghz.sort_by(|a, b| b.total_cmp(a));
+    let best = *ghz.first()?;
+    let tenth = ghz[(ghz.len() / 10).min(ghz.len() - 1)];
+    (best.is_finite() && best > 0.1).then_some((best, (best - tenth) / best))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn measured_ghz(_scale: f64) -> Option<f64> {
+fn measured_ghz(_scale: f64) -> Option<(f64, f64)> {
     None
+}
+
+/// ns per `pause` (`spin_loop`): the fastest of several batches.
+fn pause_ns(scale: f64) -> f64 {
+    let n = ((200_000.0 * scale) as u64).max(1_000);
+    let mut v = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::spin_loop();
+        }
+        v.push(t.elapsed().as_nanos() as f64 / n as f64);
+    }
+    minimum(v)
+}
+
+/// ns per `sched_yield` with nothing else to run here: the median of
+/// several batches (a batch during which another task ran reads slower).
+fn yield_ns(scale: f64) -> f64 {
+    let n = ((20_000.0 * scale) as u64).max(200);
+    let mut v = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::thread::yield_now();
+        }
+        v.push(t.elapsed().as_nanos() as f64 / n as f64);
+    }
+    median(v)
+}
+
+/// A parked thread's wake-up as a lock waiter sees it, on CPUs 0 and 1:
+/// the waiter parks (a futex sleep) and stays asleep about 100 us (a lock
+/// waiter behind a queue of holders), then the other thread unparks it.
+/// Returns the medians of (the waker's cost of the unpark call, the time
+/// from the unpark call to the waiter running again), ns; None with one
+/// CPU.
+fn park_wake_ns(cpus: usize, rounds: usize) -> Option<(f64, f64)> {
+    if cpus < 2 {
+        return None;
+    }
+    let base = Instant::now();
+    // The round the waiter is parked for, the round the waker released,
+    // and the waiter's wake-up time (ns since `base`, 0: not yet).
+    let asleep = Arc::new(AtomicU64::new(0));
+    let woke = Arc::new(AtomicU64::new(0));
+    let woke_at = Arc::new(AtomicU64::new(0));
+    let (a2, w2, t2) = (asleep.clone(), woke.clone(), woke_at.clone());
+    let waiter = std::thread::spawn(move || {
+        pin(1);
+        for i in 1..=rounds as u64 {
+            // Release: publishes that round `i` is about to park.
+            a2.store(i, Ordering::Release);
+            loop {
+                std::thread::park();
+                // Acquire: pairs with the waker's Release store of `i`.
+                if w2.load(Ordering::Acquire) == i {
+                    break;
+                }
+            }
+            // Release: the waker reads this round's wake-up time.
+            t2.store(base.elapsed().as_nanos() as u64 | 1, Ordering::Release);
+            // Acquire: wait until the waker has read it.
+            while t2.load(Ordering::Acquire) != 0 {
+                std::hint::spin_loop();
+            }
+        }
+    });
+    pin(0);
+    let mut cost = Vec::with_capacity(rounds);
+    let mut latency = Vec::with_capacity(rounds);
+    for i in 1..=rounds as u64 {
+        // Acquire: pairs with the waiter's Release store of `i`.
+        while asleep.load(Ordering::Acquire) != i {
+            std::hint::spin_loop();
+        }
+        let until = Instant::now() + std::time::Duration::from_micros(100);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        // Release: the round number the waiter checks after waking.
+        woke.store(i, Ordering::Release);
+        let t0 = base.elapsed().as_nanos() as u64;
+        waiter.thread().unpark();
+        let t1 = base.elapsed().as_nanos() as u64;
+        let t2 = loop {
+            // Acquire: pairs with the waiter's Release of its wake time.
+            let v = woke_at.load(Ordering::Acquire);
+            if v != 0 {
+                break v;
+            }
+            std::hint::spin_loop();
+        };
+        // Release: lets the waiter go on to the next round.
+        woke_at.store(0, Ordering::Release);
+        cost.push(t1.saturating_sub(t0) as f64);
+        latency.push(t2.saturating_sub(t0) as f64);
+    }
+    waiter.join().ok()?;
+    Some((median(cost), median(latency)))
+}
+
+/// Transfer latency over the host's CPU pairs: half a ping-pong round trip
+/// between CPU 0 and each other CPU (at most 32 of them), each pair's
+/// fastest batch. Returns the mean, the lowest and the highest, or None
+/// with one CPU.
+fn pair_latency_ns(cpus: usize, batches: usize) -> Option<(f64, f64, f64)> {
+    let others: Vec<usize> = (1..cpus).take(32).collect();
+    let v: Vec<f64> = others
+        .iter()
+        .filter_map(|&b| ping_pong_ns(0, b, 2_000, batches))
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    Some((mean, lo, hi))
+}
+
+/// Per-CPU speed of private work with `k` CPUs busy, relative to one, for
+/// `k` = 1, 2, 4, ... up to every CPU: `k` processes (forked, so that
+/// nothing is shared, not even the allocator or the maple tree's epoch),
+/// each running the model's exec loop of `binary` on a file registry of its
+/// own (no reverse map: `exclude`), all started together; the mean of
+/// their exec rates over the single process's. What it sees: SMT siblings
+/// (also those a hypervisor hides), the power and thermal budget, memory
+/// bandwidth; what it cannot: anything two CPUs share, which the predictor
+/// models line by line.
+fn speed_by_cpus(binary: &Path, cpus: usize, scale: f64) -> Result<Vec<SpeedPoint>, String> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
+        .take_while(|&n| n < cpus)
+        .collect();
+    counts.push(cpus);
+    counts.dedup();
+    let run_ms = (300.0 * scale).clamp(20.0, 2_000.0);
+    let mut rate_at = Vec::new();
+    for &k in &counts {
+        // The best of three rounds: a round disturbed by other work reads
+        // slower.
+        let mut best = 0.0f64;
+        for _ in 0..3 {
+            best = best.max(private_exec_rate(binary, k, run_ms)?);
+        }
+        rate_at.push((k, best));
+    }
+    let one = rate_at[0].1;
+    if one <= 0.0 {
+        return Err("the private exec loop ran no iteration".into());
+    }
+    Ok(rate_at
+        .into_iter()
+        .filter(|&(k, _)| k > 1)
+        .map(|(k, r)| SpeedPoint {
+            cpus: k as u32,
+            speed: (r / one).clamp(0.01, 2.0),
+        })
+        .collect())
+}
+
+/// Mean execs per second of `k` forked processes, each running the model's
+/// exec loop on its own registry for `run_ms` after a common start.
+fn private_exec_rate(binary: &Path, k: usize, run_ms: f64) -> Result<f64, String> {
+    use mm::{CallPattern, Files, Mm};
+    // Resolve the program once here, so that each child only execs.
+    let files = Files::new(
+        rmap::Design::Exclude,
+        rmap::Topology::Os,
+        CallPattern::PerVma,
+    );
+    files
+        .program(binary)
+        .map_err(|e| format!("cannot exec {}: {e}", binary.display()))?;
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err("pipe failed".into());
+    }
+    let start_at = Instant::now() + std::time::Duration::from_millis(50);
+    let mut pids = Vec::new();
+    for cpu in 0..k {
+        // SAFETY: the child runs only this function's loop and then
+        // _exit(2)s (no unwinding into the parent's frames, no atexit);
+        // this process has no other thread at this point of calibrate.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err("fork failed".into());
+        }
+        if pid == 0 {
+            pin(cpu);
+            let files = Files::new(
+                rmap::Design::Exclude,
+                rmap::Topology::Os,
+                CallPattern::PerVma,
+            );
+            let n = files.program(binary).map_or(0u64, |prog| {
+                let mm = Mm::new(files.clone());
+                for _ in 0..20 {
+                    mm.exec_program(&prog);
+                }
+                while Instant::now() < start_at {
+                    std::hint::spin_loop();
+                }
+                let until = start_at + std::time::Duration::from_secs_f64(run_ms / 1e3);
+                let mut n = 0u64;
+                while Instant::now() < until {
+                    mm.exec_program(&prog);
+                    n += 1;
+                }
+                n
+            });
+            let bytes = n.to_le_bytes();
+            // SAFETY: writes 8 bytes from a live buffer to the pipe, then
+            // leaves the process without running any destructor.
+            unsafe {
+                libc::write(fds[1], bytes.as_ptr().cast(), 8);
+                libc::_exit(0);
+            }
+        }
+        pids.push(pid);
+    }
+    // SAFETY: the parent's copy of the write end is not used again.
+    unsafe { libc::close(fds[1]) };
+    let mut total = 0u64;
+    for _ in 0..k {
+        let mut b = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a live 8-byte buffer.
+        let r = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 8) };
+        if r == 8 {
+            total += u64::from_le_bytes(b);
+        }
+    }
+    for pid in pids {
+        let mut status = 0;
+        // SAFETY: waits for a child of this process with a valid pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+    }
+    // SAFETY: closes the read end, which nothing else uses.
+    unsafe { libc::close(fds[0]) };
+    Ok(total as f64 / k as f64 / (run_ms / 1e3))
+}
+
+/// The share of this host's CPU time that other work took over `window`
+/// (0..1), from `/proc/stat`: every CPU's time that was not idle (time a
+/// hypervisor stole counts as taken). This process sleeps meanwhile, so
+/// what it measures is everybody else. None where `/proc/stat` cannot be
+/// read.
+pub fn busy_share(window: std::time::Duration) -> Option<f64> {
+    fn sample() -> Option<(u64, u64)> {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = text.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if v.len() < 5 {
+            return None;
+        }
+        // user nice system idle iowait irq softirq steal (guest is in user)
+        let total: u64 = v.iter().take(8).sum();
+        let idle = v[3] + v[4];
+        Some((total, idle))
+    }
+    let (t0, i0) = sample()?;
+    std::thread::sleep(window);
+    let (t1, i1) = sample()?;
+    let dt = t1.saturating_sub(t0);
+    if dt == 0 {
+        return None;
+    }
+    Some(1.0 - (i1.saturating_sub(i0)) as f64 / dt as f64)
+}
+
+/// Above this share of CPU time taken by other work, the host is busy: a
+/// measurement then times the scheduler, not the hardware.
+pub const BUSY_SHARE: f64 = 0.15;
+
+/// Waits for the host to be quiet: up to `tries` checks of
+/// [`busy_share`] over 0.5 s, 2 s apart. Returns the last share seen and
+/// whether it was below [`BUSY_SHARE`].
+pub fn wait_for_quiet(tries: usize) -> (Option<f64>, bool) {
+    let mut last = None;
+    for i in 0..tries.max(1) {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        last = busy_share(std::time::Duration::from_millis(500));
+        match last {
+            Some(b) if b > BUSY_SHARE => continue,
+            _ => return (last, true),
+        }
+    }
+    (last, false)
 }
 
 fn cpu_mhz() -> Option<f64> {
@@ -333,14 +629,23 @@ pub struct CalibrateConfig {
     pub scale: f64,
     /// The lab binary, which re-execs itself through [`execl_hook`].
     pub self_exe: std::path::PathBuf,
+    /// Also measure [`Machine::speed_by_cpus`] (a few seconds: every CPU
+    /// busy with private work).
+    pub speed: bool,
 }
 
-/// Measures the host; the description is named `host`.
+/// Measures the host; the description is named `host`. The share of CPU
+/// time other work took during the measurements is in
+/// `sources["busy"]` (see [`busy_share`]).
 pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     let n = |x: f64| ((x * cfg.scale).ceil() as u64).max(2);
     let cpus = crate::machine::nproc() as u32;
     let desc = crate::machine::describe();
     let nodes = (desc.nodes as u32).clamp(1, cpus);
+    let busy_before = busy_share(std::time::Duration::from_millis(200));
+    // The latency and wake-up measurements pin this thread; each is
+    // followed by putting its affinity back.
+    let all_cpus = affinity();
     let self_execl = execl_ns(&cfg.self_exe, n(2000.0), 5)?;
     let fork_exec = fork_exec_ns(&cfg.binary, n(500.0), 5)?;
     let fork_only = fork_only_ns(n(500.0), 5)?;
@@ -348,12 +653,23 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     // Many short batches, the fastest kept: on a loaded host (or a VM whose
     // vCPUs are descheduled) only a batch during which both threads ran
     // throughout measures the hardware rather than the scheduler.
-    let pp = ping_pong_ns(0, 1.min(cpus as usize - 1), 2_000, n(200.0) as usize);
+    let pairs = pair_latency_ns(cpus as usize, n(50.0) as usize);
+    restore_affinity(&all_cpus);
     let rmw = atomic_rmw_ns(n(5_000_000.0), 5);
-    let wake = wake_ns(200, n(100.0) as usize);
+    let wake = park_wake_ns(cpus as usize, n(200.0) as usize);
+    restore_affinity(&all_cpus);
+    let pause = pause_ns(cfg.scale);
+    let yield_cost = yield_ns(cfg.scale);
+    let speed = if cfg.speed {
+        speed_by_cpus(&cfg.binary, cpus as usize, cfg.scale)?
+    } else {
+        Vec::new()
+    };
+    restore_affinity(&all_cpus);
     let clock = measured_ghz(cfg.scale);
-    let ghz = clock.or_else(|| cpu_mhz().map(|m| m / 1000.0));
-    let line = pp.unwrap_or(0.0);
+    let ghz = clock.map(|c| c.0).or_else(|| cpu_mhz().map(|m| m / 1000.0));
+    let busy_after = busy_share(std::time::Duration::from_millis(200));
+    let line = pairs.map_or(0.0, |p| p.0);
     let mut sources = BTreeMap::new();
     let measured = |s: &str| format!("measured by aspace calibrate on {}: {s}", desc.cpu_model);
     sources.insert(
@@ -367,7 +683,8 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     );
     sources.insert(
         "smt".into(),
-        "taken as 1: the host's CPUs are taken as cores".into(),
+        "taken as 1: the host's CPUs are taken as cores (what SMT costs is in speed_by_cpus)"
+            .into(),
     );
     sources.insert(
         "cores_per_llc".into(),
@@ -376,9 +693,10 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     sources.insert(
         "core_ghz".into(),
         match (clock, ghz) {
-            (Some(_), _) => measured(
-                "the running clock of one core: a chain of dependent register adds (one a cycle), best of 5 runs",
-            ),
+            (Some((_, spread)), _) => measured(&format!(
+                "the running clock of one core: a chain of dependent register adds (one a cycle), the fastest of many 0.25 ms runs (the tenth fastest {:.1}% slower)",
+                100.0 * spread
+            )),
             (None, Some(_)) => measured("mean 'cpu MHz' of /proc/cpuinfo"),
             (None, None) => "no clock measured and no 'cpu MHz' in /proc/cpuinfo: 2.5 assumed".into(),
         },
@@ -386,10 +704,10 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     sources.insert("smt_yield".into(), "no SMT: 1.0".into());
     sources.insert(
         "latency_ns".into(),
-        match pp {
-            Some(_) => measured(
-                "half the round trip of an atomic ping-pong between CPUs 0 and 1 (fastest of many 2000-round batches), for every distance",
-            ),
+        match pairs {
+            Some((mean, lo, hi)) => measured(&format!(
+                "half the round trip of an atomic ping-pong between CPU 0 and each other CPU (up to 32; each pair's fastest of many 2000-round batches): mean {mean:.1} ns (pairs {lo:.1}-{hi:.1}), taken for every distance"
+            )),
             None => "one CPU: no transfer measured (0)".into(),
         },
     );
@@ -399,8 +717,37 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     );
     sources.insert(
         "wake_ns".into(),
-        measured("half a mutex+condvar round trip between two threads (fastest of many 200-round batches)"),
+        match wake {
+            Some(_) => measured("a thread parked on a futex for about 100 us (as a lock waiter) is unparked from another CPU: median time from the unpark call to the waiter running"),
+            None => "one CPU: not measured; 20 us taken".into(),
+        },
     );
+    sources.insert(
+        "futex_wake_ns".into(),
+        match wake {
+            Some(_) => {
+                measured("the same wake-ups: median time the waker spends in the unpark call")
+            }
+            None => "one CPU: not measured".into(),
+        },
+    );
+    sources.insert(
+        "pause_ns".into(),
+        measured("a loop of spin_loop hints (pause), fastest of 5"),
+    );
+    sources.insert(
+        "yield_ns".into(),
+        measured("a loop of sched_yield with nothing else to run here, median of 7 batches"),
+    );
+    if cfg.speed {
+        sources.insert(
+            "speed_by_cpus".into(),
+            measured(&format!(
+                "k forked processes (k = 1, 2, 4, ..., {cpus}), each running the model's exec loop of {} on a registry of its own (no reverse map, nothing shared), started together: their mean exec rate over one process's, the best of 3 rounds",
+                cfg.binary.display()
+            )),
+        );
+    }
     sources.insert(
         "reader_spin_ns".into(),
         "Linux rwsem writer spin bound on a reader-owned lock (up to 25 us); 20 us taken".into(),
@@ -424,6 +771,22 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
             cfg.binary.display()
         )),
     );
+    let busy = match (busy_before, busy_after) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    sources.insert(
+        "busy".into(),
+        match busy {
+            Some(b) => format!(
+                "other work took {:.0}% of this host's CPU time around the calibration ({} when above {:.0}%)",
+                100.0 * b,
+                if b > BUSY_SHARE { "BUSY: the figures time the scheduler as much as the hardware" } else { "quiet" },
+                100.0 * BUSY_SHARE
+            ),
+            None => "not known (/proc/stat unreadable)".into(),
+        },
+    );
     let m = Machine {
         name: "host".into(),
         description: format!(
@@ -445,15 +808,16 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
             other_socket: line,
         },
         atomic_rmw_ns: rmw,
-        wake_ns: wake,
+        wake_ns: wake.map_or(20_000.0, |w| w.1.max(1.0)),
         reader_spin_ns: 20_000.0,
         exec_ns: Some(exec),
         fork_exec_ns: Some(fork_exec),
         self_execl_ns: Some(self_execl),
-        pause_ns: None,
-        yield_ns: None,
-        futex_wake_ns: None,
-        speed_by_cpus: Vec::new(),
+        pause_ns: Some(pause.max(0.01)),
+        yield_ns: Some(yield_cost.max(1.0)),
+        futex_wake_ns: wake.map(|w| w.0.max(1.0)),
+        speed_by_cpus: speed,
+        busy_share: busy,
         sources,
     };
     m.validate().map_err(|e| e.to_string())?;
@@ -462,14 +826,22 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
 
 /// The calibration as a short text.
 pub fn text(m: &Machine) -> String {
+    let speed: Vec<String> = m
+        .speed_by_cpus
+        .iter()
+        .map(|p| format!("{} CPUs {:.2}", p.cpus, p.speed))
+        .collect();
     format!(
         "host: {} CPUs, {} node(s), {:.2} GHz\n\
          execl of the lab binary (one copy, re-exec loop): {:.0} us CPU/exec = {:.0} execs/s per core\n\
          execl iteration of the chosen binary (fork+exec+wait - fork): {:.0} us CPU\n\
          fork + exec + wait of the chosen binary: {:.0} us CPU/iteration\n\
-         cache-line transfer (ping-pong): {:.0} ns\n\
-         uncontended atomic RMW:          {:.1} ns\n\
-         wake-up of a sleeping thread:    {:.0} ns\n",
+         cache-line transfer (ping-pong):  {:.0} ns\n\
+         uncontended atomic RMW:           {:.1} ns\n\
+         pause / sched_yield:              {:.1} / {:.0} ns\n\
+         wake-up of a parked thread:       {:.0} ns (the waker's unpark: {:.0} ns)\n\
+         per-CPU speed with k CPUs busy:   {}\n\
+         other work during calibration:    {}\n",
         m.cpus(),
         m.nodes,
         m.core_ghz,
@@ -479,7 +851,17 @@ pub fn text(m: &Machine) -> String {
         m.fork_exec_ns.unwrap_or(0.0) / 1e3,
         m.latency_ns.same_llc,
         m.atomic_rmw_ns,
+        m.pause().ns,
+        m.yield_cost().ns,
         m.wake_ns,
+        m.futex_wake().ns,
+        if speed.is_empty() {
+            "not measured".to_owned()
+        } else {
+            speed.join(", ")
+        },
+        m.busy_share
+            .map_or("not known".to_owned(), |b| format!("{:.0}% of the CPU time", 100.0 * b)),
     )
 }
 
@@ -495,6 +877,13 @@ pub struct CalibrateArgs {
     /// Scale of every measuring loop (1 = default sizes).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// Calibrate even when other work keeps the host busy (the file then
+    /// says how busy it was); without it a busy host is refused.
+    #[arg(long)]
+    pub busy_ok: bool,
+    /// Leave out the per-CPU speed with every CPU busy (a few seconds).
+    #[arg(long)]
+    pub no_speed: bool,
 }
 
 /// This binary's path.
@@ -510,11 +899,32 @@ pub fn run(a: CalibrateArgs) -> Result<(), String> {
     if !a.binary.is_file() {
         return Err(format!("--binary: {} is not a file", a.binary.display()));
     }
+    let refuse = |share: f64| {
+        format!(
+            "the host is busy: other work took {:.0}% of its CPU time (above {:.0}%), so a calibration would time the scheduler rather than the hardware and differ from one run to the next; stop the other work and run it again, or pass --busy-ok to record it anyway (the file then says how busy the host was)",
+            100.0 * share,
+            100.0 * BUSY_SHARE
+        )
+    };
+    let (share, quiet) = wait_for_quiet(if a.busy_ok { 1 } else { 3 });
+    if !quiet && !a.busy_ok {
+        return Err(refuse(share.unwrap_or(1.0)));
+    }
     let m = calibrate(&CalibrateConfig {
         binary: a.binary.clone(),
         scale: a.scale,
         self_exe: own_exe()?,
+        speed: !a.no_speed,
     })?;
+    if let Some(b) = m.busy_share.filter(|&b| b > BUSY_SHARE) {
+        if !a.busy_ok {
+            return Err(refuse(b));
+        }
+        eprintln!(
+            "aspace calibrate: WARNING: the host was busy ({:.0}% of its CPU time taken by other work); recorded as such",
+            100.0 * b
+        );
+    }
     print!("{}", text(&m));
     if let Some(dir) = a.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -551,6 +961,7 @@ mod tests {
             binary: "/bin/true".into(),
             scale: 0.01,
             self_exe: lab,
+            speed: true,
         })
         .unwrap();
         m.validate().unwrap();
@@ -568,7 +979,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_clock_is_measured() {
-        let ghz = measured_ghz(0.1).expect("x86-64 measures its clock");
+        let (ghz, _) = measured_ghz(0.1).expect("x86-64 measures its clock");
         assert!((0.3..8.0).contains(&ghz), "{ghz} GHz");
     }
 }

@@ -15,6 +15,7 @@ mod report;
 mod results;
 mod soak;
 mod spread;
+mod survey;
 mod usl;
 mod workload;
 
@@ -78,6 +79,11 @@ enum Cmd {
     /// the model with each design; report placement, lock holds and the final layout.
     #[command(allow_negative_numbers = true)]
     Replay(ReplayArgs),
+    /// Survey this machine in one command, within a time budget: the real kernel's
+    /// execl at 1..N copies (dynamic and static), the bench at 1..N threads, calibrate,
+    /// predict, maple's criterion groups; one folder, one summary table.
+    #[command(allow_negative_numbers = true)]
+    Survey(survey::SurveyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -758,6 +764,7 @@ fn main() -> ExitCode {
         Cmd::Report { file, out } => report_cmd(&file, out),
         Cmd::Calibrate(a) => calibrate_checked(a).and_then(calibrate::run),
         Cmd::Predict(a) => predict_checked(&a).and_then(|()| predict::run(a)),
+        Cmd::Survey(a) => survey::run(a),
         Cmd::Replay(a) => match replay_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

@@ -184,14 +184,15 @@ pub fn nice_ticks(max: f64) -> Vec<f64> {
     v
 }
 
-/// The labelled ticks of a log-2 axis over `[lo, hi]`: the powers of two,
-/// then the other values in `data` (e.g. 3, 12, 224), each kept only where it
+/// The labelled ticks of a log-2 axis over `[lo, hi]`: `hi` itself (the
+/// largest count, often the point of the plot: 384), the powers of two, then
+/// the other values in `data` (e.g. 3, 12, 224), each kept only where it
 /// leaves `min_px` to its neighbours at `px_per_doubling`.
 pub fn log2_ticks(lo: f64, hi: f64, data: &[f64], px_per_doubling: f64, min_px: f64) -> Vec<f64> {
-    let mut cands: Vec<f64> = Vec::new();
+    let mut cands: Vec<f64> = vec![hi];
     let mut p = 1.0;
     while p <= hi * (1.0 + 1e-9) {
-        if p >= lo * (1.0 - 1e-9) {
+        if p >= lo * (1.0 - 1e-9) && (p - hi).abs() > 1e-9 {
             cands.push(p);
         }
         p *= 2.0;
@@ -857,10 +858,11 @@ mod tests {
 
     #[test]
     fn log2_axis_labels_powers_of_two_and_spaced_data() {
-        // 1..384 at 40 px a doubling: every power of two, and 384 (too close
-        // to 256? 0.58 doublings = 23 px: dropped at 24 px).
+        // 1..384 at 40 px a doubling: 384 first, then every power of two
+        // but 256 (0.58 doublings = 23 px from 384: closer than 24 px), and
+        // 112 is too close to 128.
         let t = log2_ticks(1.0, 384.0, &[1.0, 2.0, 4.0, 112.0, 384.0], 40.0, 24.0);
-        assert_eq!(t, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]);
+        assert_eq!(t, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 384.0]);
         // A bench's 1, 2, 3, 4 at 100 px a doubling: 3 fits between 2 and 4.
         let t = log2_ticks(1.0, 4.0, &[1.0, 2.0, 3.0, 4.0], 100.0, 24.0);
         assert_eq!(t, [1.0, 2.0, 3.0, 4.0]);

@@ -221,6 +221,7 @@ pub fn host_arg(host: Option<&Path>, binary: &Path) -> Result<Machine, String> {
                 binary: binary.to_path_buf(),
                 scale: 0.25,
                 self_exe: crate::calibrate::own_exe()?,
+                speed: false,
             })
         }
     }

@@ -294,6 +294,9 @@ pub fn findings(r: &Results) -> Vec<String> {
              the paired rule needs {MIN_ROUNDS} (the default --repeat is 6). The figures below are \
              the measurements, without verdicts."
         ));
+        for w in workloads(r) {
+            out.extend(extremes(r, &w, cores));
+        }
     } else {
         for w in workloads(r) {
             out.push(workload_finding(r, &w, cores));
@@ -316,6 +319,38 @@ pub fn findings(r: &Results) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Without verdicts (too few rounds): the designs with the largest and the
+/// smallest median ratio to today's kernel at the largest thread count within
+/// the cores, as measured.
+fn extremes(r: &Results, w: &str, cores: usize) -> Option<String> {
+    let t = site_threads(r, w)?;
+    let mut at: Vec<(&Summary, crate::spread::Spread)> = r
+        .summary
+        .iter()
+        .filter(|x| x.workload == w && x.threads == t && !x.bound)
+        .filter(|x| !(x.design == "linux" && x.call_pattern == "per-vma"))
+        .filter_map(|x| x.ratio_to_kernel.map(|v| (x, v)))
+        .collect();
+    at.sort_by(|a, b| b.1.median.total_cmp(&a.1.median));
+    let (hi, lo) = (at.first()?, at.last()?);
+    let within = if cores > 0 && t <= cores {
+        format!(" (the most this {cores}-CPU machine runs at once)")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{w}, {t} thread(s){within}, as measured, without a verdict: the largest ratio to today's \
+         kernel (linux per-vma) is {} {}'s {}, the smallest {} {}'s {} (median [min-max] over the \
+         rounds, each paired with linux's).",
+        hi.0.design,
+        hi.0.call_pattern,
+        ratio_shown(&hi.1),
+        lo.0.design,
+        lo.0.call_pattern,
+        ratio_shown(&lo.1)
+    ))
 }
 
 fn workload_finding(r: &Results, w: &str, cores: usize) -> String {
@@ -1114,7 +1149,15 @@ mod tests {
         let mut few = r.clone();
         few.runs.retain(|x| x.repeat < 3);
         few.analyse();
-        assert!(findings(&few)[0].contains("no design can be called faster or slower"));
+        let f = findings(&few);
+        assert!(
+            f[0].contains("no design can be called faster or slower"),
+            "{f:?}"
+        );
+        assert!(
+            f[1].contains("without a verdict: the largest ratio to today's kernel (linux per-vma) is aspace per-vma's"),
+            "{f:?}"
+        );
     }
 
     /// A sample far below its point's median (45.68 ops/s among 20k) is

@@ -282,8 +282,8 @@ mod scans {
     pub fn measure_for_entries(t: &MapleTree<u64>, rounds: u64) {
         for _ in 0..rounds {
             let mut acc = 0u64;
-            for e in t.iter() {
-                acc = acc.wrapping_add(e.range().start() ^ *e);
+            for (r, v) in t.iter() {
+                acc = acc.wrapping_add(r.start() ^ *v);
             }
             black_box(acc);
         }
@@ -293,7 +293,7 @@ mod scans {
         for _ in 0..rounds {
             black_box(
                 t.iter()
-                    .map(|e| e.range().start() ^ *e)
+                    .map(|(r, v)| r.start() ^ *v)
                     .fold(0, u64::wrapping_add),
             );
         }

@@ -168,6 +168,12 @@ impl<T: fmt::Debug> fmt::Debug for ValueRef<'_, T> {
     }
 }
 
+impl<T: fmt::Display> fmt::Display for ValueRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 impl<T: PartialEq> PartialEq for ValueRef<'_, T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
@@ -381,6 +387,48 @@ unsafe impl InlineValue for u32 {
         unsafe { ValueRef::new(Self::from_word(word)) }
     }
 }
+
+/// A value that a write may cut in two: `Clone`, for the right-hand part of
+/// an entry split by a store into its middle. Implemented for every `Clone`
+/// type; it exists for the compile error, which names the ways out where
+/// `T` is not `Clone` (a value holding a `Mutex`, say): store an `Arc<T>`
+/// (an `Arc` is `Clone` whatever it holds, and cloning it counts a
+/// reference), or write with [`try_insert`](crate::MapleTree::try_insert) /
+/// [`insert_range`](crate::MapleTree::insert_range), which never split an
+/// entry and need no `Clone`.
+///
+/// The writes that need it: [`insert`](crate::MapleTree::insert) /
+/// [`store_range`](crate::MapleTree::store_range) /
+/// [`store`](crate::MapleTree::store), [`punch_hole`](crate::MapleTree::punch_hole) /
+/// [`remove_range`](crate::MapleTree::remove_range), `collect` and
+/// `extend`, and a [`Cursor`](crate::Cursor)'s `store_range`.
+///
+/// ```compile_fail,E0277
+/// use std::sync::Mutex;
+///
+/// let tree = maple::MapleTree::new();
+/// tree.insert(0..=9, Mutex::new(0)).unwrap(); // error: `Mutex<i32>` cannot be split
+/// ```
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// let shared = maple::MapleTree::new();
+/// shared.insert(0..=9, Arc::new(Mutex::new(0))).unwrap(); // cloned by a count
+/// shared.insert(3..=4, Arc::new(Mutex::new(1))).unwrap(); // splits [0, 9]
+/// let plain = maple::MapleTree::new();
+/// plain.try_insert(20..=29, Mutex::new(1)).unwrap(); // never splits: no `Clone`
+/// *plain.get(25).unwrap().lock().unwrap() += 1;
+/// assert_eq!(*plain.get(20).unwrap().lock().unwrap(), 2);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be split: this write may cut an entry in two, and the right part needs a clone of the value",
+    label = "needs `{Self}: Clone`",
+    note = "store an `Arc<{Self}>` instead (an `Arc` is `Clone` whatever it holds, and a clone counts a reference), or use `try_insert` / `insert_range`, which never split an entry and need no `Clone`"
+)]
+pub trait SplitValue: Clone {}
+
+impl<T: Clone> SplitValue for T {}
 
 mod sealed {
     pub trait Sealed {}

@@ -630,8 +630,7 @@ impl Mm {
                     };
                 }
             }
-            if let Some((_, e)) = r.load(hi) {
-                let right = e.slice(hi, e.end);
+            if let Some(right) = r.load(hi).map(|(_, e)| e.slice(hi, e.end)) {
                 let last = list.len() - 1;
                 if list[last].can_merge(&right) {
                     hi = right.end;

@@ -98,6 +98,11 @@ pub struct Machine {
     /// by `cpus`; empty: every CPU keeps its speed ([`Machine::speed_at`]).
     #[serde(default)]
     pub speed_by_cpus: Vec<SpeedPoint>,
+    /// The share of the machine's CPU time other work took while it was
+    /// measured (0..1), where known: a calibration on a busy host times
+    /// the scheduler as much as the hardware.
+    #[serde(default)]
+    pub busy_share: Option<f64>,
     /// Field name -> the public source (or the measurement) of its value.
     pub sources: BTreeMap<String, String>,
 }

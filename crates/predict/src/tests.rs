@@ -36,6 +36,7 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         yield_ns: Some(300.0),
         futex_wake_ns: Some(500.0),
         speed_by_cpus: Vec::new(),
+        busy_share: None,
         sources: BTreeMap::new(),
     }
 }

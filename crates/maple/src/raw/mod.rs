@@ -14,11 +14,11 @@
 //!   the version cannot change while it is borrowed). Reads on a `Root`
 //!   ([`Root::lookup`], [`Root::find`], [`Root::gap`], [`Iter`]) are safe
 //!   functions;
-//! - a [`Word`] is a non-null value word alive for the same lifetime, which
-//!   [`Word::get`] turns into the representation's reference;
-//! - an [`Entry`], a [`Removed`] and the entries of an iteration own the
-//!   guard that keeps their values alive, and are built here, where the
-//!   guard is pinned before the value is read or retired;
+//! - a [`Word`] is a non-null value word alive for the same lifetime;
+//! - a [`Ref`] (an [`Entry`]'s value, every iterator's item) owns the guard
+//!   (or a share of one) that keeps its value alive, or borrows what does
+//!   (a [`Reader`](crate::Reader), a [`Removed`], a cursor), and is built
+//!   here, where the guard is pinned before the value is read or retired;
 //! - writes go through a [`Writer`] (the lock held) or an [`Exclusive`]
 //!   (`&mut`), which pair the writer state with its tree; they take the
 //!   stored value as an [`Owned`] word made from a value;
@@ -42,13 +42,14 @@ use crate::node::{Header, NodePtr};
 use crate::read::{self, KnownPath, Path, RawEntry};
 use crate::subtree::{dup_subtree, free_subtree};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
+use crate::value::{Cloner, Owned, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
 
 mod entry;
 mod iter;
 
-pub use entry::{Entries, Entry, Removed};
+pub(crate) use entry::EntryPin;
+pub use entry::{Entries, Entry, Item, Ref, Removed};
 pub use iter::Iter;
 
 /// The published root, alone on its cache line: every read loads it, so a
@@ -398,15 +399,6 @@ impl<'a, V> Word<'a, V> {
     #[inline]
     pub(crate) fn ptr(self) -> *mut V {
         self.ptr.as_ptr()
-    }
-}
-
-impl<'a, T, S: Repr<T>> Word<'a, Slot<T, S>> {
-    /// The value, as the representation lends it.
-    #[inline]
-    pub(crate) fn get(self) -> S::Ref<'a> {
-        // SAFETY: the word is alive for 'a (how it was made).
-        unsafe { S::borrow(self.ptr.as_ptr().cast()) }
     }
 }
 
