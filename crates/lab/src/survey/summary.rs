@@ -4,6 +4,7 @@
 //! part that did not run leaves its columns as "-").
 
 use super::{Plan, Status};
+use crate::plot::rate;
 use crate::results::Results;
 use crate::spread::Spread;
 use std::fmt::Write as _;
@@ -76,16 +77,6 @@ fn predicted(out: &Path, dir: &str) -> Vec<(usize, f64)> {
         .flat_map(|c| c["points"].as_array().into_iter().flatten())
         .filter_map(|p| Some((p["cpus"].as_u64()? as usize, p["per_s"].as_f64()?)))
         .collect()
-}
-
-fn rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
 }
 
 fn shown(s: Option<Spread>) -> String {
