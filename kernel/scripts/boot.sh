@@ -24,7 +24,7 @@ done
 shift $((OPTIND - 1))
 kernel=${1:?usage: boot.sh [-i] [-c CPUS] [-m MB] [-l LOG] [-t S] BZIMAGE [ARGS...]}
 shift
-initrd=$ASPACE_KCACHE/initramfs.cpio.gz
+initrd=${ASPACE_INITRAMFS:-$ASPACE_KCACHE/initramfs.cpio.gz}
 [ -f "$kernel" ] || die "no kernel $kernel"
 [ -f "$initrd" ] || die "no initramfs: run initramfs.sh"
 ((cpus >= 2 && cpus % 2 == 0)) || die "-c wants an even count >= 2 (two nodes)"

@@ -156,6 +156,27 @@ static void pin_node(int node)
 		die("sched_setaffinity(node %d)", node % nodes);
 }
 
+/* Run the caller on the @idx-th CPU (modulo their count) of @node. */
+static void pin_node_cpu(int node, int idx)
+{
+	cpu_set_t set, one;
+	int nodes = nr_nodes(), count, cpu, seen = 0;
+
+	if (nodes < 1)
+		die("no NUMA nodes in sysfs");
+	count = node_cpus(node % nodes, &set);
+	if (!count)
+		die("node %d has no CPUs", node % nodes);
+	idx %= count;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && seen++ == idx)
+			break;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		die("sched_setaffinity(cpu %d)", cpu);
+}
+
 /* Run the caller on one CPU (modulo the number of CPUs). */
 static void pin_cpu(int cpu)
 {
@@ -383,6 +404,7 @@ static int reap(pid_t pid, const char *what)
 #define MPOL_BIND 2
 #endif
 #ifndef MPOL_MF_MOVE
+#define MPOL_MF_STRICT (1 << 0)
 #define MPOL_MF_MOVE (1 << 1)
 #define MPOL_MF_MOVE_ALL (1 << 2)
 #endif
@@ -418,6 +440,18 @@ static int resident(void *p)
 	if (mincore((void *)((uintptr_t)p & ~(PAGE - 1)), PAGE, &v))
 		die("mincore");
 	return v & 1;
+}
+
+/* Is @p mapped by a present page table entry (pagemap bit 63)? */
+static int pte_present(void *p)
+{
+	uint64_t e = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0 || pread(fd, &e, 8, ((uintptr_t)p / PAGE) * 8) != 8)
+		die("pagemap");
+	close(fd);
+	return (e >> 63) & 1;
 }
 
 /* A value from /proc/meminfo (kB or a count), -1 if absent. */

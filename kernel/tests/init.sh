@@ -25,6 +25,10 @@ if [ -b /dev/ram0 ]; then
 	mke2fs -q -b 4096 /dev/ram0 >/dev/null 2>&1 &&
 		mount -t ext2 /dev/ram0 /mnt/ext2
 fi
+# swap, so that reclaim can page out tmpfs pages too
+if [ -b /dev/ram1 ]; then
+	mkswap /dev/ram1 >/dev/null 2>&1 && swapon /dev/ram1
+fi
 
 arg() {
 	for w in $(cat /proc/cmdline); do
@@ -43,9 +47,12 @@ runtest() {
 	name=$1
 	shift
 	out=/tmp/out.$name
-	timeout "$timeout" "$@" >"$out" 2>&1
-	rc=$?
-	cat "$out"
+	# streamed to the console as it runs, kept for the RESULT check
+	{
+		timeout "$timeout" "$@" 2>&1
+		echo $? >/tmp/rc.$name
+	} | tee "$out"
+	rc=$(cat /tmp/rc.$name)
 	if ! grep -q "^RESULT $name " "$out"; then
 		case $rc in
 		124 | 143) why="timed out after ${timeout}s" ;;
