@@ -206,6 +206,45 @@ fn read_maps(pid: i32, binary: &Path) -> Result<ExecShare, String> {
     })
 }
 
+/// The lines one exec writes, in order, as indices from 0 (each file's
+/// pages, dentry and inode, then the globals; see the module docs): what
+/// `aspace bench --cost kernel` writes, the same lines every copy shares.
+pub fn exec_writes(share: &ExecShare) -> Vec<u32> {
+    let mut next = 0u32;
+    let mut line = || {
+        next += 1;
+        next - 1
+    };
+    let mut out = Vec::new();
+    for f in &share.files {
+        for _ in 0..f.pages {
+            let l = line();
+            out.extend(std::iter::repeat(l).take(PAGE_WRITES));
+        }
+        let d = line();
+        out.extend(std::iter::repeat(d).take(DENTRY_WRITES));
+        let i = line();
+        out.extend(std::iter::repeat(i).take(INODE_WRITES));
+    }
+    for writes in global_writes(share) {
+        let l = line();
+        out.extend(std::iter::repeat(l).take(writes));
+    }
+    out
+}
+
+/// Writes per exec to each global line: `binfmt_lock`,
+/// `pcpu_alloc_mutex`, `pcpu_lock`, the zone lock, the memcg counter.
+fn global_writes(share: &ExecShare) -> [usize; 5] {
+    [
+        BINFMT_WRITES,
+        PCPU_MUTEX_WRITES,
+        PCPU_LOCK_WRITES,
+        2 * share.private_pages.div_ceil(PCP_BATCH) as usize,
+        2 * share.private_pages.div_ceil(MEMCG_BATCH) as usize,
+    ]
+}
+
 /// Adds the exec's other shared lines to a kernel-cost profile: each
 /// slot's iteration gets [`Step::Touch`]es spread over its work (a mapped
 /// page is written when it is faulted in and when the next exec tears the
@@ -232,19 +271,7 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
     for f in share.files.iter().filter(|f| !(own_binary && f.executable)) {
         file_lines(&mut out, f, &mut shared_writes);
     }
-    for (writes, _what) in [
-        (BINFMT_WRITES, "binfmt_lock"),
-        (PCPU_MUTEX_WRITES, "pcpu_alloc_mutex"),
-        (PCPU_LOCK_WRITES, "pcpu_lock"),
-        (
-            2 * share.private_pages.div_ceil(PCP_BATCH) as usize,
-            "zone lock",
-        ),
-        (
-            2 * share.private_pages.div_ceil(MEMCG_BATCH) as usize,
-            "memcg page_counter",
-        ),
-    ] {
+    for writes in global_writes(share) {
         let l = new_line(&mut out);
         shared_writes.extend(std::iter::repeat(l).take(writes));
     }
