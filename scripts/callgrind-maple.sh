@@ -10,6 +10,8 @@
 #
 # Usage: scripts/callgrind-maple.sh            # every row
 #        QUICK=1 scripts/callgrind-maple.sh    # skip the N = 10^6 rows
+#        OPCOUNT_BIN=path scripts/callgrind-maple.sh  # count a given build
+#            (an older commit's `opcount`, for a before/after table)
 #
 # Kernel reference figures (Linux 6.12 lib/maple_tree.c in its userspace
 # harness, callgrind, per operation) are in crates/maple/BENCHMARKS.md.
@@ -18,8 +20,8 @@ cd "$(dirname "$0")/.."
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
 
-bin=$(cargo build --release -p aspace-maple --bench opcount --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*opcount[^"]*\)".*/\1/p' | tail -1)
+bin=${OPCOUNT_BIN:-$(cargo build --release -p aspace-maple --bench opcount --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*opcount[^"]*\)".*/\1/p' | tail -1)}
 [ -x "$bin" ] || { echo "could not build the opcount bench" >&2; exit 1; }
 
 # count <op> <n> <iters> <ops-divisor>: instructions per op
@@ -54,8 +56,19 @@ row "empty_area (size 5)"                        empty_area 100000 20000 20000
 row "empty_area_rev (size 5)"                    empty_area_rev 100000 20000 20000
 row "full iteration, per entry"                  iter 100000 5 500000
 row "full iteration, folded (sum), per entry"    iter_fold 100000 5 500000
+row "for loop, start ^ value, boxed u64"         for_boxed 100000 5 500000
+row "fold, start ^ value, boxed u64"             fold_boxed 100000 5 500000
+row "for loop, start ^ value, XValue in slot"    for_inline 100000 5 500000
+row "fold, start ^ value, XValue in slot"        fold_inline 100000 5 500000
+row "for loop over tree.iter(), boxed u64"       for_entries 100000 5 500000
+row "fold over tree.iter(), boxed u64"           fold_entries 100000 5 500000
+row "for loop, rangemap (reference)"             for_rangemap 100000 5 500000
+row "fold, rangemap (reference)"                 fold_rangemap 100000 5 500000
+row "for loop, BTreeMap (reference)"             for_btreemap 100000 5 500000
+row "fold, BTreeMap (reference)"                 fold_btreemap 100000 5 500000
 row "dup, Arc values, per entry"                 dup_arc 100000 3 300000
 row "dup, Arc values inline (Inline), per entry" dup_arc_inline 100000 3 300000
+row "dup, XValue inline, per entry"              dup_xvalue 100000 3 300000
 row "dup, u64 values, per entry"                 dup_u64 100000 3 300000
 if [ -z "${QUICK:-}" ]; then
     row "dup, Arc values, per entry"             dup_arc 1000000 1 1000000

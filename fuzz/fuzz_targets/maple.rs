@@ -12,7 +12,6 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use maple::{MapleError, MapleTree};
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::RangeInclusive;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Val(Box<u32>);
@@ -257,7 +256,7 @@ impl Model {
     }
 }
 
-fn item(e: Option<(RangeInclusive<u64>, &Val)>) -> Option<Item> {
+fn item(e: Option<maple::Item<'_, Val>>) -> Option<Item> {
     e.map(|(r, v)| (*r.start(), *r.end(), *v.0))
 }
 
@@ -517,7 +516,7 @@ fn run(input: Input) {
             }
             Op::Remove(i) => {
                 let i = keys.key(i);
-                let got = tree.remove(i).map(|(r, v)| (*r.start(), *r.end(), *v.0));
+                let got = tree.take(i).map(|(r, v)| (*r.start(), *r.end(), *v.0));
                 assert_eq!(got, model.erase(i), "remove {i}");
             }
             Op::RemoveRange(r) => {

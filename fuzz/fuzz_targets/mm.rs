@@ -1,17 +1,18 @@
-//! Random mmap / munmap / mprotect / brk / fork / exec / exit sequences over a
-//! few processes sharing three synthetic files (and, when present, the real
-//! /bin/true). After every operation:
-//! - each process passes `Mm::check_invariants` (no two VMAs overlap; every
+//! Random mmap / munmap / mprotect / brk / fork / vfork (`clone_vm`) / exec /
+//! exit sequences over a few processes sharing three synthetic files (and, when
+//! present, the real /bin/true). After every operation:
+//! - each address space passes `Mm::check_invariants` (no two VMAs overlap; every
 //!   file VMA is in its own file's reverse map exactly once, in no other);
-//! - the reverse maps hold exactly the live processes' file VMAs (nothing
-//!   left behind by munmap, exit or a dropped process);
+//! - each space's user count is the number of live processes using it;
+//! - the reverse maps hold exactly the live spaces' file VMAs (nothing left
+//!   behind by munmap, exit, exec out of a shared space, or a dropped process);
 //! - a failed call changed nothing.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mm::layout::{ELF_ET_DYN_BASE, MMAP_BASE, MMAP_MIN_ADDR};
-use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+use mm::{CallPattern, Files, MapFlags, Mm, Process, Prot, PAGE_SIZE};
 use rmap::{Design, Interval, Topology};
 use std::path::Path;
 
@@ -85,13 +86,17 @@ enum Op {
     Fork {
         p: u8,
     },
+    CloneVm {
+        p: u8,
+    },
     Exec {
         p: u8,
     },
     Exit {
         p: u8,
     },
-    Drop {
+    /// `Mm::exit`: the space emptied whatever uses it.
+    Teardown {
         p: u8,
     },
     Fault {
@@ -117,16 +122,39 @@ fn shape(mm: &Mm) -> Vec<(u64, u64, Prot, Option<u64>)> {
         .collect()
 }
 
-fn check_all(files: &Files, procs: &[Mm]) {
+fn check_all(files: &Files, procs: &[Process]) {
     let mut linked = 0usize;
-    for mm in procs {
+    let mut spaces: Vec<&std::sync::Arc<Mm>> = Vec::new();
+    for p in procs {
+        if spaces.iter().any(|s| std::sync::Arc::ptr_eq(s, p.mm())) {
+            continue;
+        }
+        spaces.push(p.mm());
+        let mm = p.mm();
         if let Err(e) = mm.check_invariants() {
             panic!("process {}: {e}", mm.id());
         }
+        let users = procs
+            .iter()
+            .filter(|q| std::sync::Arc::ptr_eq(q.mm(), mm))
+            .count();
+        assert_eq!(mm.users(), users, "space {}: user count", mm.id());
         linked += mm.vmas().iter().filter(|v| v.file().is_some()).count();
     }
     let mut entries = 0usize;
-    for f in files.all() {
+    // Registered files, and the shmem objects (shared anonymous memory) the spaces
+    // map, which are not registered.
+    let mut all = files.all();
+    for mm in &spaces {
+        for v in mm.vmas() {
+            if let Some((f, _)) = v.file() {
+                if !all.iter().any(|g| std::sync::Arc::ptr_eq(g, f)) {
+                    all.push(f.clone());
+                }
+            }
+        }
+    }
+    for f in all {
         f.rmap().walk(Interval::FULL, &mut |_, _| entries += 1);
         assert_eq!(f.rmap().len(), {
             let mut n = 0;
@@ -144,12 +172,12 @@ fn run(input: Input) {
     let synth: Vec<_> = (0..3)
         .map(|i| files.register(Path::new(&format!("/fuzz/file{i}")), 64))
         .collect();
-    let mut procs: Vec<Mm> = vec![Mm::new(files.clone())];
+    let mut procs: Vec<Process> = vec![Process::new(files.clone())];
     let mut prog = None;
-    let pick = |procs: &[Mm], p: u8| usize::from(p) % procs.len().max(1);
+    let pick = |procs: &[Process], p: u8| usize::from(p) % procs.len().max(1);
     for op in input.ops.iter().take(64) {
         if procs.is_empty() {
-            procs.push(Mm::new(files.clone()));
+            procs.push(Process::new(files.clone()));
         }
         let i = match *op {
             Op::Mmap { p, .. }
@@ -158,12 +186,14 @@ fn run(input: Input) {
             | Op::Brk { p, .. }
             | Op::BrkRaw { p, .. }
             | Op::Fork { p }
+            | Op::CloneVm { p }
             | Op::Exec { p }
             | Op::Exit { p }
-            | Op::Drop { p }
+            | Op::Teardown { p }
             | Op::Fault { p, .. } => pick(&procs, p),
         };
-        let mm = &procs[i];
+        let space = procs[i].mm().clone();
+        let mm = &*space;
         let before = shape(mm);
         let mut child = None;
         let mut remove = false;
@@ -233,9 +263,15 @@ fn run(input: Input) {
             }
             Op::Fork { .. } => {
                 if procs.len() < 6 {
-                    let c = mm.fork();
-                    assert_eq!(shape(&c).len(), before.len());
+                    let c = procs[i].fork();
+                    assert_eq!(shape(c.mm()).len(), before.len());
                     child = Some(c);
+                }
+                false
+            }
+            Op::CloneVm { .. } => {
+                if procs.len() < 6 {
+                    child = Some(procs[i].clone_vm());
                 }
                 false
             }
@@ -244,18 +280,23 @@ fn run(input: Input) {
                     prog = Some(files.program(Path::new("/bin/true")).ok());
                 }
                 if let Some(Some(p)) = &prog {
-                    mm.exec_program(p);
-                    assert!(!mm.is_empty());
+                    let others = procs[i].mm().users() - 1;
+                    procs[i].exec_program(p);
+                    assert!(!procs[i].mm().is_empty());
+                    // A space another process uses is left as it was.
+                    if others > 0 {
+                        assert_eq!(shape(mm), before, "exec changed a shared space");
+                    }
                 }
                 false
             }
             Op::Exit { .. } => {
-                mm.exit();
-                assert!(mm.is_empty());
+                remove = true;
                 false
             }
-            Op::Drop { .. } => {
-                remove = true;
+            Op::Teardown { .. } => {
+                mm.exit();
+                assert!(mm.is_empty());
                 false
             }
             Op::Fault { addr, .. } => {
@@ -270,7 +311,14 @@ fn run(input: Input) {
             procs.push(c);
         }
         if remove {
-            drop(procs.swap_remove(i));
+            let shared = mm.users() > 1;
+            procs.swap_remove(i).exit();
+            // Released by its last user, a space is empty; else untouched.
+            if shared {
+                assert_eq!(shape(mm), before, "an exit changed a shared space");
+            } else {
+                assert!(mm.is_empty());
+            }
         }
         check_all(&files, &procs);
     }

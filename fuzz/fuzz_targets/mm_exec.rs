@@ -13,7 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mm::elf::{ElfImage, LoadPlan, SearchPath};
+use mm::elf::ElfImage;
+use mm::ldso::{LoadPlan, SearchPath};
 use mm::{CallPattern, Files, Mm, Program, Prot};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};

@@ -4,13 +4,18 @@
 //! model's invariants and tracks resident memory.
 
 mod calibrate;
+mod html;
+mod input;
 mod machine;
+mod plot;
 mod predict;
+mod predicted;
 mod replay;
 mod report;
 mod results;
 mod soak;
 mod spread;
+mod survey;
 mod usl;
 mod workload;
 
@@ -45,10 +50,12 @@ struct Cli {
 enum Cmd {
     /// Run UnixBench-like exec churn on the address-space model, every design at every
     /// thread count, and write a table, JSON, SVG plots and an HTML report.
+    #[command(allow_negative_numbers = true)]
     Bench(BenchArgs),
     /// Re-render the table, plots and HTML report from a saved JSON file.
+    #[command(allow_negative_numbers = true)]
     Report {
-        /// The JSON written by `aspace bench --json`.
+        /// The JSON written by `aspace bench --json` (at most 64 MiB).
         file: PathBuf,
         /// Directory for report.html and the SVGs (default: next to the JSON).
         #[arg(long)]
@@ -57,27 +64,37 @@ enum Cmd {
     /// Many threads do random mmap/munmap/mprotect/brk/fork/exec/exit and rmap walks
     /// on every design, checking invariants at intervals; prints operations done,
     /// violations (the exit status is 1 if any), peak RSS and the RSS curve.
+    #[command(allow_negative_numbers = true)]
     Soak(SoakArgs),
     /// Measure this host (real exec cost, line transfer, atomics, wake-up) and write
     /// a machine description for `aspace predict`.
+    #[command(allow_negative_numbers = true)]
     Calibrate(calibrate::CalibrateArgs),
     /// PREDICT every design's execs/s at many CPUs on a described machine, by
     /// simulating profiles recorded from the real code; --validate compares with
     /// every published figure.
+    #[command(allow_negative_numbers = true)]
     Predict(predict::PredictArgs),
     /// Replay a recorded run (`strace -f -y -e trace=memory,process -o FILE`) through
     /// the model with each design; report placement, lock holds and the final layout.
+    #[command(allow_negative_numbers = true)]
     Replay(ReplayArgs),
+    /// Survey this machine in one command, within a time budget: the real kernel's
+    /// execl at 1..N copies (dynamic and static), the bench at 1..N threads, calibrate,
+    /// predict, maple's criterion groups; one folder, one summary table.
+    #[command(allow_negative_numbers = true)]
+    Survey(survey::SurveyArgs),
 }
 
 #[derive(clap::Args, Debug)]
 struct ReplayArgs {
-    /// The strace output.
+    /// The strace output (a regular file of at most 256 MiB).
     file: PathBuf,
     /// Comma-separated designs (default: all).
     #[arg(long)]
     designs: Option<String>,
-    /// `/proc/PID/maps` taken at exit (a file, or a directory holding PID.maps).
+    /// `/proc/PID/maps` taken at exit (a file of at most 16 MiB, or a directory
+    /// holding PID.maps).
     #[arg(long)]
     maps: Option<PathBuf>,
     /// Write the report as JSON here.
@@ -89,8 +106,8 @@ struct ReplayArgs {
     /// Placement policy: `thp` (the kernel's, with 2 MiB alignment) or `top-down`.
     #[arg(long, default_value = "thp")]
     placement: String,
-    /// Replay the trace this many times per design (for a speed figure).
-    #[arg(long, default_value_t = 1)]
+    /// Replay the trace this many times per design (for a speed figure), 1 to 1000.
+    #[arg(long, default_value_t = 1, value_parser = count_in::<u32>(1, 1000))]
     repeat: u32,
 }
 
@@ -99,8 +116,9 @@ struct SoakArgs {
     /// How long to run: seconds, or with a unit ("500ms", "30s").
     #[arg(long, default_value = "30")]
     duration: String,
-    /// Worker threads in all, spread over the designs (default: 2 per design).
-    #[arg(long)]
+    /// Worker threads in all, spread over the designs, 1 to 4096 (default: 2 per
+    /// design).
+    #[arg(long, value_parser = count_in::<usize>(1, 4096))]
     threads: Option<usize>,
     /// Comma-separated designs (default: all).
     #[arg(long)]
@@ -153,15 +171,15 @@ struct BenchArgs {
     /// its samples; two runs' ranges would miss each other with chance 2/C(2N,N) if
     /// only sampling noise told them apart (10% at 3, 0.2% at 6), and a difference
     /// inside the ranges is a tie.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = count_in::<usize>(1, 100))]
     repeat: usize,
-    /// Resident processes mapping the binary, libc and ld.so (default: enough for
-    /// 6000 VMAs in libc's reverse map).
-    #[arg(long)]
+    /// Resident processes mapping the binary, libc and ld.so, 0 to 100000 (default:
+    /// enough for 6000 VMAs in libc's reverse map).
+    #[arg(long, value_parser = count_in::<usize>(0, 100_000))]
     resident: Option<usize>,
-    /// Reclaim-style rmap walks of libc per second (0 = none); the report gives the
-    /// rate achieved and the walks' p50/p99 latency.
-    #[arg(long, default_value_t = 0.0)]
+    /// Reclaim-style rmap walks of libc per second, 0 (none) to 1000000; the report
+    /// gives the rate achieved and the walks' p50/p99 latency.
+    #[arg(long, default_value_t = 0.0, value_parser = rate_in(0.0, 1e6))]
     walk_rate: f64,
     /// Emulated topology NODESxCPUS (e.g. 12x32); default: the OS's.
     #[arg(long)]
@@ -179,9 +197,10 @@ struct BenchArgs {
     /// prediction records each design's profile first: a few seconds per design).
     #[arg(long)]
     no_predict: bool,
-    /// The host description for the predicted curve (`aspace calibrate --out`);
-    /// default: this host's CPU count with the built-in 16-core machine's latencies.
-    /// With `--cost kernel`, its `exec_ns` is the real exec's cost.
+    /// The host description for the predicted curve (`aspace calibrate --out`, at
+    /// most 1 MiB), read before the run; default: this host's CPU count with the
+    /// built-in 16-core machine's latencies. With `--cost kernel`, its `exec_ns`
+    /// is the real exec's cost.
     #[arg(long)]
     predict_host: Option<PathBuf>,
     /// model: each iteration costs what the model's exec costs; kernel: each
@@ -223,6 +242,42 @@ impl PatternArg {
     }
 }
 
+/// A clap value parser for a whole number from `lo` to `hi`: "-1" or "x" gets
+/// the range in its message, not "invalid digit".
+fn count_in<T>(
+    lo: u64,
+    hi: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64>,
+{
+    move |s: &str| {
+        let bad = || format!("`{s}` is not a whole number from {lo} to {hi}");
+        let v: i128 = s.trim().parse().map_err(|_| bad())?;
+        if v < i128::from(lo) || v > i128::from(hi) {
+            return Err(bad());
+        }
+        T::try_from(v as u64).map_err(|_| bad())
+    }
+}
+
+/// A clap value parser for a number from `lo` to `hi` (no NaN, no infinity).
+fn rate_in(
+    lo: f64,
+    hi: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a number from {lo} to {hi}"))?;
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            return Err(format!("`{s}` is not a number from {lo} to {hi}"));
+        }
+        Ok(v)
+    }
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
@@ -238,7 +293,9 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("--duration: `{s}` is not a time (try 2, 2s or 500ms)"))?;
     let secs = v * scale;
     if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
-        return Err(format!("--duration: `{s}` must be between 0 and 1 hour"));
+        return Err(format!(
+            "--duration: `{s}` is out of range: give more than 0 s and at most 1 hour (3600 s)"
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -305,8 +362,12 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
                 continue;
             }
             let p = out.join(format!("{w}{suffix}.svg"));
-            std::fs::write(&p, report::svg(r, w, proj))
-                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            let svg = if proj {
+                plot::projection(r, w)
+            } else {
+                plot::bench(r, w, r.predicted.as_ref())
+            };
+            std::fs::write(&p, svg).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         }
     }
     let p = out.join("report.html");
@@ -317,25 +378,15 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
 /// that a bad path fails at once rather than after the run. Leaves `out` created and
 /// `json` untouched (or absent, if it was).
 fn check_outputs(out: &Path, json: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("--out: cannot create {}: {e}", out.display()))?;
-    let probe = out.join(format!(".aspace-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| format!("--out: cannot write in {}: {e}", out.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    if json.is_dir() {
-        return Err(format!("--json: {} is a directory", json.display()));
-    }
-    let existed = json.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(json)
-        .map_err(|e| format!("--json: cannot write {}: {e}", json.display()))?;
-    if !existed {
-        let _ = std::fs::remove_file(json);
-    }
-    Ok(())
+    input::check_output_dir(out, "--out")?;
+    input::check_output_file(json, "--json", false)
+}
+
+/// Reads and checks a machine or host description (`what` names the option),
+/// refusing at once what is not a regular file of at most 1 MiB.
+fn machine_file(path: &Path, what: &str) -> Result<::predict::Machine, String> {
+    let text = input::read_text(path, what, input::MACHINE_CAP)?;
+    ::predict::Machine::from_json(&text).map_err(|e| format!("{what}: {}: {e}", path.display()))
 }
 
 /// The samples of a bench in the order they run: for each repeat, for each workload,
@@ -378,30 +429,19 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         ),
         None => (Topology::detect(), "os".to_owned()),
     };
-    if !(a.walk_rate.is_finite() && a.walk_rate >= 0.0 && a.walk_rate <= 1e6) {
-        return Err(format!(
-            "--walk-rate: {} must be between 0 and 1000000 walks/s",
-            a.walk_rate
-        ));
-    }
-    if a.repeat == 0 || a.repeat > 100 {
-        return Err(format!("--repeat: {} is out of range 1..=100", a.repeat));
-    }
     // Five libc VMAs per process: r--, r-x, r--, RELRO r--, rw-.
     let resident = a.resident.unwrap_or(6000 / 5);
-    if resident > 100_000 {
-        return Err(format!("--resident: {resident} is more than 100000"));
-    }
     let json = a.json.clone().unwrap_or_else(|| a.out.join("results.json"));
     check_outputs(&a.out, &json)?;
+    if let (Some(p), false) = (&a.predict_host, a.no_predict) {
+        machine_file(p, "--predict-host")?;
+    }
     workload::check_bench_binary(&a.binary)?;
     let kernel = match a.cost {
         CostArg::Model => None,
         CostArg::Kernel => {
             let cal = match &a.predict_host {
-                Some(p) => {
-                    Some(::predict::Machine::load(p).map_err(|e| format!("--predict-host: {e}"))?)
-                }
+                Some(p) => Some(machine_file(p, "--predict-host")?),
                 None => None,
             };
             eprintln!(
@@ -528,13 +568,46 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     write_outputs(&r, &a.out, Some(&json))?;
     println!(
         "\nWrote {} (every sample and summary), {}/report.html and the SVG plots in {}.\n\
-         Re-render later with: aspace report {}",
+         Re-render later with: {} report {}",
         json.display(),
         a.out.display(),
         a.out.display(),
+        invocation(),
         json.display()
     );
     Ok(())
+}
+
+/// How to run this binary again, for the hints it prints: `aspace` when it
+/// was installed (on the PATH), the `cargo run` line when it runs from a
+/// cargo target directory, else its own path.
+fn invocation() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "aspace".into();
+    };
+    let in_target = exe
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "release" || d == "debug")
+        && exe
+            .ancestors()
+            .nth(2)
+            .and_then(Path::file_name)
+            .is_some_and(|t| t == "target");
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("aspace") == exe));
+    if on_path {
+        "aspace".into()
+    } else if in_target {
+        let profile = if cfg!(debug_assertions) {
+            ""
+        } else {
+            " --release"
+        };
+        format!("cargo run{profile} -p aspace-lab --")
+    } else {
+        exe.display().to_string()
+    }
 }
 
 /// The predicted curve for this host (`aspace bench` without `--no-predict`). A
@@ -545,7 +618,7 @@ fn bench_prediction(
     patterns: &[CallPattern],
     workloads: &[Workload],
     resident: usize,
-) -> Option<predict::host::HostPrediction> {
+) -> Option<predicted::HostPrediction> {
     eprintln!("aspace bench: predicting this host's curves (PREDICTION; --no-predict skips it)");
     let plan = predict::host::BenchPlan {
         host_file: a.predict_host.as_deref(),
@@ -570,16 +643,16 @@ fn bench_prediction(
 }
 
 fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<(), String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let mut r: Results = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not an aspace results file: {e}", file.display()))?;
-    r.analyse();
     let out = out.unwrap_or_else(|| {
         file.parent()
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
+    let text = input::read_text(file, "the results file", input::RESULTS_CAP)?;
+    let mut r: Results = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not an aspace results file: {e}", file.display()))?;
+    input::check_output_dir(&out, "--out")?;
+    r.analyse();
     print!("{}", report::text(&r));
     write_outputs(&r, &out, None)?;
     println!("\nWrote {}/report.html and the SVG plots.", out.display());
@@ -598,15 +671,23 @@ fn soak_cmd(a: SoakArgs) -> Result<bool, String> {
         ));
     }
     let threads = a.threads.unwrap_or(2 * designs.len());
-    if threads == 0 || threads > 4096 {
-        return Err(format!("--threads: {threads} is out of range 1..=4096"));
+    if let Some(p) = &a.json {
+        input::check_output_file(p, "--json", false)?;
+    }
+    if let Some(p) = &a.curve {
+        input::check_output_file(p, "--curve", false)?;
     }
     let binary = if a.binary == "none" {
         None
     } else {
         let b = PathBuf::from(&a.binary);
         let linkage = workload::check_binary(&b)?;
-        eprintln!("soak: {} is {} linked", b.display(), linkage.name());
+        let how = match linkage {
+            mm::Linkage::Dynamic => "dynamically linked",
+            mm::Linkage::Static => "statically linked",
+            mm::Linkage::StaticPie => "statically linked (static-pie)",
+        };
+        eprintln!("soak: {} is {how}", b.display());
         Some(b)
     };
     eprintln!(
@@ -649,6 +730,49 @@ fn parse_soak_duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+/// `aspace calibrate`'s paths, checked and resolved before it measures: the
+/// output can be written (its directory is created), and `--binary` is
+/// resolved as `aspace bench` resolves it (a relative path from the current
+/// directory, not from `PATH`) and must be a program the model can load.
+fn calibrate_checked(mut a: calibrate::CalibrateArgs) -> Result<calibrate::CalibrateArgs, String> {
+    input::check_output_file(&a.out, "--out", true)?;
+    workload::check_binary(&a.binary).map_err(|e| format!("--binary: {e}"))?;
+    a.binary = std::fs::canonicalize(&a.binary)
+        .map_err(|e| format!("--binary: {}: {e}", a.binary.display()))?;
+    Ok(a)
+}
+
+/// `aspace predict`'s files, checked before it records or simulates: every
+/// input file is read as [`input::read_text`] reads (a FIFO or a device is
+/// refused at once) and parsed, and every output can be written.
+fn predict_checked(a: &predict::PredictArgs) -> Result<(), String> {
+    input::check_output_dir(&a.out, "--out")?;
+    let json = a.json.clone().unwrap_or_else(|| a.out.join("predict.json"));
+    input::check_output_file(&json, "--json", false)?;
+    if let Some(d) = &a.save_profiles {
+        input::check_output_dir(d, "--save-profiles")?;
+    }
+    if !a.validate && ::predict::Machine::by_name(&a.machine).is_none() {
+        let p = Path::new(&a.machine);
+        if std::fs::symlink_metadata(p).is_ok() {
+            machine_file(p, "--machine")?;
+        }
+    }
+    if let Some(p) = &a.host {
+        machine_file(p, "--host")?;
+    }
+    if let Some(p) = &a.measured {
+        let text = input::read_text(p, "--measured", input::RESULTS_CAP)?;
+        serde_json::from_str::<Results>(&text).map_err(|e| {
+            format!(
+                "--measured: {} is not an aspace results file: {e}",
+                p.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn replay_cmd(a: ReplayArgs) -> Result<bool, String> {
     let placement = match a.placement.as_str() {
         "thp" => mm::Placement::LINUX_THP,
@@ -675,8 +799,9 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Bench(a) => bench(a),
         Cmd::Report { file, out } => report_cmd(&file, out),
-        Cmd::Calibrate(a) => calibrate::run(a),
-        Cmd::Predict(a) => predict::run(a),
+        Cmd::Calibrate(a) => calibrate_checked(a).and_then(calibrate::run),
+        Cmd::Predict(a) => predict_checked(&a).and_then(|()| predict::run(a)),
+        Cmd::Survey(a) => survey::run(a),
         Cmd::Replay(a) => match replay_cmd(a) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(1),

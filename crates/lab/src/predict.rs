@@ -26,7 +26,6 @@ pub mod kernel;
 pub mod recorder;
 pub mod validate;
 
-use crate::report::esc;
 use mm::CallPattern;
 use predict::{simulate, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;
@@ -476,90 +475,62 @@ pub fn table(o: &PredictOutput) -> String {
     s
 }
 
-const COLORS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-];
-
-/// Throughput against CPUs per design, labelled as a prediction.
+/// Throughput against CPUs per design, labelled as a prediction: small
+/// multiples of at most four designs beside linux (grey), on a log-2 CPU axis
+/// ([`crate::plot`]).
 pub fn svg(o: &PredictOutput) -> String {
-    let (w, h) = (760.0, 440.0);
-    let (l, rt, t, b) = (80.0, 180.0, 40.0, 50.0);
-    let xmax = o
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| f64::from(p.cpus)))
-        .fold(1.0, f64::max);
-    let ymax = o
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.per_s))
-        .fold(1.0, f64::max)
-        * 1.1;
-    let px = |x: f64| l + (w - l - rt) * x / xmax;
-    let py = |y: f64| h - b - (h - t - b) * y / ymax;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12"><rect width="{w}" height="{h}" fill="white"/><text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
-        (w - rt + l) / 2.0,
-        esc(&format!(
-            "PREDICTION: {} {} execs/s vs CPUs (simulated)",
-            o.machine.name, o.workload
-        ))
-    );
-    let _ = write!(
-        s,
-        r#"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{0}" stroke="black"/>"#,
-        h - b,
-        w - rt
-    );
-    for i in 0..=5 {
-        let y = ymax * f64::from(i) / 5.0;
-        let x = xmax * f64::from(i) / 5.0;
-        let _ = write!(
-            s,
-            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{3}" text-anchor="end">{4}</text><text x="{5}" y="{6}" text-anchor="middle">{7:.0}</text>"##,
-            py(y),
-            w - rt,
-            l - 6.0,
-            py(y) + 4.0,
-            rate(y),
-            px(x),
-            h - b + 16.0,
-            x
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">CPUs (copies)</text>"#,
-        (w - rt + l) / 2.0,
-        h - 10.0
-    );
-    for (i, c) in o.curves.iter().enumerate() {
-        let col = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = c
+    use crate::plot::{chunk, render, Figure, Kind, Line, Pt, COLORS, REFERENCE};
+    let line = |c: &Curve, color: &'static str, reference: bool| Line {
+        label: format!("{} {}", c.design, c.call_pattern),
+        color,
+        kind: Kind::Predicted,
+        reference,
+        points: c
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", px(f64::from(p.cpus)), py(p.per_s)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<polyline fill="none" stroke="{col}" stroke-width="2" stroke-dasharray="6 3" points="{}"/>"#,
-            pts.join(" ")
-        );
-        let _ = write!(
-            s,
-            r#"<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{col}" stroke-width="2" stroke-dasharray="6 3"/><text x="{3}" y="{4}">{5}</text>"#,
-            w - rt + 10.0,
-            t + 20.0 * i as f64,
-            w - rt + 40.0,
-            w - rt + 46.0,
-            t + 20.0 * i as f64 + 4.0,
-            esc(&c.design)
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+            .map(|p| Pt {
+                x: f64::from(p.cpus),
+                y: p.per_s,
+                note: format!(
+                    "{} at {} CPUs: {} execs/s PREDICTED",
+                    c.design,
+                    p.cpus,
+                    rate(p.per_s)
+                ),
+                ..Pt::default()
+            })
+            .collect(),
+    };
+    let linux = o.curves.iter().find(|c| c.design == "linux");
+    let reference = linux.map(|c| line(c, REFERENCE, true));
+    let others: Vec<Line> = o
+        .curves
+        .iter()
+        .filter(|c| c.design != "linux" || reference.is_none())
+        .enumerate()
+        .map(|(i, c)| line(c, COLORS[i % COLORS.len()], false))
+        .collect();
+    let panels = chunk(others, reference.as_ref(), 4, |g| {
+        g.iter()
+            .map(|l| l.label.split(' ').next().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    render(&Figure {
+        title: format!(
+            "PREDICTION: {} {} execs/s vs CPUs (simulated, not measured)",
+            o.machine.name, o.workload
+        ),
+        notes: vec![
+            "Dashed, hollow markers: predicted by the simulator. Grey: linux, in every panel for reference."
+                .into(),
+        ],
+        x_label: "CPUs (copies), log scale".into(),
+        y_label: "execs/s".into(),
+        shade_above: None,
+        panels,
+        columns: 0,
+    }) + "\n"
 }
 
 /// Runs `aspace predict`.

@@ -1,8 +1,10 @@
 //! `aspace replay`: a recorded run (`strace -f -y -e trace=memory,process`) replayed
 //! through the model with each design, with the report of `mm::replay`.
 
+use crate::input;
+use mm::maps::describe_differences;
 use mm::placement::Placement;
-use mm::replay::{diff_maps, model_maps, parse_maps, Replay};
+use mm::replay::{diff_maps, parse_maps, Replay};
 use mm::{strace, CallPattern, Files};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
@@ -21,8 +23,13 @@ pub struct ReplayConfig {
 /// Replays the trace and prints the report; `Ok(false)` when the final layout
 /// differs from the recorded maps.
 pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
-    let text = std::fs::read_to_string(&cfg.trace)
-        .map_err(|e| format!("cannot read {}: {e}", cfg.trace.display()))?;
+    if cfg.repeat == 0 {
+        return Err("--repeat: 0 replays measure nothing; give 1 or more".into());
+    }
+    if let Some(p) = &cfg.json {
+        input::check_output_file(p, "--json", false)?;
+    }
+    let text = input::read_text(&cfg.trace, "the trace", input::TRACE_CAP)?;
     let events = strace::parse(&text).map_err(|e| format!("{}: {e}", cfg.trace.display()))?;
     let first_pid = events
         .first()
@@ -44,7 +51,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         // A first run resolves the programs and files (reads ELF headers); the timed
         // runs replay into the warm registry.
         r.run(&events);
-        let speed = timed_runs(&mut r, &events, cfg.repeat.max(1));
+        let speed = timed_runs(&mut r, &events, cfg.repeat);
         let rep = &r.report;
         println!(
             "{design} ({pattern}): {} memory calls, {} process events; placed {}/{} at the kernel's address; \
@@ -69,24 +76,16 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         for (line, k, m, len) in &rep.misplaced {
             println!("  line {line}: mmap of {len:#x}: kernel {k:#x}, model {m:#x}");
         }
+        for (line, what) in &rep.files_changed {
+            println!("  line {line}: {what}");
+        }
         let mut diffs = Vec::new();
         if let Some(real) = &real {
             match r.exited.get(&first_pid) {
                 None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
                 Some(v) => {
-                    let (om, or) = diff_maps(&model_maps(v), real);
-                    for l in om {
-                        diffs.push(format!(
-                            "model only:  {:x}-{:x} {:?} {} {:#x}",
-                            l.0, l.1, l.2, l.3, l.4
-                        ));
-                    }
-                    for l in or {
-                        diffs.push(format!(
-                            "kernel only: {:x}-{:x} {:?} {} {:#x}",
-                            l.0, l.1, l.2, l.3, l.4
-                        ));
-                    }
+                    let (om, or) = diff_maps(&v.maps(), real);
+                    diffs.extend(describe_differences(&om, &or));
                 }
             }
             if diffs.is_empty() {
@@ -111,10 +110,11 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             "not_expressed": rep.not_expressed,
             "result_differs": rep.result_differs,
             "misplaced": rep.misplaced,
+            "files_changed": rep.files_changed,
             "layout_differences": diffs,
             "calls_per_s": speed.all_per_s,
             "memory_calls_per_s": speed.memory_per_s,
-            "repeat": cfg.repeat.max(1),
+            "repeat": cfg.repeat,
         }));
     }
     if let Some(p) = &cfg.json {
@@ -204,16 +204,25 @@ fn timed_reset(r: &mut Replay) {
     r.reset();
 }
 
-/// The recorded maps: `path` itself, or `path/PID.maps` for a directory.
+/// The recorded maps: `path` itself, or `path/PID.maps` for a directory; an
+/// empty file is refused (comparing with it would report every mapping as the
+/// model's alone).
 fn maps_for(path: &Path, pid: u32) -> Result<Vec<mm::replay::MapsLine>, String> {
     let file = if path.is_dir() {
         path.join(format!("{pid}.maps"))
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    parse_maps(&text).ok_or_else(|| format!("{}: not a /proc/PID/maps file", file.display()))
+    let text = input::read_text(&file, "--maps", input::MAPS_CAP)?;
+    let lines = parse_maps(&text)
+        .ok_or_else(|| format!("--maps: {} is not a /proc/PID/maps file", file.display()))?;
+    if lines.is_empty() {
+        return Err(format!(
+            "--maps: {} holds no mapping (a process's maps at exit list at least its executable)",
+            file.display()
+        ));
+    }
+    Ok(lines)
 }
 
 #[cfg(test)]

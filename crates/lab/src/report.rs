@@ -1,22 +1,16 @@
 //! Rendering: the terminal tables, the SVG plots and the HTML report.
 //!
 //! Every throughput and ratio is shown as `median [min-max]` over the repeats; a
-//! design is called faster or slower than linux only when the spreads do not overlap
-//! (see [`crate::spread`]). Nothing here claims more than the JSON holds: sentences
-//! about the run are built from what it recorded.
-//!
-//! The plots are hand-written SVG: lines, min-max error bars, an oversubscribed band
-//! and 1-2-5 ticks are a few dozen lines here, fewer than a plotting crate's setup,
-//! and they add no dependency to the build.
+//! design is called faster or slower than linux from its ratios paired by round
+//! ([`crate::spread::Verdict::paired`], whose rule every report prints). Both the
+//! terminal and the HTML open with what the run found ([`findings`]). Nothing
+//! here claims more than the JSON holds: sentences about the run are built from
+//! what it recorded. The plots are drawn by [`crate::plot`].
 
+use crate::html::{esc, table, STYLE};
 use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
-use crate::spread::{disjoint_chance, show, Spread, Verdict};
+use crate::spread::{disjoint_chance, is_outlier, show, verdict_rule, Verdict, MIN_ROUNDS};
 use std::fmt::Write as _;
-
-const COLORS: [&str; 10] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-    "#7f7f7f", "#bcbd22",
-];
 
 /// The call sites, in the order the tables show them.
 pub const SITES: [&str; 7] = [
@@ -71,6 +65,7 @@ fn mark(v: Option<Verdict>) -> &'static str {
         Some(Verdict::Faster) => "+",
         Some(Verdict::Slower) => "-",
         Some(Verdict::Tie) => "~",
+        Some(Verdict::FewRounds) => "?",
         _ => "",
     }
 }
@@ -205,15 +200,297 @@ fn drift_sentence(r: &Results) -> String {
     )
 }
 
+/// Rounds (samples per point) the run holds.
+fn rounds(r: &Results) -> usize {
+    r.runs.iter().map(|x| x.repeat + 1).max().unwrap_or(0)
+}
+
+/// The samples of the summary's point that are outliers: (round, ops/s).
+fn outlier_samples(r: &Results, x: &Summary) -> Vec<(usize, f64)> {
+    r.samples(&x.workload, &x.design, &x.call_pattern, x.threads)
+        .into_iter()
+        .filter(|s| is_outlier(s.ops_per_sec, x.ops_per_sec.median))
+        .map(|s| (s.repeat, s.ops_per_sec))
+        .collect()
+}
+
+/// "!" when a sample of the point, or one of its paired ratios to linux, is an
+/// outlier.
+fn flag(r: &Results, x: &Summary) -> &'static str {
+    let ratio_out = x.ratio_to_linux.is_some_and(|m| {
+        r.samples(&x.workload, &x.design, &x.call_pattern, x.threads)
+            .iter()
+            .filter_map(|s| s.ratio_to_linux)
+            .any(|v| is_outlier(v, m.median))
+    });
+    if ratio_out || !outlier_samples(r, x).is_empty() {
+        "!"
+    } else {
+        ""
+    }
+}
+
+/// The outlier samples of the run, one line each (at most 12, then a count).
+fn outliers_text(r: &Results) -> String {
+    let mut lines = Vec::new();
+    for x in &r.summary {
+        for (round, v) in outlier_samples(r, x) {
+            lines.push(format!(
+                "{} {} {} {} thr, round {}: {} /s against a median of {}",
+                x.workload,
+                design_label(x),
+                x.call_pattern,
+                x.threads,
+                round + 1,
+                fmt_rate(v),
+                fmt_rate(x.ops_per_sec.median)
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let n = lines.len();
+    let mut s = format!(
+        "\nOutlier samples (below half or above twice their point's median; ! in the tables, \
+         apart from the bars in the plots), {n} of {}:\n",
+        r.runs.len()
+    );
+    for l in lines.iter().take(12) {
+        let _ = writeln!(s, "  {l}");
+    }
+    if n > 12 {
+        let _ = writeln!(
+            s,
+            "  ... and {} more (results.json has every sample)",
+            n - 12
+        );
+    }
+    s
+}
+
+/// `median [min-max]` of a ratio with an x.
+fn ratio_shown(v: &crate::spread::Spread) -> String {
+    format!(
+        "{}x [{}-{}]",
+        fmt_ratio(v.median),
+        fmt_ratio(v.min),
+        fmt_ratio(v.max)
+    )
+}
+
+/// What the run found, in a few sentences a kernel developer can act on: per
+/// workload, at the largest thread count within the machine's CPUs, which
+/// designs beat today's kernel (linux per-vma) beyond noise by the paired rule
+/// and by how much, which lose, and how far the bound without a reverse map
+/// is; "nothing differs beyond noise on this machine" when that is the answer.
+pub fn findings(r: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    let n = rounds(r);
+    let cores = r.machine.cores;
+    if n < MIN_ROUNDS {
+        out.push(format!(
+            "With {n} round(s) per point no design can be called faster or slower than another: \
+             the paired rule needs {MIN_ROUNDS} (the default --repeat is 6). The figures below are \
+             the measurements, without verdicts."
+        ));
+        for w in workloads(r) {
+            out.extend(extremes(r, &w, cores));
+        }
+    } else {
+        for w in workloads(r) {
+            out.push(workload_finding(r, &w, cores));
+        }
+    }
+    let outliers: usize = r.summary.iter().map(|x| outlier_samples(r, x).len()).sum();
+    if outliers > 0 {
+        out.push(format!(
+            "{outliers} of {} samples are outliers (below half or above twice their point's \
+             median, marked !): the machine's load swung during the run; a paired verdict needs \
+             every round on one side, so an outlier round can block a verdict but not make one.",
+            r.runs.len()
+        ));
+    }
+    if (1..=4).contains(&cores) {
+        out.push(format!(
+            "This machine has {cores} CPUs, so at most {cores} execs meet at the reverse map's lock \
+             at once: differences that need many cores do not show here (aspace predict \
+             estimates them for a machine described to it)."
+        ));
+    }
+    out
+}
+
+/// Without verdicts (too few rounds): the designs with the largest and the
+/// smallest median ratio to today's kernel at the largest thread count within
+/// the cores, as measured.
+fn extremes(r: &Results, w: &str, cores: usize) -> Option<String> {
+    let t = site_threads(r, w)?;
+    let mut at: Vec<(&Summary, crate::spread::Spread)> = r
+        .summary
+        .iter()
+        .filter(|x| x.workload == w && x.threads == t && !x.bound)
+        .filter(|x| !(x.design == "linux" && x.call_pattern == "per-vma"))
+        .filter_map(|x| x.ratio_to_kernel.map(|v| (x, v)))
+        .collect();
+    at.sort_by(|a, b| b.1.median.total_cmp(&a.1.median));
+    let (hi, lo) = (at.first()?, at.last()?);
+    let within = if cores > 0 && t <= cores {
+        format!(" (the most this {cores}-CPU machine runs at once)")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{w}, {t} thread(s){within}, as measured, without a verdict: the largest ratio to today's \
+         kernel (linux per-vma) is {} {}'s {}, the smallest {} {}'s {} (median [min-max] over the \
+         rounds, each paired with linux's).",
+        hi.0.design,
+        hi.0.call_pattern,
+        ratio_shown(&hi.1),
+        lo.0.design,
+        lo.0.call_pattern,
+        ratio_shown(&lo.1)
+    ))
+}
+
+fn workload_finding(r: &Results, w: &str, cores: usize) -> String {
+    let has_kernel = r
+        .summary
+        .iter()
+        .any(|x| x.workload == w && x.design == "linux" && x.call_pattern == "per-vma");
+    if !has_kernel {
+        return format!(
+            "{w}: linux per-vma (today's kernel) did not run, so no design is judged against it; \
+             see the tables for the ratios to linux with the same call pattern."
+        );
+    }
+    let Some(t) = site_threads(r, w) else {
+        return format!("{w}: nothing was measured.");
+    };
+    let judged = |x: &&Summary| {
+        x.workload == w && !x.bound && !(x.design == "linux" && x.call_pattern == "per-vma")
+    };
+    let at: Vec<&Summary> = r
+        .summary
+        .iter()
+        .filter(|x| x.threads == t)
+        .filter(judged)
+        .collect();
+    let by = |v: Verdict| {
+        let mut list: Vec<&Summary> = at
+            .iter()
+            .copied()
+            .filter(|x| x.vs_kernel == Some(v))
+            .collect();
+        list.sort_by(|a, b| {
+            let m = |x: &Summary| x.ratio_to_kernel.map_or(1.0, |s| s.median);
+            m(b).total_cmp(&m(a))
+        });
+        list
+    };
+    let (faster, slower) = (by(Verdict::Faster), by(Verdict::Slower));
+    let ties = at.len() - faster.len() - slower.len();
+    let within = if cores > 0 && t <= cores {
+        format!(" (the most this {cores}-CPU machine runs at once)")
+    } else {
+        String::new()
+    };
+    let name = |x: &Summary| format!("{} {}", x.design, x.call_pattern);
+    let ratio = |x: &Summary| x.ratio_to_kernel.map_or("-".into(), |s| ratio_shown(&s));
+    let short_list = |v: &[&Summary]| {
+        v.iter()
+            .map(|x| {
+                format!(
+                    "{} {}x",
+                    name(x),
+                    x.ratio_to_kernel
+                        .map_or("-".into(), |s| fmt_ratio(s.median))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!("{w}, {t} thread(s){within}: ");
+    if faster.is_empty() && slower.is_empty() {
+        let elsewhere = r
+            .summary
+            .iter()
+            .filter(judged)
+            .filter(|x| matches!(x.vs_kernel, Some(Verdict::Faster | Verdict::Slower)))
+            .count();
+        if elsewhere == 0 {
+            let _ = write!(
+                s,
+                "nothing differs beyond noise on this machine: every design ties today's kernel \
+                 (linux per-vma) at every thread count"
+            );
+        } else {
+            let _ = write!(
+                s,
+                "nothing differs from today's kernel (linux per-vma) beyond noise; {elsewhere} \
+                 point(s) at other thread counts do (the ablation table)"
+            );
+        }
+    } else if let Some(best) = faster.first() {
+        let _ = write!(
+            s,
+            "{} is the fastest, {} today's kernel (linux per-vma), faster in every one of {} rounds",
+            name(best),
+            ratio(best),
+            best.ratio_to_kernel.map_or(0, |x| x.n)
+        );
+        if faster.len() > 1 {
+            let _ = write!(s, "; also faster: {}", short_list(&faster[1..]));
+        }
+        if !slower.is_empty() {
+            let _ = write!(s, "; slower: {}", short_list(&slower));
+        }
+        if ties > 0 {
+            let _ = write!(s, "; {ties} other(s) tie");
+        }
+    } else {
+        let _ = write!(
+            s,
+            "no design beats today's kernel (linux per-vma) beyond noise; slower: {}",
+            short_list(&slower)
+        );
+        if ties > 0 {
+            let _ = write!(s, "; {ties} other(s) tie");
+        }
+    }
+    s.push('.');
+    if let Some(b) = r
+        .summary
+        .iter()
+        .filter(|x| x.workload == w && x.threads == t && x.bound)
+        .filter_map(|x| x.ratio_to_kernel.map(|v| (x, v)))
+        .max_by(|a, b| a.1.median.total_cmp(&b.1.median))
+    {
+        let _ = write!(
+            s,
+            " Without any reverse map ({}, a bound, not a design) the model measured {}x today's kernel: \
+             the headroom a reverse-map design has on this machine.",
+            name(b.0),
+            fmt_ratio(b.1.median)
+        );
+    }
+    s
+}
+
 /// Everything printed after a bench and by `aspace report`.
 pub fn text(r: &Results) -> String {
-    let mut s = String::new();
+    let mut s = String::from("\nWhat this run found:\n");
+    for f in findings(r) {
+        let _ = writeln!(s, "  {f}");
+    }
     let _ = writeln!(
         s,
         "\n{}\n\
-         Verdict against linux with the same call pattern: + faster, - slower (spreads apart), ~ tie (spreads overlap).\n\
+         Verdicts against linux with the same call pattern (+ faster, - slower, ~ tie, ? too few rounds): {}.\n\
+         ! = an outlier sample or paired ratio (listed at the end). \
          * = more threads than this machine's {} cores (oversubscribed: time-slicing, not contention).",
         interval_sentence(r),
+        verdict_rule(rounds(r)),
         r.machine.cores
     );
     for w in workloads(r) {
@@ -247,7 +524,7 @@ pub fn text(r: &Results) -> String {
                 x.call_pattern,
                 x.threads,
                 if x.oversubscribed { "*" } else { " " },
-                show(&x.ops_per_sec, fmt_rate),
+                format!("{}{}", show(&x.ops_per_sec, fmt_rate), flag(r, x)),
                 ratio,
                 x.lock_holds_per_op,
                 x.rmap_calls_per_op,
@@ -262,6 +539,7 @@ pub fn text(r: &Results) -> String {
     }
     s.push_str(&memory_text(r));
     s.push_str(&fits_text(r));
+    s.push_str(&outliers_text(r));
     s
 }
 
@@ -281,7 +559,7 @@ fn ablation_text(r: &Results, w: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\nAblations ({w}): x linux per-vma (today's kernel), median [min-max]; + faster, - slower, ~ tie"
+        "\nAblations ({w}): x linux per-vma (today's kernel), median [min-max] of the paired ratios; + faster, - slower, ~ tie, ? too few rounds"
     );
     let _ = write!(s, "{:<18} {:<8} {:<52}", "design", "pattern", "isolates");
     for t in &ts {
@@ -367,7 +645,7 @@ fn steps_text(r: &Results, w: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\nWhere the gain comes from ({w}): each step's ratio, paired by repeat; + faster, - slower, ~ tie"
+        "\nWhere the gain comes from ({w}): each step's ratio, paired by repeat; + faster, - slower, ~ tie, ? too few rounds"
     );
     let _ = write!(s, "{:<52}", "step");
     for t in &ts {
@@ -592,311 +870,7 @@ pub fn fits_text(r: &Results) -> String {
     s
 }
 
-// ------------------------------------------------------------------------ plots
-
-struct Series {
-    name: String,
-    color: &'static str,
-    dashed: bool,
-    /// (threads, spread)
-    points: Vec<(f64, Spread)>,
-    usl: Option<crate::usl::Usl>,
-}
-
-fn series(r: &Results, workload: &str) -> Vec<Series> {
-    let mut designs: Vec<String> = Vec::new();
-    for x in &r.summary {
-        if !designs.contains(&x.design) {
-            designs.push(x.design.clone());
-        }
-    }
-    r.series()
-        .into_iter()
-        .filter(|(w, _)| w == workload)
-        .map(|(w, name)| {
-            let pts: Vec<&Summary> = r
-                .summary
-                .iter()
-                .filter(|x| x.workload == w && x.series_name() == name)
-                .collect();
-            let design = pts.first().map_or("", |x| x.design.as_str());
-            let ci = designs.iter().position(|d| d == design).unwrap_or(0);
-            Series {
-                dashed: pts.first().is_some_and(|x| x.call_pattern == "batched"),
-                points: pts
-                    .iter()
-                    .map(|x| (x.threads as f64, x.ops_per_sec))
-                    .collect(),
-                usl: r
-                    .fits
-                    .iter()
-                    .find(|f| f.workload == w && f.design == name)
-                    .and_then(|f| f.usl),
-                color: COLORS[ci % COLORS.len()],
-                name,
-            }
-        })
-        .collect()
-}
-
-/// `s` escaped for HTML text and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// Tick values for an axis from 0 to `max`: 4 to 8 steps of 1, 2 or 5 x 10^k.
-pub fn nice_ticks(max: f64) -> Vec<f64> {
-    if !(max.is_finite() && max > 0.0) {
-        return vec![0.0, 1.0];
-    }
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|&st| max / st <= 8.0)
-        .unwrap_or(10.0 * mag);
-    let mut v = Vec::new();
-    let mut k = 0.0;
-    while k * step <= max * (1.0 + 1e-9) {
-        v.push(k * step);
-        k += 1.0;
-    }
-    if *v.last().unwrap_or(&0.0) < max {
-        v.push(k * step);
-    }
-    v
-}
-
-/// An SVG plot of throughput against threads: one line per design and call pattern
-/// (batched dashed), each point its median with a min-max error bar, oversubscribed
-/// thread counts shaded. With `projection`, the x axis runs to the largest projection
-/// core count and only the fitted USL curves are drawn, labelled as projections;
-/// call it only when [`Results::any_fit`].
-pub fn svg(r: &Results, workload: &str, projection: bool) -> String {
-    let ser = series(r, workload);
-    let (w, h) = (860.0, 480.0);
-    let (l, rt, t, b) = (80.0, 260.0, 40.0, 50.0);
-    let measured_max = ser
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(1.0, f64::max);
-    let xmax = if projection {
-        PROJECT_TO[PROJECT_TO.len() - 1] as f64
-    } else {
-        measured_max + 0.5
-    };
-    let xmin = if projection { 0.0 } else { 0.5 };
-    let curve = |s: &Series, n: f64| s.usl.map(|u| u.at(n));
-    let mut ymax: f64 = 1.0;
-    for s in &ser {
-        for p in &s.points {
-            ymax = ymax.max(p.1.max);
-        }
-        if projection {
-            for i in 1..=200 {
-                if let Some(y) = curve(s, xmax * i as f64 / 200.0) {
-                    ymax = ymax.max(y);
-                }
-            }
-        }
-    }
-    let yticks = nice_ticks(ymax * 1.05);
-    let ytop = *yticks.last().unwrap_or(&ymax);
-    let px = |x: f64| l + (w - l - rt) * (x - xmin) / (xmax - xmin);
-    let py = |y: f64| h - b - (h - t - b) * y / ytop;
-    let mut o = String::new();
-    let title = if projection {
-        format!("{workload}: USL PROJECTION to {xmax:.0} cores (not measured)")
-    } else {
-        format!("{workload}: throughput vs threads (median, bars: min-max)")
-    };
-    let _ = write!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12"><rect width="{w}" height="{h}" fill="white"/><text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
-        (w - rt + l) / 2.0,
-        esc(&title)
-    );
-    // Oversubscribed region.
-    let cores = r.machine.cores as f64;
-    if !projection && cores > 0.0 && measured_max > cores {
-        let x0 = px(cores + 0.5);
-        let _ = write!(
-            o,
-            r##"<rect x="{x0:.1}" y="{t}" width="{:.1}" height="{}" fill="#f4f4f4"/><text x="{:.1}" y="{}" fill="#777" text-anchor="middle">oversubscribed (&gt; {cores:.0} cores)</text>"##,
-            px(xmax) - x0,
-            h - t - b,
-            (x0 + px(xmax)) / 2.0,
-            t + 14.0
-        );
-    }
-    let _ = write!(
-        o,
-        r#"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{0}" stroke="black"/>"#,
-        h - b,
-        w - rt
-    );
-    for y in &yticks {
-        let _ = write!(
-            o,
-            r##"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-            py(*y),
-            w - rt,
-            l - 6.0,
-            py(*y) + 4.0,
-            fmt_rate(*y)
-        );
-    }
-    let xticks: Vec<f64> = if projection {
-        vec![1.0, 64.0, 112.0, 192.0, 256.0, 384.0]
-    } else {
-        let mut v: Vec<f64> = ser
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v.dedup();
-        v
-    };
-    for x in xticks {
-        let _ = write!(
-            o,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{x:.0}</text>"#,
-            px(x),
-            h - b + 16.0
-        );
-    }
-    let _ = write!(
-        o,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(18 {}) rotate(-90)" text-anchor="middle">{}/s</text>"#,
-        (w - rt + l) / 2.0,
-        h - 12.0,
-        if projection {
-            "cores (projected)"
-        } else {
-            "worker threads"
-        },
-        (h - b + t) / 2.0,
-        if workload == "shell" {
-            "fork+exec+exit"
-        } else {
-            "exec+exit"
-        }
-    );
-    let nser = ser.len().max(1) as f64;
-    for (i, s) in ser.iter().enumerate() {
-        let dash = if s.dashed || projection {
-            r#" stroke-dasharray="6 4""#
-        } else {
-            ""
-        };
-        // Spread the series a little along x so error bars do not hide each other.
-        let jitter = if projection {
-            0.0
-        } else {
-            0.3 * ((i as f64 + 0.5) / nser - 0.5)
-        };
-        if projection {
-            let pts: Vec<String> = (1..=200)
-                .filter_map(|k| {
-                    let n = 1.0 + (xmax - 1.0) * k as f64 / 200.0;
-                    curve(s, n).map(|y| format!("{:.1},{:.1}", px(n), py(y)))
-                })
-                .collect();
-            if !pts.is_empty() {
-                let _ = write!(
-                    o,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
-                    s.color,
-                    pts.join(" ")
-                );
-            }
-        } else {
-            let pts: Vec<String> = s
-                .points
-                .iter()
-                .map(|p| format!("{:.1},{:.1}", px(p.0 + jitter), py(p.1.median)))
-                .collect();
-            let _ = write!(
-                o,
-                r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
-                s.color,
-                pts.join(" ")
-            );
-        }
-        for (x, sp) in &s.points {
-            let cx = px(x + jitter);
-            if !projection && sp.n > 1 {
-                let _ = write!(
-                    o,
-                    r#"<line x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5"/><line x1="{:.1}" y1="{1:.1}" x2="{:.1}" y2="{1:.1}" stroke="{2}"/><line x1="{3:.1}" y1="{0:.1}" x2="{4:.1}" y2="{0:.1}" stroke="{2}"/>"#,
-                    py(sp.min),
-                    py(sp.max),
-                    s.color,
-                    cx - 3.0,
-                    cx + 3.0
-                );
-            }
-            let _ = write!(
-                o,
-                r#"<circle cx="{cx:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{} {} threads: {} /s (measured; median [min-max] of {})</title></circle>"#,
-                py(sp.median),
-                s.color,
-                esc(&s.name),
-                x,
-                show(sp, fmt_rate),
-                sp.n
-            );
-        }
-        let ly = t + 17.0 * i as f64 + 10.0;
-        let _ = write!(
-            o,
-            r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{2}" stroke-width="3"{dash}/><text x="{3}" y="{4}">{5}</text>"#,
-            w - rt + 12.0,
-            w - rt + 36.0,
-            s.color,
-            w - rt + 42.0,
-            ly + 4.0,
-            esc(&s.name)
-        );
-    }
-    let note = if projection {
-        "dashes: USL fit of the medians"
-    } else {
-        "solid: per-vma; dashed: batched"
-    };
-    let _ = write!(
-        o,
-        r##"<text x="{}" y="{}" fill="#555">{note}</text>"##,
-        w - rt + 12.0,
-        t + 17.0 * nser + 24.0,
-    );
-    o.push_str("</svg>");
-    o
-}
-
 // ------------------------------------------------------------------------- html
-
-/// An HTML table of `rows` under `head`, every cell escaped.
-pub(crate) fn html_table(rows: &[Vec<String>], head: &[&str]) -> String {
-    let mut o = String::from("<table><tr>");
-    for h in head {
-        let _ = write!(o, "<th>{}</th>", esc(h));
-    }
-    o.push_str("</tr>");
-    for r in rows {
-        o.push_str("<tr>");
-        for c in r {
-            let _ = write!(o, "<td>{}</td>", esc(c));
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</table>");
-    o
-}
 
 /// The self-contained HTML report: what ran, plots, tables, fits, machine.
 pub fn html(r: &Results) -> String {
@@ -926,17 +900,16 @@ pub fn html(r: &Results) -> String {
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace bench report</title>\
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
+<style>{STYLE}</style></head><body>\
 <h1>aspace bench: reverse-map designs under exec churn</h1>\
+<div class=\"finding\"><h2>What this run found</h2>{found}</div>\
 <p>What ran, on the address-space model, with <b>{res}</b> resident processes keeping libc's reverse map at \
 {libc} VMAs:</p><ul>{what}</ul>\
 <p>Every design ran the same workload; how <code>mm</code> calls the reverse maps (the call pattern) is a \
 separate axis, listed below, and each row says which one it used. {interval} &ldquo;x linux&rdquo; is the ratio to the \
 <code>linux</code> design (the kernel's i_mmap interval tree under one rwsem) with the same call pattern, \
-thread count and repeat; a design is called faster or slower only when the two spreads do not overlap, \
-otherwise it is a tie. Lock holds are counted by the reverse maps; rmap calls by <code>mm</code>. \
+thread count and repeat. Verdicts: {rule}. A sample or ratio marked ! is an outlier (below half or above \
+twice its point's median). Lock holds are counted by the reverse maps; rmap calls by <code>mm</code>. \
 Thread counts above the machine's {cores} cores are oversubscribed (marked *): they measure time-slicing. \
 Lock hold times were {timing}.</p>\
 <p>Machine: {cpu}, {cores} CPUs, {nodes} NUMA node(s), kernel {kernel}; <code>aspace</code> built from commit \
@@ -945,6 +918,11 @@ Lock hold times were {timing}.</p>\
         libc = r.runs.first().map_or(0, |x| x.resident_libc_vmas),
         what = what.join(""),
         interval = esc(&interval_sentence(r)),
+        found = findings(r)
+            .iter()
+            .map(|f| format!("<p>{}</p>", esc(f)))
+            .collect::<String>(),
+        rule = esc(&verdict_rule(rounds(r))),
         cpu = esc(&m.cpu_model),
         cores = m.cores,
         nodes = m.nodes,
@@ -966,7 +944,7 @@ Lock hold times were {timing}.</p>\
         },
     );
     o.push_str("<h2>Call patterns</h2>");
-    o.push_str(&html_table(
+    o.push_str(&table(
         &patterns
             .iter()
             .map(|(n, d, ds)| vec![n.clone(), ds.join(", "), d.clone()])
@@ -982,7 +960,7 @@ Lock hold times were {timing}.</p>\
         );
     }
     for w in &ws {
-        let _ = write!(o, "<h2>{}</h2>{}", esc(w), svg(r, w, false));
+        let _ = write!(o, "<h2>{}</h2>{}", esc(w), crate::plot::bench(r, w, None));
         let rows: Vec<Vec<String>> = r
             .summary
             .iter()
@@ -992,7 +970,7 @@ Lock hold times were {timing}.</p>\
                     design_label(x),
                     x.call_pattern.clone(),
                     format!("{}{}", x.threads, if x.oversubscribed { "*" } else { "" }),
-                    show(&x.ops_per_sec, fmt_rate),
+                    format!("{}{}", show(&x.ops_per_sec, fmt_rate), flag(r, x)),
                     if x.vs_linux == Some(Verdict::Reference) {
                         "ref".into()
                     } else {
@@ -1008,7 +986,7 @@ Lock hold times were {timing}.</p>\
                 ]
             })
             .collect();
-        o.push_str(&html_table(
+        o.push_str(&table(
             &rows,
             &[
                 "design",
@@ -1053,11 +1031,15 @@ Lock hold times were {timing}.</p>\
             let _ = write!(
                 o,
                 "<h3 class=\"proj\">Projection (USL fit, not measured)</h3>{}",
-                svg(r, w, true)
+                crate::plot::projection(r, w)
             );
         }
     }
     let _ = write!(o, "<h2>Memory</h2><pre>{}</pre>", esc(&memory_text(r)));
+    let out = outliers_text(r);
+    if !out.is_empty() {
+        let _ = write!(o, "<h2>Outliers</h2><pre>{}</pre>", esc(out.trim_start()));
+    }
     o.push_str("<h2>USL fits and projections</h2>");
     if !r.any_fit() {
         let _ = write!(o, "<p>No fit, no projection: {}.</p>", esc(NOT_FITTED));
@@ -1076,16 +1058,138 @@ Lock hold times were {timing}.</p>\
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{Machine, Run};
+
+    /// Six rounds on a 2-core machine at 1 and 2 threads: linux per-vma, and
+    /// `others` as (design, pattern, ratio to linux in each round).
+    fn run_of(others: &[(&str, &str, [f64; 6])], linux: [f64; 6]) -> Results {
+        let mut runs = Vec::new();
+        for threads in [1, 2] {
+            for rep in 0..6 {
+                let base = linux[rep] * threads as f64;
+                let mut push = |d: &str, p: &str, ops: f64| {
+                    runs.push(Run {
+                        workload: "execl".into(),
+                        design: d.into(),
+                        call_pattern: p.into(),
+                        threads,
+                        repeat: rep,
+                        ops_per_sec: ops,
+                        bound: d == "exclude",
+                        ..Run::default()
+                    })
+                };
+                push("linux", "per-vma", base);
+                for (d, p, ratio) in others {
+                    push(d, p, base * ratio[rep]);
+                }
+            }
+        }
+        let mut r = Results {
+            machine: Machine {
+                cores: 2,
+                ..Machine::default()
+            },
+            config: Default::default(),
+            runs,
+            summary: Vec::new(),
+            fits: Vec::new(),
+            predicted: None,
+        };
+        r.analyse();
+        r
+    }
+
+    const SWING: [f64; 6] = [40e3, 20e3, 35e3, 45e3, 25e3, 30e3];
 
     #[test]
-    fn ticks_are_round_and_cover_the_range() {
-        assert_eq!(nice_ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        let t = nice_ticks(73_400.0);
-        assert_eq!(t.first(), Some(&0.0));
-        assert!(*t.last().unwrap() >= 73_400.0);
-        assert!(t.len() >= 4 && t.len() <= 10, "{t:?}");
-        let step = t[1] - t[0];
-        assert!([1e4, 2e4, 5e4].contains(&step), "{t:?}");
-        assert_eq!(nice_ticks(0.0), vec![0.0, 1.0]);
+    fn findings_name_the_winner_the_losers_and_the_bound() {
+        let r = run_of(
+            &[
+                ("aspace", "batched", [1.15, 1.3, 1.41, 1.41, 1.6, 2.29]),
+                ("sharded", "per-vma", [0.8, 0.9, 0.85, 0.7, 0.9, 0.88]),
+                (
+                    "numa_locks",
+                    "per-vma",
+                    [1.02, 0.97, 1.01, 0.99, 1.03, 0.98],
+                ),
+                ("exclude", "per-vma", [2.0, 2.1, 1.9, 2.2, 2.0, 2.05]),
+            ],
+            SWING,
+        );
+        let f = findings(&r);
+        let first = &f[0];
+        assert!(
+            first.starts_with("execl, 2 thread(s) (the most this 2-CPU machine runs at once): aspace batched is the fastest, 1.41x [1.15-2.29]"),
+            "{first}"
+        );
+        assert!(first.contains("slower: sharded per-vma 0.86x"), "{first}");
+        assert!(first.contains("1 other(s) tie"), "{first}");
+        assert!(first.contains("exclude per-vma, a bound"), "{first}");
+        // The terminal and the HTML open with it.
+        assert!(text(&r).starts_with("\nWhat this run found:\n  execl, 2 thread(s)"));
+        assert!(html(&r).contains("<h2>What this run found</h2><p>execl, 2 thread(s)"));
+    }
+
+    #[test]
+    fn findings_say_when_nothing_differs() {
+        let r = run_of(
+            &[
+                ("aspace", "per-vma", [1.1, 0.9, 1.05, 0.95, 1.2, 0.97]),
+                ("sharded", "per-vma", [1.02, 0.97, 1.01, 0.99, 1.03, 0.98]),
+            ],
+            SWING,
+        );
+        assert!(
+            findings(&r)[0].contains("nothing differs beyond noise on this machine"),
+            "{:?}",
+            findings(&r)
+        );
+        // Three rounds: no verdicts at all, and it says so.
+        let mut few = r.clone();
+        few.runs.retain(|x| x.repeat < 3);
+        few.analyse();
+        let f = findings(&few);
+        assert!(
+            f[0].contains("no design can be called faster or slower"),
+            "{f:?}"
+        );
+        assert!(
+            f[1].contains("without a verdict: the largest ratio to today's kernel (linux per-vma) is aspace per-vma's"),
+            "{f:?}"
+        );
+    }
+
+    /// A sample far below its point's median (45.68 ops/s among 20k) is
+    /// flagged in the table and listed, with the ratios it distorts.
+    #[test]
+    fn outliers_are_flagged_and_listed() {
+        let mut r = run_of(&[("aspace", "per-vma", [1.2; 6])], SWING);
+        for x in &mut r.runs {
+            if x.design == "linux" && x.threads == 2 && x.repeat == 3 {
+                x.ops_per_sec = 45.68;
+            }
+        }
+        r.analyse();
+        let t = text(&r);
+        let lx = r
+            .summary
+            .iter()
+            .find(|x| x.design == "linux" && x.threads == 2)
+            .unwrap();
+        assert_eq!(flag(&r, lx), "!");
+        let ax = r
+            .summary
+            .iter()
+            .find(|x| x.design == "aspace" && x.threads == 2)
+            .unwrap();
+        assert_eq!(flag(&r, ax), "!", "its ratio of that round is an outlier");
+        assert!(
+            t.contains("execl linux per-vma 2 thr, round 4: 45.68 /s"),
+            "{t}"
+        );
+        assert!(findings(&r)
+            .iter()
+            .any(|f| f.starts_with("1 of 24 samples are outliers")));
     }
 }

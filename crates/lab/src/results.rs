@@ -270,7 +270,7 @@ pub struct Results {
     /// The predicted curve for this host (`aspace predict`'s simulator), shown
     /// beside the measured one; PREDICTIONS, not measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<crate::predict::host::HostPrediction>,
+    pub predicted: Option<crate::predicted::HostPrediction>,
 }
 
 /// Why a series has no fit (shown in the reports).
@@ -343,8 +343,8 @@ impl Results {
     }
 
     /// `a` / `b` at one workload and thread count, paired by repeat (each a
-    /// (design, call pattern)), with the verdict of `a`'s throughput against `b`'s;
-    /// `None` unless both ran.
+    /// (design, call pattern)), with the verdict of those paired ratios
+    /// ([`Verdict::paired`]); `None` unless both ran.
     pub fn step(
         &self,
         workload: &str,
@@ -372,9 +372,7 @@ impl Results {
                     .map(|y| x.ops_per_sec / y.ops_per_sec)
             })
             .collect();
-        let ops = |v: &[&Run]| Spread::of(&v.iter().map(|x| x.ops_per_sec).collect::<Vec<_>>());
-        let verdict = Verdict::compare(&ops(&ra)?, &ops(&rb)?);
-        Some((Spread::of(&ratios)?, verdict))
+        Some((Spread::of(&ratios)?, Verdict::paired(&ratios)))
     }
 
     /// The machine's speed in each round (repeat), measured by the workload itself:
@@ -450,9 +448,8 @@ impl Results {
             Spread::of(&v)
         };
         // Paired by repeat: drift between repeats cancels in the ratio.
-        let paired = |k: &Key, pattern: &str| -> Option<Spread> {
-            let v: Vec<f64> = self
-                .runs
+        let ratios = |k: &Key, pattern: &str| -> Vec<f64> {
+            self.runs
                 .iter()
                 .filter(|r| key(r) == *k)
                 .filter_map(|r| {
@@ -468,21 +465,20 @@ impl Results {
                         })
                         .map(|l| r.ops_per_sec / l.ops_per_sec)
                 })
-                .collect();
-            Spread::of(&v)
+                .collect()
         };
-        let verdict = |k: &Key, mine: &Spread, pattern: &str| -> Option<Verdict> {
-            let lk = (k.0.clone(), "linux".to_owned(), pattern.to_owned(), k.3);
-            if lk == *k {
+        let verdict = |k: &Key, ratios: &[f64], pattern: &str| -> Option<Verdict> {
+            if k.1 == "linux" && k.2 == pattern {
                 return Some(Verdict::Reference);
             }
-            ops(&lk).map(|l| Verdict::compare(mine, &l))
+            (!ratios.is_empty()).then(|| Verdict::paired(ratios))
         };
         keys.iter()
             .filter_map(|k| {
                 let samples: Vec<&Run> = self.runs.iter().filter(|r| key(r) == *k).collect();
                 let first = samples.first()?;
                 let ops_per_sec = ops(k)?;
+                let (to_linux, to_kernel) = (ratios(k, &k.2), ratios(k, "per-vma"));
                 let site_names: Vec<String> = {
                     let mut v: Vec<String> = Vec::new();
                     for s in samples.iter().flat_map(|r| &r.sites) {
@@ -528,10 +524,10 @@ impl Results {
                     threads: k.3,
                     oversubscribed: samples.iter().any(|r| r.oversubscribed),
                     bound: first.bound,
-                    ratio_to_linux: paired(k, &k.2),
-                    vs_linux: verdict(k, &ops_per_sec, &k.2),
-                    ratio_to_kernel: paired(k, "per-vma"),
-                    vs_kernel: verdict(k, &ops_per_sec, "per-vma"),
+                    ratio_to_linux: Spread::of(&to_linux),
+                    vs_linux: verdict(k, &to_linux, &k.2),
+                    ratio_to_kernel: Spread::of(&to_kernel),
+                    vs_kernel: verdict(k, &to_kernel, "per-vma"),
                     ops_per_sec,
                     lock_holds_per_op: median_of(samples.iter().map(|r| r.lock_holds_per_op)),
                     rmap_calls_per_op: median_of(samples.iter().map(|r| r.calls_per_op.lock_holds)),
@@ -543,6 +539,29 @@ impl Results {
                 })
             })
             .collect()
+    }
+
+    /// The samples of one point (workload, design, call pattern, threads), in
+    /// round order.
+    pub fn samples(
+        &self,
+        workload: &str,
+        design: &str,
+        pattern: &str,
+        threads: usize,
+    ) -> Vec<&Run> {
+        let mut v: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| {
+                r.workload == workload
+                    && r.design == design
+                    && r.call_pattern == pattern
+                    && r.threads == threads
+            })
+            .collect();
+        v.sort_by_key(|r| r.repeat);
+        v
     }
 
     /// (workload, series name) pairs in first-seen order.
@@ -598,22 +617,21 @@ mod tests {
         }
     }
 
-    /// Three interleaved repeats of three series: median and min-max of every
-    /// point, ratios paired by repeat, and a difference inside the spread a tie.
+    /// Six interleaved repeats of three series under a load that swings
+    /// between rounds: median and min-max of every point, ratios paired by
+    /// repeat, and the verdict from the pairs (the ops/s ranges overlap).
     #[test]
-    fn repeats_summarise_with_spread_and_ties() {
+    fn repeats_summarise_with_spread_and_paired_verdicts() {
         let mut r = results(2, &[]);
-        for (rep, (lp, lb, a)) in [
-            (100.0, 110.0, 130.0),
-            (80.0, 120.0, 150.0),
-            (90.0, 100.0, 135.0),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            r.runs.push(sample("linux", "per-vma", rep, lp));
-            r.runs.push(sample("linux", "batched", rep, lb));
-            r.runs.push(sample("aspace", "per-vma", rep, a));
+        let linux = [100.0, 80.0, 90.0, 60.0, 110.0, 70.0];
+        let aspace = [1.3, 1.875, 1.5, 1.4, 1.2, 1.6];
+        let batched = [1.1, 1.5, 1.11, 0.92, 0.91, 1.07];
+        for rep in 0..6 {
+            r.runs.push(sample("linux", "per-vma", rep, linux[rep]));
+            r.runs
+                .push(sample("linux", "batched", rep, linux[rep] * batched[rep]));
+            r.runs
+                .push(sample("aspace", "per-vma", rep, linux[rep] * aspace[rep]));
         }
         r.analyse();
         assert_eq!(r.summary.len(), 3);
@@ -631,25 +649,35 @@ mod tests {
                 lp.ops_per_sec.max,
                 lp.ops_per_sec.n
             ),
-            (90.0, 80.0, 100.0, 3)
+            (85.0, 60.0, 110.0, 6)
         );
         assert_eq!(lp.vs_linux, Some(Verdict::Reference));
-        // aspace per-vma: 130/100, 150/80, 135/90 paired by repeat.
         let a = get("aspace", "per-vma");
+        assert!(a.ops_per_sec.overlaps(&lp.ops_per_sec));
         let ratio = a.ratio_to_linux.unwrap();
-        assert!((ratio.min - 1.3).abs() < 1e-12 && (ratio.max - 1.875).abs() < 1e-12);
-        assert!((ratio.median - 1.5).abs() < 1e-12);
+        assert!((ratio.min - 1.2).abs() < 1e-12 && (ratio.max - 1.875).abs() < 1e-12);
+        assert!((ratio.median - 1.45).abs() < 1e-12);
         assert_eq!(a.vs_linux, Some(Verdict::Faster));
-        // linux batched [100, 120] overlaps linux per-vma [80, 100]: a tie.
+        // linux batched: above linux per-vma in four rounds of six, a tie.
         let lb = get("linux", "batched");
         assert_eq!(lb.vs_linux, Some(Verdict::Reference));
         assert_eq!(lb.vs_kernel, Some(Verdict::Tie));
-        // 110/100, 120/80, 100/90: the median is 100/90.
-        assert!((lb.ratio_to_kernel.unwrap().median - 100.0 / 90.0).abs() < 1e-12);
+        assert!((lb.ratio_to_kernel.unwrap().median - 1.085).abs() < 1e-9);
         // Per-run ratios are paired too.
         assert!(r.runs.iter().all(|x| x.ratio_to_linux.is_some()));
         // Fits use the medians: one point per series, so none.
         assert!(!r.any_fit());
+        // Three rounds are too few for a verdict.
+        r.runs.retain(|x| x.repeat < 3);
+        r.analyse();
+        assert_eq!(get_verdict(&r, "aspace"), Some(Verdict::FewRounds));
+    }
+
+    fn get_verdict(r: &Results, d: &str) -> Option<Verdict> {
+        r.summary
+            .iter()
+            .find(|s| s.design == d)
+            .and_then(|s| s.vs_linux)
     }
 
     /// Round speeds: a round where every point ran at half its median reads 0.5,
@@ -690,13 +718,19 @@ mod tests {
         assert_eq!(r.summary[0].call_pattern, "legacy");
     }
 
-    /// A step between two series: paired ratios and the verdict of their spreads.
+    /// A step between two series: paired ratios and their verdict.
     #[test]
     fn steps_pair_by_repeat() {
         let mut r = results(2, &[]);
-        for (rep, (a, b)) in [(100.0, 50.0), (90.0, 60.0), (120.0, 55.0)]
-            .into_iter()
-            .enumerate()
+        for (rep, (a, b)) in [
+            (100.0, 50.0),
+            (90.0, 60.0),
+            (120.0, 55.0),
+            (130.0, 60.0),
+            (70.0, 35.0),
+        ]
+        .into_iter()
+        .enumerate()
         {
             r.runs.push(sample("aspace", "batched", rep, a));
             r.runs.push(sample("aspace", "per-vma", rep, b));

@@ -211,12 +211,22 @@ fn check_walk(
     }
 }
 
+/// The operations every worker does even if the duration ends first, so a
+/// soak on a starved machine still checks something: four invariant checks a
+/// worker, and every kind of operation, each drawn with chance 2% or more an
+/// operation (exit, the rarest), missing from 4 workers' 1024 with chance
+/// below 0.98^1024 = 1e-9 (and the draws are seeded: a given binary gives
+/// the same ones every run).
+pub const MIN_OPS: u64 = 256;
+
 fn worker(sh: &Shared, w: &World, seed: u64) {
     let mut rng = Rng::new(seed);
     let mut own: Vec<Mm> = Vec::new();
     let mut n = 0u64;
+    // At least MIN_OPS operations, however late the thread starts, so that
+    // a soak on a loaded machine still checks something of every kind.
     // Relaxed: a stop flag; no data is published through it.
-    while !sh.stop.load(Ordering::Relaxed) {
+    while n < MIN_OPS || !sh.stop.load(Ordering::Relaxed) {
         n += 1;
         if own.is_empty() || (own.len() < 4 && rng.below(8) == 0) {
             let mm = Mm::new(w.files.clone());

@@ -30,12 +30,21 @@
 //! [`disjoint_chance`] = 2 / C(2n, n): 10 % for n = 3 (so a table of 64 points
 //! disagrees with its repeat at about 6 of them by chance alone; measured with
 //! 3 x 500 ms, 7 and 19), 0.2 % for n = 6.
-//! A design is called faster or slower than another only when the two ranges of
-//! ops/s do not overlap, otherwise the difference is a tie; a false verdict between
-//! equal designs therefore has the same small chance. (Calling it from the paired
-//! ratios alone, faster when every round's ratio is above 1, flipped between tie
-//! and a verdict at 35 of 224 design points over the four pairs of runs; the rule
-//! here at 1.)
+//!
+//! **Verdicts come from the paired ratios** ([`Verdict::paired`]): each sample
+//! of a design divided by the reference's sample of the same round, so the
+//! load of that round cancels. A design is *faster* when every round's ratio
+//! is above 1 and their median is at least 1 + [`MIN_EFFECT`]; *slower* when
+//! every ratio is below 1 and the median at most 1 / (1 + [`MIN_EFFECT`]);
+//! otherwise a *tie*; with fewer than [`MIN_ROUNDS`] rounds there is no
+//! verdict. Between two designs that do not differ, each round's ratio is as
+//! likely above 1 as below, so all n on one side happens with chance at most
+//! [`false_verdict_chance`] = 2 / 2^n (3.1 % at the default 6 rounds), however
+//! the load swings; the median's margin keeps differences smaller than this
+//! bench resolves (load that changes within a round) out of the verdicts.
+//! Comparing the unpaired ops/s ranges instead, as this module once did,
+//! called every design a tie whenever the load moved between rounds, which is
+//! exactly when the pairing still answers.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -76,6 +85,7 @@ impl Spread {
     }
 
     /// Whether the two min-max ranges share a value.
+    #[cfg(test)]
     pub fn overlaps(&self, other: &Spread) -> bool {
         self.min <= other.max && other.min <= self.max
     }
@@ -95,33 +105,84 @@ pub fn disjoint_chance(n: usize, m: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
+/// Fewer paired rounds than this give no verdict: with 4 the chance of a
+/// false one would be 2 / 2^4 = 12.5 %.
+pub const MIN_ROUNDS: usize = 5;
+
+/// The smallest difference called a verdict: the median paired ratio must be
+/// at least 1.05 (or at most 1 / 1.05).
+pub const MIN_EFFECT: f64 = 0.05;
+
+/// The chance that two designs that do not differ get a verdict from `n`
+/// paired rounds: every ratio on one side of 1, 2 / 2^n (1 below
+/// [`MIN_ROUNDS`], where no verdict is given).
+pub fn false_verdict_chance(n: usize) -> f64 {
+    if n < MIN_ROUNDS {
+        return 1.0;
+    }
+    2.0 / 2f64.powi(n as i32)
+}
+
+/// The verdict rule in words, as the reports print it, with the chance of a
+/// false verdict at `rounds` rounds.
+pub fn verdict_rule(rounds: usize) -> String {
+    format!(
+        "faster = the ratio to the reference, each sample over the reference's sample of the same \
+         round, is above 1 in every round and its median is at least {:.2}; slower = below 1 in every \
+         round and the median at most {:.2}; otherwise tie (no verdict with fewer than {MIN_ROUNDS} \
+         rounds). Two designs that do not differ get a verdict with chance at most 2/2^n \
+         ({:.1}% at {} rounds)",
+        1.0 + MIN_EFFECT,
+        1.0 / (1.0 + MIN_EFFECT),
+        100.0 * false_verdict_chance(rounds.max(MIN_ROUNDS)),
+        rounds.max(MIN_ROUNDS)
+    )
+}
+
+/// A sample below half or above twice its point's median is an outlier: the
+/// reports flag it, and the plots draw it apart from the min-max bar.
+pub const OUTLIER_FACTOR: f64 = 2.0;
+
+/// Whether `x` is an outlier beside `median` (see [`OUTLIER_FACTOR`]).
+pub fn is_outlier(x: f64, median: f64) -> bool {
+    median > 0.0 && (x < median / OUTLIER_FACTOR || x > median * OUTLIER_FACTOR)
+}
+
 /// How a design compares with a reference at one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// It is the reference.
     Reference,
-    /// Every sample of it beats every sample of the reference.
+    /// Faster in every round, by at least [`MIN_EFFECT`] at the median.
     Faster,
-    /// Every sample of it is below every sample of the reference.
+    /// Slower in every round, by at least [`MIN_EFFECT`] at the median.
     Slower,
-    /// The spreads overlap: no difference can be claimed.
+    /// Neither: no difference can be claimed.
     Tie,
-    /// Fewer than two samples on a side: no spread, no claim.
-    OneSample,
+    /// Fewer than [`MIN_ROUNDS`] paired rounds: no claim. (Read as
+    /// `one_sample` from files written before verdicts were paired.)
+    #[serde(alias = "one_sample")]
+    FewRounds,
 }
 
 impl Verdict {
-    /// Compares throughput `it` with the reference's `reference`.
-    pub fn compare(it: &Spread, reference: &Spread) -> Verdict {
-        if it.n < 2 || reference.n < 2 {
-            Verdict::OneSample
-        } else if it.overlaps(reference) {
-            Verdict::Tie
-        } else if it.min > reference.max {
+    /// The verdict of the paired ratios `ratios` (this design's sample over the
+    /// reference's, one per round; non-finite ones ignored). See the module
+    /// docs for the rule and its false-verdict chance.
+    pub fn paired(ratios: &[f64]) -> Verdict {
+        let v: Vec<f64> = ratios.iter().copied().filter(|x| x.is_finite()).collect();
+        let Some(s) = Spread::of(&v) else {
+            return Verdict::FewRounds;
+        };
+        if s.n < MIN_ROUNDS {
+            Verdict::FewRounds
+        } else if s.min > 1.0 && s.median >= 1.0 + MIN_EFFECT {
             Verdict::Faster
-        } else {
+        } else if s.max < 1.0 && s.median <= 1.0 / (1.0 + MIN_EFFECT) {
             Verdict::Slower
+        } else {
+            Verdict::Tie
         }
     }
 }
@@ -133,7 +194,7 @@ impl fmt::Display for Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::Tie => "tie",
-            Verdict::OneSample => "1 sample",
+            Verdict::FewRounds => "too few rounds",
         })
     }
 }
@@ -164,23 +225,39 @@ mod tests {
         assert!(Spread::of(&[f64::INFINITY]).is_none());
     }
 
-    /// The issue's own numbers: linux_shared_line at 2 threads gave 39.5k, 74.1k
-    /// and 64.7k in three runs; a design at 60k-70k is a tie with it, not a win.
+    /// The issue's own example: `aspace per-vma 2 thr 1.41 [1.15-2.29]` was
+    /// called a tie from overlapping ops/s ranges; paired, it is faster.
     #[test]
-    fn a_difference_inside_the_spread_is_a_tie() {
-        let shared = Spread::of(&[39.5e3, 74.1e3, 64.7e3]).unwrap();
-        let other = Spread::of(&[60e3, 65e3, 70e3]).unwrap();
-        assert_eq!(Verdict::compare(&other, &shared), Verdict::Tie);
-        assert_eq!(Verdict::compare(&shared, &other), Verdict::Tie);
-        let fast = Spread::of(&[75e3, 80e3, 90e3]).unwrap();
-        assert_eq!(Verdict::compare(&fast, &shared), Verdict::Faster);
-        assert_eq!(Verdict::compare(&shared, &fast), Verdict::Slower);
-        // Touching ranges are a tie.
-        let touch = Spread::of(&[74.1e3, 80e3]).unwrap();
-        assert_eq!(Verdict::compare(&touch, &shared), Verdict::Tie);
-        // One sample claims nothing.
-        let one = Spread::of(&[1e6]).unwrap();
-        assert_eq!(Verdict::compare(&one, &shared), Verdict::OneSample);
+    fn paired_ratios_decide() {
+        let v = [1.15, 1.3, 1.41, 1.41, 1.6, 2.29];
+        assert_eq!(Verdict::paired(&v), Verdict::Faster);
+        let inv: Vec<f64> = v.iter().map(|x| 1.0 / x).collect();
+        assert_eq!(Verdict::paired(&inv), Verdict::Slower);
+        // One round on the other side: a tie.
+        assert_eq!(
+            Verdict::paired(&[0.99, 1.3, 1.4, 1.4, 1.6, 2.3]),
+            Verdict::Tie
+        );
+        // Every round above 1 but by less than the margin at the median.
+        assert_eq!(
+            Verdict::paired(&[1.01, 1.02, 1.03, 1.03, 1.04, 1.2]),
+            Verdict::Tie
+        );
+        // Too few rounds, whatever they say.
+        assert_eq!(Verdict::paired(&[2.0, 2.0, 2.0, 2.0]), Verdict::FewRounds);
+        assert_eq!(Verdict::paired(&[]), Verdict::FewRounds);
+        // An outlier round of the reference (a ratio of 49) cannot make a
+        // design slower, and cannot by itself make it faster.
+        assert_eq!(
+            Verdict::paired(&[0.9, 0.95, 0.92, 0.93, 0.9, 49.0]),
+            Verdict::Tie
+        );
+        assert_eq!(
+            Verdict::paired(&[f64::NAN, 1.2, 1.2, 1.2, 1.2, 1.2]),
+            Verdict::Faster
+        );
+        assert!(is_outlier(45.68, 20e3) && is_outlier(50e3, 20e3));
+        assert!(!is_outlier(11e3, 20e3) && !is_outlier(39e3, 20e3) && !is_outlier(1.0, 0.0));
     }
 
     #[test]
@@ -195,9 +272,9 @@ mod tests {
         assert!(disjoint_chance(100, 100) > 0.0);
     }
 
-    /// The interval and the tie rule agree with the stated chance: two "runs" of
-    /// n samples from one distribution, many times over; the ranges miss each other
-    /// (and the verdict is not a tie) about 2 / C(2n, n) of the time, and only then.
+    /// Two designs that do not differ, each round's load moving both alike
+    /// by up to 3x: the paired verdict is wrong about as often as stated
+    /// (2/2^n), and the load never makes it more often.
     #[test]
     fn equal_designs_get_a_verdict_as_rarely_as_stated() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -208,24 +285,28 @@ mod tests {
             x ^= x << 17;
             (x >> 11) as f64 / (1u64 << 53) as f64
         };
-        for n in [2, 3, 4] {
+        for n in [5, 6, 8] {
             let trials = 40_000;
-            let mut apart = 0;
+            let mut called = 0;
             for _ in 0..trials {
-                let a: Vec<f64> = (0..n).map(|_| 1e4 * (1.0 + next())).collect();
-                let b: Vec<f64> = (0..n).map(|_| 1e4 * (1.0 + next())).collect();
-                let (sa, sb) = (Spread::of(&a).unwrap(), Spread::of(&b).unwrap());
-                let v = Verdict::compare(&sa, &sb);
-                assert_eq!(v == Verdict::Tie, sa.overlaps(&sb));
-                if v != Verdict::Tie {
-                    apart += 1;
+                let ratios: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let load = 1.0 + 2.0 * next();
+                        // Noise of 30% either way, the same law for both.
+                        let a = 1e4 / load * (0.7 + 0.6 * next());
+                        let b = 1e4 / load * (0.7 + 0.6 * next());
+                        a / b
+                    })
+                    .collect();
+                if matches!(Verdict::paired(&ratios), Verdict::Faster | Verdict::Slower) {
+                    called += 1;
                 }
             }
-            let got = apart as f64 / trials as f64;
-            let want = disjoint_chance(n, n);
+            let got = called as f64 / trials as f64;
+            let bound = false_verdict_chance(n);
             assert!(
-                (got - want).abs() < 0.01 + 0.1 * want,
-                "n = {n}: {got} apart, expected {want}"
+                got <= bound * 1.1 + 0.002,
+                "n = {n}: {got} called, bound {bound}"
             );
         }
     }

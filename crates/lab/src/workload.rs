@@ -4,11 +4,13 @@
 //! 1. a fresh file registry of that design; the binary resolved once (ld.so's work);
 //! 2. `resident` processes exec the binary and stay, so libc's and ld.so's reverse
 //!    maps hold `5 x resident` identical intervals each, as on a busy machine;
-//! 3. `threads` workers loop for `duration`: exec the binary, take a few page faults
+//! 3. `threads` workers loop for `duration` (each at least once, so a sample of a
+//!    loaded machine never reads 0): exec the binary, take a few page faults
 //!    (entry point, libc text, stack, heap), exit (execl); or fork a parent, exec in
 //!    the child, fault, exit (shell);
 //! 4. optionally a reclaim thread walks libc's reverse map at `walk_rate` per second
-//!    (one page each, the stable walk);
+//!    (one page each, the stable walk; the first walk at once, so every sample
+//!    has one);
 //! 5. lock statistics are the delta over the measured interval.
 //!
 //! With [`KernelCost`] (`aspace bench --cost kernel`), each iteration also
@@ -325,9 +327,16 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
                 let mut unsupported = None;
                 let mut next = Instant::now();
                 let mut page = 0u64;
+                // The first walk at once, the next ones paced: every sample
+                // has at least one walk, however late this thread starts.
+                let mut first = true;
                 // Relaxed: a stop flag; no data is published through it.
-                while !stop.load(Ordering::Relaxed) {
-                    next += period;
+                while first || !stop.load(Ordering::Relaxed) {
+                    if std::mem::take(&mut first) {
+                        next = Instant::now();
+                    } else {
+                        next += period;
+                    }
                     if let Some(d) = next.checked_duration_since(Instant::now()) {
                         std::thread::sleep(d.min(Duration::from_millis(50)));
                         if Instant::now() < next {
@@ -483,7 +492,9 @@ fn worker(
     match workload {
         Workload::Execl => {
             let mm = Mm::new(files.clone());
-            while !stop.load(Ordering::Relaxed) {
+            // At least one operation, however late the thread starts: a
+            // sample never reads 0 ops/s on a loaded machine.
+            loop {
                 mm.exec_program(prog);
                 fault_all(&mm);
                 if let Some(k) = kernel {
@@ -491,14 +502,18 @@ fn worker(
                 }
                 mm.exit();
                 ops += 1;
+                // Relaxed: a stop flag; no data is published through it.
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
             }
             calls.add(&mm.calls());
         }
         Workload::Shell => {
             let parent = Mm::new(files.clone());
             parent.exec_program(prog);
-            // Relaxed: a stop flag; no data is published through it.
-            while !stop.load(Ordering::Relaxed) {
+            // At least one operation, as for execl.
+            loop {
                 let child = parent.fork();
                 child.exec_program(prog);
                 fault_all(&child);
@@ -508,6 +523,10 @@ fn worker(
                 child.exit();
                 calls.add(&child.calls());
                 ops += 1;
+                // Relaxed: a stop flag; no data is published through it.
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
             }
             // The parent's own exec and exit run inside the measured interval and
             // the maps count them, so mm's counts include them too.

@@ -1,9 +1,14 @@
 //! Bad input to the `aspace` CLI: every case exits non-zero with a message that
 //! starts with "error", and never panics. (Bench cases with valid arguments are in
 //! cli.rs.) See docs/bad-input.md.
+//!
+//! The rows of issue 29's table each have a test below that also checks the
+//! command ends (a hang is killed and fails the test, see
+//! [`common::aspace_bounded`]) and stays under 100 MB of memory.
 
 mod common;
-use common::{aspace, tmpdir};
+use common::{aspace, aspace_bounded, tmpdir, Bounded};
+use std::path::{Path, PathBuf};
 
 fn fails_cleanly(args: &[&str]) {
     let o = aspace(args);
@@ -100,7 +105,7 @@ fn report_rejects_bad_files() {
 
 #[test]
 fn unwritable_outputs_are_errors() {
-    // A soak whose --json cannot be written still reports, then fails.
+    // A soak whose --json cannot be written fails before it runs.
     let o = aspace(&[
         "soak",
         "--duration",
@@ -114,6 +119,332 @@ fn unwritable_outputs_are_errors() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
-    assert!(err.contains("cannot write"), "{err}");
+    assert!(err.contains("--json: cannot write"), "{err}");
+    assert!(!err.contains("aspace soak:"), "the soak ran first: {err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// The most memory a refusal may take.
+const MAX_RSS_KIB: u64 = 100 * 1000;
+
+/// Runs `args` (in `cwd`): it must end, exit 2 with "error:" and `wanted` in
+/// its message, not panic, and stay under [`MAX_RSS_KIB`].
+fn refused(args: &[&str], cwd: Option<&Path>, wanted: &str) -> Bounded {
+    let b = aspace_bounded(args, cwd);
+    assert_eq!(b.code, Some(2), "{args:?}: {b:?}");
+    assert!(b.stderr.contains("error:"), "{args:?}: {b:?}");
+    assert!(
+        b.stderr.contains(wanted),
+        "{args:?}: wanted {wanted:?}: {b:?}"
+    );
+    assert!(!b.stderr.contains("panicked"), "{args:?}: {b:?}");
+    assert!(
+        b.max_rss_kib < MAX_RSS_KIB,
+        "{args:?}: {} KiB",
+        b.max_rss_kib
+    );
+    b
+}
+
+/// A FIFO at `path` (no writer ever opens it: reading it would block).
+fn fifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+fn trace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../mm/tests/data/git-version.strace")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn replay_of_dev_zero_is_refused_unread() {
+    refused(
+        &["replay", "/dev/zero"],
+        None,
+        "/dev/zero is a character device",
+    );
+}
+
+#[test]
+fn report_of_dev_zero_is_refused_unread() {
+    refused(
+        &["report", "/dev/zero"],
+        None,
+        "/dev/zero is a character device",
+    );
+}
+
+#[test]
+fn fifos_are_refused_without_opening_them() {
+    let d = tmpdir("fifo-inputs");
+    let f = d.join("fifo");
+    fifo(&f);
+    refused(&["replay", s(&f)], None, "is a FIFO");
+    refused(&["report", s(&f)], None, "is a FIFO");
+    refused(
+        &["predict", "--machine", s(&f), "--model-cost"],
+        None,
+        "is a FIFO",
+    );
+    refused(
+        &[
+            "predict",
+            "--machine",
+            "device-16",
+            "--model-cost",
+            "--host",
+            s(&f),
+        ],
+        None,
+        "is a FIFO",
+    );
+    refused(&["replay", s(&trace()), "--maps", s(&f)], None, "--maps: ");
+    refused(
+        &[
+            "bench",
+            "--threads",
+            "1",
+            "--predict-host",
+            s(&f),
+            "--out",
+            s(&d.join("o")),
+        ],
+        None,
+        "--predict-host: ",
+    );
+    // An output that is a FIFO would block its writer: refused too.
+    refused(
+        &["soak", "--duration", "1", "--json", s(&f)],
+        None,
+        "--json: ",
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Files larger than the command's cap are refused from their size, before
+/// a byte is read (sparse: they take no disk).
+#[test]
+fn huge_inputs_are_refused_from_their_size() {
+    let d = tmpdir("huge-inputs");
+    let big = d.join("big");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(10 << 30)
+        .unwrap();
+    refused(&["report", s(&big)], None, "more than the 64.0 MiB");
+    refused(&["replay", s(&big)], None, "more than the 256.0 MiB");
+    refused(
+        &["replay", s(&trace()), "--maps", s(&big)],
+        None,
+        "more than the 16.0 MiB",
+    );
+    refused(
+        &["predict", "--machine", s(&big), "--model-cost"],
+        None,
+        "more than the 1.0 MiB",
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn predict_out_is_checked_before_the_work() {
+    let b = refused(
+        &[
+            "predict",
+            "--machine",
+            "device-16",
+            "--model-cost",
+            "--out",
+            "/proc/x",
+        ],
+        None,
+        "--out: cannot create /proc/x",
+    );
+    assert!(!b.stderr.contains("recording"), "{b:?}");
+    let d = tmpdir("predict-json");
+    refused(
+        &[
+            "predict",
+            "--machine",
+            "device-16",
+            "--model-cost",
+            "--out",
+            s(&d),
+            "--json",
+            "/proc/x/p.json",
+        ],
+        None,
+        "--json: cannot write /proc/x/p.json",
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn calibrate_out_is_checked_before_measuring() {
+    let b = refused(
+        &["calibrate", "--out", "/proc/x/host.json"],
+        None,
+        "--out: cannot create /proc/x",
+    );
+    assert!(b.stdout.is_empty(), "measured before checking: {b:?}");
+}
+
+/// `calibrate --binary script.sh` finds the file in the current directory,
+/// as `bench --binary` does (not on the PATH, which has no such program).
+#[test]
+fn calibrate_binary_resolves_as_bench_does() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = tmpdir("calibrate-binary");
+    let script = d.join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let b = aspace_bounded(
+        &[
+            "calibrate",
+            "--binary",
+            "script.sh",
+            "--scale",
+            "0.01",
+            "--out",
+            "host.json",
+        ],
+        Some(&d),
+    );
+    assert_eq!(b.code, Some(0), "{b:?}");
+    assert!(d.join("host.json").is_file(), "{b:?}");
+    // A name that is nowhere is still an error naming the option.
+    refused(
+        &["calibrate", "--binary", "no-such.sh", "--out", "h.json"],
+        Some(&d),
+        "--binary: ",
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_bad_predict_host_fails_the_bench_before_it_runs() {
+    let d = tmpdir("predict-host");
+    let garbage = d.join("garbage.json");
+    std::fs::write(&garbage, "garbage").unwrap();
+    let out = d.join("out");
+    let b = refused(
+        &[
+            "bench",
+            "--threads",
+            "1",
+            "--predict-host",
+            s(&garbage),
+            "--out",
+            s(&out),
+        ],
+        None,
+        "--predict-host: ",
+    );
+    assert!(
+        !b.stderr.contains("aspace bench:"),
+        "the run started: {b:?}"
+    );
+    assert!(!out.join("results.json").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn soak_json_is_checked_before_the_run() {
+    let b = refused(
+        &["soak", "--duration", "2", "--json", "/proc/x/s.json"],
+        None,
+        "--json: cannot write /proc/x/s.json",
+    );
+    assert!(
+        !b.stderr.contains("aspace soak:"),
+        "the soak started: {b:?}"
+    );
+    refused(
+        &["soak", "--duration", "2", "--curve", "/proc/x/c.tsv"],
+        None,
+        "--curve: cannot write /proc/x/c.tsv",
+    );
+}
+
+#[test]
+fn a_zero_duration_gets_the_range() {
+    refused(
+        &["bench", "--duration", "0"],
+        None,
+        "more than 0 s and at most 1 hour",
+    );
+}
+
+#[test]
+fn negative_numbers_get_range_errors() {
+    refused(
+        &["bench", "--duration", "-1"],
+        None,
+        "more than 0 s and at most 1 hour",
+    );
+    refused(
+        &["bench", "--walk-rate", "-5"],
+        None,
+        "not a number from 0 to 1000000",
+    );
+    refused(&["predict", "--seconds", "-1"], None, "--seconds: -1");
+    refused(
+        &["bench", "--repeat", "-2"],
+        None,
+        "not a whole number from 1 to 100",
+    );
+    refused(
+        &["bench", "--resident", "-1"],
+        None,
+        "not a whole number from 0 to 100000",
+    );
+    refused(
+        &["soak", "--threads", "-3"],
+        None,
+        "not a whole number from 1 to 4096",
+    );
+    refused(&["calibrate", "--scale", "-1"], None, "--scale: -1");
+    for args in [
+        &["bench", "--threads", "-1"][..],
+        &["soak", "--duration", "-5"],
+        &["replay", "x", "--repeat", "-1"],
+    ] {
+        refused(args, None, "error");
+    }
+}
+
+#[test]
+fn replay_refuses_zero_repeats_and_an_empty_maps_file() {
+    refused(
+        &["replay", s(&trace()), "--repeat", "0"],
+        None,
+        "not a whole number from 1 to 1000",
+    );
+    let d = tmpdir("empty-maps");
+    let empty = d.join("empty.maps");
+    std::fs::write(&empty, "").unwrap();
+    refused(
+        &["replay", s(&trace()), "--maps", s(&empty)],
+        None,
+        "holds no mapping",
+    );
+    // The same through a directory holding PID.maps.
+    let pid = std::fs::read_to_string(trace())
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(d.join(format!("{pid}.maps")), "").unwrap();
+    refused(
+        &["replay", s(&trace()), "--maps", s(&d)],
+        None,
+        "holds no mapping",
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }

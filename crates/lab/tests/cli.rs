@@ -124,7 +124,9 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
         );
         let walk = &r["walk"];
         assert_eq!(walk["requested_per_sec"].as_f64().unwrap(), 100.0, "{r}");
-        assert!(walk["walks"].as_u64().unwrap() > 0, "{r}");
+        // The walker's first walk is at once, so every sample has one, however
+        // late the walk thread got the CPU.
+        assert!(walk["walks"].as_u64().unwrap() >= 1, "{r}");
         assert!(walk["p99_ns"].as_u64().unwrap() >= walk["p50_ns"].as_u64().unwrap());
         assert!(walk["p50_ns"].as_u64().unwrap() > 0, "{r}");
     }
@@ -360,7 +362,8 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         serde_json::json!(["per-vma", "batched", "per-vma"]),
         "patterns alternate over the designs: {v}"
     );
-    assert!(v["ops"].as_u64().unwrap() > 100, "{v}");
+    // Every worker does at least soak::MIN_OPS (256), however slow the machine.
+    assert!(v["ops"].as_u64().unwrap() >= 4 * 256, "{v}");
     assert!(v["checks"].as_u64().unwrap() > 0, "{v}");
     for k in ["mmap", "munmap", "mprotect", "fork", "exec", "exit", "walk"] {
         assert!(v["ops_by_kind"][k].as_u64().unwrap() > 0, "no {k} in {v}");
@@ -372,7 +375,9 @@ fn short_soak_finds_no_violation_and_reports_memory() {
         "{v}"
     );
     let pts = v["rss_curve"].as_array().unwrap();
-    assert!(pts.len() >= 10, "sampled over time: {pts:?}");
+    // The start, at least one sample during the run, the end: how many more
+    // depends on how often the sampler got the CPU.
+    assert!(pts.len() >= 3, "sampled over time: {pts:?}");
     let lines = std::fs::read_to_string(&curve).unwrap();
     assert_eq!(lines.lines().count(), pts.len());
     assert!(lines.lines().all(|l| l.split('\t').count() == 2));
@@ -417,4 +422,89 @@ fn bench_predicts_every_design_and_leaves_a_bound_out() {
         !points.iter().any(|x| x["design"] == "exclude"),
         "{points:?}"
     );
+}
+
+/// The survey end to end in its shortest form: two counts, the smallest
+/// settings (with a budget far above what they take, so that a slow machine
+/// does not hit a part's deadline), the parts that need no prebuilt criterion
+/// executable; the maple part without one is recorded as skipped, not fatal.
+#[test]
+fn a_short_survey_writes_its_folder_and_summary() {
+    let out = tmpdir("cli-survey");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/survey/execl.c");
+    let o = aspace(&[
+        "survey",
+        "--max-cpus",
+        "2",
+        "--budget",
+        "600",
+        "--scale",
+        "0",
+        "--parts",
+        "machine,execl,bench,maple",
+        "--execl-src",
+        src.to_str().unwrap(),
+        "--maple-bench",
+        "/no/such/maple-bench",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The plan comes first.
+    assert!(
+        stdout.starts_with("aspace survey plan: counts [1, 2]; budget 600 s; settings at 0%"),
+        "{stdout}"
+    );
+    let status = std::fs::read_to_string(out.join("status.tsv")).unwrap();
+    for part in ["machine\tok", "execl\tok", "bench\tok", "maple\tskipped"] {
+        assert!(status.contains(part), "{part}: {status}");
+    }
+    let machine = std::fs::read_to_string(out.join("machine.txt")).unwrap();
+    assert!(
+        machine.contains("## lscpu") && machine.contains("## uname -a"),
+        "{machine}"
+    );
+    // Every (linkage, copies) of the one round, dynamic at least (a static
+    // libc may be missing).
+    let execl = std::fs::read_to_string(out.join("execl.tsv")).unwrap();
+    for p in ["dyn\t1\t1\t", "dyn\t2\t1\t"] {
+        assert!(execl.contains(p), "{p}: {execl}");
+    }
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| copies / threads | kernel execl, dynamic |"),
+        "{md}"
+    );
+    for p in ["1", "2"] {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {p} | ")))
+            .unwrap_or_else(|| panic!("no row {p}: {md}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // Kernel dynamic and bench linux measured; no prediction ran.
+        assert_ne!(cells[2], "-", "{row}");
+        assert_ne!(cells[5], "-", "{row}");
+        assert_eq!(cells[8], "-", "{row}");
+    }
+    let tsv = std::fs::read_to_string(out.join("summary.tsv")).unwrap();
+    assert_eq!(tsv.lines().count(), 3, "{tsv}");
+    // Bad arguments fail before anything runs.
+    for args in [
+        &["survey", "--parts", "bogus"][..],
+        &["survey", "--budget", "5"],
+        &["survey", "--max-cpus", "0"],
+    ] {
+        let o = aspace(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("error"),
+            "{args:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }

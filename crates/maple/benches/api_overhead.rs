@@ -95,7 +95,7 @@ fn measure_reader_iter(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
 fn measure_tree_iter(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
     let mut acc = 0u64;
     for _ in 0..iters {
-        acc = acc.wrapping_add(t.iter().map(|e| *e).sum::<u64>());
+        acc = acc.wrapping_add(t.iter().map(|(_, v)| *v).sum::<u64>());
     }
     acc
 }
@@ -119,8 +119,8 @@ fn measure_reader_iter_next(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
 fn measure_tree_iter_next(t: &MapleTree<u64>, _n: u64, iters: u64) -> u64 {
     let mut acc = 0u64;
     for _ in 0..iters {
-        for e in t.iter() {
-            acc = acc.wrapping_add(*e);
+        for (_, v) in t.iter() {
+            acc = acc.wrapping_add(*v);
         }
     }
     acc

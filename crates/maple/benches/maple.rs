@@ -337,7 +337,7 @@ fn bench_erase(c: &mut Criterion) {
                 || base.dup(),
                 |mut t| {
                     for &i in &victims {
-                        black_box(t.remove(first(i) + 2).unwrap());
+                        black_box(t.take(first(i) + 2).unwrap());
                     }
                     t
                 },
@@ -424,7 +424,7 @@ fn bench_iter(c: &mut Criterion) {
             ("maple", |((t, _, _), _)| {
                 t.reader()
                     .iter()
-                    .map(|(r, v)| r.start() ^ v)
+                    .map(|(r, v)| r.start() ^ *v)
                     .fold(0, u64::wrapping_add)
             }),
             ("maple_inline", |(_, t)| {
@@ -435,7 +435,7 @@ fn bench_iter(c: &mut Criterion) {
             }),
             ("rangemap", |((_, m, _), _)| {
                 m.iter()
-                    .map(|(r, v)| r.start() ^ v)
+                    .map(|(r, v)| r.start() ^ *v)
                     .fold(0, u64::wrapping_add)
             }),
             ("btreemap", |((_, _, bt), _)| {
@@ -454,14 +454,14 @@ fn bench_iter(c: &mut Criterion) {
             ("maple", |((t, _, _), _)| {
                 let mut acc = 0u64;
                 for (r, v) in t.reader().iter() {
-                    acc = acc.wrapping_add(r.start() ^ v);
+                    acc = acc.wrapping_add(r.start() ^ *v);
                 }
                 acc
             }),
             ("maple_entries", |((t, _, _), _)| {
                 let mut acc = 0u64;
-                for e in t {
-                    acc = acc.wrapping_add(e.range().start() ^ *e);
+                for (r, v) in t {
+                    acc = acc.wrapping_add(r.start() ^ *v);
                 }
                 acc
             }),

@@ -212,6 +212,130 @@ fn measure_iter_fold(t: &MapleTree<u64>, rounds: u64) {
     }
 }
 
+/// The iteration rows of the README's table: a `for` loop and a fold over
+/// every entry, summing `start ^ value` (the criterion groups' work), with
+/// boxed `u64` values and with `XValue`s in the slot word, through a
+/// `Reader` and through `tree.iter()`; and the same loops over rangemap and
+/// `BTreeMap` as references. `measure_` names keep callgrind's count to the
+/// loops (the structures are built outside).
+mod scans {
+    use super::*;
+    use rangemap::RangeInclusiveMap;
+    use std::collections::BTreeMap;
+
+    pub fn boxed(n: u64) -> MapleTree<u64> {
+        build(n)
+    }
+    pub fn inline(n: u64) -> MapleTree<XValue, Inline> {
+        build_xvalue(n)
+    }
+    pub fn rangemap(n: u64) -> RangeInclusiveMap<u64, u64> {
+        (0..n).map(|i| (first(i)..=last(i), i)).collect()
+    }
+    pub fn btreemap(n: u64) -> BTreeMap<u64, (u64, u64)> {
+        (0..n).map(|i| (first(i), (last(i), i))).collect()
+    }
+
+    #[inline(never)]
+    pub fn measure_for_boxed(t: &MapleTree<u64>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in t.reader().iter() {
+                acc = acc.wrapping_add(r.start() ^ *v);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_boxed(t: &MapleTree<u64>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                t.reader()
+                    .iter()
+                    .map(|(r, v)| r.start() ^ *v)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
+    pub fn measure_for_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in t.reader().iter() {
+                acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                t.reader()
+                    .iter()
+                    .map(|(r, v)| r.start() ^ v.get() as u64)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
+    pub fn measure_for_entries(t: &MapleTree<u64>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in t.iter() {
+                acc = acc.wrapping_add(r.start() ^ *v);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_entries(t: &MapleTree<u64>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                t.iter()
+                    .map(|(r, v)| r.start() ^ *v)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
+    pub fn measure_for_rangemap(m: &RangeInclusiveMap<u64, u64>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in m.iter() {
+                acc = acc.wrapping_add(r.start() ^ v);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_rangemap(m: &RangeInclusiveMap<u64, u64>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                m.iter()
+                    .map(|(r, v)| r.start() ^ v)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
+    pub fn measure_for_btreemap(m: &BTreeMap<u64, (u64, u64)>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (f, (_, v)) in m.iter() {
+                acc = acc.wrapping_add(f ^ v);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_btreemap(m: &BTreeMap<u64, (u64, u64)>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(m.iter().map(|(f, (_, v))| f ^ v).fold(0, u64::wrapping_add));
+        }
+    }
+}
+
 /// The copies are dropped by the caller, outside the count.
 #[inline(never)]
 fn measure_dup<T: Clone + Send + Sync + 'static, S: Repr<T>>(
@@ -456,6 +580,17 @@ fn main() {
         // reference count.
         "dup_arc_inline" => drop(measure_dup(&build_arc::<Inline>(n), iters)),
         "dup_u64" => drop(measure_dup(&build(n), iters)),
+        "dup_xvalue" => drop(measure_dup(&build_xvalue(n), iters)),
+        "for_boxed" => scans::measure_for_boxed(&scans::boxed(n), iters),
+        "fold_boxed" => scans::measure_fold_boxed(&scans::boxed(n), iters),
+        "for_inline" => scans::measure_for_inline(&scans::inline(n), iters),
+        "fold_inline" => scans::measure_fold_inline(&scans::inline(n), iters),
+        "for_entries" => scans::measure_for_entries(&scans::boxed(n), iters),
+        "fold_entries" => scans::measure_fold_entries(&scans::boxed(n), iters),
+        "for_rangemap" => scans::measure_for_rangemap(&scans::rangemap(n), iters),
+        "fold_rangemap" => scans::measure_fold_rangemap(&scans::rangemap(n), iters),
+        "for_btreemap" => scans::measure_for_btreemap(&scans::btreemap(n), iters),
+        "fold_btreemap" => scans::measure_fold_btreemap(&scans::btreemap(n), iters),
         _ => eprintln!("unknown op {op}"),
     }
 }

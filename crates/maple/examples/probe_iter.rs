@@ -28,7 +28,7 @@ use rangemap::RangeInclusiveMap;
 fn measure_boxed(t: &MapleTree<u64>) -> u64 {
     t.reader()
         .iter()
-        .map(|(r, v)| r.start() ^ v)
+        .map(|(r, v)| r.start() ^ *v)
         .fold(0, u64::wrapping_add)
 }
 
@@ -43,7 +43,7 @@ fn measure_inline(t: &MapleTree<XValue, Inline>) -> u64 {
 #[inline(never)]
 fn measure_rangemap(m: &RangeInclusiveMap<u64, u64>) -> u64 {
     m.iter()
-        .map(|(r, v)| r.start() ^ v)
+        .map(|(r, v)| r.start() ^ *v)
         .fold(0, u64::wrapping_add)
 }
 

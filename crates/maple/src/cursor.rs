@@ -9,7 +9,7 @@ use std::ops::RangeInclusive;
 
 use crate::error::{check_range, MapleError, WriteError};
 use crate::mem::BlockPool;
-use crate::raw::{Core, Iter};
+use crate::raw::{Core, EntryPin, Item, Iter, Ref};
 use crate::raw::{CursorPath, Exclusive, Found, Locked, Writer};
 use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
 use crate::write::Txn;
@@ -42,11 +42,11 @@ impl<T, S: Repr<T>> Access<'_, T, S> {
 }
 
 /// An entry as the cursor hands it out.
-type Item<'r, T, S> = (RangeInclusive<u64>, <S as Repr<T>>::Ref<'r>);
-
-#[inline]
 fn item<T, S: Repr<T>>((s, e, w): Found<'_, Slot<T, S>>) -> Item<'_, T, S> {
-    (s..=e, w.get())
+    // SAFETY: the word is alive while the cursor is borrowed (the writer
+    // lock or `&mut` keeps the version from changing), which the item's
+    // lifetime does.
+    unsafe { Ref::item(EntryPin::Borrowed, (s, e, w.ptr())) }
 }
 
 /// A positioned write cursor.
@@ -213,7 +213,7 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     /// Stores `value` at `[first, last]`, as [`MapleTree::store_range`].
     pub fn store_range(&mut self, first: u64, last: u64, value: T) -> Result<(), WriteError<T>>
     where
-        T: Clone,
+        T: crate::SplitValue,
     {
         if let Err(kind) = check_range(first, last) {
             return Err(WriteError { kind, value });
@@ -260,7 +260,7 @@ impl<'a, T: Send + Sync + 'static, S: Repr<T>> Cursor<'a, T, S> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> Cursor<'_, T, Boxed> {
+impl<T: crate::SplitValue + Send + Sync + 'static> Cursor<'_, T, Boxed> {
     /// Stores an already boxed value at `[first, last]` (see
     /// [`MapleTree::store_range`]). After [`preallocate`](Self::preallocate)
     /// this allocates nothing. (An [`Inline`](crate::Inline) tree allocates

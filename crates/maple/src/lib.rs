@@ -29,29 +29,64 @@
 //! Kernel developers think in `load` / `store_range` / `erase` /
 //! `empty_area`; Rust users reach for `get` / `insert` / `remove` / `iter`
 //! with range arguments. Both are here, on the same tree, with the same
-//! concurrency contract and cost (the idiomatic calls are inlined wrappers;
-//! `iter()`'s entries, which may outlive it, cost within 3% of a
-//! [`Reader`]'s references when the iteration is consumed by `fold`,
-//! `for_each`, `sum` and the like, and about 4 instructions more each in a
-//! `for` loop, where a [`Reader`]'s scan takes about 57). Either way, a
-//! consuming adapter (`for_each`, `fold`, `sum`, `collect`, ...) is the
-//! fast way through many entries: it scans a whole leaf at a time, about 15
-//! instructions an entry at 10^5 against a `for` loop's 57, which keeps the
-//! iteration's state between calls to `next`.
+//! concurrency contract and cost (the idiomatic calls are inlined
+//! wrappers). One shape throughout: every iterator over entries (a tree's,
+//! a [`Reader`]'s, a [`Removed`]'s, a [`Cursor`]'s steps) yields the same
+//! [`Item`], a `(RangeInclusive<u64>, `[`Ref`]`)` pair whose [`Ref`]
+//! dereferences to the value, as a `BTreeMap`'s `(&K, &V)` does; a point
+//! lookup returns an [`Entry`], the same range and [`Ref`] in one (its
+//! [`into_parts`](Entry::into_parts) is the pair). Ranges come in as any
+//! std range (`a..=b` reads as what comes out) and go out as
+//! `RangeInclusive<u64>`, which, unlike `a..b`, can end at `u64::MAX`.
+//! Every write but the owning ones works through `&self`, so a tree
+//! behind an `Arc` is written from any thread.
 //!
-//! | idiomatic (`BTreeMap`-style) | kernel-style | Linux |
+//! Iteration streams: a `for` loop keeps its place in registers and steps
+//! a leaf without checks (28 instructions an entry at 10^5, boxed `u64`;
+//! 32 through `tree.iter()`, whose items may outlive it), and a consuming
+//! adapter (`fold`, `for_each`, `sum`, `collect`, ...) scans a whole leaf
+//! at a time (18). `BENCHMARKS.md` has the figures.
+//!
+//! | idiomatic (`BTreeMap` / rangemap style) | kernel-style | Linux |
 //! |---|---|---|
-//! | [`get(i)`](MapleTree::get) | [`load(i)`](MapleTree::load) | `mtree_load` |
-//! | [`insert(a..b, v)`](MapleTree::insert) (replaces) | [`store_range(a, b - 1, v)`](MapleTree::store_range) | `mtree_store_range` |
+//! | [`get(i)`](MapleTree::get), [`get_key_value(i)`](MapleTree::get_key_value) | [`load(i)`](MapleTree::load) | `mtree_load` |
+//! | [`insert(a..=b, v)`](MapleTree::insert) (replaces) | [`store_range(a, b, v)`](MapleTree::store_range) | `mtree_store_range` |
 //! | [`try_insert(a..=b, v)`](MapleTree::try_insert) (fails if occupied) | [`insert_range(a, b, v)`](MapleTree::insert_range) | `mtree_insert_range` |
-//! | [`remove(i)`](MapleTree::remove) (`&mut`, returns the value) | [`erase(i)`](MapleTree::erase) (`&self`, returns an [`Entry`]) | `mtree_erase` |
-//! | [`punch_hole(a..b)`](MapleTree::punch_hole) | [`remove_range(a, b - 1)`](MapleTree::remove_range) | store `NULL` over a range |
-//! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range), `for e in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
-//! | [`first()`](MapleTree::first), [`last()`](MapleTree::last) | [`find(0)`](MapleTree::find), [`prev(u64::MAX)`](MapleTree::prev) | `mt_find`, `mt_prev` |
+//! | [`remove(i)`](MapleTree::remove) (`&self`, returns the [`Entry`]); [`take(i)`](MapleTree::take) (`&mut`, returns the value) | [`erase(i)`](MapleTree::erase) | `mtree_erase` |
+//! | [`punch_hole(a..=b)`](MapleTree::punch_hole) | [`remove_range(a, b)`](MapleTree::remove_range) | store `NULL` over a range |
+//! | [`iter()`](MapleTree::iter), [`range(a..=b)`](MapleTree::range) / [`overlapping`](MapleTree::overlapping), [`keys()`](MapleTree::keys), [`values()`](MapleTree::values), `for (r, v) in &tree` | [`reader()`](MapleTree::reader)`.iter()`, [`Reader::range(a, b)`](Reader::range) | `mt_for_each` |
+//! | [`first_key_value()`](MapleTree::first_key_value), [`last_key_value()`](MapleTree::last_key_value), [`first()`](MapleTree::first), [`last()`](MapleTree::last) | [`find(0)`](MapleTree::find), [`prev(u64::MAX)`](MapleTree::prev) | `mt_find`, `mt_prev` |
+//! | [`pop_first()`](MapleTree::pop_first), [`pop_last()`](MapleTree::pop_last) (`&self`) | `find` + `erase` under one lock | |
 //! | [`gaps(range)`](MapleTree::gaps) | repeated [`empty_area(lo, hi, 1)`](MapleTree::empty_area) | `mas_empty_area` |
 //! | [`empty_area_aligned(range, size, align, fit)`](MapleTree::empty_area_aligned) | [`empty_area`](MapleTree::empty_area) / [`empty_area_rev`](MapleTree::empty_area_rev) (no alignment) | `mas_empty_area(_rev)` |
 //! | [`alloc_aligned(range, size, align, fit, v)`](MapleTree::alloc_aligned) | [`alloc_range`](MapleTree::alloc_range) / [`alloc_range_rev`](MapleTree::alloc_range_rev) | `mtree_alloc_(r)range` |
 //! | `collect()`, [`extend`](Extend::extend), `into_iter()`, `==`, `{:?}` | [`cursor_mut()`](MapleTree::cursor_mut) stores, [`dup`](MapleTree::dup) | `__mt_dup` |
+//!
+//! A value needs `Clone` only where a write may cut an entry in two (the
+//! right part gets a clone): [`insert`](MapleTree::insert),
+//! [`punch_hole`](MapleTree::punch_hole) and their kernel-style names,
+//! `collect` and `extend` ask for [`SplitValue`] (every `Clone` type),
+//! whose compile error names the ways out: an `Arc<T>`, or
+//! [`try_insert`](MapleTree::try_insert), which never splits. `dup` and
+//! `Clone` clone every value, as a `BTreeMap`'s `clone` does.
+//!
+//! ```
+//! use std::sync::Mutex;
+//! use maple::MapleTree;
+//!
+//! // A BTreeMap-style map of ranges to values that are not `Clone`.
+//! let slots: MapleTree<Mutex<Vec<u8>>> = MapleTree::new();
+//! slots.try_insert(0x1000..=0x1fff, Mutex::new(vec![1])).unwrap();
+//! slots.try_insert(0x4000..=0x4fff, Mutex::new(vec![2])).unwrap();
+//! slots.get(0x1234).unwrap().lock().unwrap().push(3);
+//! for (range, v) in &slots {
+//!     println!("{range:x?}: {:?}", v.lock().unwrap());
+//! }
+//! let (range, v) = slots.get_key_value(0x1800).unwrap();
+//! assert_eq!((range, v.lock().unwrap().len()), (0x1000..=0x1fff, 2));
+//! let gone = slots.remove(0x4000).unwrap(); // through `&self`
+//! assert_eq!(gone.range(), 0x4000..=0x4fff);
+//! ```
 //!
 //! Range arguments are anything [`IndexRange`]: one `u64` or any std range
 //! of `u64`; a range that holds no index (`5..5`) is refused with
@@ -60,12 +95,12 @@
 //! ```
 //! use maple::MapleTree;
 //!
-//! let tree: MapleTree<&str> = [(0x1000..0x2000, "text"), (0x4000..0x5000, "data")]
+//! let tree: MapleTree<&str> = [(0x1000..=0x1fff, "text"), (0x4000..=0x4fff, "data")]
 //!     .into_iter()
 //!     .collect();
 //! assert_eq!(tree.get(0x1234).map(|e| *e), Some("text"));
-//! tree.insert(0x1800..0x2000, "rodata").unwrap(); // trims "text"
-//! let names: Vec<_> = tree.iter().map(|e| *e).collect();
+//! tree.insert(0x1800..=0x1fff, "rodata").unwrap(); // trims "text"
+//! let names: Vec<_> = tree.iter().map(|(_, v)| *v).collect();
 //! assert_eq!(names, ["text", "rodata", "data"]);
 //! let holes: Vec<_> = tree.gaps(0x1000..0x6000).collect();
 //! assert_eq!(holes, [0x2000..=0x3fff, 0x5000..=0x5fff]);
@@ -78,11 +113,11 @@
 //! | point lookup | `get` | `get` | `peek` | `get` | `mtree_load` | `get` / `load` |
 //! | insert, replacing | `insert` | `insert` | (fails) | `insert` | `mtree_store_range` | `insert` / `store_range` |
 //! | insert, failing if occupied | - | `try_insert` (unstable) | `insert` | `get_or_insert` | `mtree_insert_range` | `try_insert` / `insert_range` |
-//! | remove one entry | `remove(range)` | `remove` | `remove` | `remove` | `mtree_erase` | `remove` / `erase` |
+//! | remove one entry | `remove(range)` | `remove` | `remove` | `remove` | `mtree_erase` | `remove` (`&self`) / `erase`; `take` (`&mut`, owned) |
 //! | punch a hole in a range | `remove(range)` | - | - | - | store `NULL` over a range | `punch_hole` / `remove_range` |
 //! | ordered iteration, both ends | yes | yes | forward | yes | `mas_next`/`mas_prev` | `iter()`, `.rev()`, `Reader::iter` |
-//! | range / overlap query | `overlapping`, `overlaps` | `range` | `range` | `range` | `mt_for_each` | `range`, `overlaps` |
-//! | first / last / pop | - | `first_key_value`, `pop_first` | - | `front`, `pop_front` | `mt_find` | `first`, `last`, `pop_first`, `pop_last` |
+//! | range / overlap query | `overlapping`, `overlaps` | `range` | `range` | `range` | `mt_for_each` | `range` / `overlapping`, `overlaps` |
+//! | first / last / pop | - | `first_key_value`, `pop_first` | - | `front`, `pop_front` | `mt_find` | `first_key_value`, `last_key_value`, `first`, `last`, `pop_first`, `pop_last` (`&self`) |
 //! | gaps iterator | `gaps` (O(n) seek) | - | - | - | - | `gaps`, O(log n) per gap |
 //! | gap search by size, both fits | - | - | - | - | `mas_empty_area(_rev)` | `empty_area(_rev)` |
 //! | aligned allocation | - | - | - | - | - | `empty_area_aligned`, `alloc_aligned` |
@@ -93,7 +128,7 @@
 //! | `Index` operator | - | panics on a miss | - | - | - | not provided: it must panic on a miss, and no call here panics on input |
 //! | `FromIterator`, `Extend`, `IntoIterator`, `Debug`, `PartialEq`/`Eq` | yes | yes | partly | yes | - | yes |
 //! | `Hash`, `Ord` | yes | yes | - | - | - | not provided: no use seen for a concurrent map's hash; compare `iter()` sequences |
-//! | whole-tree copy | `Clone` | `Clone` | `Clone` | - | `__mt_dup` | `dup` / `Clone`, node by node |
+//! | whole-tree copy | `Clone` | `Clone` | `Clone` | - | `__mt_dup` | `dup` / `Clone`: whole nodes into one allocation, then child pointers |
 //! | write without allocating | - | - | - | - | `mas_preallocate` | [`Cursor::preallocate`] |
 //! | identical intervals coexisting (multimap) | - | - | - | - | (interval tree) | the `aspace-rmap` crate |
 //! | `serde` | feature | yes | feature | - | - | feature `serde` |
@@ -110,16 +145,16 @@
 //! encoded as the kernel's `xa_mk_value` does. Then a store allocates
 //! nothing for the value, an overwrite frees nothing but the old value
 //! itself, and [`dup`](MapleTree::dup) clones an `Arc` by one reference
-//! count per entry (with boxed `Arc`s, each entry costs a new box: 88% of
-//! `dup`'s instructions).
+//! count per entry and copies an integer's leaf whole, without visiting
+//! its values (with boxed values, each entry costs a new box).
 //!
-//! What readers get is the representation's [`Repr::Ref`]: `&T` for
+//! What a [`Ref`] holds is the representation's [`Repr::Ref`]: `&T` for
 //! [`Boxed`]; for [`Inline`], [`InlineValue::Borrowed`], built from a copy
 //! of the slot word (never a reference into the slot, which an exact-fit
 //! write may store into concurrently): a [`ValueRef`] that dereferences to
 //! the stored `Arc` (or `&'static U`, or integer) through a never-dropped
-//! copy of it, or `&U` for a `Box<U>`. An [`Entry`] dereferences to the
-//! same thing. Everything else, the API and the concurrency contract, is
+//! copy of it, or `&U` for a `Box<U>`. A [`Ref`] and an [`Entry`]
+//! dereference to the same thing. Everything else, the API and the concurrency contract, is
 //! the same; `SAFETY.md` has the argument.
 //!
 //! ```
@@ -130,8 +165,8 @@
 //! struct Vma { name: &'static str }
 //!
 //! let tree: MapleTree<Arc<Vma>, Inline> = MapleTree::new_inline();
-//! tree.insert(0x1000..0x3000, Arc::new(Vma { name: "text" })).unwrap();
-//! tree.insert(0x2000..0x2800, Arc::new(Vma { name: "hole" })).unwrap(); // splits "text"
+//! tree.insert(0x1000..=0x2fff, Arc::new(Vma { name: "text" })).unwrap();
+//! tree.insert(0x2000..=0x27ff, Arc::new(Vma { name: "hole" })).unwrap(); // splits "text"
 //! let e = tree.load(0x1234).unwrap();
 //! assert_eq!(e.name, "text"); // Entry -> Arc<Vma> -> Vma
 //! let text: Arc<Vma> = (*e).clone(); // a reference count, no copy
@@ -250,8 +285,8 @@ mod write;
 pub use cursor::Cursor;
 pub use error::{MapleError, WriteError};
 pub use map::{Entries, Fit, Gaps, IndexRange, IntoIter};
-pub use tree::{Entry, Iter, MapleTree, MemoryUsage, Reader, Removed};
-pub use value::{Boxed, Inline, InlineValue, Repr, ValueRef, XValue};
+pub use tree::{Entry, Item, Iter, MapleTree, MemoryUsage, Reader, Ref, Removed};
+pub use value::{Boxed, Inline, InlineValue, Repr, SplitValue, ValueRef, XValue};
 
 /// Frees, as far as readers allow, the memory that this thread's writes
 /// retired and that threads which have exited left behind.
@@ -287,11 +322,6 @@ pub const NODE_SIZE: usize = node::NODE_BYTES;
 /// for a target with AVX2 and POPCNT, false for the baseline CPU's binary
 /// search. For tools that record how their figures were obtained.
 pub const VECTOR_PIVOT_SEARCH: bool = search::VECTOR;
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
 
 /// This crate's README, compiled and run as a doctest.
 #[cfg(doctest)]

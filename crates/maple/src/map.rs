@@ -11,8 +11,8 @@ use std::iter::FusedIterator;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
 use crate::error::{MapleError, WriteError};
-use crate::tree::{Entry, MapleTree, Reader, Removed};
-use crate::value::{Boxed, Repr};
+use crate::tree::{Entry, Item, MapleTree, Reader, Removed};
+use crate::value::{Boxed, Repr, SplitValue};
 
 pub use crate::raw::Entries;
 
@@ -119,6 +119,21 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
         self.load(index)
     }
 
+    /// The entry containing `index` as a `(range, value)` pair, the item
+    /// every iterator yields (rangemap's and `BTreeMap`'s
+    /// `get_key_value`). Lock-free.
+    ///
+    /// ```
+    /// let tree = maple::MapleTree::new();
+    /// tree.insert(10..=19, 'a').unwrap();
+    /// let (range, v) = tree.get_key_value(15).unwrap();
+    /// assert_eq!((range, *v), (10..=19, 'a'));
+    /// ```
+    #[inline]
+    pub fn get_key_value(&self, index: u64) -> Option<Item<'_, T, S>> {
+        self.load(index).map(Entry::into_parts)
+    }
+
     /// Whether an entry contains `index`. Lock-free.
     #[inline]
     pub fn contains_key(&self, index: u64) -> bool {
@@ -150,6 +165,18 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
         self.prev(u64::MAX)
     }
 
+    /// The lowest entry as a `(range, value)` pair (`BTreeMap`'s name).
+    /// Lock-free.
+    pub fn first_key_value(&self) -> Option<Item<'_, T, S>> {
+        self.first().map(Entry::into_parts)
+    }
+
+    /// The highest entry as a `(range, value)` pair (`BTreeMap`'s name).
+    /// Lock-free.
+    pub fn last_key_value(&self) -> Option<Item<'_, T, S>> {
+        self.last().map(Entry::into_parts)
+    }
+
     /// Every entry in increasing order (also from the back, with `.rev()`).
     /// Each yielded [`Entry`] keeps its value alive on its own, so entries
     /// may outlive the iterator, in any order (see [`Entries`]: the
@@ -157,18 +184,19 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// and its entries).
     ///
     /// Lock-free; what it sees is the contract of a [`Reader`]'s iteration
-    /// (it walks the version it found when created). Consumed by `fold`,
-    /// `for_each`, `sum` and the like it costs within 3% of a [`Reader`]'s
-    /// iteration (an entry dropped inside the closure keeps no count);
-    /// stepped by a `for` loop, about 8% more instructions than
-    /// `tree.reader().iter()` (a count per entry kept).
+    /// (it walks the version it found when created). It yields what every
+    /// iterator here yields, `(range, value)` pairs ([`Item`]). Consumed by
+    /// `fold`, `for_each`, `sum` and the like it costs what a [`Reader`]'s
+    /// iteration does (an item dropped inside the closure keeps no count);
+    /// stepped by a `for` loop, a count per item is kept (see
+    /// `BENCHMARKS.md` for the instructions).
     ///
     /// ```
-    /// let tree: maple::MapleTree<&str> = [(0..10, "a"), (20..30, "b")].into_iter().collect();
-    /// let all: Vec<_> = tree.iter().map(|e| (e.range(), *e)).collect();
+    /// let tree: maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();
+    /// let all: Vec<_> = tree.iter().map(|(r, v)| (r, *v)).collect();
     /// assert_eq!(all, [(0..=9, "a"), (20..=29, "b")]);
-    /// let last = tree.iter().next_back().unwrap();
-    /// assert_eq!(*last, "b");
+    /// let (range, last) = tree.iter().next_back().unwrap();
+    /// assert_eq!((range, *last), (20..=29, "b"));
     /// ```
     pub fn iter(&self) -> Entries<'_, T, S> {
         Entries::new(&self.core, 0, u64::MAX)
@@ -179,15 +207,56 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     ///
     /// ```
     /// let tree: maple::MapleTree<u32> = (0..10u64).map(|i| (i * 10..=i * 10 + 4, i as u32)).collect();
-    /// let hit: Vec<u32> = tree.range(33..=52).map(|e| *e).collect();
+    /// let hit: Vec<u32> = tree.range(33..=52).map(|(_, v)| *v).collect();
     /// assert_eq!(hit, [3, 4, 5]);
-    /// assert_eq!(tree.range(5..10).count(), 0); // a gap
+    /// assert_eq!(tree.range(5..=9).count(), 0); // a gap
     /// ```
     pub fn range(&self, range: impl IndexRange) -> Entries<'_, T, S> {
         match range.bounds() {
             Some((a, b)) => Entries::new(&self.core, a, b),
             None => Entries::new(&self.core, 1, 0),
         }
+    }
+
+    /// The ranges of every entry, in increasing order (also from the
+    /// back): [`iter`](Self::iter) without the values, as
+    /// [`BTreeMap::keys`] is.
+    ///
+    /// ```
+    /// let tree: maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
+    /// assert_eq!(tree.keys().collect::<Vec<_>>(), [0..=9, 20..=29]);
+    /// assert_eq!(tree.values().map(|v| *v).sum::<u8>(), 3);
+    /// ```
+    ///
+    /// [`BTreeMap::keys`]: std::collections::BTreeMap::keys
+    pub fn keys(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = RangeInclusive<u64>> + FusedIterator + '_ {
+        self.iter().map(|(r, _)| r)
+    }
+
+    /// The values of every entry in increasing order of their ranges
+    /// (also from the back), each a [`Ref`](crate::Ref):
+    /// [`iter`](Self::iter) without the ranges, as [`BTreeMap::values`] is.
+    ///
+    /// [`BTreeMap::values`]: std::collections::BTreeMap::values
+    pub fn values(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = crate::Ref<'_, T, S>> + FusedIterator + '_ {
+        self.iter().map(|(_, v)| v)
+    }
+
+    /// The entries that intersect `range`: [`range`](Self::range) under
+    /// rangemap's name.
+    ///
+    /// ```
+    /// let tree: maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
+    /// let hit: Vec<u8> = tree.overlapping(5..=24).map(|(_, v)| *v).collect();
+    /// assert_eq!(hit, [1, 2]);
+    /// ```
+    #[inline]
+    pub fn overlapping(&self, range: impl IndexRange) -> Entries<'_, T, S> {
+        self.range(range)
     }
 
     /// The free ranges within `range`, in increasing order (also from the
@@ -322,28 +391,54 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
 }
 
 impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
-    /// Removes the lowest entry and returns its range and value
-    /// (exclusive access: no lock, freed at once).
+    /// Removes the entry containing `index` in one write through `&self`,
+    /// as [`BTreeMap::remove`] removes a key, and returns it: the value
+    /// stays alive while the [`Entry`] does (readers may still see it), and
+    /// is dropped once it and every reader that could see it are gone. The
+    /// kernel-style name is [`erase`](Self::erase); with `&mut`,
+    /// [`take`](Self::take) hands the value back owned.
     ///
     /// ```
-    /// let mut tree: maple::MapleTree<u8> = [(5..=6, 1), (0..=1, 0)].into_iter().collect();
-    /// assert_eq!(tree.pop_first(), Some((0..=1, 0)));
-    /// assert_eq!(tree.pop_last(), Some((5..=6, 1)));
-    /// assert_eq!(tree.pop_first(), None);
+    /// use std::sync::Arc;
+    ///
+    /// let tree = Arc::new(maple::MapleTree::new());
+    /// tree.try_insert(0..=9, 'a').unwrap();
+    /// let e = tree.remove(5).unwrap(); // through the Arc
+    /// assert_eq!((e.range(), *e), (0..=9, 'a'));
+    /// assert!(tree.remove(5).is_none());
     /// ```
-    pub fn pop_first(&mut self) -> Option<(RangeInclusive<u64>, T)> {
-        let first = self.find(0)?.first();
-        self.remove(first)
+    ///
+    /// [`BTreeMap::remove`]: std::collections::BTreeMap::remove
+    #[inline]
+    pub fn remove(&self, index: u64) -> Option<Entry<'_, T, S>> {
+        self.erase(index)
     }
 
-    /// Removes the highest entry and returns its range and value.
-    pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, T)> {
-        let first = self.prev(u64::MAX)?.first();
-        self.remove(first)
+    /// Removes the lowest entry, in one write through `&self`, and returns
+    /// it (see [`remove`](Self::remove)).
+    ///
+    /// ```
+    /// let tree: maple::MapleTree<u8> = [(5..=6, 1), (0..=1, 0)].into_iter().collect();
+    /// assert_eq!(tree.pop_first().map(|e| (e.range(), *e)), Some((0..=1, 0)));
+    /// assert_eq!(tree.pop_last().map(|e| (e.range(), *e)), Some((5..=6, 1)));
+    /// assert!(tree.pop_first().is_none());
+    /// ```
+    pub fn pop_first(&self) -> Option<Entry<'_, T, S>> {
+        let w = self.core.lock();
+        let (first, _, _) = w.locked().root.find(0)?;
+        w.erase(first)
+    }
+
+    /// Removes the highest entry, in one write through `&self`, and returns
+    /// it (see [`remove`](Self::remove)).
+    pub fn pop_last(&self) -> Option<Entry<'_, T, S>> {
+        let w = self.core.lock();
+        let (first, _, _) = w.locked().root.find_prev(u64::MAX)?;
+        w.erase(first)
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
+impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Makes every index in `range` map to `value`, replacing whatever was
     /// there, as [`BTreeMap::insert`] replaces a key's value. Entries that
     /// stick out of `range` keep their outside part (an entry spanning all
@@ -355,11 +450,11 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     ///
     /// ```
     /// let tree = maple::MapleTree::new();
-    /// tree.insert(0..100, 'a').unwrap();
+    /// tree.insert(0..=99, 'a').unwrap();
     /// tree.insert(40..=59, 'b').unwrap(); // splits 'a'
-    /// let all: Vec<_> = tree.iter().map(|e| (e.range(), *e)).collect();
+    /// let all: Vec<_> = tree.iter().map(|(r, v)| (r, *v)).collect();
     /// assert_eq!(all, [(0..=39, 'a'), (40..=59, 'b'), (60..=99, 'a')]);
-    /// assert!(tree.insert(7..7, 'c').is_err());
+    /// assert!(tree.insert(7..7, 'c').is_err()); // holds no index
     /// ```
     ///
     /// [`BTreeMap::insert`]: std::collections::BTreeMap::insert
@@ -375,7 +470,7 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
+impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Empties every index in `range`, trimming entries that cross its
     /// edges and splitting one that spans it (what `rangemap`'s
     /// `remove(range)` does; the kernel-style name is
@@ -385,11 +480,11 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// holds no index.
     ///
     /// ```
-    /// let tree: maple::MapleTree<char> = [(0..100, 'a'), (100..200, 'b')].into_iter().collect();
-    /// let removed = tree.punch_hole(50..150).unwrap();
+    /// let tree: maple::MapleTree<char> = [(0..=99, 'a'), (100..=199, 'b')].into_iter().collect();
+    /// let removed = tree.punch_hole(50..=149).unwrap();
     /// assert_eq!(removed.to_vec(), [(50..=99, 'a'), (100..=149, 'b')]);
     /// drop(removed);
-    /// let left: Vec<_> = tree.iter().map(|e| (e.range(), *e)).collect();
+    /// let left: Vec<_> = tree.iter().map(|(r, v)| (r, *v)).collect();
     /// assert_eq!(left, [(0..=49, 'a'), (150..=199, 'b')]);
     /// ```
     #[inline]
@@ -400,13 +495,13 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
 }
 
 impl<'a, T: 'a, S: Repr<T>> IntoIterator for &'a MapleTree<T, S> {
-    type Item = Entry<'a, T, S>;
+    type Item = Item<'a, T, S>;
     type IntoIter = Entries<'a, T, S>;
     /// ```
     /// let tree: maple::MapleTree<u8> = [(0..=0, 1), (5..=9, 2)].into_iter().collect();
     /// let mut sum = 0;
-    /// for e in &tree {
-    ///     sum += *e as u64 * (e.last() - e.first() + 1);
+    /// for (range, v) in &tree {
+    ///     sum += *v as u64 * (range.end() - range.start() + 1);
     /// }
     /// assert_eq!(sum, 11);
     /// ```
@@ -598,7 +693,7 @@ fn aligned_fit(
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromIterator<(R, T)>
+impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromIterator<(R, T)>
     for MapleTree<T, S>
 {
     /// Builds a tree by [`insert`](MapleTree::insert)ing each pair in order
@@ -618,7 +713,7 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromIterator<(
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, S: Repr<T>, R: IndexRange> Extend<(R, T)>
+impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>, R: IndexRange> Extend<(R, T)>
     for MapleTree<T, S>
 {
     /// [`insert`](MapleTree::insert)s each pair in order, through an
@@ -650,7 +745,8 @@ pub struct IntoIter<T: Send + Sync + 'static, S: Repr<T> = Boxed> {
 impl<T: Send + Sync + 'static, S: Repr<T>> Iterator for IntoIter<T, S> {
     type Item = (RangeInclusive<u64>, T);
     fn next(&mut self) -> Option<Self::Item> {
-        self.tree.pop_first()
+        let first = self.tree.find(0)?.first();
+        self.tree.take(first)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.tree.len(), Some(self.tree.len()))
@@ -659,7 +755,8 @@ impl<T: Send + Sync + 'static, S: Repr<T>> Iterator for IntoIter<T, S> {
 
 impl<T: Send + Sync + 'static, S: Repr<T>> DoubleEndedIterator for IntoIter<T, S> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.tree.pop_last()
+        let first = self.tree.prev(u64::MAX)?.first();
+        self.tree.take(first)
     }
 }
 

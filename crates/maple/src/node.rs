@@ -97,11 +97,15 @@ impl<T> Leaf<T> {
         self.slots[i].load(Ordering::Acquire)
     }
 
-    /// The first `n` slots (`n <= LEAF_SLOTS`), for a scan that loads them
-    /// in turn (each load as [`Leaf::slot`]).
-    #[inline]
-    pub(crate) fn slots(&self, n: usize) -> &[AtomicPtr<T>] {
-        &self.slots[..n]
+    /// [`Leaf::slot`] without the bounds check, for a loop whose bound the
+    /// compiler cannot see.
+    ///
+    /// # Safety
+    /// `i < LEAF_SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn slot_unchecked(&self, i: usize) -> *mut T {
+        // SAFETY: in bounds (caller). Acquire: as `slot`.
+        unsafe { self.slots.get_unchecked(i) }.load(Ordering::Acquire)
     }
 
     /// Sets slot `i`. Release: the value behind the pointer is visible to a
@@ -132,6 +136,17 @@ impl Internal {
     #[inline]
     pub(crate) fn child(&self, i: usize) -> NodePtr {
         self.children[i].load(Ordering::Acquire)
+    }
+
+    /// [`Internal::child`] without the bounds check, for a loop whose
+    /// bound the compiler cannot see.
+    ///
+    /// # Safety
+    /// `i < INT_SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn child_unchecked(&self, i: usize) -> NodePtr {
+        // SAFETY: in bounds (caller). Acquire: as `child`.
+        unsafe { self.children.get_unchecked(i) }.load(Ordering::Acquire)
     }
 
     /// Sets child `i`. Release: a reader that sees the pointer sees the

@@ -328,6 +328,46 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
     unsafe { step_next_leaf(path) }
 }
 
+/// The common move of [`step_next_leaf`] (all but one in `INT_SLOTS`
+/// leaves): to the next child of the leaf's own parent, written out without
+/// the general climb's loop, and inlined where an iteration steps. False,
+/// with the path unchanged, when the leaf is its parent's last child (or
+/// the root).
+///
+/// # Safety
+/// The path is valid for a live version.
+#[inline(always)]
+pub(crate) unsafe fn step_sibling(path: &mut Path) -> bool {
+    let len = path.len;
+    if len < 2 {
+        return false;
+    }
+    let (up, leaf) = path.lv[..len].split_at_mut(len - 1);
+    let p = &mut up[len - 2];
+    // SAFETY: a level above the leaf holds a valid internal node (caller).
+    let int = unsafe { &*p.node.cast::<Internal>() };
+    // `min`: tells the compiler what the node's invariant says, so the
+    // pivot reads below need no bounds check.
+    let n = (int.hdr.count as usize).min(INT_SLOTS);
+    let i = p.idx + 1;
+    if i >= n {
+        return false;
+    }
+    p.idx = i;
+    let (lo, hi) = slot_range(&int.pivots, n, i, p.lo, p.hi);
+    leaf[0] = Level {
+        node: int.child(i),
+        idx: 0,
+        lo,
+        hi,
+    };
+    // Start fetching the sibling after this one.
+    if i + 1 < n {
+        prefetch_node(int.child(i + 1));
+    }
+    true
+}
+
 /// Moves the path to the first slot of the next leaf, whatever slot of its
 /// leaf it is at (an iteration that has scanned the whole leaf itself
 /// comes here directly); false at the end.
@@ -335,35 +375,11 @@ pub(crate) unsafe fn step_next(path: &mut Path) -> bool {
 /// # Safety
 /// The path is valid for a live version.
 pub(crate) unsafe fn step_next_leaf(path: &mut Path) -> bool {
-    let len = path.len;
-    // The common move (all but one in INT_SLOTS leaves): the next child of
-    // the leaf's own parent, written out without the general climb's loop.
-    if len >= 2 {
-        let (up, leaf) = path.lv[..len].split_at_mut(len - 1);
-        let p = &mut up[len - 2];
-        // SAFETY: a level above the leaf holds a valid internal node
-        // (caller).
-        let int = unsafe { &*p.node.cast::<Internal>() };
-        // `min`: tells the compiler what the node's invariant says, so the
-        // pivot reads below need no bounds check.
-        let n = (int.hdr.count as usize).min(INT_SLOTS);
-        let i = p.idx + 1;
-        if i < n {
-            p.idx = i;
-            let (lo, hi) = slot_range(&int.pivots, n, i, p.lo, p.hi);
-            leaf[0] = Level {
-                node: int.child(i),
-                idx: 0,
-                lo,
-                hi,
-            };
-            // As below: start fetching the sibling after this one.
-            if i + 1 < n {
-                prefetch_node(int.child(i + 1));
-            }
-            return true;
-        }
+    // SAFETY: forwarded from the caller.
+    if unsafe { step_sibling(path) } {
+        return true;
     }
+    let len = path.len;
     let lv = &mut path.lv[..len];
     // The lowest level above the leaf with a slot to its right.
     let mut d = len - 1;

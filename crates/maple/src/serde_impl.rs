@@ -21,7 +21,18 @@ use std::marker::PhantomData;
 use serde::de::{Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::MapleTree;
+use crate::value::Repr;
+use crate::{MapleTree, Ref};
+
+/// A value as the tree lends it: serialized as the value itself.
+impl<'a, T: 'a, S: Repr<T>> Serialize for Ref<'a, T, S>
+where
+    <S::Ref<'a> as std::ops::Deref>::Target: Serialize,
+{
+    fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        (**self).serialize(serializer)
+    }
+}
 
 impl<T: Serialize> Serialize for MapleTree<T> {
     /// Serializes the entries a [`Reader`](crate::Reader) sees, in order.

@@ -12,11 +12,11 @@ use std::ops::RangeInclusive;
 use crate::cursor::Cursor;
 use crate::error::{check_range, MapleError, WriteError};
 use crate::node::{NodePtr, NODE_BYTES};
-use crate::raw::{Core, Pinned};
-use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot};
+use crate::raw::{Core, EntryPin, Pinned};
+use crate::value::{clone_slot, Boxed, Cloner, Owned, Repr, Slot, SplitValue};
 use crate::write::{Txn, WriterState};
 
-pub use crate::raw::{Entry, Iter, Removed};
+pub use crate::raw::{Entry, Item, Iter, Ref, Removed};
 
 /// A maple tree: a B-tree mapping non-overlapping ranges `[first, last]` of
 /// `u64` indices to values of type `T`, with gap search, built for many
@@ -96,9 +96,12 @@ pub use crate::raw::{Entry, Iter, Removed};
 ///
 /// Writes through `&self` need `T: Send + Sync + 'static`: readers on other
 /// threads borrow values, and replaced values are dropped later, possibly
-/// on another thread. [`store_range`](Self::store_range) also needs
-/// `T: Clone`, because storing into the middle of an entry splits it in
-/// two and the right-hand part gets a clone.
+/// on another thread. [`store_range`](Self::store_range) and the other
+/// writes that may cut an entry in two also need `T: Clone` (through
+/// [`SplitValue`](crate::SplitValue)): the right-hand part gets a clone. A
+/// value that cannot be cloned goes in an `Arc`, or is written with
+/// [`insert_range`](Self::insert_range) /
+/// [`try_insert`](Self::try_insert), which never split.
 ///
 /// # Representation
 ///
@@ -350,13 +353,23 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
         self.core.lock().pool().len()
     }
 
-    /// Removes the entry containing `index` and returns its range and value.
-    pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
+    /// Removes the entry containing `index` and returns its range and
+    /// value, owned (exclusive access: no lock, freed at once). Through
+    /// `&self`, [`remove`](Self::remove) returns the entry instead, whose
+    /// value lives until no reader can see it.
+    ///
+    /// ```
+    /// let mut tree = maple::MapleTree::new();
+    /// tree.try_insert(0..=9, String::from("a")).unwrap();
+    /// assert_eq!(tree.take(5), Some((0..=9, String::from("a"))));
+    /// assert_eq!(tree.take(5), None);
+    /// ```
+    pub fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, T)> {
         self.cursor_mut().remove_at(index)
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
+impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// Makes every index in `[first, last]` map to `value`. Parts of older
     /// entries outside the range survive, trimmed; an entry spanning the
     /// whole range is split, and its right part gets a clone of its value.
@@ -395,14 +408,20 @@ impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
             .lock()
             .remove_range(first, last, clone_slot::<T, S>))
     }
+}
 
-    /// Copies the tree node by node (the fork path), cloning every value.
-    /// Takes the writer lock for the copy; readers keep running.
+impl<T: Clone + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
+    /// Copies the tree (the fork path), cloning every value: whole nodes
+    /// into one allocation, then child pointers, with values visited only
+    /// where they must be cloned (none for inline integers, a reference
+    /// count each for inline `Arc`s). Takes the writer lock for the copy;
+    /// readers keep running. The copy keeps that allocation until it is
+    /// dropped (see `BENCHMARKS.md`, "dup").
     pub fn dup(&self) -> Self {
         let mut tree = Self::empty();
         self.core
             .lock()
-            .dup_into(clone_slot::<T, S>, &mut tree.core);
+            .dup_into(clone_words::<T, S>(), &mut tree.core);
         tree
     }
 }
@@ -474,9 +493,6 @@ pub struct Reader<'a, T, S: Repr<T> = Boxed> {
     _tree: PhantomData<&'a MapleTree<T, S>>,
 }
 
-/// An entry found through a [`Reader`], as it hands it out.
-type Item<'r, T, S> = (RangeInclusive<u64>, <S as Repr<T>>::Ref<'r>);
-
 impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
     pub(crate) fn root_ptr(&self) -> NodePtr {
         self.pin.root().ptr()
@@ -486,19 +502,19 @@ impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
     #[inline]
     pub fn load(&self, index: u64) -> Option<Item<'_, T, S>> {
         let (s, e, w) = self.pin.root().lookup(index)?;
-        Some((s..=e, w.get()))
+        Some(reader_item(s, e, w.ptr()))
     }
 
     /// The first entry ending at or after `index`.
     pub fn find(&self, index: u64) -> Option<Item<'_, T, S>> {
         let (s, e, w) = self.pin.root().find(index)?;
-        Some((s..=e, w.get()))
+        Some(reader_item(s, e, w.ptr()))
     }
 
     /// The last entry starting at or before `index`.
     pub fn prev(&self, index: u64) -> Option<Item<'_, T, S>> {
         let (s, e, w) = self.pin.root().find_prev(index)?;
-        Some((s..=e, w.get()))
+        Some(reader_item(s, e, w.ptr()))
     }
 
     /// All entries in increasing order (also from the back).
@@ -534,9 +550,29 @@ impl<'a, T, S: Repr<T>> Reader<'a, T, S> {
 }
 
 impl<'s, T, S: Repr<T>> IntoIterator for &'s Reader<'_, T, S> {
-    type Item = (RangeInclusive<u64>, S::Ref<'s>);
+    type Item = Item<'s, T, S>;
     type IntoIter = Iter<'s, T, S>;
     fn into_iter(self) -> Iter<'s, T, S> {
         self.iter()
     }
+}
+
+/// What `dup` does with each value word: nothing where the word may simply
+/// be copied ([`Repr::WORD_IS_COPY`]: inline integers and `&'static`
+/// references), else replace it with a clone's (an inline `Arc`'s is the
+/// same word, after one more reference is counted).
+fn clone_words<T: Clone, S: Repr<T>>() -> Option<impl FnMut(*mut Slot<T, S>) -> *mut Slot<T, S>> {
+    // SAFETY (the closure's): `dup_into` calls it with live words of the
+    // source version, which the writer lock keeps alive.
+    let clone = |w| unsafe { clone_slot::<T, S>(w) };
+    (!S::WORD_IS_COPY).then_some(clone)
+}
+
+/// The item for a value word that a [`Reader`]'s lookup found: it borrows
+/// the reader's pin.
+#[inline(always)]
+fn reader_item<'r, T, S: Repr<T>>(s: u64, e: u64, w: *mut Slot<T, S>) -> Item<'r, T, S> {
+    // SAFETY: `w` is a live word of the version the Reader's pin keeps
+    // alive, and the item borrows the Reader for 'r.
+    unsafe { crate::raw::Ref::item(EntryPin::Borrowed, (s, e, w)) }
 }

@@ -281,7 +281,7 @@ mod tests {
                 6..=7 => {
                     let m = model.load(a);
                     let got = if exclusive {
-                        tree.remove(a).map(|(r, v)| (*r.start(), *r.end(), v))
+                        tree.take(a).map(|(r, v)| (*r.start(), *r.end(), v))
                     } else {
                         tree.erase(a).map(|e| (e.first(), e.last(), *e.value()))
                     };

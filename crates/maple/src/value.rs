@@ -69,7 +69,10 @@ use std::sync::Arc;
 ///   to the slot the word was loaded from: it is built from a copy of the
 ///   word;
 /// - `clone_word(w)` returns the word of a clone of the value (a new word
-///   the tree then owns), reading the value only through shared access.
+///   the tree then owns), reading the value only through shared access;
+/// - if `WORD_IS_COPY` is `true`, `w` itself is such a word: the tree may
+///   hold `w` twice (in two trees) and call `from_word` on each, without
+///   calling `clone_word`.
 ///
 /// The tree calls `from_word` for the final drop only after every borrow
 /// of the word has ended (epoch-based reclamation), so a borrow may read
@@ -80,6 +83,14 @@ pub unsafe trait InlineValue: Sized {
     type Borrowed<'a>: Deref
     where
         Self: 'a;
+
+    /// Whether a copy of the word is a clone of the value, with nothing
+    /// to count or allocate (a `Copy` value held in the word itself, or a
+    /// `&'static` reference): then [`dup`](crate::MapleTree::dup) copies
+    /// each leaf whole and never visits its values. `false` unless an
+    /// implementation promises it (see the trait's safety section).
+    #[doc(hidden)]
+    const WORD_IS_COPY: bool = false;
 
     /// The value as one non-null word, owned by the caller from now on.
     fn into_word(self) -> NonNull<()>;
@@ -152,6 +163,12 @@ impl<T> Deref for ValueRef<'_, T> {
 }
 
 impl<T: fmt::Debug> fmt::Debug for ValueRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for ValueRef<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         (**self).fmt(f)
     }
@@ -257,6 +274,9 @@ unsafe impl<U: Send + Sync> InlineValue for Box<U> {
 unsafe impl<U: Sync + 'static> InlineValue for &'static U {
     type Borrowed<'a> = ValueRef<'a, &'static U>;
 
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
+
     #[inline]
     fn into_word(self) -> NonNull<()> {
         NonNull::from(self).cast()
@@ -316,6 +336,9 @@ impl XValue {
 unsafe impl InlineValue for XValue {
     type Borrowed<'a> = ValueRef<'a, XValue>;
 
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
+
     #[inline]
     fn into_word(self) -> NonNull<()> {
         // An integer-to-pointer cast (no provenance: never dereferenced;
@@ -343,6 +366,9 @@ unsafe impl InlineValue for XValue {
 unsafe impl InlineValue for u32 {
     type Borrowed<'a> = ValueRef<'a, u32>;
 
+    // A copy of the value is a copy of its word.
+    const WORD_IS_COPY: bool = true;
+
     #[inline]
     fn into_word(self) -> NonNull<()> {
         let word = (((self as usize) << 1) | 1) as *mut ();
@@ -361,6 +387,48 @@ unsafe impl InlineValue for u32 {
         unsafe { ValueRef::new(Self::from_word(word)) }
     }
 }
+
+/// A value that a write may cut in two: `Clone`, for the right-hand part of
+/// an entry split by a store into its middle. Implemented for every `Clone`
+/// type; it exists for the compile error, which names the ways out where
+/// `T` is not `Clone` (a value holding a `Mutex`, say): store an `Arc<T>`
+/// (an `Arc` is `Clone` whatever it holds, and cloning it counts a
+/// reference), or write with [`try_insert`](crate::MapleTree::try_insert) /
+/// [`insert_range`](crate::MapleTree::insert_range), which never split an
+/// entry and need no `Clone`.
+///
+/// The writes that need it: [`insert`](crate::MapleTree::insert) /
+/// [`store_range`](crate::MapleTree::store_range) /
+/// [`store`](crate::MapleTree::store), [`punch_hole`](crate::MapleTree::punch_hole) /
+/// [`remove_range`](crate::MapleTree::remove_range), `collect` and
+/// `extend`, and a [`Cursor`](crate::Cursor)'s `store_range`.
+///
+/// ```compile_fail,E0277
+/// use std::sync::Mutex;
+///
+/// let tree = maple::MapleTree::new();
+/// tree.insert(0..=9, Mutex::new(0)).unwrap(); // error: `Mutex<i32>` cannot be split
+/// ```
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// let shared = maple::MapleTree::new();
+/// shared.insert(0..=9, Arc::new(Mutex::new(0))).unwrap(); // cloned by a count
+/// shared.insert(3..=4, Arc::new(Mutex::new(1))).unwrap(); // splits [0, 9]
+/// let plain = maple::MapleTree::new();
+/// plain.try_insert(20..=29, Mutex::new(1)).unwrap(); // never splits: no `Clone`
+/// *plain.get(25).unwrap().lock().unwrap() += 1;
+/// assert_eq!(*plain.get(20).unwrap().lock().unwrap(), 2);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be split: this write may cut an entry in two, and the right part needs a clone of the value",
+    label = "needs `{Self}: Clone`",
+    note = "store an `Arc<{Self}>` instead (an `Arc` is `Clone` whatever it holds, and a clone counts a reference), or use `try_insert` / `insert_range`, which never split an entry and need no `Clone`"
+)]
+pub trait SplitValue: Clone {}
+
+impl<T: Clone> SplitValue for T {}
 
 mod sealed {
     pub trait Sealed {}
@@ -387,6 +455,11 @@ pub trait Repr<T>: sealed::Sealed + Sized + 'static {
     /// (`boxes.rs`).
     #[doc(hidden)]
     const POOLED_BOX: bool;
+
+    /// Whether a copy of a stored word is a clone of its value
+    /// ([`InlineValue::WORD_IS_COPY`]; never for a box).
+    #[doc(hidden)]
+    const WORD_IS_COPY: bool;
 
     #[doc(hidden)]
     fn into_word(v: T) -> *mut ();
@@ -444,6 +517,8 @@ impl<T> Repr<T> for Boxed {
 
     const POOLED_BOX: bool = true;
 
+    const WORD_IS_COPY: bool = false;
+
     #[inline]
     fn into_word(v: T) -> *mut () {
         crate::boxes::boxed(v).cast()
@@ -484,6 +559,8 @@ impl<T: InlineValue + 'static> Repr<T> for Inline {
     const OUT_OF_LINE_BYTES: usize = 0;
 
     const POOLED_BOX: bool = false;
+
+    const WORD_IS_COPY: bool = T::WORD_IS_COPY;
 
     #[inline]
     fn into_word(v: T) -> *mut () {

@@ -253,8 +253,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn ents<'a>(it: impl Iterator<Item = maple::Entry<'a, u64>>) -> Vec<Ent> {
-    it.map(|e| (e.range(), *e)).collect()
+fn ents<'a>(it: impl Iterator<Item = maple::Item<'a, u64>>) -> Vec<Ent> {
+    it.map(|(r, v)| (r, *v)).collect()
 }
 
 /// Takes `mask`'s bits as a schedule of front (0) / back (1) steps, and
@@ -330,7 +330,7 @@ fn apply(tree: &mut MapleTree<u64>, model: &mut Model, op: &Op) {
             assert_eq!(ents(with_range!(r, |x| tree.range(x))), want);
             let got_back: Vec<Ent> = ents(with_range!(r, |x| tree.range(x)).rev());
             assert_eq!(got_back, want.iter().rev().cloned().collect::<Vec<_>>());
-            let it = with_range!(r, |x| tree.range(x)).map(|e| (e.range(), *e));
+            let it = with_range!(r, |x| tree.range(x)).map(|(r, v)| (r, *v));
             mixed(it, &want, *mask);
         }
         Op::Gaps(r, mask) => {
@@ -365,7 +365,7 @@ fn apply(tree: &mut MapleTree<u64>, model: &mut Model, op: &Op) {
         }
         Op::Remove(i) => {
             let want = model.get(*i);
-            assert_eq!(tree.remove(*i), want);
+            assert_eq!(tree.remove(*i).map(|e| (e.range(), *e)), want);
             if let Some((r, _)) = want {
                 model.0.remove(r.start());
             }
@@ -396,7 +396,8 @@ fn apply(tree: &mut MapleTree<u64>, model: &mut Model, op: &Op) {
                 tree.pop_last()
             } else {
                 tree.pop_first()
-            };
+            }
+            .map(|e| (e.range(), *e));
             assert_eq!(got, want, "pop (back: {back})");
             if let Some((r, _)) = want {
                 model.0.remove(r.start());
@@ -464,7 +465,10 @@ fn check_aligned(
 fn check_all(tree: &MapleTree<u64>, model: &Model) {
     let want = model.entries();
     assert_eq!(ents(tree.iter()), want);
-    assert_eq!(ents(tree.into_iter()), want);
+    assert_eq!(
+        tree.into_iter().map(|(r, v)| (r, *v)).collect::<Vec<_>>(),
+        want
+    );
     assert_eq!(tree.first().map(|e| (e.range(), *e)), want.first().cloned());
     assert_eq!(tree.last().map(|e| (e.range(), *e)), want.last().cloned());
     assert_eq!(tree.len(), want.len());
@@ -577,7 +581,7 @@ fn entries_outlive_their_iterator_beside_writes() {
     tree.insert(.., "gone".to_string()).unwrap();
     // Every entry still reads its old value: each holds its own pin.
     for (i, e) in kept.iter().enumerate() {
-        assert_eq!(**e, i.to_string());
+        assert_eq!(*e.1, i.to_string());
     }
     assert_eq!(tree.len(), 1);
 }

@@ -183,6 +183,7 @@ fn reads_and_erases_of_nothing() {
     assert!(t.find(0).is_none() && t.prev(u64::MAX).is_none());
     assert!(t.erase(5).is_none());
     assert!(t.remove(5).is_none());
+    assert!(t.take(5).is_none());
     t.clear();
     let snap = t.reader();
     assert!(snap.iter().next().is_none() && snap.iter().next_back().is_none());

@@ -260,7 +260,7 @@ fn exclusive_path_every_operation() {
     }
     settle(c, &held(&t));
     // remove hands the value over: it is live until we drop it
-    let (r, v) = t.remove(600).unwrap();
+    let (r, v) = t.take(600).unwrap();
     assert_eq!(r, 600..=602);
     assert!(c.is_live(v.serial));
     let mut want = held(&t);
@@ -530,8 +530,8 @@ fn iteration_entries_share_one_pin_released_by_the_last() {
         }
         t.store_range(0, 100_000, c.make(10_000 + round)).unwrap();
         for e in &kept {
-            assert!(c.is_live(e.serial), "a kept entry's value was dropped");
-            assert_eq!(e.tag / 1_000, round, "the entry's own value");
+            assert!(c.is_live(e.1.serial), "a kept entry's value was dropped");
+            assert_eq!(e.1.tag / 1_000, round, "the entry's own value");
         }
         // Drop in an order that is neither the yield order nor its reverse.
         let mut order: Vec<usize> = (0..kept.len()).collect();
@@ -574,7 +574,7 @@ fn overlapping_iterations_release_the_pin_with_their_last_entry() {
         assert_eq!(b.count(), 89);
         t.store_range(0, 1_000, c.make(10_000 + order)).unwrap();
         u.store_range(0, 1_000, c.make(20_000 + order)).unwrap();
-        assert!(c.is_live(first.serial) && c.is_live(from_b.serial));
+        assert!(c.is_live(first.1.serial) && c.is_live(from_b.1.serial));
         // The first iteration's entry goes last in one round, first in
         // the other; either way nothing is reclaimed before both are gone.
         let (early, late) = if order == 0 {
@@ -582,7 +582,7 @@ fn overlapping_iterations_release_the_pin_with_their_last_entry() {
         } else {
             (first, from_b)
         };
-        let late_serial = late.serial;
+        let late_serial = late.1.serial;
         drop(early);
         for _ in 0..20 {
             maple::flush_retired();

@@ -250,12 +250,13 @@ fn arc_values_are_owned_once_through_every_operation() {
     }
     assert_eq!(copy, t);
 
-    // Exclusive paths: remove hands the Arc back, pop_first too.
+    // Exclusive paths: take hands the Arc back, into_iter too.
     let mut copy = copy;
-    let (r, v) = copy.remove(85).unwrap();
+    let (r, v) = copy.take(85).unwrap();
     assert_eq!((r, v.serial), (80..=87, 8));
     drop(v);
-    let (r, v) = copy.pop_first().unwrap();
+    let first = copy.first().unwrap().first();
+    let (r, v) = copy.take(first).unwrap();
     assert_eq!((r, v.serial), (0..=7, 1));
     {
         let mut c = copy.cursor_mut();
@@ -398,10 +399,12 @@ fn box_values() {
             .unwrap();
     }
     assert_eq!(t.load(5).unwrap().serial, 1);
-    let r = t.reader();
-    let (range, v): (_, &P) = r.load(9).unwrap();
-    assert_eq!((range, v.serial), (8..=10, 2));
-    drop(r);
+    {
+        let r = t.reader();
+        let (range, v) = r.load(9).unwrap();
+        let v: &P = &v;
+        assert_eq!((range, v.serial), (8..=10, 2));
+    }
     // Split entry 1 ([4, 6]) at 5: the right part is a clone.
     t.store_range(5, 5, Box::new(d.make(50_000))).unwrap();
     assert_eq!(t.load(4).unwrap().serial, 1);
@@ -444,7 +447,7 @@ fn box_values() {
         copied != right && copied % 1_000_000 == 1,
         "a clone of the clone"
     );
-    let (r, b) = t.remove(8).unwrap();
+    let (r, b) = t.take(8).unwrap();
     assert_eq!((r, b.serial), (8..=10, 2));
     drop(b);
     assert_eq!(d.dropped(2), 1);
@@ -467,7 +470,7 @@ fn static_refs_and_integers() {
         t.insert(i as u64 * 10..i as u64 * 10 + 5, s).unwrap();
     }
     t.insert(12..13, &NAMES[3]).unwrap(); // splits "data": copies the reference
-    let all: Vec<&str> = t.iter().map(|e| e.0).collect();
+    let all: Vec<&str> = t.iter().map(|(_, v)| v.0).collect();
     assert_eq!(all, ["text", "data", "heap", "data", "bss", "heap"]);
     assert_eq!(format!("{:?}", t.dup()), format!("{t:?}"));
 
@@ -490,5 +493,5 @@ fn static_refs_and_integers() {
     u.store_range(7, 7, 0).unwrap();
     let got: Vec<_> = u.reader().iter().map(|(r, v)| (r, *v)).collect();
     assert_eq!(got, [(5..=6, u32::MAX), (7..=7, 0), (8..=9, u32::MAX)]);
-    assert_eq!(u.remove(8), Some((8..=9, u32::MAX)));
+    assert_eq!(u.take(8), Some((8..=9, u32::MAX)));
 }

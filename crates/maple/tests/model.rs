@@ -426,7 +426,7 @@ struct Harness {
     ops: u64,
 }
 
-fn owned(e: Option<(RangeInclusive<u64>, &u64)>) -> Option<Ent> {
+fn owned(e: Option<maple::Item<'_, V, crate::kind::S>>) -> Option<Ent> {
     e.map(|(r, v)| (r, *v))
 }
 
@@ -526,7 +526,7 @@ impl Harness {
             }
             Op::Remove(i) => {
                 let want = self.model.erase(i);
-                let got = self.tree.remove(i).map(|(r, v)| (r, value_of(&v)));
+                let got = self.tree.take(i).map(|(r, v)| (r, value_of(&v)));
                 assert_eq!(got, want, "remove({i})");
             }
             Op::Overwrite(k) => {
@@ -600,11 +600,11 @@ impl Harness {
                 // The tree's own iterator (each entry a hold on a shared
                 // pin), folded and stepped.
                 let folded = self.tree.range(a..=b).fold(Vec::new(), |mut v, e| {
-                    v.push((e.range(), *e));
+                    v.push((e.0, *e.1));
                     v
                 });
                 assert_eq!(folded, want, "tree.range({a}..={b}) folded");
-                let stepped: Vec<Ent> = self.tree.range(a..=b).map(|e| (e.range(), *e)).collect();
+                let stepped: Vec<Ent> = self.tree.range(a..=b).map(|(r, v)| (r, *v)).collect();
                 assert_eq!(stepped, want, "tree.range({a}..={b}) stepped");
             }
             Op::EmptyArea(min, max, size, rev) => {
@@ -717,7 +717,7 @@ impl Harness {
                 IterStep::Front | IterStep::Back => {
                     let is_front = matches!(step, IterStep::Front);
                     let got = if is_front { it.next() } else { it.next_back() };
-                    let Some((r, &v)) = got else {
+                    let Some((r, v)) = got.map(|(r, v)| (r, *v)) else {
                         if is_front {
                             fronts_done = true;
                         } else {
@@ -805,11 +805,12 @@ impl Harness {
                 front.push(e);
             };
             if steps.len() % 2 == 0 {
-                for (r, &v) in it.by_ref() {
+                for (r, v) in it.by_ref() {
+                    let v = *v;
                     run_out(r, v);
                 }
             } else {
-                it.for_each(|(r, &v)| run_out(r, v));
+                it.for_each(|(r, v)| run_out(r, *v));
             }
         } else {
             assert!(it.next().is_none() && it.next_back().is_none(), "not fused");
@@ -835,7 +836,7 @@ fn check_err_kind(got: MapleError, want: MapleError, what: &str) {
 /// Walks an iterator taking from the front or the back as the bits of
 /// `steps` say, and checks that the two ends meet exactly.
 fn check_mixed<'s>(
-    mut it: impl DoubleEndedIterator<Item = (RangeInclusive<u64>, &'s u64)>,
+    mut it: impl DoubleEndedIterator<Item = maple::Item<'s, V, crate::kind::S>>,
     want: &[Ent],
     mut steps: u64,
     what: &str,
@@ -885,7 +886,7 @@ fn expected_step<'w>(
 /// many), then folds what is left, which must be exactly the entries the
 /// two ends have not yet yielded, in order.
 fn check_mixed_then_fold<'s>(
-    mut it: impl DoubleEndedIterator<Item = (RangeInclusive<u64>, &'s u64)>,
+    mut it: impl DoubleEndedIterator<Item = maple::Item<'s, V, crate::kind::S>>,
     want: &[Ent],
     steps: u64,
     what: &str,

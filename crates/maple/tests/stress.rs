@@ -233,8 +233,9 @@ fn writer(tree: &MapleTree<Val>, stop: &AtomicBool, ops: &AtomicU64, seed: u64) 
                 let mut c = tree.cursor();
                 c.walk(f);
                 for _ in 0..3 {
-                    let Some((r, val)) = c.next() else { break };
-                    let (r, val) = (r, *val);
+                    let Some((r, val)) = c.next().map(|(r, v)| (r, *v)) else {
+                        break;
+                    };
                     if val.generation == 0 || !(wf..=wl).contains(r.start()) {
                         break;
                     }
@@ -337,8 +338,7 @@ fn reader(tree: &MapleTree<Val>, stop: &AtomicBool, seed: u64) -> u64 {
         });
         check_pass(&folded, "folded iteration");
         let mut entries = Vec::new();
-        tree.iter()
-            .for_each(|e| entries.push((e.range(), *e.value())));
+        tree.iter().for_each(|(r, v)| entries.push((r, *v)));
         check_pass(&entries, "folded tree.iter()");
         let mut back: Vec<(RangeInclusive<u64>, Val)> =
             snap.iter().rev().map(|(r, v)| (r, *v)).collect();

@@ -2,9 +2,9 @@
 //!
 //! [`ElfImage::load`] reads one file's program headers (with the `object` crate's
 //! header types) into page-aligned [`Segment`]s, its `PT_INTERP`, its `PT_GNU_RELRO`
-//! range and its `DT_NEEDED` / `DT_RUNPATH` / `DT_RPATH` entries. Library search and
-//! the load plan (what ld.so does before it maps anything) live in [`crate::ldso`] and
-//! are re-exported here.
+//! range, its `DT_NEEDED` / `DT_RUNPATH` / `DT_RPATH` entries and its GNU build-id.
+//! Library search and the load plan (what ld.so does before it maps anything) live in
+//! [`crate::ldso`], which builds on this module.
 //!
 //! Everything here is plain data: an image is immutable once built, `Send + Sync`, and
 //! costs a few hundred bytes plus its strings.
@@ -22,15 +22,14 @@
 //! or a missing library each give an [`Error`] with the errno ld.so or execve would give.
 
 use crate::error::Error;
+use crate::file::FileId;
 use crate::vma::Prot;
 use crate::PAGE_SIZE;
 use object::elf;
-use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _};
+use object::read::elf::{Dyn as _, FileHeader as _, NoteIterator, ProgramHeader as _};
 use object::Endianness;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-
-pub use crate::ldso::{LoadPlan, SearchPath, DEFAULT_LIB_DIRS};
 
 /// The largest program header table accepted, in bytes (the kernel's limit in
 /// `elf_read_phdrs`).
@@ -41,6 +40,8 @@ pub const MAX_DYNAMIC_BYTES: u64 = 1 << 20;
 pub const MAX_DYNSTR_BYTES: u64 = 16 << 20;
 /// `PATH_MAX`: the longest `PT_INTERP` the kernel accepts, NUL included.
 pub const PATH_MAX: u64 = 4096;
+/// The largest `PT_NOTE` segment searched for the build-id, in bytes.
+pub const MAX_NOTE_BYTES: u64 = 64 << 10;
 
 /// Whether a file is a fixed-address executable or position independent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +115,11 @@ pub struct ElfImage {
     pub rpath: Vec<String>,
     /// The file's size in pages (rounded up).
     pub file_pages: u64,
+    /// The file's device and inode, for an image read from a file ([`ElfImage::load`]).
+    pub file_id: Option<FileId>,
+    /// The GNU build-id (`NT_GNU_BUILD_ID` in a `PT_NOTE`), if the file has one: the
+    /// linker's hash of the file's contents, which names one build of it.
+    pub build_id: Option<Vec<u8>>,
 }
 
 fn align_down(x: u64) -> u64 {
@@ -172,7 +178,8 @@ const O_NONBLOCK: i32 = 0o4000;
 
 /// Opens `path` for reading if it is a regular file; anything else is
 /// [`Error::NotRegular`] (EACCES), checked before the open and again on the open file.
-pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
+/// Returns the file and its metadata.
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Error> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let not_regular = || Error::NotRegular {
         path: path.to_path_buf(),
@@ -190,7 +197,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
     if !meta.is_file() {
         return Err(not_regular());
     }
-    Ok((f, meta.len()))
+    Ok((f, meta))
 }
 
 impl ElfImage {
@@ -198,8 +205,10 @@ impl ElfImage {
     /// image's `path` is the canonical one.
     pub fn load(path: &Path) -> Result<ElfImage, Error> {
         let canon = std::fs::canonicalize(path).map_err(|e| Error::from_io(path, &e))?;
-        let (file, len) = open_regular(&canon)?;
-        ElfImage::parse_from(&canon, &Source::File(&file, len))
+        let (file, meta) = open_regular(&canon)?;
+        let mut img = ElfImage::parse_from(&canon, &Source::File(&file, meta.len()))?;
+        img.file_id = Some(FileId::of(&meta));
+        Ok(img)
     }
 
     /// Parses an ELF file already in memory; `path` is recorded as is and used for
@@ -292,6 +301,7 @@ impl ElfImage {
         let mut dynamic: Option<(u64, u64)> = None;
         let mut max_align = PAGE_SIZE;
         let mut first_vaddr = None;
+        let mut notes = Vec::new();
         for ph in phdrs {
             match ph.p_type(endian) {
                 // A PT_LOAD of no bytes in memory maps nothing (ld.so skips its
@@ -345,6 +355,7 @@ impl ElfImage {
                     interp = Some(s.to_owned());
                 }
                 elf::PT_DYNAMIC => dynamic = Some((ph.p_offset(endian), ph.p_filesz(endian))),
+                elf::PT_NOTE => notes.push(ph),
                 _ => {}
             }
         }
@@ -437,6 +448,8 @@ impl ElfImage {
             runpath,
             rpath,
             file_pages: src.len().div_ceil(PAGE_SIZE),
+            file_id: None,
+            build_id: notes.iter().find_map(|ph| build_id(src, endian, ph)),
         })
     }
 
@@ -450,6 +463,30 @@ impl ElfImage {
             .expect("at least one segment, checked in parse");
         last.end() - first
     }
+}
+
+/// The GNU build-id in the `PT_NOTE` segment `ph`, if it holds one. Notes only name
+/// the build, so a note segment that is too big, outside the file or malformed is
+/// skipped, not an error (the kernel and ld.so do not read it either).
+fn build_id(
+    src: &Source<'_>,
+    endian: Endianness,
+    ph: &elf::ProgramHeader64<Endianness>,
+) -> Option<Vec<u8>> {
+    let len = ph.p_filesz(endian);
+    if len > MAX_NOTE_BYTES {
+        return None;
+    }
+    let bytes = src.read(ph.p_offset(endian), len)?;
+    let mut notes =
+        NoteIterator::<elf::FileHeader64<Endianness>>::new(endian, ph.p_align(endian), &bytes)
+            .ok()?;
+    while let Some(note) = notes.next().ok()? {
+        if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+            return Some(note.desc().to_vec());
+        }
+    }
+    None
 }
 
 /// The dynamic string table at link address `addr`, translated to a file offset
@@ -561,6 +598,7 @@ fn load_segment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ldso::{LoadPlan, SearchPath};
 
     fn sleep() -> ElfImage {
         ElfImage::load(Path::new("/bin/sleep")).expect("/bin/sleep parses")

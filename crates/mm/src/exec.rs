@@ -57,104 +57,37 @@
 //! none at exec: glibc's static startup code applies it after the entry point, other
 //! runtimes (Go) never do. [`Program::linkage`] reports which case a program is.
 
-use crate::elf::{ElfImage, ElfKind, LoadPlan};
+use crate::elf::{ElfImage, ElfKind};
 use crate::error::Error;
-use crate::files::{File, Files};
+use crate::file::File;
+use crate::files::Files;
 use crate::layout::*;
-use crate::ldso::{Linkage, LD_SO_CACHE};
+use crate::ldso::{Linkage, LoadPlan, LD_SO_CACHE};
+use crate::program::{Caller, ExecStep, Program};
 use crate::vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 use crate::{Mm, State, Why, PAGE_SIZE};
 
 /// The size a huge page maps on x86-64 (2 MiB): non-fixed file mappings at least this
 /// long are aligned to it. One constant with the placement policy's.
 pub use crate::placement::PMD_SIZE;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Who makes a call of the exec sequence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Caller {
-    /// The kernel's ELF loader (invisible to strace).
-    Kernel,
-    /// ld.so (each step is one system call strace shows).
-    LdSo,
-    /// The model's initial heap (a process after its first `malloc`).
-    Model,
-}
-
-/// One call of the exec sequence, with the address it gets.
-#[derive(Clone, Debug)]
-pub enum ExecStep {
-    /// `mmap` of `[start, end)`: replaces whatever is there (`MAP_FIXED`) or lands in
-    /// a range the plan knows is free.
-    Map {
-        /// First byte.
-        start: u64,
-        /// One past the last byte.
-        end: u64,
-        /// Protection.
-        prot: Prot,
-        /// The file and its page offset, or an anonymous kind.
-        backing: Backing,
-        /// Whether the call passes `MAP_FIXED` (else the plan chose the address as
-        /// the kernel's top-down search would).
-        fixed: bool,
-        /// Who calls.
-        caller: Caller,
-    },
-    /// `mprotect([start, end), prot)` of a fully mapped range.
-    Protect {
-        /// First byte.
-        start: u64,
-        /// One past the last byte.
-        end: u64,
-        /// The new protection.
-        prot: Prot,
-        /// Who calls.
-        caller: Caller,
-    },
-    /// `munmap([start, end))`.
-    Unmap {
-        /// First byte.
-        start: u64,
-        /// One past the last byte.
-        end: u64,
-        /// Who calls.
-        caller: Caller,
-    },
-}
-
-impl ExecStep {
-    /// Who makes this call.
-    pub fn caller(&self) -> Caller {
-        match self {
-            ExecStep::Map { caller, .. }
-            | ExecStep::Protect { caller, .. }
-            | ExecStep::Unmap { caller, .. } => *caller,
+impl Files {
+    /// The program at `path` with its interpreter and libraries resolved (as ld.so
+    /// would), registered, and its exec planned and checked (see [`Program::new`]);
+    /// cached per path.
+    pub fn program(&self, path: &Path) -> Result<Arc<Program>, Error> {
+        if let Some(p) = self.programs.lock().get(path) {
+            return Ok(p.clone());
         }
+        let plan = LoadPlan::resolve(&script_interpreter(path)?, &self.search)?;
+        let prog = Arc::new(Program::new(self, plan)?);
+        self.programs
+            .lock()
+            .insert(path.to_path_buf(), prog.clone());
+        Ok(prog)
     }
-
-    /// The range the call covers.
-    pub fn range(&self) -> (u64, u64) {
-        match self {
-            ExecStep::Map { start, end, .. }
-            | ExecStep::Protect { start, end, .. }
-            | ExecStep::Unmap { start, end, .. } => (*start, *end),
-        }
-    }
-}
-
-/// An executable with its interpreter and libraries resolved, registered, and its
-/// whole exec sequence planned and checked: what [`Mm::exec_program`] replays.
-/// Immutable; cheap to share (`Arc<Program>`), `Send + Sync`.
-#[derive(Debug)]
-pub struct Program {
-    pub(crate) plan: LoadPlan,
-    /// (image, file) pairs in mapping order: executable, interpreter, libraries.
-    pub(crate) objects: Vec<(Arc<ElfImage>, Arc<File>)>,
-    steps: Vec<ExecStep>,
-    brk_start: u64,
-    heap_end: Option<u64>,
 }
 
 impl Program {
@@ -164,7 +97,10 @@ impl Program {
     pub fn new(files: &Files, plan: LoadPlan) -> Result<Program, Error> {
         let objects: Vec<(Arc<ElfImage>, Arc<File>)> = plan
             .objects()
-            .map(|img| (img.clone(), files.register(&img.path, img.file_pages)))
+            .map(|img| {
+                let file = files.register_real(&img.path, img.file_pages, img.file_id);
+                (img.clone(), file)
+            })
             .collect();
         let cache = match plan.first_cache_lookup {
             Some(_) => Some(files.open(Path::new(LD_SO_CACHE))?),
@@ -180,54 +116,46 @@ impl Program {
             heap_end: p.heap_end,
         })
     }
+}
 
-    /// The resolved load plan.
-    pub fn plan(&self) -> &LoadPlan {
-        &self.plan
-    }
+/// How many `#!` scripts may stand in a row before the program (the kernel's
+/// `BINPRM_MAX_RECURSION`): past that exec fails with `ELOOP`.
+const MAX_SCRIPT_LEVELS: usize = 4;
+/// How much of a script's first line the kernel reads (`BINPRM_BUF_SIZE`).
+const SCRIPT_LINE_MAX: usize = 256;
 
-    /// How the executable is linked. A static program maps no libc and no ld.so, so
-    /// it shows none of the libraries' reverse-map contention; callers that measure
-    /// that should say so or refuse it.
-    pub fn linkage(&self) -> Linkage {
-        self.plan.linkage()
-    }
-
-    /// The files in mapping order: executable, interpreter, then libraries.
-    pub fn files(&self) -> impl Iterator<Item = &Arc<File>> {
-        self.objects.iter().map(|(_, f)| f)
-    }
-
-    /// Every file the exec sequence maps, each once, in the order of its
-    /// first mapping: the ELF objects of [`Program::files`] and the others
-    /// ld.so maps on the way, such as `/etc/ld.so.cache` (mapped, read and
-    /// unmapped by every dynamically linked exec, so its reverse map is as
-    /// shared as libc's).
-    pub fn mapped_files(&self) -> Vec<&Arc<File>> {
-        let mut out: Vec<&Arc<File>> = Vec::new();
-        for step in &self.steps {
-            if let ExecStep::Map {
-                backing: Backing::File { file, .. },
-                ..
-            } = step
-            {
-                if !out.iter().any(|f| Arc::ptr_eq(f, file)) {
-                    out.push(file);
-                }
-            }
+/// The kernel's `binfmt_script`: a file that starts with `#!` is run by the
+/// interpreter its first line names, so what exec maps is that interpreter's image
+/// (the script itself is only read, never mapped). Follows up to
+/// [`MAX_SCRIPT_LEVELS`] scripts; returns `path` itself for anything else (an ELF
+/// file, or a file exec will then reject). A `#!` line naming no interpreter is
+/// `NotElf` (ENOEXEC, as the kernel answers); too many levels is `Unsupported`.
+fn script_interpreter(path: &Path) -> Result<PathBuf, Error> {
+    use std::io::Read as _;
+    let mut cur = path.to_path_buf();
+    for _ in 0..=MAX_SCRIPT_LEVELS {
+        let (file, _) = crate::elf::open_regular(&cur)?;
+        let mut head = Vec::with_capacity(SCRIPT_LINE_MAX);
+        file.take(SCRIPT_LINE_MAX as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::from_io(&cur, &e))?;
+        let Some(line) = head.strip_prefix(b"#!") else {
+            return Ok(cur);
+        };
+        let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+        let interp = line
+            .split(|&b| b == b' ' || b == b'\t')
+            .find(|w| !w.is_empty())
+            .and_then(|w| std::str::from_utf8(w).ok());
+        match interp {
+            Some(i) => cur = PathBuf::from(i),
+            None => return Err(Error::NotElf { path: cur }),
         }
-        out
     }
-
-    /// The exec sequence, in order.
-    pub fn steps(&self) -> &[ExecStep] {
-        &self.steps
-    }
-
-    /// Where the brk starts after exec.
-    pub fn brk_start(&self) -> u64 {
-        self.brk_start
-    }
+    Err(Error::Unsupported {
+        path: path.to_path_buf(),
+        what: "more than 4 levels of #! interpreters (ELOOP)",
+    })
 }
 
 /// The new address space while it is planned: sorted, disjoint `[start, end)` ranges.
@@ -743,6 +671,7 @@ impl Mm {
         }
         st.brk_start = prog.brk_start;
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);
+        st.start_stack = START_STACK;
     }
 
     pub(crate) fn replay_step(&self, st: &mut State, step: &ExecStep) {

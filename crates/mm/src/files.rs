@@ -1,54 +1,16 @@
 //! The file registry: every file any process maps, each with its reverse map.
 
-use crate::elf::{LoadPlan, SearchPath};
 use crate::error::Error;
-use crate::exec::Program;
+use crate::file::{File, FileId};
+use crate::ldso::SearchPath;
+use crate::program::Program;
 use crate::PAGE_SIZE;
 use parking_lot::Mutex;
-use rmap::{Design, LockStats, ReverseMap, Topology};
+use rmap::{Design, LockStats, Topology};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// One file (an inode's `address_space`): its path, size, and reverse map.
-///
-/// Shared by every process that maps it (`Arc<File>`). The reverse map is the only
-/// mutable part; its concurrency contract is the design's (see `rmap`). A `File` costs
-/// its path plus whatever its reverse map holds.
-pub struct File {
-    path: PathBuf,
-    pages: u64,
-    rmap: Box<dyn ReverseMap>,
-}
-
-impl File {
-    /// The canonical path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The size in pages (rounded up).
-    pub fn pages(&self) -> u64 {
-        self.pages
-    }
-
-    /// The file's reverse map (`i_mmap`): every VMA of every process that maps it.
-    pub fn rmap(&self) -> &dyn ReverseMap {
-        &*self.rmap
-    }
-}
-
-impl fmt::Debug for File {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("File")
-            .field("path", &self.path)
-            .field("pages", &self.pages)
-            .field("design", &self.rmap.design())
-            .field("rmap_len", &self.rmap.len())
-            .finish()
-    }
-}
 
 /// How `mm` calls the reverse maps: chosen by the caller, the same for every design
 /// (an axis of the experiment, not a property of a design).
@@ -166,9 +128,10 @@ pub struct Files {
     design: Design,
     pattern: CallPattern,
     topo: Topology,
-    search: SearchPath,
+    pub(crate) search: SearchPath,
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
-    programs: Mutex<HashMap<PathBuf, Arc<Program>>>,
+    /// Programs planned so far, by the path exec was given ([`Files::program`]).
+    pub(crate) programs: Mutex<HashMap<PathBuf, Arc<Program>>>,
 }
 
 impl Files {
@@ -201,47 +164,81 @@ impl Files {
         if let Some(f) = self.files.lock().get(&canon) {
             return Ok(f.clone());
         }
-        let len = std::fs::metadata(&canon)
-            .map_err(|e| Error::from_io(path, &e))?
-            .len();
-        Ok(self.register(&canon, len.div_ceil(PAGE_SIZE)))
+        let meta = std::fs::metadata(&canon).map_err(|e| Error::from_io(path, &e))?;
+        Ok(self.register_real(
+            &canon,
+            meta.len().div_ceil(PAGE_SIZE),
+            Some(FileId::of(&meta)),
+        ))
     }
 
     /// Registers (or returns) a file of `pages` pages under `path`, without touching
     /// the file system: for synthetic files in tests and benches.
     pub fn register(&self, path: &Path, pages: u64) -> Arc<File> {
+        self.register_file(path, pages, None, false)
+    }
+
+    /// Registers (or returns) the file at `path`, whose size (`pages`) and inode
+    /// (`id`) the caller read; a path registered before keeps what it was given then.
+    pub(crate) fn register_real(&self, path: &Path, pages: u64, id: Option<FileId>) -> Arc<File> {
+        self.register_file(path, pages, id, false)
+    }
+
+    fn register_file(
+        &self,
+        path: &Path,
+        pages: u64,
+        id: Option<FileId>,
+        deleted: bool,
+    ) -> Arc<File> {
         self.files
             .lock()
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                Arc::new(File {
-                    path: path.to_path_buf(),
+                Arc::new(File::new(
+                    path.to_path_buf(),
                     pages,
-                    rmap: self.design.build(&self.topo),
-                })
+                    id,
+                    deleted,
+                    self.design.build(&self.topo),
+                ))
             })
             .clone()
     }
 
-    /// The program at `path` with its interpreter and libraries resolved (as ld.so
-    /// would), registered, and its exec planned and checked (see [`Program::new`]);
-    /// cached per path.
-    pub fn program(&self, path: &Path) -> Result<Arc<Program>, Error> {
-        if let Some(p) = self.programs.lock().get(path) {
-            return Ok(p.clone());
+    /// The file a trace or a maps line names, registered on first use with its real
+    /// size and inode where the path exists, and at least `need_pages` pages (what
+    /// the mapping that names it covers). A path that names no file now is taken for
+    /// one deleted since it was mapped ([`File::deleted`]). The path is kept as given.
+    pub(crate) fn register_named(&self, path: &Path, need_pages: u64) -> Arc<File> {
+        if let Some(f) = self.files.lock().get(path) {
+            return f.clone();
         }
-        let plan = LoadPlan::resolve(&script_interpreter(path)?, &self.search)?;
-        let prog = Arc::new(Program::new(self, plan)?);
-        self.programs
-            .lock()
-            .insert(path.to_path_buf(), prog.clone());
-        Ok(prog)
+        let meta = std::fs::metadata(path).ok();
+        let pages = meta.as_ref().map_or(0, |m| m.len().div_ceil(PAGE_SIZE));
+        let id = meta.as_ref().map(FileId::of);
+        self.register_file(path, pages.max(need_pages).max(1), id, meta.is_none())
+    }
+
+    /// A new shared anonymous memory object of `pages` pages (what `MAP_SHARED |
+    /// MAP_ANONYMOUS` maps: the kernel's `shmem_zero_setup`), a file of its own that
+    /// `/proc/PID/maps` names `/dev/zero (deleted)`, with no known device and inode.
+    /// Not in the registry ([`Files::all`], [`Files::lock_stats`]): it goes with its
+    /// last mapping, so a long run does not accumulate them.
+    pub fn shmem(&self, pages: u64) -> Arc<File> {
+        Arc::new(File::new(
+            PathBuf::from("/dev/zero"),
+            pages.max(1),
+            None,
+            true,
+            self.design.build(&self.topo),
+        ))
     }
 
     /// Every registered file.
     pub fn all(&self) -> Vec<Arc<File>> {
         let mut v: Vec<_> = self.files.lock().values().cloned().collect();
-        v.sort_by(|a, b| a.path.cmp(&b.path));
+        v.sort_by(|a, b| a.path().cmp(b.path()));
         v
     }
 
@@ -249,50 +246,10 @@ impl Files {
     pub fn lock_stats(&self) -> LockStats {
         let mut s = LockStats::default();
         for f in self.all() {
-            s.merge(&f.rmap.stats());
+            s.merge(&f.rmap().stats());
         }
         s
     }
-}
-
-/// How many `#!` scripts may stand in a row before the program (the kernel's
-/// `BINPRM_MAX_RECURSION`): past that exec fails with `ELOOP`.
-const MAX_SCRIPT_LEVELS: usize = 4;
-/// How much of a script's first line the kernel reads (`BINPRM_BUF_SIZE`).
-const SCRIPT_LINE_MAX: usize = 256;
-
-/// The kernel's `binfmt_script`: a file that starts with `#!` is run by the
-/// interpreter its first line names, so what exec maps is that interpreter's image
-/// (the script itself is only read, never mapped). Follows up to
-/// [`MAX_SCRIPT_LEVELS`] scripts; returns `path` itself for anything else (an ELF
-/// file, or a file exec will then reject). A `#!` line naming no interpreter is
-/// `NotElf` (ENOEXEC, as the kernel answers); too many levels is `Unsupported`.
-fn script_interpreter(path: &Path) -> Result<PathBuf, Error> {
-    use std::io::Read as _;
-    let mut cur = path.to_path_buf();
-    for _ in 0..=MAX_SCRIPT_LEVELS {
-        let (file, _) = crate::elf::open_regular(&cur)?;
-        let mut head = Vec::with_capacity(SCRIPT_LINE_MAX);
-        file.take(SCRIPT_LINE_MAX as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::from_io(&cur, &e))?;
-        let Some(line) = head.strip_prefix(b"#!") else {
-            return Ok(cur);
-        };
-        let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
-        let interp = line
-            .split(|&b| b == b' ' || b == b'\t')
-            .find(|w| !w.is_empty())
-            .and_then(|w| std::str::from_utf8(w).ok());
-        match interp {
-            Some(i) => cur = PathBuf::from(i),
-            None => return Err(Error::NotElf { path: cur }),
-        }
-    }
-    Err(Error::Unsupported {
-        path: path.to_path_buf(),
-        what: "more than 4 levels of #! interpreters (ELOOP)",
-    })
 }
 
 impl fmt::Debug for Files {

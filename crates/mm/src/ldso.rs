@@ -54,7 +54,8 @@ const CACHE_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
 impl LdCache {
     /// Reads and parses `path`; `None` if it is missing or not a cache ld.so would use.
     pub fn load(path: &Path) -> Option<LdCache> {
-        let (f, len) = crate::elf::open_regular(path).ok()?;
+        let (f, meta) = crate::elf::open_regular(path).ok()?;
+        let len = meta.len();
         if len > 64 << 20 {
             return None;
         }

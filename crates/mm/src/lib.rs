@@ -6,11 +6,19 @@
 //!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
 //!   `exec` (the kernel's ELF loader plus ld.so's call sequence, planned and checked
 //!   before the old image is touched: [`exec`]), `fork`, `exit`, `page_fault`.
+//! - [`Process`]: a process's hold on an address space. `fork` copies the space;
+//!   `clone_vm` (vfork, `posix_spawn`, threads) shares it, each [`Mm`] counting its
+//!   users; `exec` gives the process a new space and exit releases it, the last user
+//!   tearing it down ([`process`]).
 //! - [`Files`]: the registry of files, each with its reverse map of the design chosen
 //!   for the run, shared by every process of an experiment.
 //! - [`elf`]: reading program headers (bounded reads, regular files only).
 //! - [`ldso`]: resolving libraries as ld.so does (`LD_LIBRARY_PATH`, `DT_RPATH`,
 //!   `DT_RUNPATH`, `/etc/ld.so.cache`, glibc-hwcaps, system directories).
+//! - [`strace`], [`replay`], [`recording`]: real runs recorded with strace (and
+//!   `scripts/record.sh`), replayed in the kernel's order; [`maps`]: their
+//!   `/proc/PID/maps`, compared field by field with the model's layout, named as Linux
+//!   names it; [`identity`]: which build of each file a recording was made against.
 //!
 //! Every failing operation returns an errno-like [`Error`] and leaves the address
 //! space exactly as it was.
@@ -30,21 +38,29 @@
 pub mod elf;
 pub mod error;
 pub mod exec;
+pub mod file;
 pub mod files;
+pub mod identity;
 pub mod ldso;
 pub mod madvise;
+pub mod maps;
 pub mod placement;
+pub mod process;
+pub mod program;
+pub mod recording;
 pub mod remap;
 pub mod replay;
 pub mod strace;
 pub mod vma;
 
 pub use error::Error;
-pub use exec::{Caller, ExecStep, Program};
-pub use files::{CallPattern, File, Files};
+pub use file::{File, FileId};
+pub use files::{CallPattern, Files};
 pub use ldso::Linkage;
 pub use madvise::{Advice, MmapOptions};
 pub use placement::Placement;
+pub use process::Process;
+pub use program::{Caller, ExecStep, Program};
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
@@ -53,7 +69,7 @@ use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
 
@@ -73,6 +89,12 @@ pub mod layout {
     pub const STACK_TOP: u64 = TASK_SIZE;
     /// Size of the initial `[stack]` VMA (what a fresh process shows).
     pub const STACK_SIZE: u64 = 0x21000;
+    /// Where the model puts `start_stack` after exec: the address of the first
+    /// argument string, by which `/proc/PID/maps` names `[stack]`. The kernel's
+    /// depends on the size of the arguments and environment; it is in the stack's
+    /// top page while they take under 4 KiB (`0x7fffffffe6f0` for `cut` run by `sh`
+    /// with 39 variables). The model takes the middle of that page.
+    pub const START_STACK: u64 = STACK_TOP - super::PAGE_SIZE / 2;
     /// The lowest address mmap may use (`vm.mmap_min_addr`).
     pub const MMAP_MIN_ADDR: u64 = 0x10000;
     /// One past the highest address top-down mmap placement uses (below the stack and
@@ -166,6 +188,12 @@ impl RmapCalls {
 struct State {
     brk_start: u64,
     brk: u64,
+    /// `mm->start_stack` (0: none yet); see [`maps`].
+    start_stack: u64,
+    /// A range holding every special mapping ([`Vma::is_special`]) placed since the
+    /// last teardown (maybe more: one moved or unmapped leaves its old place in it),
+    /// so that calls far from the vdso skip looking for one to refuse to split.
+    special_span: Option<(u64, u64)>,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -206,6 +234,8 @@ pub struct Mm {
     pattern: CallPattern,
     tree: VmaTree,
     state: Mutex<State>,
+    /// The processes using this space (`mm_users`): see [`crate::process`].
+    pub(crate) users: AtomicUsize,
 }
 
 /// The VMA tree: each `Arc<Vma>` stored in its slot word (no box per VMA; fork's
@@ -243,10 +273,21 @@ impl Mm {
             state: Mutex::new(State {
                 brk_start: 0,
                 brk: 0,
+                start_stack: 0,
+                special_span: None,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
+            users: AtomicUsize::new(1),
         }
+    }
+
+    /// How many processes use this address space (the kernel's `mm_users`): 1 for a
+    /// new one, one more per [`Process::clone_vm`], one less per release (exec, exit).
+    /// A snapshot: another thread may change it at once.
+    pub fn users(&self) -> usize {
+        // Relaxed: a snapshot, ordered with nothing else.
+        self.users.load(Ordering::Relaxed)
     }
 
     /// A process-unique id; the high bits of every [`VmaId`] this process links.
@@ -481,6 +522,10 @@ impl Mm {
             }
             at = e;
         }
+        for v in add.iter().filter(|v| v.is_special()) {
+            let (lo, hi) = st.special_span.unwrap_or((v.start, v.end));
+            st.special_span = Some((lo.min(v.start), hi.max(v.end)));
+        }
         if old.iter().any(|v| v.link.is_some()) {
             self.unlink(st, &old, &old_sites);
         }
@@ -531,6 +576,33 @@ impl Mm {
         out
     }
 
+    /// `Invalid` (EINVAL) if a change of `[start, end)` would cut a special mapping
+    /// ([`Vma::is_special`]) in two, as Linux refuses it; `cuts` says whether a VMA
+    /// that sticks out of the range is cut (mprotect and madvise leave a VMA whose
+    /// protection or flags stay the same uncut).
+    fn refuse_special_split(
+        &self,
+        st: &State,
+        start: u64,
+        end: u64,
+        cuts: impl Fn(&Vma) -> bool,
+    ) -> Result<(), Error> {
+        match st.special_span {
+            Some((lo, hi)) if start < hi && lo < end => {}
+            _ => return Ok(()),
+        }
+        let cut = self
+            .overlapping(start, end)
+            .iter()
+            .any(|v| v.is_special() && (v.start < start || v.end > end) && cuts(v));
+        if cut {
+            return Err(Error::Invalid {
+                what: "would split a special mapping ([vdso], [vvar])",
+            });
+        }
+        Ok(())
+    }
+
     /// Whether any VMA intersects `[start, end)`.
     fn occupied(&self, start: u64, end: u64) -> bool {
         occupied(&self.tree, start, end)
@@ -558,8 +630,7 @@ impl Mm {
                     };
                 }
             }
-            if let Some((_, e)) = r.load(hi) {
-                let right = e.slice(hi, e.end);
+            if let Some(right) = r.load(hi).map(|(_, e)| e.slice(hi, e.end)) {
                 let last = list.len() - 1;
                 if list[last].can_merge(&right) {
                     hi = right.end;
@@ -598,6 +669,9 @@ impl Mm {
     // ------------------------------------------------------------------ system calls
 
     /// `mmap(addr, len, prot, flags, file, pgoff)`. Returns the start address.
+    ///
+    /// Shared anonymous memory (`shared` without a file) maps a new shmem object of
+    /// its own ([`Files::shmem`]), as Linux does.
     ///
     /// Without `MAP_FIXED` the area goes at the hint `addr` if that range is free,
     /// else in the highest gap below [`layout::MMAP_BASE`] that fits. With it, `[addr, addr + len)` replaces whatever
@@ -659,6 +733,9 @@ impl Mm {
         if opts.fixed_noreplace && !opts.fixed && self.occupied(addr, addr + len) {
             return Err(Error::Exists { start: addr, len });
         }
+        if opts.fixed {
+            self.refuse_special_split(&st, addr, addr + len, |_| true)?;
+        }
         let start = if at_addr {
             addr
         } else {
@@ -676,6 +753,11 @@ impl Mm {
                 file: f.clone(),
                 pgoff,
             },
+            // Shared anonymous memory is a shmem file of its own (`shmem_zero_setup`).
+            None if opts.shared => Backing::File {
+                file: self.files.shmem(len / PAGE_SIZE),
+                pgoff: 0,
+            },
             None => Backing::Anon(AnonKind::Plain),
         };
         let vma = Vma {
@@ -692,10 +774,12 @@ impl Mm {
 
     /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
     /// stick out. A range with nothing mapped is `Ok` and changes nothing, as Linux
-    /// returns 0. Errors (nothing changed): `Invalid` for a bad range.
+    /// returns 0. Errors (nothing changed): `Invalid` for a bad range or one that
+    /// cuts a special mapping ([`Vma::is_special`]).
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
+        self.refuse_special_split(&st, start, end, |_| true)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -703,8 +787,9 @@ impl Mm {
 
     /// `mprotect(start, len, prot)`: splits the VMAs at the range's edges, changes
     /// their protection, and merges the result with compatible neighbours. Errors
-    /// (nothing changed): `Invalid` for a bad range, `NotMapped` if any page of the
-    /// range is unmapped.
+    /// (nothing changed): `Invalid` for a bad range or a change that would cut a
+    /// special mapping ([`Vma::is_special`]), `NotMapped` if any page of the range is
+    /// unmapped.
     pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
@@ -729,6 +814,7 @@ impl Mm {
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }
+        self.refuse_special_split(&st, start, end, |v| v.prot != prot)?;
         self.place(
             &mut st,
             pieces.into_iter().map(|(p, _)| p).collect(),
@@ -801,9 +887,12 @@ impl Mm {
             state: Mutex::new(State {
                 brk_start: st.brk_start,
                 brk: st.brk,
+                start_stack: st.start_stack,
+                special_span: st.special_span,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
+            users: AtomicUsize::new(1),
         };
         // The parent's mmap lock stays held until every child VMA is linked (as
         // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
@@ -863,8 +952,11 @@ impl Mm {
         child
     }
 
-    /// `exit()`: removes every VMA (unlinked as [`CallPattern`] says). The `Mm` is empty
-    /// afterwards and may exec again.
+    /// Removes every VMA (unlinked as [`CallPattern`] says), whatever uses the space:
+    /// the kernel's `exit_mmap`, what the last user's exit does. The `Mm` is empty
+    /// afterwards and may exec again. A process that shares its space with others
+    /// (`vfork`, threads) releases it with [`Process::exit`] instead, which tears it
+    /// down only when no other process uses it.
     pub fn exit(&self) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
@@ -877,6 +969,8 @@ impl Mm {
         self.unlink(st, &all, &sites);
         st.brk_start = 0;
         st.brk = 0;
+        st.start_stack = 0;
+        st.special_span = None;
     }
 
     /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the
@@ -948,7 +1042,17 @@ impl Mm {
             }
         }
         let mut seen: std::collections::HashSet<VmaId> = Default::default();
-        for f in self.files.all() {
+        // Every registered file, and the unregistered ones this space maps (shared
+        // anonymous memory: `Files::shmem`).
+        let mut all = self.files.all();
+        for v in &vmas {
+            if let Some((f, _)) = v.file() {
+                if !all.iter().any(|g| Arc::ptr_eq(g, f)) {
+                    all.push(f.clone());
+                }
+            }
+        }
+        for f in all {
             let mut err = None;
             f.rmap().walk(Interval::FULL, &mut |iv, id| {
                 if !self.owns(id) || err.is_some() {

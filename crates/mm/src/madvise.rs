@@ -112,7 +112,8 @@ impl Mm {
     /// `madvise(start, len, advice)`: sets the VMA flags `advice` names on every page
     /// of the range, splitting VMAs at its edges and merging the result with
     /// compatible neighbours, as `madvise_update_vma` does. Errors (nothing changed):
-    /// `Invalid` for a bad range or an advice that does not apply to a VMA in it,
+    /// `Invalid` for a bad range, an advice that does not apply to a VMA in it, or a
+    /// change that would cut a special mapping ([`crate::Vma::is_special`]),
     /// `NotMapped` if a page of the range is unmapped (Linux applies the advice to
     /// the mapped parts and then returns `ENOMEM`; the model changes nothing).
     ///
@@ -156,6 +157,9 @@ impl Mm {
             });
         }
         if changed {
+            self.refuse_special_split(&st, start, end, |v| {
+                advice.apply(v.flags, false) != Some(v.flags)
+            })?;
             self.place(&mut st, pieces, Why::Protect);
         }
         debug_assert_eq!(start % PAGE_SIZE, 0);

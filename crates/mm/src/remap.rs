@@ -35,8 +35,10 @@ impl Mm {
     ///
     /// Errors (nothing changed): `Invalid` for unaligned or overflowing ranges,
     /// `new_len == 0`, `MREMAP_FIXED` without `MREMAP_MAYMOVE`, overlapping old and new
-    /// ranges, `old_len == 0` and `MREMAP_DONTUNMAP` (not modelled); `Fault` when no
-    /// VMA contains `old_addr` or the old range runs past its VMA (`EFAULT`);
+    /// ranges, `old_len == 0` and `MREMAP_DONTUNMAP` (not modelled), a part of a
+    /// special mapping ([`crate::Vma::is_special`]) or a new range cutting one;
+    /// `Fault` when no VMA contains `old_addr`, the old range runs past its VMA, or
+    /// a special mapping would grow (`EFAULT`);
     /// `NoSpace` when the mapping cannot grow in place and may not move, or no gap
     /// fits (`ENOMEM`).
     ///
@@ -108,6 +110,18 @@ impl Mm {
         let Some(vma) = self.tree.load(old_addr).map(|e| e.value().clone()) else {
             return Err(Error::Fault { addr: old_addr });
         };
+        if vma.is_special() {
+            // VM_DONTEXPAND: no growing (EFAULT); and no piece of it moves or goes.
+            if new_len > old_len {
+                return Err(Error::Fault { addr: old_addr });
+            }
+            if old_addr != vma.start || old_end != vma.end || new_len != old_len {
+                return inval("would split a special mapping ([vdso], [vvar])");
+            }
+        }
+        if flags.fixed {
+            self.refuse_special_split(&st, new_addr, new_addr + new_len, |_| true)?;
+        }
         if !flags.fixed && new_len <= old_len {
             if new_len < old_len {
                 self.replace(

@@ -1,18 +1,28 @@
-//! Replaying a recorded run ([`crate::strace`]) through [`Mm`], process by process,
-//! in trace order: `fork`/`clone` make address spaces (`CLONE_VM` threads share one),
-//! a successful `execve` replaces one with the kernel's part of the new image (stack,
-//! executable, interpreter, vdso; ld.so's own `mmap` calls follow in the trace), and
-//! every memory call goes through the model.
+//! Replaying a recorded run ([`crate::strace`]) through the model, process by
+//! process, in the kernel's order: each pid is a [`Process`]; `fork`/`clone` copy its
+//! address space, `vfork`, `posix_spawn` and threads (`CLONE_VM`) share it; a
+//! successful `execve` gives the process a new space with the kernel's part of the
+//! new image (stack, executable, interpreter, vdso; ld.so's own `mmap` calls follow
+//! in the trace) and releases the old one, which its other users (a vfork parent)
+//! keep as it was; `+++ exited` releases it; every memory call goes through the
+//! model.
 //!
 //! For each `mmap` without `MAP_FIXED` the model's choice (the [`Placement`] policy
 //! on the model's current layout) is compared with the kernel's; the mapping is then
 //! made at the kernel's address, so that one miss does not derail the rest.
+//!
+//! Each file the recording says it was made against (`# aspace-file` lines,
+//! [`crate::identity`]) is compared with the file now; a changed one is reported
+//! ([`Report::files_changed`]).
 
+use crate::identity::FileIdentity;
+use crate::maps::Layout;
+pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
-use crate::strace::{map, Call, Event};
+use crate::strace::{map, Call, Event, RecordedFile};
 use crate::{
-    align_up, Advice, AnonKind, Caller, Files, Mm, MmapOptions, MremapFlags, Program, Prot,
-    RmapCalls, Vma, Why, PAGE_SIZE,
+    align_up, Advice, AnonKind, Caller, Files, Mm, MmapOptions, MremapFlags, Process, Program,
+    Prot, RmapCalls, Vma, Why, PAGE_SIZE,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -38,6 +48,9 @@ pub struct Report {
     pub misplaced: Vec<(usize, u64, u64, u64)>,
     /// Reverse-map calls of every address space of the run.
     pub rmap: RmapCalls,
+    /// Files the recording was made against that are not the same now: (line of
+    /// the `# aspace-file` record, "file X changed since it was recorded: what").
+    pub files_changed: Vec<(usize, String)>,
 }
 
 impl Report {
@@ -47,17 +60,21 @@ impl Report {
     }
 }
 
-/// The replay's state: the address space of each live pid, and each exited one's
-/// last address space (for comparing with a `/proc/PID/maps` taken at exit).
+/// The replay's state: each live pid's process, and the layout each exited pid had
+/// when it exited (for comparing with a `/proc/PID/maps` taken at exit).
 pub struct Replay {
     files: Arc<Files>,
     placement: Placement,
-    live: HashMap<u32, Arc<Mm>, BuildHasherDefault<PidHasher>>,
-    /// Address spaces at their owner's exit (or execve), by pid; last one wins.
-    pub exited: HashMap<u32, Vec<Vma>>,
+    live: HashMap<u32, Process, BuildHasherDefault<PidHasher>>,
+    /// The layout of each pid's address space when the pid exited; last one wins.
+    pub exited: HashMap<u32, Layout>,
+    /// Every address space the run made (for the reverse-map call totals).
     all: Vec<Arc<Mm>>,
     /// Files seen by path (saves the registry lookup and the size `stat`).
     file_cache: HashMap<String, Arc<crate::File>>,
+    /// What differs in each recorded file now (`None`: the same), by path: each file
+    /// is read once per `Replay`, however many runs.
+    file_checks: HashMap<String, Option<String>>,
     /// The report so far.
     pub report: Report,
 }
@@ -72,12 +89,13 @@ impl Replay {
             exited: HashMap::new(),
             all: Vec::new(),
             file_cache: HashMap::new(),
+            file_checks: HashMap::new(),
             report: Report::default(),
         }
     }
 
-    /// Drops every address space and the report, keeping the file cache: the state of
-    /// a new replay into the same registry.
+    /// Drops every address space and the report, keeping the file caches: the state
+    /// of a new replay into the same registry.
     pub fn reset(&mut self) {
         self.live.clear();
         self.exited.clear();
@@ -89,26 +107,17 @@ impl Replay {
     /// for a trace that begins while the process runs.
     pub fn start_from_maps(&mut self, pid: u32, maps_text: &str) -> Result<(), String> {
         let maps = parse_maps(maps_text).ok_or("not a /proc/PID/maps file")?;
-        let shared: Vec<bool> = maps_text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .is_some_and(|p| p.ends_with('s'))
-            })
-            .collect();
-        let m = Arc::new(Mm::new(self.files.clone()));
-        m.build_from_maps(&maps, &shared)
-            .map_err(|e| e.to_string())?;
-        self.all.push(m.clone());
-        self.live.insert(pid, m);
+        let m = Mm::new(self.files.clone());
+        m.build_from_maps(&maps).map_err(|e| e.to_string())?;
+        let p = Process::from(m);
+        self.all.push(p.mm().clone());
+        self.live.insert(pid, p);
         Ok(())
     }
 
-    /// The live address space of `pid`, if any.
+    /// The address space `pid` uses now, if it is live.
     pub fn mm(&self, pid: u32) -> Option<&Arc<Mm>> {
-        self.live.get(&pid)
+        self.live.get(&pid).map(Process::mm)
     }
 
     /// Replays `events` in order and returns the report (reverse-map calls summed
@@ -131,14 +140,15 @@ impl Replay {
         &self.report
     }
 
-    fn mm_of(&mut self, pid: u32) -> Arc<Mm> {
-        if let Some(m) = self.live.get(&pid) {
-            return m.clone();
-        }
-        let m = Arc::new(Mm::new(self.files.clone()));
-        self.all.push(m.clone());
-        self.live.insert(pid, m.clone());
-        m
+    /// The process of `pid`; one with an empty address space for a pid the trace
+    /// has not shown being made (the first one).
+    fn process(&mut self, pid: u32) -> &mut Process {
+        let (files, all) = (&self.files, &mut self.all);
+        self.live.entry(pid).or_insert_with(|| {
+            let p = Process::new(files.clone());
+            all.push(p.mm().clone());
+            p
+        })
     }
 
     fn file(&mut self, path: &str, off: u64, len: u64) -> Arc<crate::File> {
@@ -146,12 +156,23 @@ impl Replay {
         if let Some(f) = self.file_cache.get(path) {
             return f.clone();
         }
-        let size = std::fs::metadata(path)
-            .map(|m| m.len().div_ceil(PAGE_SIZE))
-            .unwrap_or(0);
-        let f = self.files.register(Path::new(path), size.max(need).max(1));
+        let f = self.files.register_named(Path::new(path), need);
         self.file_cache.insert(path.to_string(), f.clone());
         f
+    }
+
+    /// Compares a recorded file with the file now (once per path and `Replay`).
+    fn check_file(&mut self, line: usize, rec: &RecordedFile) {
+        let change = self.file_checks.entry(rec.path.clone()).or_insert_with(|| {
+            match FileIdentity::of(Path::new(&rec.path)) {
+                Ok(now) => now.changes_since(&rec.identity),
+                Err(e) => Some(format!("it cannot be read now ({e})")),
+            }
+        });
+        if let Some(what) = change {
+            let msg = format!("file {} changed since it was recorded: {what}", rec.path);
+            self.report.files_changed.push((line, msg));
+        }
     }
 
     fn differs(&mut self, line: usize, what: String) {
@@ -164,10 +185,17 @@ impl Replay {
         match &e.call {
             Call::Exit => {
                 self.report.events += 1;
-                if let Some(m) = self.live.remove(&e.pid) {
-                    if !self.live.values().any(|o| Arc::ptr_eq(o, &m)) {
-                        self.exited.insert(e.pid, m.vmas());
-                    }
+                if let Some(p) = self.live.remove(&e.pid) {
+                    // The space as the pid leaves it (what its maps showed at
+                    // exit_group); released after, torn down if it was the last user.
+                    self.exited.insert(e.pid, p.mm().layout());
+                }
+            }
+            Call::Superseded { thread } => {
+                self.report.events += 1;
+                // The thread goes on as this pid; the leader's use of the space ends.
+                if let Some(t) = self.live.remove(thread) {
+                    self.live.insert(e.pid, t);
                 }
             }
             Call::Clone { vm, ret } => {
@@ -179,10 +207,15 @@ impl Replay {
                         .not_expressed
                         .push((line, "child pid out of range".into()));
                 };
-                let parent = self.mm_of(e.pid);
-                let m = if *vm { parent } else { Arc::new(parent.fork()) };
-                self.all.push(m.clone());
-                self.live.insert(child, m);
+                let parent = self.process(e.pid);
+                let p = if *vm {
+                    parent.clone_vm()
+                } else {
+                    let p = parent.fork();
+                    self.all.push(p.mm().clone());
+                    p
+                };
+                self.live.insert(child, p);
             }
             Call::Execve { path, ret } => {
                 self.report.events += 1;
@@ -198,13 +231,12 @@ impl Replay {
                             .push((line, format!("execve {path}: {err}")));
                     }
                 };
-                let m = Arc::new(Mm::new(self.files.clone()));
-                m.exec_kernel_part(&prog);
-                if let Some(old) = self.live.insert(e.pid, m.clone()) {
-                    old.exit();
-                }
-                self.all.push(m);
+                let p = self.process(e.pid);
+                p.exec_with(|mm| mm.exec_kernel_part(&prog));
+                let new = p.mm().clone();
+                self.all.push(new);
             }
+            Call::RecordedFile(rec) => self.check_file(line, rec),
             Call::Other { name } if NO_MEMORY_EFFECT.contains(&name.as_str()) => {
                 // Process calls that leave the address space alone (the exit itself
                 // is the `+++ exited` line that follows).
@@ -217,7 +249,7 @@ impl Replay {
             }
             call => {
                 self.report.calls += 1;
-                let mm = self.mm_of(e.pid);
+                let mm = self.process(e.pid).mm().clone();
                 self.memory_call(&mm, line, call);
             }
         }
@@ -249,12 +281,6 @@ impl Replay {
                     stack: flags & map::STACK != 0,
                     placement: self.placement,
                 };
-                if shared && file.is_none() {
-                    return self.report.not_expressed.push((
-                        line,
-                        "mmap: shared anonymous memory (shmem) not modelled".into(),
-                    ));
-                }
                 let f = file
                     .as_ref()
                     .map(|(p, off)| (self.file(p, *off, *len), off / PAGE_SIZE));
@@ -414,20 +440,24 @@ impl Mm {
         }
         st.brk_start = prog.brk_start();
         st.brk = prog.brk_start();
+        st.start_stack = crate::layout::START_STACK;
     }
 }
 
 impl Mm {
     /// Builds the layout `maps` describes (a recorded `/proc/PID/maps`) into this
     /// empty address space, so a replay can start from a running process: file
-    /// lines become private file mappings (`s` in the permissions: shared) of files
+    /// lines become file mappings (private or shared as the line says) of files
     /// registered by path, `[heap]`, `[stack]`, `[vvar]`/`[vvar_vclock]` and `[vdso]`
-    /// their anonymous kinds (the program break is set to the heap's end), other
-    /// lines plain anonymous memory. `[vsyscall]` (above the user address space) is
-    /// skipped. Two adjacent lines that would merge get different `VM_ACCOUNT` (see
-    /// the code), so every line stays one VMA. Errors (`Invalid`, nothing changed): a non-empty address space, or a
-    /// line that is unaligned, overlaps another or lies outside the user range.
-    pub fn build_from_maps(&self, maps: &[MapsLine], shared: &[bool]) -> Result<(), crate::Error> {
+    /// their anonymous kinds, other lines plain anonymous memory. The program break
+    /// is set to the heap's range, `start_stack` to [`crate::layout::START_STACK`]
+    /// if the stack holds it, else to the middle of the stack's top page (set the real
+    /// one with [`Mm::set_start_stack`]). `[vsyscall]` (above the user address space)
+    /// is skipped. Two adjacent lines that would merge get different `VM_ACCOUNT`
+    /// (see the code), so every line stays one VMA. Errors (`Invalid`, nothing
+    /// changed): a non-empty address space, or a line that is unaligned, overlaps
+    /// another or lies outside the user range.
+    pub fn build_from_maps(&self, maps: &[MapsLine]) -> Result<(), crate::Error> {
         if !self.is_empty() {
             return Err(crate::Error::Invalid {
                 what: "address space not empty",
@@ -435,52 +465,52 @@ impl Mm {
         }
         let mut list: Vec<Vma> = Vec::with_capacity(maps.len());
         let mut prev_end = 0;
-        let mut brk = None;
-        for (i, (start, end, prot, name, off)) in maps.iter().enumerate() {
-            if name == "[vsyscall]" {
+        let mut heap: Option<(u64, u64)> = None;
+        let mut stack = None;
+        for l in maps {
+            if l.name == "[vsyscall]" {
                 continue;
             }
-            if start % PAGE_SIZE != 0
-                || end % PAGE_SIZE != 0
-                || start >= end
-                || *start < prev_end
-                || *end > crate::layout::TASK_SIZE
-                || off % PAGE_SIZE != 0
+            if l.start % PAGE_SIZE != 0
+                || l.end % PAGE_SIZE != 0
+                || l.start >= l.end
+                || l.start < prev_end
+                || l.end > crate::layout::TASK_SIZE
+                || l.offset % PAGE_SIZE != 0
             {
                 return Err(crate::Error::Invalid {
                     what: "bad or overlapping maps line",
                 });
             }
-            prev_end = *end;
-            let is_shared = shared.get(i).copied().unwrap_or(false);
-            let backing = match name.as_str() {
+            prev_end = l.end;
+            let backing = match l.name.as_str() {
                 "[heap]" => {
-                    brk = Some((*start, *end));
+                    heap = Some((heap.map_or(l.start, |h| h.0), l.end));
                     crate::Backing::Anon(AnonKind::Heap)
                 }
-                "[stack]" => crate::Backing::Anon(AnonKind::Stack),
+                "[stack]" => {
+                    stack = Some((l.start, l.end));
+                    crate::Backing::Anon(AnonKind::Stack)
+                }
                 "[vvar]" => crate::Backing::Anon(AnonKind::Vvar),
                 "[vvar_vclock]" => crate::Backing::Anon(AnonKind::VvarVclock),
                 "[vdso]" => crate::Backing::Anon(AnonKind::Vdso),
                 n if n.starts_with('/') => {
-                    let pages = (off / PAGE_SIZE) + (end - start) / PAGE_SIZE;
-                    let size = std::fs::metadata(n)
-                        .map(|m| m.len().div_ceil(PAGE_SIZE))
-                        .unwrap_or(0);
+                    let pages = (l.offset / PAGE_SIZE) + (l.end - l.start) / PAGE_SIZE;
                     crate::Backing::File {
-                        file: self.files.register(Path::new(n), size.max(pages)),
-                        pgoff: off / PAGE_SIZE,
+                        file: self.files.register_named(Path::new(n), pages),
+                        pgoff: l.offset / PAGE_SIZE,
                     }
                 }
                 _ => crate::Backing::Anon(AnonKind::Plain),
             };
             let mut v = Vma {
-                start: *start,
-                end: *end,
-                prot: *prot,
+                start: l.start,
+                end: l.end,
+                prot: l.prot,
                 flags: crate::VmFlags {
-                    shared: is_shared,
-                    account: !is_shared && prot.write,
+                    shared: l.shared,
+                    account: !l.shared && l.prot.write,
                     ..Default::default()
                 },
                 backing,
@@ -501,100 +531,18 @@ impl Mm {
             let (s, e) = (v.start, v.end);
             self.replace(&mut st, s, e, vec![v], Why::Map, (s, e));
         }
-        if let Some((start, end)) = brk {
+        if let Some((start, end)) = heap {
             st.brk_start = start;
             st.brk = end;
         }
+        if let Some((start, end)) = stack {
+            let guess = crate::layout::START_STACK;
+            st.start_stack = if (start..=end).contains(&guess) {
+                guess
+            } else {
+                end - PAGE_SIZE / 2
+            };
+        }
         Ok(())
     }
-}
-
-/// One line of `/proc/PID/maps`: (start, end, prot, path or name, byte offset).
-pub type MapsLine = (u64, u64, Prot, String, u64);
-
-/// Parses `/proc/PID/maps` text; `None` for a malformed line.
-///
-/// With [`model_maps`] and [`diff_maps`], compares the model's layout with a
-/// real process's:
-///
-/// ```
-/// use mm::replay::{diff_maps, model_maps, parse_maps};
-/// use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
-/// use rmap::{Design, Topology};
-///
-/// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
-/// let fixed = MapFlags { fixed: true, shared: false };
-/// mm.mmap(0x10_0000, 2 * PAGE_SIZE, Prot::RW, fixed, None)?;
-/// let real = parse_maps("00100000-00102000 rw-p 00000000 00:00 0\n").unwrap();
-/// let (model_only, kernel_only) = diff_maps(&model_maps(&mm.vmas()), &real);
-/// assert!(model_only.is_empty() && kernel_only.is_empty());
-/// assert_eq!(parse_maps("not a maps line"), None);
-/// # Ok::<(), mm::Error>(())
-/// ```
-pub fn parse_maps(text: &str) -> Option<Vec<MapsLine>> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            let (s, e) = it.next()?.split_once('-')?;
-            let perms = it.next()?;
-            let off = u64::from_str_radix(it.next()?, 16).ok()?;
-            let _dev = it.next()?;
-            let _inode = it.next()?;
-            let name = it.collect::<Vec<_>>().join(" ");
-            Some((
-                u64::from_str_radix(s, 16).ok()?,
-                u64::from_str_radix(e, 16).ok()?,
-                Prot::from_maps(perms)?,
-                name,
-                off,
-            ))
-        })
-        .collect()
-}
-
-/// The model's layout as [`MapsLine`]s (anonymous areas get their `[name]` or "").
-pub fn model_maps(vmas: &[Vma]) -> Vec<MapsLine> {
-    vmas.iter()
-        .map(|v| match &v.backing {
-            crate::Backing::File { file, pgoff } => (
-                v.start,
-                v.end,
-                v.prot,
-                file.path().display().to_string(),
-                pgoff * PAGE_SIZE,
-            ),
-            crate::Backing::Anon(k) => (
-                v.start,
-                v.end,
-                v.prot,
-                k.name().unwrap_or("").to_string(),
-                0,
-            ),
-        })
-        .collect()
-}
-
-/// The lines only one side has: (model only, kernel only). One known difference is
-/// normalised on the kernel's side: `[vsyscall]` is dropped (the model has none: it
-/// lies above the user address space, in no VMA tree).
-pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<MapsLine>) {
-    let mut norm: Vec<MapsLine> = Vec::with_capacity(real.len());
-    for l in real {
-        if l.3 == "[vsyscall]" {
-            continue;
-        }
-        norm.push(l.clone());
-    }
-    let only_model = model
-        .iter()
-        .filter(|l| !norm.contains(l))
-        .cloned()
-        .collect();
-    let only_real = norm
-        .iter()
-        .filter(|l| !model.contains(l))
-        .cloned()
-        .collect();
-    (only_model, only_real)
 }

@@ -1,8 +1,25 @@
 //! Parsing what `strace -f -y -e trace=memory,process -o FILE PROGRAM` writes: one
 //! [`Event`] per finished system call or process event, `<unfinished ...>` /
-//! `<... resumed>` pairs joined per pid. Bad lines are a [`ParseError`] with the line
-//! number, never a panic.
+//! `<... resumed>` pairs joined per pid, in the order the kernel ran them. Bad lines
+//! are a [`ParseError`] with the line number, never a panic.
+//!
+//! # The kernel's order
+//! strace prints a call when it finishes, so a call that another process interrupts
+//! is printed twice (`<unfinished ...>`, then `<... resumed>`) and listed here at its
+//! second line. That is the order the kernel ran things in, with one exception: a
+//! `vfork` (or `clone`, `posix_spawn`'s `clone3`) returns in the parent only after
+//! the child has run, often after the child's `execve` has finished, so strace
+//! prints `<... vfork resumed> = PID` late. The child exists from the moment the
+//! call made it, so [`parse`] moves each clone to just before the first line that
+//! shows its child: the child's first call (finished or not), a signal it receives,
+//! its `+++ exited` line, or the parent's `--- SIGCHLD` naming it.
+//!
+//! # Recorded files
+//! A line `# aspace-file ...` (what `scripts/record.sh` appends) records one file the
+//! run mapped or executed ([`crate::identity`]); it becomes a
+//! [`Call::RecordedFile`] event. Other lines starting with `#` are comments.
 
+use crate::identity::{FileIdentity, RECORD_PREFIX};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -118,11 +135,30 @@ pub enum Call {
     },
     /// `+++ exited with N +++` / `+++ killed by SIG +++`.
     Exit,
+    /// `+++ superseded by execve in pid THREAD +++`: a thread of this process called
+    /// `execve`, which ends every other thread, the leader included, and gives the
+    /// thread the leader's pid (its execve resumes under this pid).
+    Superseded {
+        /// The thread that took the pid over.
+        thread: u32,
+    },
+    /// A file the run mapped or executed, as the recorder found it
+    /// (`# aspace-file ...`; pid 0).
+    RecordedFile(Box<RecordedFile>),
     /// Any other system call (the model cannot express it), by name.
     Other {
         /// The call's name.
         name: String,
     },
+}
+
+/// A file of the recording and its identity then.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedFile {
+    /// The path, as the recorder wrote it.
+    pub path: String,
+    /// What the file was when the trace was recorded.
+    pub identity: FileIdentity,
 }
 
 /// One parsed event.
@@ -169,7 +205,8 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Parses a whole trace. Signal lines (`--- SIG... ---`) are skipped.
+/// Parses a whole trace, in the kernel's order (see the module docs). Signal lines
+/// (`--- SIG... ---`) are not events; a `SIGCHLD` line only places a clone.
 ///
 /// ```
 /// use mm::strace::{parse, Call};
@@ -185,16 +222,46 @@ impl std::error::Error for ParseError {}
 ///     Call::Mmap { len: 8192, file: None, ret: Ok(0x7ffff7fc0000), .. }
 /// ));
 /// assert_eq!((events[1].pid, events[1].line), (42, 2));
+///
+/// // A vfork child's execve finished before strace printed the vfork's result: the
+/// // vfork comes first all the same, since the child runs only once it is made.
+/// let vfork = "\
+/// 1 vfork( <unfinished ...>
+/// 2 execve(\"/bin/true\", [\"true\"], 0x0) = 0
+/// 1 <... vfork resumed>) = 2
+/// ";
+/// let events = parse(vfork)?;
+/// assert!(matches!(events[0].call, Call::Clone { vm: true, ret: Ok(2) }));
+/// assert_eq!(events[0].line, 3);
+/// assert!(matches!(events[1].call, Call::Execve { .. }));
 /// # Ok::<(), mm::strace::ParseError>(())
 /// ```
 pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
     let mut out = Vec::new();
+    // Where each pending call of a pid started.
     let mut pending: HashMap<u32, String> = HashMap::new();
+    // Every line that shows a pid exists: its own lines, and SIGCHLD lines naming it.
+    let mut shows: HashMap<u32, Vec<usize>> = HashMap::new();
+    // The line each event's call started on.
+    let mut started: Vec<usize> = Vec::new();
+    let mut call_start: HashMap<u32, usize> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let err = |what: String| ParseError { line, what };
         let raw = raw.trim_end();
         if raw.is_empty() {
+            continue;
+        }
+        if raw.starts_with('#') {
+            if raw.starts_with(RECORD_PREFIX) {
+                let (path, identity) = FileIdentity::parse_record(raw).map_err(err)?;
+                out.push(Event {
+                    line,
+                    pid: 0,
+                    call: Call::RecordedFile(Box::new(RecordedFile { path, identity })),
+                });
+                started.push(line);
+            }
             continue;
         }
         let (pid, rest) = match raw.split_once(' ') {
@@ -204,38 +271,116 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
             ),
             _ => (0, raw),
         };
-        if rest.starts_with("--- ") {
+        shows.entry(pid).or_default().push(line);
+        if let Some(sig) = rest.strip_prefix("--- ") {
+            if let Some(child) = sigchld_pid(sig) {
+                shows.entry(child).or_default().push(line);
+            }
             continue;
         }
-        if rest.starts_with("+++ ") {
-            out.push(Event {
-                line,
-                pid,
-                call: Call::Exit,
-            });
+        if let Some(tail) = rest.strip_prefix("+++ ") {
+            // `+++ superseded by execve in pid TID +++`: a thread's execve took this pid.
+            let call = match tail
+                .strip_prefix("superseded by execve in pid ")
+                .and_then(|t| t.split_whitespace().next())
+            {
+                Some(t) => Call::Superseded {
+                    thread: t
+                        .parse()
+                        .map_err(|e| err(format!("bad pid in 'superseded': {e}")))?,
+                },
+                None => Call::Exit,
+            };
+            out.push(Event { line, pid, call });
+            started.push(line);
             continue;
         }
-        let text = if let Some(tail) = rest.strip_prefix("<... ") {
+        let (text, start) = if let Some(tail) = rest.strip_prefix("<... ") {
             let (_, after) = tail
                 .split_once(" resumed>")
                 .ok_or_else(|| err("'<...' without 'resumed>'".into()))?;
             let head = pending
                 .remove(&pid)
                 .ok_or_else(|| err(format!("resumed call of pid {pid} that never started")))?;
-            format!("{head}{after}")
+            (
+                format!("{head}{after}"),
+                call_start.remove(&pid).unwrap_or(line),
+            )
         } else if let Some(head) = rest.strip_suffix("<unfinished ...>") {
             pending.insert(pid, head.trim_end().to_string());
+            call_start.insert(pid, line);
+            continue;
+        } else if let Some((head, to)) = rest
+            .strip_suffix(" ...>")
+            .and_then(|r| r.rsplit_once("<pid changed to "))
+        {
+            // A thread's execve: it resumes under the leader's pid it takes over.
+            let to: u32 = to
+                .parse()
+                .map_err(|e| err(format!("bad pid in 'pid changed to': {e}")))?;
+            pending.insert(to, head.trim_end().to_string());
+            call_start.insert(to, line);
             continue;
         } else {
-            rest.to_string()
+            (rest.to_string(), line)
         };
         out.push(Event {
             line,
             pid,
             call: parse_call(&text).map_err(err)?,
         });
+        started.push(start);
     }
-    Ok(out)
+    Ok(kernel_order(out, &started, &shows))
+}
+
+/// The child a `--- SIGCHLD {... si_pid=N ...} ---` line names.
+fn sigchld_pid(sig: &str) -> Option<u32> {
+    let body = sig.strip_prefix("SIGCHLD ")?;
+    let at = body.find("si_pid=")? + "si_pid=".len();
+    let digits: &str = &body[at..];
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().ok()
+}
+
+/// Moves each clone whose child shows up before the clone's result line to just
+/// before the child's first line (see the module docs); everything else keeps the
+/// order of the lines it finished on. `started[i]` is the line event `i`'s call
+/// started on; `shows[pid]` every line that shows `pid` exists, in order.
+fn kernel_order(
+    events: Vec<Event>,
+    started: &[usize],
+    shows: &HashMap<u32, Vec<usize>>,
+) -> Vec<Event> {
+    // (line, 0) sorts a moved clone before the event that finished on its child's
+    // first line; (line, 1) is every other event where it was.
+    let key = |i: usize, e: &Event| -> (usize, u8) {
+        let Call::Clone { ret: Ok(child), .. } = &e.call else {
+            return (e.line, 1);
+        };
+        let first = u32::try_from(*child)
+            .ok()
+            .and_then(|c| shows.get(&c))
+            .and_then(|lines| {
+                // The child's first line after the clone began (a pid may be reused).
+                let at = lines.partition_point(|&l| l <= started[i]);
+                lines.get(at).copied()
+            });
+        match first {
+            Some(f) if f < e.line => (f, 0),
+            _ => (e.line, 1),
+        }
+    };
+    let mut keyed: Vec<((usize, u8), Event)> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (key(i, &e), e))
+        .collect();
+    // Stable: events of equal keys keep their order.
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.into_iter().map(|(_, e)| e).collect()
 }
 
 /// Splits `name(args) = ret ...`.
@@ -523,21 +668,26 @@ mod tests {
         assert!(
             matches!(&ev[2].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/etc/ld.so.cache")
         );
+        // The child's munmap (line 5) ran after the clone made it: the clone, printed
+        // on line 6, comes first.
         assert_eq!(
-            ev[3].call,
-            Call::Munmap {
-                addr: 0x1000,
-                len: 4096,
-                ret: Err("EINVAL".into())
-            }
-        );
-        assert_eq!(
-            (ev[4].line, &ev[4].call),
+            (ev[3].line, &ev[3].call),
             (
                 6,
                 &Call::Clone {
                     vm: false,
                     ret: Ok(101)
+                }
+            )
+        );
+        assert_eq!(
+            (ev[4].pid, &ev[4].call),
+            (
+                101,
+                &Call::Munmap {
+                    addr: 0x1000,
+                    len: 4096,
+                    ret: Err("EINVAL".into())
                 }
             )
         );
@@ -558,6 +708,105 @@ mod tests {
             }
         );
         assert_eq!(ev[8].call, Call::Exit);
+    }
+
+    /// (pid, line) of each event, in the order parse gives them.
+    fn order(t: &str) -> Vec<(u32, usize)> {
+        parse(t).unwrap().iter().map(|e| (e.pid, e.line)).collect()
+    }
+
+    #[test]
+    fn a_clone_comes_before_the_first_line_that_shows_its_child() {
+        // posix_spawn: the child's execve starts (line 2) before the clone3's result.
+        let spawn = "\
+1 clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7f, stack_size=0x9000}, 88 <unfinished ...>
+2 execve(\"/bin/true\", [\"/bin/true\"], 0x55 /* 42 vars */ <unfinished ...>
+1 <... clone3 resumed>) = 2
+2 <... execve resumed>) = 0
+2 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7fc0000
+";
+        assert_eq!(order(spawn), [(1, 3), (2, 4), (2, 5)]);
+        // A vfork child whose whole life is printed before the vfork's result, seen
+        // only in its exit and the parent's SIGCHLD; then a second child (pid 3) made
+        // by a clone printed on one line: nothing to move.
+        let early = "\
+1 vfork( <unfinished ...>
+1 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=2, si_uid=0} ---
+2 +++ exited with 0 +++
+1 <... vfork resumed>) = 2
+1 clone(child_stack=NULL, flags=SIGCHLD) = 3
+3 munmap(0x10000, 4096) = 0
+";
+        assert_eq!(order(early), [(1, 4), (2, 3), (1, 5), (3, 6)]);
+        // Only the SIGCHLD shows the child: the clone still moves before it.
+        let signal_only = "\
+1 vfork( <unfinished ...>
+1 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=2, si_uid=0} ---
+1 munmap(0x10000, 4096) = 0
+1 <... vfork resumed>) = 2
+";
+        // (The munmap, a bad trace's line of the blocked parent, stays after.)
+        let ev = parse(signal_only).unwrap();
+        assert!(matches!(ev[0].call, Call::Clone { .. }));
+        // A grandchild made by the child before the parent's vfork returned: each
+        // clone before its own child's first line.
+        let chain = "\
+1 vfork( <unfinished ...>
+2 vfork( <unfinished ...>
+3 execve(\"/bin/true\", [], 0x0) = 0
+2 <... vfork resumed>) = 3
+1 <... vfork resumed>) = 2
+";
+        assert_eq!(order(chain), [(1, 5), (2, 4), (3, 3)]);
+        // A pid used again by a later child: its first line after the clone counts.
+        let reuse = "\
+5 munmap(0x10000, 4096) = 0
+5 +++ exited with 0 +++
+1 vfork( <unfinished ...>
+5 execve(\"/bin/true\", [], 0x0) = 0
+1 <... vfork resumed>) = 5
+";
+        assert_eq!(order(reuse), [(5, 1), (5, 2), (1, 5), (5, 4)]);
+    }
+
+    #[test]
+    fn an_execve_from_a_thread_takes_the_leaders_pid() {
+        let t = "\
+7 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0} => {parent_tid=[8]}, 88) = 8
+8 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */ <pid changed to 7 ...>
+7 +++ superseded by execve in pid 8 +++
+7 <... execve resumed>) = 0
+";
+        let ev = parse(t).unwrap();
+        assert_eq!(ev.len(), 3);
+        assert_eq!(
+            (ev[1].pid, &ev[1].call),
+            (7, &Call::Superseded { thread: 8 })
+        );
+        assert!(matches!(&ev[2].call, Call::Execve { path, ret: Ok(0) } if path == "/bin/true"));
+        assert_eq!((ev[2].pid, ev[2].line), (7, 4));
+    }
+
+    #[test]
+    fn recorded_files_are_events_and_other_comments_are_skipped() {
+        let t = "\
+# a comment
+1 munmap(0x10000, 4096) = 0
+# aspace-file size=10 mtime=1.000000000 dev=fe:00 ino=7 build-id=ab path=/usr/bin/x y
+";
+        let ev = parse(t).unwrap();
+        assert_eq!(ev.len(), 2);
+        let Call::RecordedFile(rec) = &ev[1].call else {
+            panic!("{:?}", ev[1]);
+        };
+        assert_eq!(
+            (rec.path.as_str(), rec.identity.size, ev[1].line),
+            ("/usr/bin/x y", 10, 3)
+        );
+        assert_eq!(rec.identity.build_id.as_deref(), Some(&[0xab][..]));
+        let bad = parse("# aspace-file size=10 path=/x\n").unwrap_err();
+        assert_eq!(bad.line, 1);
+        assert!(bad.what.contains("aspace-file line without"), "{bad}");
     }
 
     #[test]

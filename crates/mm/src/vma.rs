@@ -1,6 +1,6 @@
 //! Virtual memory areas: what one entry of a process's maple tree holds.
 
-use crate::files::File;
+use crate::file::File;
 use crate::PAGE_SIZE;
 use rmap::{Handle, VmaId};
 use std::fmt;
@@ -183,6 +183,16 @@ impl Vma {
             Backing::File { file, pgoff } => Some((file, *pgoff)),
             Backing::Anon(_) => None,
         }
+    }
+
+    /// Whether this is one of the vdso's special mappings (`[vdso]`, `[vvar]`,
+    /// `[vvar_vclock]`), which Linux never splits: a call that would cut one fails
+    /// (`special_mapping_split`), and `mremap` may not grow one (`VM_DONTEXPAND`).
+    pub fn is_special(&self) -> bool {
+        matches!(
+            self.backing,
+            Backing::Anon(AnonKind::Vdso | AnonKind::Vvar | AnonKind::VvarVclock)
+        )
     }
 
     /// The rmap id of this VMA, for a file VMA linked in its file's map.

@@ -2,8 +2,9 @@
 //! is docs/bad-input.md). Each returns its documented error, never panics, and a
 //! failed call leaves the address space and the reverse maps exactly as they were.
 
-use mm::elf::{ElfImage, LoadPlan, SearchPath};
+use mm::elf::ElfImage;
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
+use mm::ldso::{LoadPlan, SearchPath};
 use mm::{Access, CallPattern, Error, Files, MapFlags, Mm, Prot, PAGE_SIZE};
 use rmap::{Design, Topology};
 use std::path::Path;
@@ -266,4 +267,69 @@ fn odd_but_valid_inputs() {
     assert_eq!(Prot::from_maps(""), None);
     assert_eq!(Prot::from_maps("rw-p"), Some(Prot::RW));
     mm.check_invariants().unwrap();
+}
+
+/// Recordings on disk: a directory, a FIFO or `/dev/zero` as the trace or the maps,
+/// a trace too big, garbage maps, a bad `# aspace-file` line. Each is an error naming
+/// the file (and line), at once: a FIFO is never opened for reading.
+#[test]
+fn bad_recordings_are_errors_that_name_the_file() {
+    use mm::recording::Recording;
+    let dir = std::env::temp_dir().join(format!("aspace-bad-rec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.strace");
+    std::fs::write(
+        &good,
+        "1 munmap(0x10000, 4096) = 0\n1 +++ exited with 0 +++\n",
+    )
+    .unwrap();
+    let fifo = dir.join("fifo");
+    let have_fifo = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut traces = vec![
+        dir.clone(),
+        Path::new("/dev/zero").to_path_buf(),
+        dir.join("missing"),
+    ];
+    if have_fifo {
+        traces.push(fifo.clone());
+    } else {
+        eprintln!("mkfifo unavailable: FIFO case skipped");
+    }
+    for t in &traces {
+        let e = Recording::load(t, None).unwrap_err();
+        assert!(e.contains(&t.display().to_string()), "{t:?}: {e}");
+    }
+    let mut maps = vec![Path::new("/dev/zero").to_path_buf(), good.clone()];
+    if have_fifo {
+        maps.push(fifo.clone());
+    }
+    for m in &maps {
+        let e = Recording::load(&good, Some(m)).unwrap_err();
+        assert!(e.contains(&m.display().to_string()), "{m:?}: {e}");
+    }
+    // A maps directory whose PID.maps is garbage.
+    let maps_dir = dir.join("maps");
+    std::fs::create_dir_all(&maps_dir).unwrap();
+    std::fs::write(maps_dir.join("1.maps"), "not maps\n").unwrap();
+    let e = Recording::load(&good, Some(&maps_dir)).unwrap_err();
+    assert!(
+        e.contains("1.maps") && e.contains("not a /proc/PID/maps file"),
+        "{e}"
+    );
+    // A broken identity record: the trace's line is named.
+    let bad = dir.join("bad.strace");
+    std::fs::write(
+        &bad,
+        "1 munmap(0x10000, 4096) = 0\n# aspace-file size=1 path=/x\n",
+    )
+    .unwrap();
+    let e = Recording::load(&bad, None).unwrap_err();
+    assert!(e.contains("line 2") && e.contains("aspace-file"), "{e}");
+    // A good one loads, with no maps beside it.
+    let rec = Recording::load(&good, None).unwrap();
+    assert_eq!((rec.events.len(), rec.maps.len()), (2, 0));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

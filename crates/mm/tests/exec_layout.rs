@@ -7,8 +7,9 @@
 //! reverse-map entry behind after `exit`. Files that are not regular files fail at
 //! once.
 
-use mm::elf::{ElfImage, LoadPlan, SearchPath};
+use mm::elf::ElfImage;
 use mm::layout::ELF_ET_DYN_BASE;
+use mm::ldso::{LoadPlan, SearchPath};
 use mm::{Backing, CallPattern, Error, Files, Linkage, Mm, Prot};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};

@@ -123,6 +123,9 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Reference {
     pages: BTreeMap<u64, PageAttr>,
+    /// Shared anonymous mappings made so far: each is a file of its own (a shmem
+    /// object), numbered after the two test files in the order they were made.
+    shmem: usize,
 }
 
 fn advice(n: u8) -> Advice {
@@ -248,6 +251,13 @@ impl Reference {
                 {
                     return Err(17); // EEXIST
                 }
+                let file = match file {
+                    None if shared => {
+                        self.shmem += 1;
+                        Some((1 + self.shmem, 0))
+                    }
+                    f => f,
+                };
                 for (i, p) in (start..start + pages).enumerate() {
                     self.pages.insert(
                         p,
@@ -377,7 +387,8 @@ fn model_vmas(mm: &Mm, files: &[Arc<File>]) -> Vec<(u64, u64, PageAttr)> {
 
 fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseError> {
     let reg = Files::new(design, Topology::detect(), pattern);
-    let files = vec![
+    // The two test files, then each shmem object a shared anonymous mmap made.
+    let mut files = vec![
         reg.register(Path::new("/model/a"), 64),
         reg.register(Path::new("/model/b"), 64),
     ];
@@ -446,6 +457,14 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                 .map(|()| None),
         };
         let want = reference.apply(op);
+        // A shmem object this op made: the one file of the space not seen before.
+        for v in mm.vmas() {
+            if let Some((f, _)) = v.file() {
+                if !files.iter().any(|g| Arc::ptr_eq(g, f)) {
+                    files.push(f.clone());
+                }
+            }
+        }
         let linked: usize = files.iter().map(|f| f.rmap().len()).sum();
         let file_vmas = mm.vmas().iter().filter(|v| v.file().is_some()).count();
         prop_assert_eq!(

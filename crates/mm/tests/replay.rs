@@ -16,39 +16,98 @@
 //!     gdb.selected_inferior().pid).read())' --args /usr/bin/python3 -S long.py
 //! ```
 
+//!
+//! `sh-two-commands` and `make-posix-spawn` were recorded with `scripts/record.sh`
+//! (every process's maps at its `exit_group`, and the identity of each file the run
+//! mapped at the end of the trace):
+//!
+//! ```sh
+//! scripts/record.sh sh-two-commands sh -c '/bin/true; /usr/bin/env true'
+//! printf 'all:\n\t/bin/true\n\t/usr/bin/env true\n' > Makefile   # GNU make 4.3
+//! scripts/record.sh make-posix-spawn make -s -f Makefile
+//! ```
+//!
+//! The shell runs each command in a `vfork` child, make through glibc's
+//! `posix_spawn` (`clone3(CLONE_VM|CLONE_VFORK)`); both children `execve` in the
+//! parent's address space, which must come out of it untouched.
+
+use mm::maps::{diff_maps, parse_maps};
 use mm::placement::Placement;
-use mm::replay::{diff_maps, model_maps, parse_maps, Replay};
+use mm::recording::{Check, Recording};
+use mm::replay::Replay;
 use mm::strace;
 use mm::{CallPattern, Files};
 use rmap::{Design, Topology};
+use std::path::{Path, PathBuf};
 
-fn data(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+fn path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
-fn replay(trace: &str, maps: &str, design: Design) -> (Replay, Vec<String>) {
-    let events = strace::parse(&data(trace)).unwrap();
-    let files = Files::new(design, Topology::detect(), CallPattern::PerVma);
-    let mut r = Replay::new(files, Placement::LINUX_THP);
-    r.run(&events);
-    let pid = events[0].pid;
-    let real = parse_maps(&data(maps)).unwrap();
-    let model = model_maps(&r.exited[&pid]);
-    let (only_model, only_real) = diff_maps(&model, &real);
-    let mut diffs = Vec::new();
-    for l in only_model {
-        diffs.push(format!(
-            "model only: {:x}-{:x} {:?} {} {:x}",
-            l.0, l.1, l.2, l.3, l.4
-        ));
+fn data(name: &str) -> String {
+    std::fs::read_to_string(path(name)).unwrap()
+}
+
+/// Replays `rec` and checks what every shipped recording must give: every non-fixed
+/// `mmap` at the kernel's address, every result as recorded, nothing the model
+/// cannot express but `exit_group`, and each recorded process's final layout
+/// identical line for line. A file replaced since the recording (a package upgrade on
+/// this machine) is reported and shows as a device and inode difference: that is
+/// the only difference allowed, and only for a file the check says changed.
+fn check_all(name: &str, rec: &Recording, design: Design, pattern: CallPattern) -> Check {
+    let files = Files::new(design, Topology::detect(), pattern);
+    let check = rec.check(files, Placement::LINUX_THP);
+    let rep = &check.report;
+    eprintln!(
+        "{name} {design:?} {pattern}: {} calls, {} events, placed {}/{} at the kernel's address, \
+         {:.2} lock holds/call, {} processes compared ({} VMAs)",
+        rep.calls,
+        rep.events,
+        rep.placed_same,
+        rep.placed,
+        rep.lock_holds_per_call(),
+        check.processes.len(),
+        check.processes.iter().map(|p| p.compared).sum::<usize>()
+    );
+    for (line, what) in &rep.files_changed {
+        eprintln!("  line {line}: {what}");
     }
-    for l in only_real {
-        diffs.push(format!(
-            "kernel only: {:x}-{:x} {:?} {} {:x}",
-            l.0, l.1, l.2, l.3, l.4
-        ));
+    assert!(rep.calls > 20, "{name}");
+    assert_eq!(rep.placed_same, rep.placed, "{name}: {:x?}", rep.misplaced);
+    assert!(
+        rep.result_differs.is_empty(),
+        "{name}: {:?}",
+        rep.result_differs
+    );
+    assert!(
+        rep.not_expressed
+            .iter()
+            .all(|(_, w)| w.starts_with("exit_group")),
+        "{name}: {:?}",
+        rep.not_expressed
+    );
+    assert!(!check.processes.is_empty(), "{name}: no maps compared");
+    for p in &check.processes {
+        for d in &p.differences {
+            eprintln!("  pid {}: {d}", p.pid);
+            // "file F changed since it was recorded: device and inode THEN in the
+            // recorded maps, NOW now (range)": allowed only if F really is another
+            // file now.
+            let changed = d.strip_prefix("file ").and_then(|rest| {
+                let (file, ids) =
+                    rest.split_once(" changed since it was recorded: device and inode ")?;
+                Some((file, ids.split_once(" in the recorded maps")?.0))
+            });
+            let Some((file, then)) = changed else {
+                panic!("{name}: pid {} differs: {:#?}", p.pid, p.differences);
+            };
+            let now = mm::FileId::of(&std::fs::metadata(file).unwrap());
+            assert_ne!(then, now.to_string(), "{name}: {file} is the recorded file");
+        }
     }
-    (r, diffs)
+    check
 }
 
 #[test]
@@ -59,41 +118,84 @@ fn shipped_traces_replay() {
         // The long one: ~2,300 calls of one process (mmap, munmap, mremap, brk).
         ("python3-alloc-loop.strace", "python3-alloc-loop.maps"),
     ] {
+        let rec = Recording::load(&path(trace), Some(&path(maps))).unwrap();
         for design in [Design::Linux, Design::Aspace] {
-            let (r, diffs) = replay(trace, maps, design);
-            let rep = &r.report;
-            eprintln!(
-                "{trace} {design:?}: {} calls, {} events, placed {}/{} at the kernel's address, {:.2} lock holds/call",
-                rep.calls, rep.events, rep.placed_same, rep.placed, rep.lock_holds_per_call()
+            check_all(
+                trace.trim_end_matches(".strace"),
+                &rec,
+                design,
+                CallPattern::PerVma,
             );
-            for m in &rep.misplaced {
-                eprintln!(
-                    "  misplaced line {}: kernel {:#x} model {:#x} len {:#x}",
-                    m.0, m.1, m.2, m.3
+        }
+    }
+}
+
+/// The two recordings of programs that spawn children through a shared address
+/// space: every process's layout identical, the parent's included.
+#[test]
+fn vfork_and_posix_spawn_recordings_replay_to_every_processs_layout() {
+    for name in ["sh-two-commands", "make-posix-spawn"] {
+        let rec = Recording::load(&path(&format!("{name}.strace")), None).unwrap();
+        // The parent, its two children: three layouts each.
+        assert_eq!(rec.maps.len(), 3, "{name}");
+        for design in [Design::Linux, Design::Aspace] {
+            for pattern in CallPattern::ALL {
+                let check = check_all(name, &rec, design, pattern);
+                assert_eq!(
+                    check.report.events,
+                    rec.events
+                        .iter()
+                        .filter(|e| !e.call.is_memory()
+                            && !matches!(e.call, strace::Call::RecordedFile(_)))
+                        .count() as u64
                 );
             }
-            for n in &rep.not_expressed {
-                eprintln!("  not expressed line {}: {}", n.0, n.1);
-            }
-            for d in &rep.result_differs {
-                eprintln!("  result differs line {}: {}", d.0, d.1);
-            }
-            for d in &diffs {
-                eprintln!("  {d}");
-            }
-            assert!(rep.calls > 20);
-            // Placement: every non-fixed mmap at the kernel's address.
-            assert_eq!(rep.placed_same, rep.placed, "{trace}");
-            assert!(rep.result_differs.is_empty(), "{trace}");
-            // Only exit_group is outside the model (it is an exit, not a memory call).
-            assert!(rep
-                .not_expressed
-                .iter()
-                .all(|(_, w)| w.starts_with("exit_group")));
-            // Final layout: identical VMA for VMA (start, end, protection, file,
-            // offset), after diff_maps' two listed normalisations.
-            assert!(diffs.is_empty(), "{trace}: {diffs:#?}");
         }
+    }
+}
+
+/// strace often prints `<... vfork resumed> = PID` after lines of the child: moved
+/// there in a real trace, the vfork still happens before the child's first call, and
+/// every layout stays identical. Without the reordering, the child's calls would run
+/// in a space of its own and its exec would leave the parent's untouched only by
+/// luck; its `mmap`s before the result line would be lost with it.
+#[test]
+fn a_vfork_result_printed_late_changes_nothing() {
+    for (name, clone) in [
+        ("sh-two-commands", "vfork resumed>"),
+        ("make-posix-spawn", "clone3 resumed>"),
+    ] {
+        let text = data(&format!("{name}.strace"));
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains(clone)).unwrap();
+        let child = lines[at].rsplit("= ").next().unwrap().trim().to_string();
+        // The result printed after the child's execve result and its next 5 lines;
+        // the parent's lines meanwhile (its wait4 starting) move after it with it.
+        let is_child = |l: &str| l.split_whitespace().next() == Some(child.as_str());
+        let exec_done = (at..lines.len())
+            .find(|&i| is_child(lines[i]) && lines[i].contains("execve resumed"))
+            .unwrap();
+        let mut to = exec_done + 1;
+        let mut seen = 0;
+        while seen < 5 {
+            seen += usize::from(is_child(lines[to]));
+            to += 1;
+        }
+        let (moved_child, moved_parent): (Vec<&str>, Vec<&str>) =
+            lines[at + 1..to].iter().partition(|l| is_child(l));
+        let mut late: Vec<&str> = lines[..at].to_vec();
+        late.extend(moved_child);
+        late.push(lines[at]);
+        late.extend(moved_parent);
+        late.extend(&lines[to..]);
+        assert_eq!(late.len(), lines.len());
+        let dir = std::env::temp_dir().join(format!("aspace-late-vfork-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join(format!("{name}.strace"));
+        std::fs::write(&trace, late.join("\n") + "\n").unwrap();
+        let rec = Recording::load(&trace, Some(&path(&format!("{name}.maps")))).unwrap();
+        check_all(name, &rec, Design::Linux, CallPattern::PerVma);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -128,7 +230,11 @@ fn a_replay_can_start_from_recorded_maps() {
     mm.check_invariants().unwrap();
     let real = parse_maps(&text).unwrap();
     // Every line kept as it was, except [vsyscall] (outside the model).
-    assert_eq!(model_maps(&mm.vmas()).len(), real.len() - 1);
+    let (only_model, only_real) = diff_maps(&mm.layout().maps(), &real);
+    assert!(
+        only_model.is_empty() && only_real.is_empty(),
+        "{only_model:?} {only_real:?}"
+    );
     let (heap_start, heap_end) = (0x5555_5590_5000, 0x5555_5592_6000);
     assert_eq!(mm.brk_range(), (heap_start, heap_end));
     // brk grows the heap from there; calls after it replay on this state.
@@ -209,4 +315,186 @@ fn random_traces_replay_without_panics_and_keep_invariants() {
             "round {round}: rmap entries left"
         );
     }
+}
+
+/// A file upgraded since the recording is reported as such, by the trace's
+/// `# aspace-file` records and by the maps' device and inode, not left to show as a
+/// layout a few pages off.
+#[test]
+fn a_file_changed_since_the_recording_is_named() {
+    let name = "sh-two-commands";
+    let text = data(&format!("{name}.strace"));
+    let dash = "path=/usr/bin/dash";
+    assert!(text.contains(dash), "the shell's identity is recorded");
+    // The record says the shell was one byte longer and of another build.
+    let doctored: String = text
+        .lines()
+        .map(|l| {
+            if !l.ends_with(dash) {
+                return l.to_string();
+            }
+            let size: u64 = l
+                .split("size=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let l = l.replacen(&format!("size={size}"), &format!("size={}", size + 1), 1);
+            let id = l
+                .split("build-id=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            l.replacen(&id, &"0".repeat(id.len()), 1)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    // And the maps of the parent show another inode for it.
+    let dir = std::env::temp_dir().join(format!("aspace-changed-{}", std::process::id()));
+    let maps_dir = dir.join(format!("{name}.maps"));
+    std::fs::create_dir_all(&maps_dir).unwrap();
+    let trace = dir.join(format!("{name}.strace"));
+    std::fs::write(&trace, doctored).unwrap();
+    let rec = Recording::load(&path(&format!("{name}.strace")), None).unwrap();
+    let parent = rec.first_pid().unwrap();
+    for entry in std::fs::read_dir(path(&format!("{name}.maps"))).unwrap() {
+        let p = entry.unwrap().path();
+        let mut maps = std::fs::read_to_string(&p).unwrap();
+        if p.file_name().unwrap() == format!("{parent}.maps").as_str() {
+            let line = maps
+                .lines()
+                .find(|l| l.ends_with("/usr/bin/dash"))
+                .unwrap()
+                .to_string();
+            let ino = line.split_whitespace().nth(4).unwrap();
+            maps = maps.replace(&line, &line.replacen(&format!(" {ino} "), " 1 ", 1));
+        }
+        std::fs::write(maps_dir.join(p.file_name().unwrap()), maps).unwrap();
+    }
+    let rec = Recording::load(&trace, None).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let check = rec.check(files, Placement::LINUX_THP);
+    let reported: Vec<&str> = check
+        .report
+        .files_changed
+        .iter()
+        .map(|(_, w)| w.as_str())
+        .collect();
+    let size_now = std::fs::metadata("/usr/bin/dash").unwrap().len();
+    let said = reported
+        .iter()
+        .find(|w| w.starts_with("file /usr/bin/dash changed since it was recorded: "))
+        .unwrap_or_else(|| panic!("{reported:#?}"));
+    assert!(
+        said.contains(&format!("size {} then, {size_now} now", size_now + 1)),
+        "{said}"
+    );
+    assert!(said.contains("build-id 0000"), "{said}");
+    let p = check.processes.iter().find(|p| p.pid == parent).unwrap();
+    assert_eq!(p.differences.len(), 1, "{:#?}", p.differences);
+    let d = &p.differences[0];
+    assert!(
+        d.starts_with("file /usr/bin/dash changed since it was recorded: device and inode ")
+            && d.contains(" 1 in the recorded maps"),
+        "{d}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A thread's `execve` takes the leader's pid (`<pid changed to ...>`, `+++
+/// superseded by execve ...+++`): the pid goes on with the new image, and the old
+/// space, which no process uses any more, is torn down.
+#[test]
+fn an_execve_from_a_thread_takes_over_the_process() {
+    let t = "\
+7 execve(\"/bin/sh\", [\"sh\"], 0x7f /* 3 vars */) = 0
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7fc0000
+7 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0} => {parent_tid=[8]}, 88) = 8
+8 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */ <pid changed to 7 ...>
+7 +++ superseded by execve in pid 8 +++
+7 <... execve resumed>) = 0
+7 exit_group(0) = ?
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.run(&events);
+    assert!(r.report.result_differs.is_empty() && r.mm(8).is_none());
+    let maps = r.exited[&7].maps();
+    assert!(maps.iter().any(|l| l.name.ends_with("/true")), "{maps:#?}");
+    assert!(!maps.iter().any(|l| l.name.ends_with("/dash")), "{maps:#?}");
+    assert!(
+        files.all().iter().all(|f| f.rmap().is_empty()),
+        "the old space is gone"
+    );
+}
+
+/// A file the trace maps that no longer exists (unlinked since, as a POSIX
+/// semaphore is at once) is named as the kernel names it then: `PATH (deleted)`.
+#[test]
+fn a_file_gone_since_it_was_mapped_is_deleted_in_the_maps() {
+    let t = "\
+7 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED, 3</dev/shm/sem.aspace-gone>, 0) = 0x7ffff7fb4000
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&events);
+    let real = parse_maps(
+        "7ffff7fb4000-7ffff7fb5000 rw-s 00000000 00:1b 5  /dev/shm/sem.aspace-gone (deleted)\n",
+    )
+    .unwrap();
+    assert_eq!(diff_maps(&r.exited[&7].maps(), &real), (vec![], vec![]));
+}
+
+/// Shared anonymous memory (`MAP_SHARED|MAP_ANONYMOUS`, what python's `mmap.mmap(-1,
+/// n)` makes) is a shmem object of its own, as Linux maps it: it takes its place, so
+/// the mappings after it land where the kernel put them, and the maps name it
+/// `/dev/zero (deleted)`; two of them side by side stay two areas.
+#[test]
+fn shared_anonymous_memory_is_a_shmem_object_of_its_own() {
+    let t = "\
+7 mmap(NULL, 1048576, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x7ffff7eff000
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x7ffff7efd000
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7ffff7efb000
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Aspace, Topology::detect(), CallPattern::Batched);
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    let mm_before_exit = {
+        let events = &events[..3];
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.run(events);
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        // In address order: the private mapping, then the two shmem objects.
+        let vmas = mm.vmas();
+        assert!(vmas[0].file().is_none() && vmas[1..].iter().all(|v| v.file().is_some()));
+        mm.vmas().len()
+    };
+    assert_eq!(mm_before_exit, 3);
+    let rep = r.run(&events).clone();
+    assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+    assert_eq!(
+        (rep.placed_same, rep.placed),
+        (3, 3),
+        "{:x?}",
+        rep.misplaced
+    );
+    let real = parse_maps(
+        "7ffff7efb000-7ffff7efd000 rw-p 00000000 00:00 0\n\
+         7ffff7efd000-7ffff7eff000 rw-s 00000000 00:01 2051 /dev/zero (deleted)\n\
+         7ffff7eff000-7ffff7fff000 rw-s 00000000 00:01 2050 /dev/zero (deleted)\n",
+    )
+    .unwrap();
+    assert_eq!(diff_maps(&r.exited[&7].maps(), &real), (vec![], vec![]));
 }

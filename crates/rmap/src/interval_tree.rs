@@ -1152,6 +1152,19 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
                 if n.max_last < a {
                     break;
                 }
+                if n.left == NIL {
+                    // Nothing before it in key order below it: visit it now
+                    // rather than push and pop it (about half the nodes of a
+                    // walk are leaves; this saves each of them the stack).
+                    if n.first > b {
+                        return;
+                    }
+                    if n.last >= a {
+                        f(Self::slot_of(cur), n);
+                    }
+                    cur = n.right;
+                    continue;
+                }
                 stack[sp % DEPTH] = cur;
                 sp += 1;
                 cur = n.left;

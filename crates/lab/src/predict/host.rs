@@ -6,54 +6,17 @@
 //! (`docs/results/predict/validation.json`, as `aspace predict --validate`
 //! writes it) beside it.
 
-use super::{rate, simulate_all, validate::Check, Plan, PredictOutput, VALIDATION_NOTE};
-use crate::report::{esc, html_table as table};
+use super::{rate, simulate_all, Plan, PredictOutput, VALIDATION_NOTE};
+use crate::html::{esc, table};
+use crate::predicted::Check;
+pub use crate::predicted::{HostPoint, HostPrediction, KIND};
 use crate::results::Results;
 use mm::CallPattern;
 use predict::Machine;
 use rmap::Design;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
-
-/// The label on every predicted figure.
-pub const KIND: &str = "PREDICTION (simulated, not measured)";
-
-/// One predicted point for the host.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostPoint {
-    /// `execl` or `shell`.
-    pub workload: String,
-    /// Design name.
-    pub design: String,
-    /// Call pattern name.
-    pub call_pattern: String,
-    /// Worker threads (copies).
-    pub threads: usize,
-    /// Predicted ops (iterations) per second.
-    pub per_s: f64,
-    /// Predicted contended acquisitions, percent.
-    pub contended_pct: f64,
-}
-
-/// The predicted curves for the host `aspace bench` ran on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostPrediction {
-    /// Always [`KIND`].
-    pub kind: String,
-    /// The machine description the simulation used, in words.
-    pub machine: String,
-    /// Where it came from: a calibration file, or the documented default.
-    pub source: String,
-    /// What is predicted and what is not, in words.
-    pub note: String,
-    /// The points (thread counts above the host's CPUs are left out: the
-    /// simulator runs one copy per CPU).
-    pub points: Vec<HostPoint>,
-    /// The validation errors, where the file was found.
-    pub validation_checks: Vec<Check>,
-}
 
 /// Reads the validation file (empty when absent or unreadable).
 pub fn load_checks(path: &Path) -> Vec<Check> {
@@ -276,18 +239,13 @@ pub fn predict_section(o: &PredictOutput) -> String {
 pub fn predict_page(o: &PredictOutput) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>aspace predict: {}</title>\
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}.proj{{color:#a00}}</style></head><body>\
+<style>{}</style></head><body>\
 <h1>aspace predict (PREDICTIONS, not measurements)</h1>{}</body></html>\n",
         esc(&o.machine.name),
+        crate::html::STYLE,
         predict_section(o)
     )
 }
-
-const COLORS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-];
 
 /// Measured medians over repeats: (design, pattern, threads) -> ops/s.
 fn measured(r: &Results, w: &str) -> Vec<(String, String, usize, f64)> {
@@ -311,109 +269,10 @@ fn measured(r: &Results, w: &str) -> Vec<(String, String, usize, f64)> {
         .collect()
 }
 
-/// Measured (solid) and predicted (dashed) ops/s against threads.
+/// Measured (solid) and predicted (dashed) ops/s against threads, in the
+/// bench report's own layout and colours ([`crate::plot::bench`]).
 fn bench_svg(r: &Results, hp: &HostPrediction, w: &str) -> String {
-    let meas = measured(r, w);
-    let pred: Vec<&HostPoint> = hp.points.iter().filter(|p| p.workload == w).collect();
-    let mut series: Vec<(String, String)> = Vec::new();
-    for (d, p, _, _) in &meas {
-        if !series.contains(&(d.clone(), p.clone())) {
-            series.push((d.clone(), p.clone()));
-        }
-    }
-    let (wd, h) = (760.0, 420.0);
-    let (l, rt, t, b) = (80.0, 230.0, 40.0, 50.0);
-    let xmax = meas
-        .iter()
-        .map(|m| m.2 as f64)
-        .chain(pred.iter().map(|p| p.threads as f64))
-        .fold(1.0, f64::max);
-    let ymax = meas
-        .iter()
-        .map(|m| m.3)
-        .chain(pred.iter().map(|p| p.per_s))
-        .fold(1.0, f64::max)
-        * 1.1;
-    let px = |x: f64| l + (wd - l - rt) * x / xmax;
-    let py = |y: f64| h - b - (h - t - b) * y / ymax;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{wd}" height="{h}" viewBox="0 0 {wd} {h}" font-family="sans-serif" font-size="12"><rect width="{wd}" height="{h}" fill="white"/><text x="{}" y="22" font-size="15" text-anchor="middle">{}</text><line x1="{l}" y1="{2}" x2="{3}" y2="{2}" stroke="black"/><line x1="{l}" y1="{t}" x2="{l}" y2="{2}" stroke="black"/>"#,
-        (wd - rt + l) / 2.0,
-        esc(&format!(
-            "{w}: measured (solid) and PREDICTED (dashed) ops/s vs threads"
-        )),
-        h - b,
-        wd - rt
-    );
-    for i in 0..=5 {
-        let y = ymax * f64::from(i) / 5.0;
-        let _ = write!(
-            s,
-            r##"<line x1="{l}" y1="{0}" x2="{1}" y2="{0}" stroke="#ddd"/><text x="{2}" y="{3}" text-anchor="end">{4}</text>"##,
-            py(y),
-            wd - rt,
-            l - 6.0,
-            py(y) + 4.0,
-            rate(y)
-        );
-    }
-    let mut ticks: Vec<usize> = meas.iter().map(|m| m.2).collect();
-    ticks.sort_unstable();
-    ticks.dedup();
-    for x in ticks {
-        let _ = write!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle">{x}</text>"#,
-            px(x as f64),
-            h - b + 16.0
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">threads</text>"#,
-        (wd - rt + l) / 2.0,
-        h - 10.0
-    );
-    for (i, (d, p)) in series.iter().enumerate() {
-        let col = COLORS[i % COLORS.len()];
-        let m: Vec<String> = meas
-            .iter()
-            .filter(|x| &x.0 == d && &x.1 == p)
-            .map(|x| format!("{:.1},{:.1}", px(x.2 as f64), py(x.3)))
-            .collect();
-        let q: Vec<String> = pred
-            .iter()
-            .filter(|x| &x.design == d && &x.call_pattern == p)
-            .map(|x| format!("{:.1},{:.1}", px(x.threads as f64), py(x.per_s)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<polyline fill="none" stroke="{col}" stroke-width="2" points="{}"/>"#,
-            m.join(" ")
-        );
-        if !q.is_empty() {
-            let _ = write!(
-                s,
-                r#"<polyline fill="none" stroke="{col}" stroke-width="2" stroke-dasharray="6 3" points="{}"/>"#,
-                q.join(" ")
-            );
-        }
-        let y = t + 18.0 * i as f64;
-        let _ = write!(
-            s,
-            r#"<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{col}" stroke-width="2"/><text x="{3}" y="{4}">{5}</text>"#,
-            wd - rt + 10.0,
-            y,
-            wd - rt + 40.0,
-            wd - rt + 46.0,
-            y + 4.0,
-            esc(&format!("{d} {p}"))
-        );
-    }
-    s.push_str("</svg>");
-    s
+    crate::plot::bench(r, w, Some(hp))
 }
 
 /// The bench report's "Predictions" section: the predicted curve for this

@@ -4,34 +4,12 @@
 //! comparison and never fitted to it.
 
 use super::{recorder, simulate_all, Plan, PredictArgs};
+pub use crate::predicted::Check;
 use mm::CallPattern;
 use predict::{Machine, Prediction, Profile};
 use rmap::Design;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
-
-/// One comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// What is compared.
-    pub what: String,
-    /// The machine and point.
-    pub setting: String,
-    /// The published figure, in words.
-    pub published: String,
-    /// The published figure as a number (None: an ordering/target only).
-    pub published_value: Option<f64>,
-    /// The prediction.
-    pub predicted: f64,
-    /// The target, in words.
-    pub target: String,
-    /// (predicted - published) / published, percent, or the difference in
-    /// points for shares.
-    pub error: Option<f64>,
-    /// Whether the target is met.
-    pub met: bool,
-}
 
 fn ratio_check(
     what: &str,

@@ -99,40 +99,127 @@ impl<'w, T: Send + Sync + 'static, S: Repr<T>> Writer<'w, Slot<T, S>> {
     }
 }
 
-/// An entry read from the tree: its range and a reference to its value.
-///
-/// It holds an epoch pin (its own, or, for the entries of
-/// [`MapleTree::iter`], one shared with the iteration that yielded it), so
-/// the value stays valid even if a writer removes or replaces the entry
-/// meanwhile; while it lives, memory retired by writers is not reclaimed.
-/// Not `Send`.
-///
-/// It dereferences to the value: `T` for a [`Boxed`] tree, the target of
+/// A reference to a stored value, as every lookup and iteration hands one
+/// out: the `V` of the `(range, V)` pairs that every iterator yields
+/// ([`MapleTree::iter`], a [`Reader`](crate::Reader)'s, [`Removed::iter`]),
+/// and the value of an [`Entry`]. It dereferences to the value: `T` for a
+/// [`Boxed`] tree, the target of
 /// [`InlineValue::Borrowed`](crate::InlineValue::Borrowed) for an
-/// [`Inline`](crate::Inline) one (an inline `Arc<U>` entry dereferences to
-/// the `Arc<U>`, through a never-dropped copy of it).
-pub struct Entry<'a, T: 'a, S: Repr<T> = Boxed> {
-    first: u64,
-    last: u64,
-    /// The borrowed value, valid while `_guard` pins, never handed out for
-    /// longer than a borrow of the Entry. Always initialised; held in a
+/// [`Inline`](crate::Inline) one (an inline `Arc<U>` dereferences to the
+/// `Arc<U>`, through a never-dropped copy of it). So `*v` copies a `Copy`
+/// value and `v.clone()` clones it, as with a `&T`.
+///
+/// What keeps the value alive is what it came from: a [`Reader`](crate::Reader)'s
+/// pin (then it borrows the reader, and costs nothing to make or drop), the
+/// pin an iteration of [`MapleTree::iter`] shares with its items (one held
+/// share of it), or a pin of its own ([`MapleTree::get`] and the other
+/// point lookups). While it lives, memory that writers retire is not
+/// reclaimed. Not `Send`.
+pub struct Ref<'a, T: 'a, S: Repr<T> = Boxed> {
+    /// The borrowed value, valid while `_pin` pins, never handed out for
+    /// longer than a borrow of the `Ref`. Always initialised; held in a
     /// `MaybeUninit` so that it is opaque to the aliasing model: a
     /// reference (`&T`, the `Boxed` view) kept in a plain field would be
-    /// retagged and protected for the whole call whenever the Entry is
+    /// retagged and protected for the whole call whenever the `Ref` is
     /// passed by value (to `drop`, say), and the guard unpins inside that
     /// call, after which the value may be freed while still protected (the
     /// hazard `std::cell::Ref` avoids by holding a `NonNull`). Dropped in
-    /// `Drop`, before the guard.
+    /// `Drop`, before the pin.
     value: MaybeUninit<S::Ref<'a>>,
     _pin: EntryPin,
 }
 
-impl<'a, T: 'a, S: Repr<T>> Drop for Entry<'a, T, S> {
+impl<'a, T: 'a, S: Repr<T>> Drop for Ref<'a, T, S> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `value` is always initialised and dropped only here; the
-        // guard (dropped after this, with the fields) still pins.
+        // pin (dropped after this, with the fields) still pins.
         unsafe { self.value.assume_init_drop() }
     }
+}
+
+impl<'a, T: 'a, S: Repr<T>> Ref<'a, T, S> {
+    /// # Safety
+    /// `v` is a non-null value word that `pin` keeps alive for `'a` (or,
+    /// for [`EntryPin::Borrowed`], that the caller's borrow of a pin keeps
+    /// alive for `'a`).
+    #[inline]
+    pub(crate) unsafe fn new(pin: EntryPin, v: *mut Slot<T, S>) -> Self {
+        Ref {
+            // SAFETY: the pin keeps the value alive for as long as the
+            // borrow is reachable (caller).
+            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
+            _pin: pin,
+        }
+    }
+
+    /// The pair an iterator yields for a raw entry, under `pin`.
+    ///
+    /// # Safety
+    /// As [`Ref::new`].
+    #[inline]
+    pub(crate) unsafe fn item(pin: EntryPin, (s, e, v): RawEntry<Slot<T, S>>) -> Item<'a, T, S> {
+        // SAFETY: forwarded from the caller.
+        (s..=e, unsafe { Ref::new(pin, v) })
+    }
+}
+
+/// What every iterator over a tree's entries yields: the entry's range and
+/// a [`Ref`] to its value.
+pub type Item<'a, T, S = Boxed> = (RangeInclusive<u64>, Ref<'a, T, S>);
+
+impl<'a, T: 'a, S: Repr<T>> Deref for Ref<'a, T, S> {
+    type Target = <S::Ref<'a> as Deref>::Target;
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }
+    }
+}
+
+impl<'a, T: 'a, S: Repr<T>> fmt::Debug for Ref<'a, T, S>
+where
+    S::Ref<'a>: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }.fmt(f)
+    }
+}
+
+impl<'a, T: 'a, S: Repr<T>> fmt::Display for Ref<'a, T, S>
+where
+    S::Ref<'a>: fmt::Display,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() }.fmt(f)
+    }
+}
+
+impl<'a, T: 'a, S: Repr<T>> PartialEq for Ref<'a, T, S>
+where
+    S::Ref<'a>: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        // SAFETY: always initialised (see the field).
+        unsafe { self.value.assume_init_ref() == other.value.assume_init_ref() }
+    }
+}
+
+/// An entry read from the tree: its range and a [`Ref`] to its value,
+/// which it dereferences to. What the point lookups return
+/// ([`get`](MapleTree::get), [`load`](MapleTree::load), ...) and what a
+/// removal through `&self` hands back ([`remove`](MapleTree::remove),
+/// [`erase`](MapleTree::erase)); [`into_parts`](Entry::into_parts) gives the
+/// `(range, value)` pair that every iterator yields.
+///
+/// The value stays valid even if a writer removes or replaces the entry
+/// meanwhile (see [`Ref`] for what keeps it alive). Not `Send`.
+pub struct Entry<'a, T: 'a, S: Repr<T> = Boxed> {
+    first: u64,
+    last: u64,
+    value: Ref<'a, T, S>,
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
@@ -147,28 +234,12 @@ impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
         Some(Entry {
             first,
             last,
-            // SAFETY: the guard, moved into the Entry, keeps the value alive
-            // for as long as the borrow is reachable (caller).
-            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
-            _pin: EntryPin::Own(guard),
+            // SAFETY: the guard, moved into the Ref, keeps the value alive
+            // (caller).
+            value: unsafe { Ref::new(EntryPin::Own(guard), v) },
         })
     }
 
-    /// An entry of an iteration, kept alive by the iteration's shared pin.
-    ///
-    /// # Safety
-    /// `v` is a non-null value word that `pin` keeps alive.
-    #[inline]
-    pub(crate) unsafe fn shared(pin: SharedPinRef, (first, last, v): RawEntry<Slot<T, S>>) -> Self {
-        Entry {
-            first,
-            last,
-            // SAFETY: the pin, moved into the Entry, keeps the value alive
-            // for as long as the borrow is reachable (caller).
-            value: MaybeUninit::new(unsafe { S::borrow(v.cast()) }),
-            _pin: EntryPin::Shared(pin),
-        }
-    }
     /// First index of the entry.
     pub fn first(&self) -> u64 {
         self.first
@@ -181,10 +252,20 @@ impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
     pub fn range(&self) -> RangeInclusive<u64> {
         self.first..=self.last
     }
-    /// The value (see the type's documentation for what it is).
+    /// The value (see [`Ref`] for what it is).
     pub fn value(&self) -> &<S::Ref<'a> as Deref>::Target {
-        // SAFETY: always initialised (see the field).
-        unsafe { self.value.assume_init_ref() }
+        &self.value
+    }
+    /// The entry as the `(range, value)` pair that iterators yield.
+    ///
+    /// ```
+    /// let tree = maple::MapleTree::new();
+    /// tree.try_insert(10..=19, 'a').unwrap();
+    /// let (range, v) = tree.get(15).unwrap().into_parts();
+    /// assert_eq!((range, *v), (10..=19, 'a'));
+    /// ```
+    pub fn into_parts(self) -> Item<'a, T, S> {
+        (self.first..=self.last, self.value)
     }
 }
 
@@ -233,11 +314,12 @@ impl<T, S: Repr<T>> Removed<'_, T, S> {
 
     /// The freed part of each touched entry's range and its value, in
     /// increasing order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (RangeInclusive<u64>, S::Ref<'_>)> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Item<'_, T, S>> + '_ {
         self.parts.iter().map(|&(s, e, v)| {
-            // SAFETY: the guard held by self delays the value's reclamation
-            // (pinned before the removal retired it).
-            (s..=e, unsafe { S::borrow(v) })
+            // SAFETY: the guard held by self, borrowed for the items' life,
+            // delays the value's reclamation (pinned before the removal
+            // retired it).
+            unsafe { Ref::item(EntryPin::Borrowed, (s, e, v.cast())) }
         })
     }
 
@@ -266,77 +348,47 @@ where
     }
 }
 
-/// What keeps an [`Entry`]'s value alive: its own epoch guard (`load`,
-/// `find`, ...), or a reference to the pin shared by the entries of one
-/// iteration ([`Entries`]).
+/// What keeps a [`Ref`]'s value alive: its own epoch guard (`load`,
+/// `find`, ...), a reference to the pin shared by the items of one
+/// iteration ([`Entries`]), or nothing of its own: a pin that the `Ref`'s
+/// lifetime borrows (a [`Reader`](crate::Reader)'s, a [`Removed`]'s).
 pub(crate) enum EntryPin {
     Own(#[allow(dead_code)] Guard),
     Shared(#[allow(dead_code)] SharedPinRef),
+    Borrowed,
 }
 
-/// One epoch pin shared by an [`Entries`] iteration and every [`Entry`] it
+/// One epoch pin shared by an [`Entries`] iteration and every [`Ref`] it
 /// yields, counted by hand, and released when the iterator and the last
-/// entry it yielded are all gone.
+/// item it yielded are all gone.
 ///
-/// `holders` counts the iterator and each entry alive (and, for a moment,
-/// the hold an entry is about to be made with); whoever brings it to zero
-/// unpins. The hold for an entry is taken at the very start of the call
+/// `holders` counts the iterator and each `Ref` alive (and, for a moment,
+/// the hold a `Ref` is about to be made with); whoever brings it to zero
+/// unpins. The hold for an item is taken at the very start of the call
 /// that yields it (`next`, `next_back`), or, inside `fold`, right after
-/// `f` returns for the entry before. So when an entry is dropped at the
-/// end of a loop body (`for e in tree.iter()`, `sum`, `for_each` ...), its
+/// `f` returns for the item before. So when an item is dropped at the end
+/// of a loop body (`for (r, v) in tree.iter()`, `sum`, `for_each` ...), its
 /// decrement is followed by the next hold's increment with nothing read in
 /// between, and the compiler can fold the pair away: it knows the count is
-/// at least two when the entry is made (the iterator and the hold), so that
-/// drop is never the last. In a fold it does, and such an entry costs
-/// nothing over a [`Reader`](crate::Reader)'s item; in a `for` loop a
-/// load, a subtraction and two stores of the count are left, about 5
-/// instructions an entry (callgrind: `benches/api_overhead.rs`). An entry
-/// that escapes (kept in a `Vec`, say) pays one increment and one
-/// decrement.
+/// at least two when the item is made (the iterator and the hold), so that
+/// drop is never the last. An item that escapes (kept in a `Vec`, say)
+/// pays one increment and one decrement.
 ///
-/// The count is a `Cell`: the iterator and its entries are neither `Send`
+/// The count is a `Cell`: the iterator and its items are neither `Send`
 /// nor `Sync`, so all of them stay on the thread that pinned. It is a
 /// `u64` even where `usize` is narrower, and an increment at `u64::MAX`
-/// aborts, as `Rc`'s does, so entries leaked with `mem::forget` cannot
-/// wrap it.
-#[repr(C)]
+/// aborts, as `Rc`'s does, so items leaked with `mem::forget` cannot wrap
+/// it.
 struct SharedPin {
     holders: Cell<u64>,
     _guard: Guard,
-    /// Frees the allocation this header begins ([`IterPin`], whose type
-    /// the entries do not know).
-    free: unsafe fn(NonNull<SharedPin>),
 }
 
-/// The allocation of one iteration: the pin its entries share, then the
-/// iterator's own state. The state lives here, not in [`Entries`], so
-/// that `Entries` is one pointer that the compiler keeps in a register
-/// (a 2 KiB iterator on the caller's stack, whose address the out-of-line
-/// steps take, is kept in memory, and then the pin's address is reloaded
-/// after every entry's drop, which stops the count's increment and
-/// decrement from folding). The state is dead once the iterator is
-/// dropped, and freed with the pin.
-#[repr(C)]
-struct IterPin<'a, T: 'a, S: Repr<T>> {
-    pin: SharedPin,
-    iter: Iter<'a, T, S>,
-}
-
-/// [`SharedPin::free`] for an [`IterPin`] of these types.
-///
-/// # Safety
-/// `p` begins a leaked `Box<IterPin<'a, T, S>>` nobody else can reach.
-unsafe fn free_iter_pin<'a, T: 'a, S: Repr<T>>(p: NonNull<SharedPin>) {
-    // SAFETY: guaranteed by the caller; `pin` is the first field of the
-    // `repr(C)` IterPin, so the header's address is the allocation's.
-    drop(unsafe { Box::from_raw(p.as_ptr().cast::<IterPin<'a, T, S>>()) });
-}
-
-/// A reference to a [`SharedPin`] held by one entry.
+/// A reference to a [`SharedPin`] held by one [`Ref`].
 pub(crate) struct SharedPinRef(NonNull<SharedPin>);
 
 impl SharedPinRef {
-    /// Adds a holder: a hold for the entry about to be made.
+    /// Adds a holder: a hold for the item about to be made.
     ///
     /// # Safety
     /// The caller holds a reference to `p`.
@@ -346,7 +398,7 @@ impl SharedPinRef {
         let holders = unsafe { &(*p.as_ptr()).holders };
         let n = holders.get();
         if n == u64::MAX {
-            // Only entries leaked by the quintillion get here; as `Rc`
+            // Only items leaked by the quintillion get here; as `Rc`
             // does, stop rather than let the count wrap.
             std::process::abort();
         }
@@ -354,8 +406,8 @@ impl SharedPinRef {
     }
 
     /// Tells the compiler that `p` has at least two holders (the caller's
-    /// and the hold just taken for an entry), so that the drop of the
-    /// entry made with the second cannot be the last.
+    /// and the hold just taken for an item), so that the drop of the item
+    /// made with the second cannot be the last.
     ///
     /// # Safety
     /// It is so.
@@ -382,7 +434,7 @@ impl SharedPinRef {
             unsafe { SharedPinRef::free(p) };
         } else {
             // Stored only here, so that where a hold is taken right after
-            // (the next entry's), this store is dead on every path and
+            // (the next item's), this store is dead on every path and
             // goes, even before the compiler has seen that this branch is
             // the only one taken.
             holders.set(left);
@@ -396,38 +448,38 @@ impl SharedPinRef {
     #[cold]
     #[inline(never)]
     unsafe fn free(p: NonNull<SharedPin>) {
-        // SAFETY: the header is alive until now; its `free` matches the
-        // allocation (set where it was made); nobody can reach it after.
-        unsafe { ((*p.as_ptr()).free)(p) }
+        // SAFETY: allocated as a Box in `Entries::new`; nobody can reach it
+        // after.
+        drop(unsafe { Box::from_raw(p.as_ptr()) });
     }
 }
 
 impl Drop for SharedPinRef {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: an entry is one holder.
+        // SAFETY: a Ref is one holder.
         unsafe { SharedPinRef::release(self.0) }
     }
 }
 
 /// An iterator over a tree's entries, from [`MapleTree::iter`] or
-/// [`MapleTree::range`], or `&tree` in a `for` loop.
+/// [`MapleTree::range`], or `&tree` in a `for` loop: `(range, value)`
+/// pairs, as every iterator over entries yields ([`Item`]).
 ///
 /// It pins the epoch once, when it is created, and walks the version it
-/// found then, with a [`Reader`](crate::Reader)'s contract; the [`Entry`]s it yields share
-/// that pin: each entry keeps it, and so its value, alive on its own. An
-/// entry may therefore outlive the iterator, and the iterator may be
-/// dropped while entries it yielded are still in use; the shared pin is
-/// released when the iterator and the last entry it yielded are all gone
-/// (until then, memory retired by writers is not reclaimed, as with any
-/// [`Entry`]). Entries stay on the thread that iterated: neither the
-/// iterator nor an [`Entry`] is `Send`.
+/// found then, with a [`Reader`](crate::Reader)'s contract; the [`Ref`]s it
+/// yields share that pin: each keeps it, and so its value, alive on its
+/// own. An item may therefore outlive the iterator, and the iterator may be
+/// dropped while items it yielded are still in use; the shared pin is
+/// released when the iterator and the last item it yielded are all gone
+/// (until then, memory retired by writers is not reclaimed). Items stay on
+/// the thread that iterated: neither the iterator nor a [`Ref`] is `Send`.
 pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
-    /// The pin shared with the entries, of which the iterator is one
-    /// holder, and the iteration's state after it. The iteration walks
-    /// the version the pin keeps alive, and each value it yields is tied
-    /// to a hold on the pin before it escapes.
-    pin: NonNull<IterPin<'a, T, S>>,
+    /// The pin shared with the items, of which the iterator is one holder.
+    /// The iteration walks the version the pin keeps alive, and each value
+    /// it yields is tied to a hold on the pin before it escapes.
+    pin: NonNull<SharedPin>,
+    iter: Iter<'a, T, S>,
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
@@ -437,63 +489,44 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
         // long as the pin does.
         let guard = epoch::pin();
         // (The root token is made here, under the pin just taken, which
-        // the iteration holds until the iterator and its entries are gone.)
+        // the iteration holds until the iterator and its items are gone.)
         let iter = Iter::new(super::Root::new(core.load_root()), first, last);
-        let pin = Box::new(IterPin {
-            pin: SharedPin {
-                holders: Cell::new(1),
-                _guard: guard,
-                free: free_iter_pin::<'a, T, S>,
-            },
-            iter,
+        let pin = Box::new(SharedPin {
+            holders: Cell::new(1),
+            _guard: guard,
         });
         Entries {
             pin: NonNull::from(Box::leak(pin)),
+            iter,
         }
     }
 
-    /// The header the entries point to.
-    #[inline]
-    fn header(&self) -> NonNull<SharedPin> {
-        // `pin` is the first field of the repr(C) IterPin.
-        self.pin.cast()
-    }
-
-    /// The iteration's state.
-    #[inline]
-    fn inner(&mut self) -> &mut Iter<'a, T, S> {
-        // SAFETY: the allocation lives while the iterator (a holder) does,
-        // and only the iterator touches this field (entries use only the
-        // header), so the borrow is unique for as long as `&mut self`.
-        unsafe { &mut (*self.pin.as_ptr()).iter }
-    }
-
-    /// Takes a hold for the entry about to be made. `next`, `next_back`
+    /// Takes a hold for the item about to be made. `next`, `next_back`
     /// and `fold`'s loop take it first thing, before they read the tree,
-    /// so that the drop of the entry yielded last (at the end of a loop's
+    /// so that the drop of the item yielded last (at the end of a loop's
     /// body) and this increment are adjacent with nothing read in between,
     /// and the compiler folds the pair (see [`SharedPin`]).
     #[inline]
     fn hold(&self) {
         // SAFETY: the iterator is a holder.
-        unsafe { SharedPinRef::hold(self.header()) };
+        unsafe { SharedPinRef::hold(self.pin) };
     }
 
-    /// Makes the entry for `raw` (or gives the hold back if there is none)
+    /// Makes the item for `raw` (or gives the hold back if there is none)
     /// with the hold just taken.
     #[inline]
-    fn with_hold(&self, raw: Option<RawEntry<Slot<T, S>>>) -> Option<Entry<'a, T, S>> {
+    fn with_hold(&self, raw: Option<RawEntry<Slot<T, S>>>) -> Option<Item<'a, T, S>> {
         match raw {
             // SAFETY: the iterator and the hold are two holders; the hold
-            // passes to the entry; a yielded word is never null and belongs
+            // passes to the item; a yielded word is never null and belongs
             // to the version the pin keeps alive.
             Some(raw) => unsafe {
-                SharedPinRef::assume_two(self.header());
-                Some(Entry::shared(SharedPinRef(self.header()), raw))
+                SharedPinRef::assume_two(self.pin);
+                Some(Ref::item(EntryPin::Shared(SharedPinRef(self.pin)), raw))
             },
             None => {
                 // SAFETY: the hold is the caller's, and unused.
-                unsafe { SharedPinRef::release(self.header()) };
+                unsafe { SharedPinRef::release(self.pin) };
                 None
             }
         }
@@ -501,41 +534,44 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
 }
 
 impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the iterator is a holder until now.
-        unsafe { SharedPinRef::release(self.header()) }
+        unsafe { SharedPinRef::release(self.pin) }
     }
 }
 
 impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
-    type Item = Entry<'a, T, S>;
-    #[inline]
-    fn next(&mut self) -> Option<Entry<'a, T, S>> {
+    type Item = Item<'a, T, S>;
+    #[inline(always)]
+    fn next(&mut self) -> Option<Item<'a, T, S>> {
         self.hold();
-        let raw = self.inner().next_raw();
+        let raw = self.iter.next_raw();
         self.with_hold(raw)
     }
 
     /// The loop of `sum`, `for_each`, `count`, ...: [`Iter`]'s leaf-at-a-time
-    /// loop, each entry handed to `f` as it is made, with a hold taken
-    /// before the loop or right after `f` returned for the entry before.
-    /// If `f` panics, its entry has the hold, none is left over, and the
+    /// loop, each item handed to `f` as it is made, with a hold taken
+    /// before the loop or right after `f` returned for the item before.
+    /// If `f` panics, its item has the hold, none is left over, and the
     /// iterator's drop gives back the iterator's own.
     #[inline]
-    fn fold<B, F: FnMut(B, Entry<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
-        let pin = self.header();
+    fn fold<B, F: FnMut(B, Item<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
+        let pin = self.pin;
         self.hold();
-        let acc = self.inner().fold_raw(init, |acc, raw| {
+        let acc = self.iter.fold_raw(init, |acc, raw| {
             // SAFETY: the iterator and the hold are two holders.
             unsafe { SharedPinRef::assume_two(pin) };
-            // SAFETY: the hold passes to the entry; a yielded word is never
+            // SAFETY: the hold passes to the item; a yielded word is never
             // null and belongs to the version the pin keeps alive.
-            let acc = f(acc, unsafe { Entry::shared(SharedPinRef(pin), raw) });
-            // The next entry's hold. SAFETY: the iterator is a holder.
+            let acc = f(acc, unsafe {
+                Ref::item(EntryPin::Shared(SharedPinRef(pin)), raw)
+            });
+            // The next item's hold. SAFETY: the iterator is a holder.
             unsafe { SharedPinRef::hold(pin) };
             acc
         });
-        // SAFETY: the hold taken after the last entry, unused.
+        // SAFETY: the hold taken after the last item, unused.
         unsafe { SharedPinRef::release(pin) };
         acc
     }
@@ -545,7 +581,7 @@ impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         self.hold();
-        let raw = self.inner().next_back_raw();
+        let raw = self.iter.next_back_raw();
         self.with_hold(raw)
     }
 }

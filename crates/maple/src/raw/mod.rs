@@ -14,11 +14,11 @@
 //!   the version cannot change while it is borrowed). Reads on a `Root`
 //!   ([`Root::lookup`], [`Root::find`], [`Root::gap`], [`Iter`]) are safe
 //!   functions;
-//! - a [`Word`] is a non-null value word alive for the same lifetime, which
-//!   [`Word::get`] turns into the representation's reference;
-//! - an [`Entry`], a [`Removed`] and the entries of an iteration own the
-//!   guard that keeps their values alive, and are built here, where the
-//!   guard is pinned before the value is read or retired;
+//! - a [`Word`] is a non-null value word alive for the same lifetime;
+//! - a [`Ref`] (an [`Entry`]'s value, every iterator's item) owns the guard
+//!   (or a share of one) that keeps its value alive, or borrows what does
+//!   (a [`Reader`](crate::Reader), a [`Removed`], a cursor), and is built
+//!   here, where the guard is pinned before the value is read or retired;
 //! - writes go through a [`Writer`] (the lock held) or an [`Exclusive`]
 //!   (`&mut`), which pair the writer state with its tree; they take the
 //!   stored value as an [`Owned`] word made from a value;
@@ -31,6 +31,7 @@
 
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use crate::epoch::{self, Guard};
 use parking_lot::{Mutex, MutexGuard};
@@ -41,13 +42,14 @@ use crate::node::{Header, NodePtr};
 use crate::read::{self, KnownPath, Path, RawEntry};
 use crate::subtree::{dup_subtree, free_subtree};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use crate::value::{Cloner, Owned, Repr, Slot, SlotOps};
+use crate::value::{Cloner, Owned, SlotOps};
 use crate::write::{height, leaves_spanned, worst_case_nodes, Committed, Txn, WriterState};
 
 mod entry;
 mod iter;
 
-pub use entry::{Entries, Entry, Removed};
+pub(crate) use entry::EntryPin;
+pub use entry::{Entries, Entry, Item, Ref, Removed};
 pub use iter::Iter;
 
 /// The published root, alone on its cache line: every read loads it, so a
@@ -193,9 +195,10 @@ impl<V: SlotOps> Core<V> {
         // Relaxed: exclusive access.
         let root = head.root.0.load(Ordering::Relaxed);
         head.root.0.store(ptr::null_mut(), Ordering::Relaxed);
+        let recycler = self.writer.get_mut().pool.recycler();
         // SAFETY: &mut self: no reader or writer remains, and the tree owns
         // every node and value of its current version.
-        unsafe { free_subtree::<V>(root) };
+        unsafe { free_subtree::<V>(root, &|b| recycler.release(b)) };
     }
 }
 
@@ -272,13 +275,16 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
         head.counters.nodes.store(0, Ordering::Relaxed);
         if !old.is_null() {
             let old = SendNode(old);
+            // The blocks go where the tree's writes send theirs (a dup
+            // arena's stay in it, which the recycler keeps alive).
+            let recycler = Arc::clone(self.st.pool.recycler());
             // SAFETY: old is unlinked; the deferred pass runs after every
             // reader pinned before the publish has unpinned, and the values
             // it drops are Send (`V: Send`).
             unsafe {
                 self.st.defer(&guard, move || {
                     let old = old;
-                    free_subtree::<V>(old.0);
+                    free_subtree::<V>(old.0, &|b| recycler.release(b));
                 })
             };
         }
@@ -286,15 +292,21 @@ impl<V: SlotOps + Send + 'static> Writer<'_, V> {
 }
 
 impl<V: SlotOps> Writer<'_, V> {
-    /// Copies the current version, node by node, cloning every value with
-    /// `clone`, into the empty tree `dst` (whose previous, empty, version
-    /// is replaced).
-    pub(crate) fn dup_into(&self, clone: Cloner<V>, dst: &mut Core<V>) {
+    /// Copies the current version into the empty tree `dst` (whose
+    /// previous, empty, version is replaced), whole nodes first (see
+    /// [`dup_subtree`]): with `clone` `None` the value words are copied as
+    /// they are, else each is replaced with `clone(word)`. The copy's nodes
+    /// come from one allocation, which `dst`'s pool owns from now on.
+    pub(crate) fn dup_into(&self, clone: Option<impl FnMut(*mut V) -> *mut V>, dst: &mut Core<V>) {
         let at = self.locked();
+        // Relaxed: a statistic, exact under the lock.
+        let nodes = self.head.counters.nodes.load(Ordering::Relaxed);
         // SAFETY: the lock keeps this version alive and unchanged; `clone`
         // clones a live word of it.
-        let (copy, nodes) = unsafe { dup_subtree::<V>(at.root.ptr, clone) };
+        let (copy, nodes, arena) = unsafe { dup_subtree::<V>(at.root.ptr, nodes, clone) };
         dst.free_all();
+        // The copy's blocks belong to `dst`'s recycler (see `Arena`).
+        dst.writer.get_mut().pool = BlockPool::with_arena(arena);
         let head = &dst.head;
         // Relaxed: `&mut dst`, not shared.
         head.root.0.store(copy, Ordering::Relaxed);
@@ -387,15 +399,6 @@ impl<'a, V> Word<'a, V> {
     #[inline]
     pub(crate) fn ptr(self) -> *mut V {
         self.ptr.as_ptr()
-    }
-}
-
-impl<'a, T, S: Repr<T>> Word<'a, Slot<T, S>> {
-    /// The value, as the representation lends it.
-    #[inline]
-    pub(crate) fn get(self) -> S::Ref<'a> {
-        // SAFETY: the word is alive for 'a (how it was made).
-        unsafe { S::borrow(self.ptr.as_ptr().cast()) }
     }
 }
 

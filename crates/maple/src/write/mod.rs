@@ -35,7 +35,7 @@ use std::ptr;
 
 use crate::epoch::Guard;
 
-use crate::mem::{free_block, BlockPool};
+use crate::mem::BlockPool;
 use crate::node::{
     copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
     Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
@@ -104,7 +104,7 @@ impl<T> WriterState<T> {
     fn recover(&mut self) {
         for p in self.fresh.drain(..) {
             // SAFETY: fresh nodes were never reachable from a published root.
-            unsafe { free_block(p) };
+            unsafe { self.pool.keep(p) };
         }
         self.retired_nodes.clear();
         self.retired_values.clear();

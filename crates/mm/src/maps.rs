@@ -1,0 +1,475 @@
+//! `/proc/PID/maps`: its lines, the model's layout as Linux would print it, and the
+//! comparison of the two, field by field.
+//!
+//! Every field a line has is compared: start, end, permissions (`rwx` and `p`/`s`),
+//! offset, the file's device and inode (where both sides know them), and the name
+//! (the file's path, or `[heap]`, `[stack]`, `[vdso]`, `[vvar]`, `[vvar_vclock]`, or
+//! nothing).
+//!
+//! # Names, as Linux 6.18 gives them
+//! `show_map_vma` names an area when it prints it, not when it is made:
+//! - a file mapping: the file's path, followed by ` (deleted)` for a file unlinked
+//!   since (the model's guess: a file the recording names that does not exist now);
+//! - the vdso's areas (special mappings): `[vdso]`, `[vvar]`, `[vvar_vclock]`, kept
+//!   by every piece of them and wherever `mremap` moves them;
+//! - any other area that overlaps the program break's range (`start < brk` and
+//!   `end > start_brk`): `[heap]`;
+//! - any other area that contains `start_stack` (the initial stack pointer's
+//!   argument area, ends included): `[stack]`.
+//!
+//! So an anonymous `MAP_FIXED` over the top of the stack is `[stack]` and what is left
+//! below it is not; an area moved away from the stack by `mremap` loses the name; a
+//! piece of the heap left by `munmap` keeps it. The test `tests/names.rs` checks these
+//! against the running kernel.
+
+use crate::file::FileId;
+use crate::vma::{AnonKind, Backing, Prot, Vma};
+use crate::{Mm, PAGE_SIZE};
+use std::fmt;
+
+/// What `/proc/PID/maps` appends to the path of a file unlinked since it was mapped.
+const DELETED: &str = " (deleted)";
+
+/// One line of `/proc/PID/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapsLine {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// `rwx`.
+    pub prot: Prot,
+    /// `s` (shared) rather than `p` (private).
+    pub shared: bool,
+    /// The file offset in bytes (0 for anonymous memory).
+    pub offset: u64,
+    /// The file's device and inode ([`FileId::NONE`] for anonymous memory); `None`
+    /// where it is not known (a synthetic file of the model), which compares equal to
+    /// any.
+    pub file_id: Option<FileId>,
+    /// The path or `[name]`; empty for unnamed anonymous memory.
+    pub name: String,
+}
+
+impl MapsLine {
+    /// The permission field: `r-xp`, `rw-s`, ...
+    pub fn perms(&self) -> String {
+        format!("{}{}", self.prot, if self.shared { 's' } else { 'p' })
+    }
+
+    /// Whether `other` is the same line: every field equal, the device and inode
+    /// where both sides know them.
+    pub fn matches(&self, other: &MapsLine) -> bool {
+        self.same_but_file_id(other)
+            && match (self.file_id, other.file_id) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
+
+    /// Whether the lines agree on everything but the device and inode.
+    fn same_but_file_id(&self, other: &MapsLine) -> bool {
+        (
+            self.start,
+            self.end,
+            self.prot,
+            self.shared,
+            self.offset,
+            &self.name,
+        ) == (
+            other.start,
+            other.end,
+            other.prot,
+            other.shared,
+            other.offset,
+            &other.name,
+        )
+    }
+}
+
+impl fmt::Display for MapsLine {
+    /// The line as `/proc/PID/maps` prints it (one space before the name; `??:?? ?`
+    /// for an unknown device and inode).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:08x}-{:08x} {} {:08x} ",
+            self.start,
+            self.end,
+            self.perms(),
+            self.offset
+        )?;
+        match self.file_id {
+            Some(id) => write!(f, "{id}")?,
+            None => f.write_str("??:?? ?")?,
+        }
+        if !self.name.is_empty() {
+            write!(f, " {}", self.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `/proc/PID/maps` text; `None` for a malformed line.
+///
+/// With [`Mm::layout`] and [`diff_maps`], compares the model's layout with a real
+/// process's:
+///
+/// ```
+/// use mm::maps::{diff_maps, parse_maps};
+/// use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
+/// use rmap::{Design, Topology};
+///
+/// let mm = Mm::new(Files::new(Design::Linux, Topology::Os, CallPattern::PerVma));
+/// let fixed = MapFlags { fixed: true, shared: false };
+/// mm.mmap(0x10_0000, 2 * PAGE_SIZE, Prot::RW, fixed, None)?;
+/// let real = parse_maps("00100000-00102000 rw-p 00000000 00:00 0\n").unwrap();
+/// let (model_only, kernel_only) = diff_maps(&mm.layout().maps(), &real);
+/// assert!(model_only.is_empty() && kernel_only.is_empty());
+/// // Private versus shared is a difference.
+/// let shared = parse_maps("00100000-00102000 rw-s 00000000 00:00 0\n").unwrap();
+/// assert_eq!(diff_maps(&mm.layout().maps(), &shared).1, shared);
+/// assert_eq!(parse_maps("not a maps line"), None);
+/// # Ok::<(), mm::Error>(())
+/// ```
+pub fn parse_maps(text: &str) -> Option<Vec<MapsLine>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(parse_line)
+        .collect()
+}
+
+fn parse_line(l: &str) -> Option<MapsLine> {
+    let mut it = l.split_whitespace();
+    let (s, e) = it.next()?.split_once('-')?;
+    let perms = it.next()?;
+    let shared = match perms.as_bytes().get(3) {
+        Some(b's') => true,
+        Some(b'p') => false,
+        _ => return None,
+    };
+    let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+    let file_id = FileId::parse(it.next()?, it.next()?)?;
+    let name = it.collect::<Vec<_>>().join(" ");
+    Some(MapsLine {
+        start: u64::from_str_radix(s, 16).ok()?,
+        end: u64::from_str_radix(e, 16).ok()?,
+        prot: Prot::from_maps(perms)?,
+        shared,
+        offset,
+        file_id: Some(file_id),
+        name,
+    })
+}
+
+/// The lines only one side has: (model only, kernel only), each in address order. A
+/// line is the same on both sides when [`MapsLine::matches`] says so. One known
+/// difference is normalised on the kernel's side: `[vsyscall]` is dropped (the model
+/// has none: it lies above the user address space, in no VMA tree).
+pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<MapsLine>) {
+    let real: Vec<&MapsLine> = real.iter().filter(|l| l.name != "[vsyscall]").collect();
+    let only_model = model
+        .iter()
+        .filter(|m| !real.iter().any(|r| m.matches(r)))
+        .cloned()
+        .collect();
+    let only_real = real
+        .iter()
+        .filter(|r| !model.iter().any(|m| m.matches(r)))
+        .map(|&r| r.clone())
+        .collect();
+    (only_model, only_real)
+}
+
+/// The differences [`diff_maps`] found, in words, in address order: the lines of one
+/// file that differ only in their device and inode are one entry saying that the file
+/// is not the one the recording was made against; every other line is
+/// `model only: LINE` or `kernel only: LINE`.
+///
+/// ```
+/// use mm::maps::{describe_differences, parse_maps};
+///
+/// let model = parse_maps("00400000-00401000 r--p 00000000 fe:00 12 /usr/bin/x\n").unwrap();
+/// let real = parse_maps("00400000-00401000 r--p 00000000 fe:00 13 /usr/bin/x\n").unwrap();
+/// assert_eq!(
+///     describe_differences(&model, &real),
+///     ["file /usr/bin/x changed since it was recorded: device and inode fe:00 13 \
+///       in the recorded maps, fe:00 12 now (00400000-00401000)"]
+/// );
+/// ```
+pub fn describe_differences(model_only: &[MapsLine], kernel_only: &[MapsLine]) -> Vec<String> {
+    let id = |l: &MapsLine| l.file_id.map_or("?".into(), |x| x.to_string());
+    let mut out: Vec<(u64, String)> = Vec::new();
+    let mut paired = vec![false; kernel_only.len()];
+    // (file, recorded id, id now) -> the areas that differ only so.
+    type Change = (String, String, String);
+    let mut changed: Vec<(Change, Vec<(u64, u64)>)> = Vec::new();
+    for m in model_only {
+        let twin = kernel_only
+            .iter()
+            .enumerate()
+            .find(|(i, k)| !paired[*i] && m.same_but_file_id(k));
+        match twin {
+            Some((i, k)) => {
+                paired[i] = true;
+                let key = (m.name.clone(), id(k), id(m));
+                match changed.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, areas)) => areas.push((m.start, m.end)),
+                    None => changed.push((key, vec![(m.start, m.end)])),
+                }
+            }
+            None => out.push((m.start, format!("model only:  {m}"))),
+        }
+    }
+    for ((file, then, now), areas) in changed {
+        let (first, last) = (areas[0].0, areas[areas.len() - 1].1);
+        let which = match areas.len() {
+            1 => format!("{first:08x}-{last:08x}"),
+            n => format!("{n} areas, {first:08x}-{last:08x}"),
+        };
+        out.push((
+            first,
+            format!(
+                "file {file} changed since it was recorded: device and inode {then} in the \
+                 recorded maps, {now} now ({which})"
+            ),
+        ));
+    }
+    for (k, _) in kernel_only.iter().zip(&paired).filter(|(_, p)| !**p) {
+        out.push((k.start, format!("kernel only: {k}")));
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+/// An address space's layout at one moment, with what `/proc/PID/maps` needs to name
+/// its areas: a snapshot ([`Mm::layout`]), cheap to take (the VMAs are cloned, not
+/// printed) and to keep.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    /// The VMAs, in address order.
+    pub vmas: Vec<Vma>,
+    /// `mm->start_stack`: the area containing it is `[stack]`.
+    pub start_stack: u64,
+    /// `mm->start_brk`.
+    pub start_brk: u64,
+    /// `mm->brk`: an area overlapping `[start_brk, brk)` is `[heap]`.
+    pub brk: u64,
+}
+
+impl Layout {
+    /// The layout as `/proc/PID/maps` lines (see the module docs for the names).
+    pub fn maps(&self) -> Vec<MapsLine> {
+        self.vmas
+            .iter()
+            .map(|v| {
+                let (offset, file_id, name) = match &v.backing {
+                    Backing::File { file, pgoff } => {
+                        let mut name = file.path().display().to_string();
+                        if file.deleted() && !name.ends_with(DELETED) {
+                            name.push_str(DELETED);
+                        }
+                        (pgoff * PAGE_SIZE, file.id(), name)
+                    }
+                    Backing::Anon(kind) => {
+                        (0, Some(FileId::NONE), self.anon_name(v, *kind).to_string())
+                    }
+                };
+                MapsLine {
+                    start: v.start,
+                    end: v.end,
+                    prot: v.prot,
+                    shared: v.flags.shared,
+                    offset,
+                    file_id,
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// The name of anonymous `v`: its special mapping's, else `[heap]` or `[stack]`
+    /// by address, in the kernel's order (`get_vma_name`).
+    fn anon_name(&self, v: &Vma, kind: AnonKind) -> &'static str {
+        match kind {
+            AnonKind::Vdso | AnonKind::Vvar | AnonKind::VvarVclock => {
+                kind.name().unwrap_or_default()
+            }
+            AnonKind::Plain | AnonKind::Heap | AnonKind::Stack => {
+                if v.start < self.brk && v.end > self.start_brk {
+                    "[heap]"
+                } else if v.start <= self.start_stack && v.end >= self.start_stack {
+                    "[stack]"
+                } else {
+                    ""
+                }
+            }
+        }
+    }
+}
+
+impl Mm {
+    /// The layout now, with the program break and `start_stack` that name its heap
+    /// and stack ([`Layout::maps`] prints it as `/proc/PID/maps` would). Takes the
+    /// mmap lock, so the VMAs and the break are of one moment.
+    pub fn layout(&self) -> Layout {
+        let st = self.state.lock();
+        Layout {
+            vmas: self
+                .tree
+                .reader()
+                .iter()
+                .map(|(_, v)| Vma::clone(&v))
+                .collect(),
+            start_stack: st.start_stack,
+            start_brk: st.brk_start,
+            brk: st.brk,
+        }
+    }
+
+    /// Sets `start_stack`, the address whose area `/proc/PID/maps` names `[stack]`
+    /// (`/proc/PID/stat` field 28). Exec sets it to [`crate::layout::START_STACK`];
+    /// this is for a space built from a real process's maps
+    /// ([`Mm::build_from_maps`]), whose value the caller read.
+    pub fn set_start_stack(&self, addr: u64) {
+        self.state.lock().start_stack = addr;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vma::VmFlags;
+
+    fn line() -> MapsLine {
+        parse_maps("7ffff7d1c000-7ffff7d42000 r--p 00001000 fe:00 326269   /usr/lib/libc.so.6\n")
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn every_field_of_a_line_is_compared() {
+        let l = line();
+        assert_eq!(
+            (l.start, l.end, l.prot, l.shared, l.offset),
+            (0x7fff_f7d1_c000, 0x7fff_f7d4_2000, Prot::R, false, 0x1000)
+        );
+        assert_eq!(l.file_id, FileId::parse("fe:00", "326269"));
+        assert_eq!(l.name, "/usr/lib/libc.so.6");
+        let changes: [fn(&mut MapsLine); 7] = [
+            |l| l.start += PAGE_SIZE,
+            |l| l.end += PAGE_SIZE,
+            |l| l.prot = Prot::RX,
+            |l| l.shared = true,
+            |l| l.offset += PAGE_SIZE,
+            |l| l.file_id = Some(FileId::NONE),
+            |l| l.name.push('x'),
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut other = l.clone();
+            change(&mut other);
+            let (m, k) = diff_maps(&[other.clone()], std::slice::from_ref(&l));
+            assert_eq!((m, k), (vec![other], vec![l.clone()]), "field {i}");
+        }
+        // An unknown device and inode (a synthetic file) matches any.
+        let unknown = MapsLine {
+            file_id: None,
+            ..l.clone()
+        };
+        assert_eq!(
+            diff_maps(&[unknown], std::slice::from_ref(&l)),
+            (vec![], vec![])
+        );
+        // [vsyscall] is the kernel's alone.
+        let vsyscall =
+            parse_maps("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n")
+                .unwrap();
+        assert_eq!(diff_maps(&[], &vsyscall), (vec![], vec![]));
+    }
+
+    #[test]
+    fn a_line_prints_as_the_kernel_prints_it() {
+        let text = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let lines = parse_maps(&text).unwrap();
+        assert!(lines.len() > 5);
+        for l in &lines {
+            let again = parse_maps(&l.to_string()).unwrap();
+            assert_eq!(again, std::slice::from_ref(l));
+        }
+        assert_eq!(
+            line().to_string(),
+            "7ffff7d1c000-7ffff7d42000 r--p 00001000 fe:00 326269 /usr/lib/libc.so.6"
+        );
+        assert_eq!(parse_maps("1000-2000 r--x 0 00:00 0\n"), None, "no p or s");
+    }
+
+    #[test]
+    fn a_changed_file_is_one_entry_and_other_differences_stay_lines() {
+        let model = parse_maps(
+            "1000-2000 r--p 00000000 fe:00 9 /lib/a.so\n\
+             2000-3000 r-xp 00001000 fe:00 9 /lib/a.so\n\
+             5000-6000 rw-p 00000000 00:00 0\n",
+        )
+        .unwrap();
+        let real = parse_maps(
+            "1000-2000 r--p 00000000 fe:00 8 /lib/a.so\n\
+             2000-3000 r-xp 00001000 fe:00 8 /lib/a.so\n\
+             5000-7000 rw-p 00000000 00:00 0\n",
+        )
+        .unwrap();
+        let (m, k) = diff_maps(&model, &real);
+        assert_eq!(
+            describe_differences(&m, &k),
+            [
+                "file /lib/a.so changed since it was recorded: device and inode fe:00 8 in the \
+                 recorded maps, fe:00 9 now (2 areas, 00001000-00003000)",
+                "model only:  00005000-00006000 rw-p 00000000 00:00 0",
+                "kernel only: 00005000-00007000 rw-p 00000000 00:00 0",
+            ]
+        );
+    }
+
+    fn anon(start: u64, end: u64, kind: AnonKind) -> Vma {
+        Vma {
+            start,
+            end,
+            prot: Prot::RW,
+            flags: VmFlags::default(),
+            backing: Backing::Anon(kind),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn heap_and_stack_are_named_by_address_as_linux_does() {
+        let p = PAGE_SIZE;
+        let layout = Layout {
+            vmas: vec![
+                // The bss right below the heap: it ends at start_brk, not named.
+                anon(0x10 * p, 0x20 * p, AnonKind::Plain),
+                anon(0x20 * p, 0x22 * p, AnonKind::Heap),
+                // A plain area inside the break's range: [heap] too.
+                anon(0x22 * p, 0x23 * p, AnonKind::Plain),
+                // A heap piece past the break (brk shrank under it): not named.
+                anon(0x23 * p, 0x24 * p, AnonKind::Heap),
+                // The low part of the stack, cut off from start_stack: not named.
+                anon(0x100 * p, 0x110 * p, AnonKind::Stack),
+                // A new mapping over the top of the stack holds start_stack: [stack].
+                anon(0x110 * p, 0x121 * p, AnonKind::Plain),
+                anon(0x200 * p, 0x202 * p, AnonKind::Vdso),
+            ],
+            start_stack: 0x120 * p + 0x800,
+            start_brk: 0x20 * p,
+            brk: 0x22 * p + 0x10,
+        };
+        let names: Vec<String> = layout.maps().into_iter().map(|l| l.name).collect();
+        assert_eq!(names, ["", "[heap]", "[heap]", "", "", "[stack]", "[vdso]"]);
+        // start_stack on an area's end counts (both ends are inclusive).
+        let edge = Layout {
+            start_stack: 0x110 * p,
+            ..layout.clone()
+        };
+        let names: Vec<String> = edge.maps().into_iter().map(|l| l.name).collect();
+        assert_eq!(names[4..6], ["[stack]", "[stack]"]);
+    }
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# run-tests.sh: boot one tree's kernels once per design, run the guest tests,
+# print ONE table, exit non-zero on any failure.
+#
+# Usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-s] [-L] [-R] TREE
+#   TREE  a built tree (apply.sh, configure.sh, build.sh): its `test` build
+#         runs the tests, its `lockstat` build the lock_stat pass
+#   -c    vCPUs for the tests (default 2; two NUMA nodes always)
+#   -d    designs, comma-separated (default: every design the tree's
+#         i_mmap_design= accepts; `unpatched` for a tree without it)
+#   -o    run only these tests (comma-separated names from tests.list)
+#   -s    also run tools/testing/selftests/mm, held to the unpatched
+#         kernel's recorded results (kernel/tests/selftests-mm.expected)
+#   -R    record: write the selftests' results as the expected ones
+#         (run on the unpatched tree, with -s)
+#   -L    also the lock_stat pass: the exec churn at 4 vCPUs per design,
+#         /proc/lock_stat's i_mmap_rwsem figures in the table
+# A design fails when its kernel does not print "i_mmap: design <name>",
+# when a test fails or gives no result, when the guest does not finish,
+# or when the console log holds any kernel report (logcheck.sh).
+# Logs: $ASPACE_KCACHE/logs/TREE/.
+. "$(dirname "$0")/lib.sh"
+
+cpus=2 designs= only= selftests=0 lockstat=0 record=0
+while getopts c:d:o:sLR o; do
+	case $o in
+	c) cpus=$OPTARG ;;
+	d) designs=$OPTARG ;;
+	o) only=$OPTARG ;;
+	s) selftests=1 ;;
+	L) lockstat=1 ;;
+	R) record=1 ;;
+	*) die "usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-s] [-L] [-R] TREE" ;;
+	esac
+done
+shift $((OPTIND - 1))
+tname=${1:?usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-s] [-L] [-R] TREE}
+tree=$KTREES/$tname
+kernel=$KBUILDS/$tname-test/arch/x86/boot/bzImage
+[ -f "$kernel" ] || die "no test kernel for $tname: run build.sh $tname test"
+logs=$ASPACE_KCACHE/logs/$tname
+mkdir -p "$logs"
+S=$(dirname "$0")
+expected=$KDIR/tests/selftests-mm.expected
+# a generous limit: TCG with KASAN and lockdep on a busy 2-core host
+limit=${ASPACE_BOOT_LIMIT:-2400}
+
+# The designs this kernel accepts: the names in its i_mmap_design= table.
+patched=0
+if grep -rqs 'i_mmap_design' "$tree/mm" "$tree/init" "$tree/kernel"; then
+	patched=1
+fi
+if [ -z "$designs" ]; then
+	if ((patched)); then
+		designs=$(for d in "${DESIGNS[@]}"; do
+			grep -rqs "\"$d\"" "$tree/mm" && printf '%s,' "$d"
+		done)
+		designs=${designs%,}
+		[ -n "$designs" ] || die "$tname mentions i_mmap_design but no design name"
+	else
+		designs=unpatched
+	fi
+fi
+IFS=, read -r -a dlist <<<"$designs"
+tests=()
+if [ -n "$only" ]; then
+	IFS=, read -r -a tests <<<"$only"
+else
+	while read -r t _; do
+		case $t in '' | '#'*) continue ;; esac
+		tests+=("$t")
+	done <"$KDIR/tests/tests.list"
+fi
+
+declare -A cell
+failed=0
+notes=()
+flag() { # design, why
+	failed=1
+	notes+=("$1: $2")
+}
+
+# Boot one design with one run mode; sets $log to its console log. Checks the
+# design line, the end marker and the kernel reports.
+boot_one() { # design mode cpus kernel extra-args...
+	local d=$1 mode=$2 c=$3 k=$4 rc=0
+	shift 4
+	log=$logs/$mode-$d-c$c.log
+	local args=(aspace.run="$mode" rcupdate.rcu_cpu_stall_timeout=300 "$@")
+	[ "$d" = unpatched ] || args+=("i_mmap_design=$d")
+	log "$tname: $d, $mode, $c vCPUs (log $log)"
+	"$S/boot.sh" -c "$c" -t "$limit" -l "$log" "$k" "${args[@]}" >/dev/null || rc=$?
+	local key="$d"
+	if ((rc == 124)); then
+		flag "$d" "$mode: no poweroff within ${limit}s"
+	elif ((rc != 0)); then
+		flag "$d" "$mode: qemu exit status $rc"
+	fi
+	grep -aq "^ASPACE-END $mode" "$log" || flag "$d" "$mode: the guest did not finish"
+	if [ "$d" = unpatched ]; then
+		! grep -aq 'i_mmap: design' "$log" || flag "$d" "$mode: an unpatched kernel printed a design"
+		cell[design,$key]=-
+	elif grep -aq "i_mmap: design $d\$" "$log" ||
+		grep -aq "i_mmap: design $d"$'\r'"\$" "$log"; then
+		cell[design,$key]=ok
+	else
+		cell[design,$key]=MISSING
+		flag "$d" "$mode: no \"i_mmap: design $d\" line"
+	fi
+	local reports
+	if reports=$("$S/logcheck.sh" "$log"); then
+		cell[log-$mode,$key]=clean
+	else
+		cell[log-$mode,$key]=REPORTS
+		flag "$d" "$mode: kernel reports in $log:"
+		while IFS= read -r l; do notes+=("    $l"); done <<<"$reports"
+	fi
+}
+
+for d in "${dlist[@]}"; do
+	o=()
+	[ -z "$only" ] || o=(aspace.only="$only")
+	boot_one "$d" tests "$cpus" "$kernel" ${o[@]+"${o[@]}"}
+	for t in "${tests[@]}"; do
+		r=$(grep -a "^RESULT $t " "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
+		cell[$t,$d]=${r:-NONE}
+		case $r in
+		PASS) ;;
+		*) flag "$d" "$t: ${r:-no result}" ;;
+		esac
+	done
+	while IFS= read -r l; do notes+=("$d: $l"); done < <(grep -a '^FAIL: ' "$log" | tr -d '\r' | head -n 10)
+done
+
+if ((selftests)); then
+	for d in "${dlist[@]}"; do
+		boot_one "$d" selftests "$cpus" "$kernel"
+		res=$logs/selftests-$d-c$cpus.results
+		grep -a '^SELFTEST ' "$log" | tr -d '\r' | awk '{print $2, $3}' >"$res"
+		pass=$(awk '$2 == 0' "$res" | wc -l)
+		total=$(wc -l <"$res")
+		if ((record)); then
+			{
+				echo "# tools/testing/selftests/mm on unpatched $KVERSION under QEMU TCG"
+				echo "# ($cpus vCPUs, 2 nodes, the test build), exit status per program:"
+				echo "# 0 pass, 4 skip, 124/143 timed out, else fail. Recorded by"
+				echo "# run-tests.sh -s -R $tname; every design must pass what passes here."
+				cat "$res"
+			} >"$expected"
+			cell[selftests,$d]="$pass/$total recorded"
+			continue
+		fi
+		[ -f "$expected" ] || die "no $expected: record it (run-tests.sh -s -R unpatched)"
+		reg=$(awk 'NR == FNR { if ($1 !~ /^#/) want[$1] = $2; next }
+			{ got[$1] = $2 }
+			END { for (p in want) if (want[p] == 0 && got[p] != "0")
+				printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$expected" "$res")
+		if [ -n "$reg" ]; then
+			cell[selftests,$d]="$pass/$total REGRESSED"
+			flag "$d" "selftests/mm pass on unpatched, not here: $reg"
+		else
+			cell[selftests,$d]="$pass/$total ok"
+		fi
+	done
+fi
+
+if ((lockstat)); then
+	lkernel=$KBUILDS/$tname-lockstat/arch/x86/boot/bzImage
+	[ -f "$lkernel" ] || die "no lockstat kernel for $tname: run build.sh $tname lockstat"
+	for d in "${dlist[@]}"; do
+		boot_one "$d" lockstat 4 "$lkernel"
+		r=$(grep -a '^RESULT lockstat ' "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
+		[ "$r" = PASS ] || flag "$d" "lockstat: ${r:-no result}"
+		# LOCKSTAT <execs> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
+		read -r _ ex con acq wt ht < <(grep -a '^LOCKSTAT ' "$log" | tr -d '\r' | tail -n 1) || true
+		cell[ls-execs,$d]=${ex:--}
+		cell[ls-con,$d]=${con:--}
+		cell[ls-acq,$d]=${acq:--}
+		cell[ls-wait,$d]=${wt:--}
+		cell[ls-hold,$d]=${ht:--}
+		if [ -n "${ex:-}" ] && ((ex > 0)); then
+			cell[ls-cpe,$d]=$(awk -v c="$con" -v e="$ex" 'BEGIN { printf "%.2f", c / e }')
+		fi
+	done
+fi
+
+# ---- the table --------------------------------------------------------
+row() { # label key
+	printf '%-26s' "$1"
+	for d in "${dlist[@]}"; do printf ' %-14s' "${cell[$2,$d]:--}"; done
+	printf '\n'
+}
+echo
+printf '%-26s' "$tname ($KVERSION, $cpus vCPUs)"
+for d in "${dlist[@]}"; do printf ' %-14s' "$d"; done
+printf '\n'
+row "design line" design
+for t in "${tests[@]}"; do row "$t" "$t"; done
+row "kernel log (tests)" log-tests
+if ((selftests)); then
+	row "selftests/mm pass/total" selftests
+	row "kernel log (selftests)" log-selftests
+fi
+if ((lockstat)); then
+	echo "lock_stat, exec churn at 4 vCPUs (TCG: relative figures only):"
+	row "  execs" ls-execs
+	row "  i_mmap_rwsem contentions" ls-con
+	row "  contentions per exec" ls-cpe
+	row "  acquisitions" ls-acq
+	row "  wait total (us)" ls-wait
+	row "  hold total (us)" ls-hold
+	row "  kernel log" log-lockstat
+fi
+if ((${#notes[@]})); then
+	echo
+	printf '%s\n' "${notes[@]}"
+fi
+echo
+if ((failed)); then
+	echo "RESULT: FAIL"
+	exit 1
+fi
+echo "RESULT: PASS"

@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# /init of the harness's guest (busybox). Sets up the file systems the tests
+# use, runs what the kernel command line asks for, prints machine-readable
+# lines on the console and powers off:
+#   aspace.run=tests      the harness's tests (aspace.only=a,b to pick)
+#   aspace.run=selftests  tools/testing/selftests/mm, one line per program
+#   aspace.run=lockstat   the exec churn with /proc/lock_stat on
+#   aspace.run=shell      an interactive shell (boot.sh -i)
+# Lines: "ASPACE-BEGIN <what>", "RESULT <test> PASS|FAIL|SKIP ...",
+# "SELFTEST <prog> <exit status>", "ASPACE-END <what>".
+
+export PATH=/bin:/sbin:/tests
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /tmp /mnt/ext2 /mnt/huge /dev/hugepages
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t hugetlbfs hugetlbfs /mnt/huge
+# a disk file system for the tests that need one (clean page cache pages
+# that reclaim can drop, read-only THP): ext2 on a RAM disk
+if [ -b /dev/ram0 ]; then
+	mke2fs -q -b 4096 /dev/ram0 >/dev/null 2>&1 &&
+		mount -t ext2 /dev/ram0 /mnt/ext2
+fi
+
+arg() {
+	for w in $(cat /proc/cmdline); do
+		case $w in "$1"=*) echo "${w#*=}" ;; esac
+	done
+}
+run=$(arg aspace.run)
+only=$(arg aspace.only | tr , ' ')
+timeout=$(arg aspace.timeout)
+: "${timeout:=600}"
+
+echo "ASPACE-BEGIN ${run:-none} cpus=$(nproc) nodes=$(ls -d /sys/devices/system/node/node* | wc -l)"
+
+# One test: its output, then a RESULT line even if it died without one.
+runtest() {
+	name=$1
+	shift
+	out=/tmp/out.$name
+	timeout "$timeout" "$@" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	if ! grep -q "^RESULT $name " "$out"; then
+		case $rc in
+		124 | 143) why="timed out after ${timeout}s" ;;
+		*) why="exit status $rc, no RESULT line" ;;
+		esac
+		echo "RESULT $name FAIL $why"
+	fi
+}
+
+case $run in
+tests)
+	grep -v '^#' /tests/tests.list | while read -r t args; do
+		[ -n "$t" ] || continue
+		if [ -n "$only" ]; then
+			case " $only " in *" $t "*) ;; *) continue ;; esac
+		fi
+		# shellcheck disable=SC2086 # the arguments are words
+		runtest "$t" "/tests/$t" $args
+	done
+	;;
+selftests)
+	cd /selftests/mm || exit 1
+	for p in ${only:-$(cat list)}; do
+		echo "SELFTEST-BEGIN $p"
+		timeout "$timeout" "./$p" </dev/null >/tmp/selftest.out 2>&1
+		rc=$?
+		tail -n 40 /tmp/selftest.out
+		echo "SELFTEST $p $rc"
+	done
+	;;
+lockstat)
+	runtest lockstat /tests/lockstat
+	;;
+shell)
+	setsid cttyhack sh
+	;;
+*)
+	echo "aspace init: nothing to run (aspace.run=$run)"
+	;;
+esac
+
+sync
+echo "ASPACE-END ${run:-none}"
+poweroff -f

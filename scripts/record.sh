@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Records a run of PROGRAM for the address-space model's replay (crates/mm,
+# `aspace replay`), every process followed, with ASLR off:
+#
+#   OUT.strace     strace -f -y -e trace=memory,process, then one `# aspace-file` line
+#                  per file the run mapped or executed (size, mtime, device and inode,
+#                  ELF build-id where readelf can read it), so that a replay on a
+#                  machine whose files changed says so (mm::identity)
+#   OUT.maps/PID.maps
+#                  /proc/PID/maps of each process as it called exit_group, taken in
+#                  the same run (strace holds each process there for a moment:
+#                  RECORD_EXIT_HOLD_US, default 300000)
+#
+# Usage: scripts/record.sh OUT PROGRAM [ARGS...]
+# Replay: aspace replay OUT.strace --maps OUT.maps  (the first process's layout), or
+#         cargo run -p aspace-mm --example replay_recording -- OUT  (every process's).
+# Needs strace (and readelf for build-ids). The run must not depend on timing for its
+# memory calls to be what a replay reproduces; a process killed by a signal leaves no
+# maps. Exit status: PROGRAM's, or 2 if the recording is incomplete.
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+    echo "usage: $0 OUT PROGRAM [ARGS...]" >&2
+    exit 2
+fi
+out=$1
+shift
+command -v strace >/dev/null || { echo "$0: strace is not installed" >&2; exit 2; }
+hold=${RECORD_EXIT_HOLD_US:-300000}
+rm -rf "$out.maps"
+mkdir -p "$out.maps"
+
+# strace runs as our child, so that its tracees are our descendants: reading their
+# /proc/PID/syscall needs that where Yama's ptrace_scope is 1.
+setarch -R strace -f -y -e trace=memory,process \
+    -e inject=exit_group:delay_enter="$hold" -o "$out.strace" "$@" &
+tracer=$!
+
+# Every descendant of the tracer, breadth first.
+descendants() {
+    local queue=("$tracer") kids line p t
+    while [ ${#queue[@]} -gt 0 ]; do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        for t in /proc/"$p"/task/*/children; do
+            # (The file has no final newline: read fills `line` and fails.)
+            line=""
+            read -r line 2>/dev/null <"$t" || true
+            read -r -a kids <<<"$line"
+            [ ${#kids[@]} -gt 0 ] || continue
+            queue+=("${kids[@]}")
+            printf '%s\n' "${kids[@]}"
+        done
+    done
+}
+
+# While strace runs: a process stopped at the entry of exit_group (231 on x86-64)
+# has its final layout; copy its maps once.
+declare -A saved=()
+while kill -0 "$tracer" 2>/dev/null; do
+    while read -r p; do
+        [ -z "${saved[$p]:-}" ] || continue
+        read -r nr _ 2>/dev/null <"/proc/$p/syscall" || continue
+        [ "$nr" = 231 ] || continue
+        read -r stat 2>/dev/null <"/proc/$p/stat" || continue
+        state=${stat##*) }
+        [ "${state%% *}" = t ] || continue
+        if cp "/proc/$p/maps" "$out.maps/$p.maps.tmp" 2>/dev/null; then
+            mv "$out.maps/$p.maps.tmp" "$out.maps/$p.maps"
+            saved[$p]=1
+        fi
+    done < <(descendants 2>/dev/null)
+    sleep 0.01
+done
+status=0
+wait "$tracer" || status=$?
+
+# The files the run mapped (strace -y paths, every maps file) or executed.
+files() {
+    grep '^[0-9]* *mmap(' "$out.strace" | grep -o '[0-9]</[^>]*>' |
+        sed 's/^[0-9]<\(.*\)>$/\1/' || true
+    grep -o 'execve("[^"]*"' "$out.strace" | sed 's/^execve("\(.*\)"$/\1/' || true
+    cat "$out.maps"/*.maps 2>/dev/null | awk '$6 ~ /^\// { $1=$2=$3=$4=$5=""; sub(/^ +/, ""); print }' || true
+}
+have_readelf=$(command -v readelf || true)
+while read -r f; do
+    [ -f "$f" ] || continue
+    read -r size mtime dev ino < <(stat -L -c '%s %.9Y %d %i' -- "$f")
+    major=$(( ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff) ))
+    minor=$(( (dev & 0xff) | ((dev >> 12) & ~0xff) ))
+    build=""
+    if [ -n "$have_readelf" ]; then
+        # (readelf fails on a file that is not ELF: no build-id.)
+        id=$(readelf -n -- "$f" 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -1) || true
+        [ -z "$id" ] || build=" build-id=$id"
+    fi
+    printf '# aspace-file size=%s mtime=%s dev=%02x:%02x ino=%s%s path=%s\n' \
+        "$size" "$mtime" "$major" "$minor" "$ino" "$build" "$f"
+done < <(files | sort -u) >>"$out.strace"
+
+first=$(head -1 "$out.strace" | cut -d' ' -f1)
+if [ ! -s "$out.maps/$first.maps" ]; then
+    echo "$0: no maps of the first process ($first) at its exit_group: raise RECORD_EXIT_HOLD_US" >&2
+    exit 2
+fi
+exiting=$(grep -c '^[0-9]* *exit_group(' "$out.strace" || true)
+echo "recorded $out.strace ($(grep -c '^[0-9]' "$out.strace") lines, $(grep -c '^# aspace-file' "$out.strace") files) and $(ls "$out.maps" | wc -l) of $exiting exiting processes' maps in $out.maps/" >&2
+exit "$status"
