@@ -175,6 +175,15 @@ fn restore_affinity(set: &Option<libc::cpu_set_t>) {
     }
 }
 
+/// CPU ns of one execl iteration of `binary` on this host: fork + exec +
+/// wait minus fork + `_exit` + wait, medians of 5 batches of `iterations`
+/// (what [`calibrate`] records as `exec_ns`).
+pub fn exec_cost_ns(binary: &Path, iterations: u64) -> Result<f64, String> {
+    let fork_exec = fork_exec_ns(binary, iterations, 5)?;
+    let fork_only = fork_only_ns(iterations, 5)?;
+    Ok((fork_exec - fork_only).max(fork_exec * 0.5))
+}
+
 fn pin(cpu: usize) -> bool {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // sched_setaffinity reads sizeof(cpu_set_t) bytes from a valid pointer.

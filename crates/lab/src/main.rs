@@ -199,9 +199,26 @@ struct BenchArgs {
     no_predict: bool,
     /// The host description for the predicted curve (`aspace calibrate --out`, at
     /// most 1 MiB), read before the run; default: this host's CPU count with the
-    /// built-in 16-core machine's latencies.
+    /// built-in 16-core machine's latencies. With `--cost kernel`, its `exec_ns`
+    /// is the real exec's cost.
     #[arg(long)]
     predict_host: Option<PathBuf>,
+    /// model: each iteration costs what the model's exec costs; kernel: each
+    /// iteration also spins for the rest of a real exec of the binary (its
+    /// calibrated CPU time) and writes the exec's other shared lines (page,
+    /// dentry, inode and allocator counts), so every design is measured
+    /// under the kernel's conditions.
+    #[arg(long, value_enum, default_value_t = CostArg::Model)]
+    cost: CostArg,
+}
+
+/// `--cost`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum CostArg {
+    /// The model's own exec cost.
+    Model,
+    /// A real exec's cost and shared lines around the model's exec.
+    Kernel,
 }
 
 /// `--call-pattern`.
@@ -420,6 +437,21 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         machine_file(p, "--predict-host")?;
     }
     workload::check_bench_binary(&a.binary)?;
+    let kernel = match a.cost {
+        CostArg::Model => None,
+        CostArg::Kernel => {
+            let cal = match &a.predict_host {
+                Some(p) => Some(machine_file(p, "--predict-host")?),
+                None => None,
+            };
+            eprintln!(
+                "aspace bench --cost kernel: measuring the real exec's cost and shared lines ..."
+            );
+            let k = workload::KernelCost::measure(&a.binary, cal.as_ref())?;
+            eprintln!("aspace bench --cost kernel: {}", k.source);
+            Some(std::sync::Arc::new(k))
+        }
+    };
     let mut workloads = a.workload.clone();
     workloads.dedup();
     let patterns = a.call_pattern.patterns();
@@ -444,6 +476,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             topology: topology.clone(),
             topology_name: topology_name.clone(),
             binary: a.binary.clone(),
+            kernel: kernel.clone(),
         })
         .collect();
     let total = points.len() as f64 * duration.as_secs_f64();
@@ -517,6 +550,10 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             call_patterns: patterns.iter().map(|p| p.name().to_owned()).collect(),
             designs: designs.iter().map(|d| d.name().to_owned()).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
+            cost: match &kernel {
+                None => "model".into(),
+                Some(k) => format!("kernel: {}", k.source),
+            },
         },
         runs,
         summary: Vec::new(),

@@ -22,6 +22,7 @@
 
 pub mod events;
 pub mod host;
+pub mod kernel;
 pub mod recorder;
 pub mod validate;
 
@@ -90,6 +91,12 @@ pub struct PredictArgs {
     /// --validate).
     #[arg(long, default_value = DEFAULT_VALIDATION)]
     pub validation: PathBuf,
+    /// The real kernel's cost of one iteration of the binary on the target
+    /// machine, ns, where measured there (e.g. one copy of the execl loop);
+    /// default: the target description's own `exec_ns`, else the host's
+    /// scaled by clock.
+    #[arg(long)]
+    pub exec_ns: Option<f64>,
     /// Also write each recorded profile here as `<design>.profile.json`
     /// (input of `predict`'s `simbench` example, for profiling the simulator).
     #[arg(long)]
@@ -249,11 +256,52 @@ pub struct Plan {
     /// Each CPU execs its own copy of the binary, the libraries shared
     /// (see [`recorder::RecordConfig::own_binary`]).
     pub own_binary: bool,
+    /// The real kernel's cost of one iteration on the *target*, ns, where
+    /// known (its own calibration, or `--exec-ns`); otherwise the host's
+    /// calibrated cost is scaled by clock.
+    pub target_iteration_ns: Option<f64>,
+    /// What a real exec of the binary maps (measured once, on first use).
+    exec_share: std::sync::OnceLock<Result<kernel::ExecShare, String>>,
 }
 
 impl Plan {
-    /// The host's real cost of one iteration, ns.
+    /// A plan with the usual settings: [`WARMUP`], one shared binary, and
+    /// the target's own calibrated iteration cost where it has one.
+    pub fn new(
+        machine: Machine,
+        host: Machine,
+        shell: bool,
+        binary: PathBuf,
+        resident: usize,
+        model_cost: bool,
+        seconds: f64,
+    ) -> Plan {
+        let target_iteration_ns = if shell {
+            machine.fork_exec_ns
+        } else {
+            machine.exec_ns
+        };
+        Plan {
+            machine,
+            host,
+            shell,
+            binary,
+            resident,
+            model_cost,
+            seconds,
+            warmup: WARMUP,
+            own_binary: false,
+            target_iteration_ns,
+            exec_share: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The real cost of one iteration, in the host's ns (the profile's
+    /// unit): the target's own figure converted by clock, else the host's.
     pub fn real_iteration_ns(&self) -> Option<f64> {
+        if let Some(t) = self.target_iteration_ns {
+            return Some(t * self.machine.core_ghz / self.host.core_ghz);
+        }
         if self.shell {
             self.host.fork_exec_ns
         } else {
@@ -261,8 +309,17 @@ impl Plan {
         }
     }
 
-    /// Records `design`'s profile for this plan's machine, scaled to the
-    /// real iteration cost (unless `model_cost`).
+    /// What a real exec of the binary maps ([`kernel::measure_exec`]).
+    pub fn exec_share(&self) -> Result<&kernel::ExecShare, String> {
+        self.exec_share
+            .get_or_init(|| kernel::measure_exec(&self.binary, &[]))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Records `design`'s profile for this plan's machine; for the kernel
+    /// (unless `model_cost`), scaled to the real iteration cost and with
+    /// the exec's other shared lines added ([`kernel::add_exec_share`]).
     pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
         let cfg = recorder::RecordConfig {
             design,
@@ -286,6 +343,7 @@ impl Plan {
                 "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
             )?;
             p = p.with_iteration_cost(real).map_err(|e| e.to_string())?;
+            p = kernel::add_exec_share(&p, self.exec_share()?, self.own_binary);
         }
         Ok(p)
     }
@@ -507,17 +565,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     } else {
         host_arg(a.host.as_deref(), &a.binary)?
     };
-    let plan = Plan {
-        machine: m.clone(),
-        host: host.clone(),
+    let mut plan = Plan::new(
+        m.clone(),
+        host.clone(),
         shell,
-        binary: a.binary.clone(),
-        resident: a.resident,
-        model_cost: a.model_cost,
-        seconds: a.seconds,
-        warmup: WARMUP,
-        own_binary: false,
-    };
+        a.binary.clone(),
+        a.resident,
+        a.model_cost,
+        a.seconds,
+    );
+    if let Some(ns) = a.exec_ns {
+        plan.target_iteration_ns = Some(ns);
+    }
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
         designs.len(),

@@ -245,6 +245,10 @@ pub struct Config {
     pub designs: Vec<String>,
     /// Workloads.
     pub workloads: Vec<String>,
+    /// `model`, or `kernel: ` and what each iteration added
+    /// (`aspace bench --cost`).
+    #[serde(default)]
+    pub cost: String,
 }
 
 /// Everything `aspace bench --json` writes and `aspace report` reads.

@@ -12,6 +12,15 @@
 //!    (one page each, the stable walk; the first walk at once, so every sample
 //!    has one);
 //! 5. lock statistics are the delta over the measured interval.
+//!
+//! With [`KernelCost`] (`aspace bench --cost kernel`), each iteration also
+//! does what a real exec costs beyond the model: it spins for the rest of
+//! the real exec's calibrated CPU time, and writes the exec's other shared
+//! lines (page, dentry and inode counts of the files it maps, the kernel's
+//! global allocator and binfmt lines, [`crate::predict::kernel`]) as real
+//! atomics on lines every worker shares. The reverse maps are the model's;
+//! everything else an exec does is there in time and in shared lines, so
+//! that each design is measured under the kernel's conditions.
 
 use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
 use mm::{Access, CallPattern, Files, Linkage, Mm, Program, RmapCalls};
@@ -68,6 +77,159 @@ pub struct Point {
     pub topology_name: String,
     /// The binary.
     pub binary: PathBuf,
+    /// The rest of a real exec's cost, for `--cost kernel` (None: the
+    /// model's own cost).
+    pub kernel: Option<Arc<KernelCost>>,
+}
+
+/// What each iteration adds under `--cost kernel`: the rest of a real
+/// exec's CPU time, spun, and its other shared lines, written (see the
+/// module docs).
+pub struct KernelCost {
+    /// The real exec's CPU time, ns (calibrated).
+    pub exec_ns: f64,
+    /// The model's own iteration without a reverse map, ns (measured at
+    /// start-up on one thread).
+    pub model_ns: f64,
+    /// Spun per iteration: `exec_ns - model_ns` (at least 0).
+    pub spin_ns: f64,
+    /// Where each figure came from.
+    pub source: String,
+    lines: Vec<PaddedLine>,
+    /// The lines one iteration writes, in order, in [`SPIN_CHUNKS`] chunks.
+    writes: Vec<u32>,
+}
+
+impl std::fmt::Debug for KernelCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelCost")
+            .field("exec_ns", &self.exec_ns)
+            .field("model_ns", &self.model_ns)
+            .field("spin_ns", &self.spin_ns)
+            .field("lines", &self.lines.len())
+            .field("writes", &self.writes.len())
+            .finish()
+    }
+}
+
+/// One shared line (128 bytes, so that no two share a prefetched pair).
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedLine(std::sync::atomic::AtomicU64);
+
+/// The spin and the writes are split in this many pieces per iteration,
+/// interleaved (faults and unmaps are spread over a real exec).
+const SPIN_CHUNKS: usize = 8;
+
+impl KernelCost {
+    /// Measures what it needs: `exec_ns` from `calibration` (an `aspace
+    /// calibrate` file with `exec_ns`) or, without one, a quick measurement
+    /// of the binary's fork + exec + wait minus fork + exit; the model's own
+    /// cost from a single-threaded run of the `exclude` design; the exec's
+    /// shared lines from one run of the binary under ptrace.
+    pub fn measure(
+        binary: &Path,
+        calibration: Option<&predict::Machine>,
+    ) -> Result<KernelCost, String> {
+        let (exec_ns, exec_source) = match calibration.and_then(|m| m.exec_ns) {
+            Some(ns) => (ns, "the calibration file's exec_ns".to_owned()),
+            None => (
+                crate::calibrate::exec_cost_ns(binary, 100)?,
+                format!(
+                    "measured now: fork+exec+wait minus fork+exit+wait of {}, medians of 5 batches of 100",
+                    binary.display()
+                ),
+            ),
+        };
+        let model_ns = model_exec_ns(binary)?;
+        let share = crate::predict::kernel::measure_exec(binary, &[])?;
+        let mut lines_n = 0u32;
+        let mut writes = Vec::new();
+        for w in crate::predict::kernel::exec_writes(&share) {
+            lines_n = lines_n.max(w + 1);
+            writes.push(w);
+        }
+        Ok(KernelCost {
+            exec_ns,
+            model_ns,
+            spin_ns: (exec_ns - model_ns).max(0.0),
+            source: format!(
+                "real exec {:.0} us ({exec_source}); the model's own {:.1} us (exclude, one thread, median); {} shared-line writes per exec over {} lines ({})",
+                exec_ns / 1e3,
+                model_ns / 1e3,
+                writes.len(),
+                lines_n,
+                share.source
+            ),
+            lines: (0..lines_n).map(|_| PaddedLine::default()).collect(),
+            writes,
+        })
+    }
+
+    /// One iteration's addition: the spin and the writes, interleaved.
+    fn run(&self) {
+        let per = self.writes.len().div_ceil(SPIN_CHUNKS).max(1);
+        let spin = Duration::from_nanos((self.spin_ns / SPIN_CHUNKS as f64) as u64);
+        let mut chunks = self.writes.chunks(per);
+        for _ in 0..SPIN_CHUNKS {
+            let until = Instant::now() + spin;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            if let Some(c) = chunks.next() {
+                for &l in c {
+                    // Relaxed: a stand-in for the kernel's reference
+                    // counts; only the line's movement matters.
+                    self.lines[l as usize].0.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// The model's own execl iteration (exec, faults, exit) without a reverse
+/// map, ns of thread CPU time: the median of 7 batches on one thread.
+fn model_exec_ns(binary: &Path) -> Result<f64, String> {
+    let files = Files::new(Design::Exclude, Topology::detect(), CallPattern::PerVma);
+    let prog = files
+        .program(binary)
+        .map_err(|e| format!("cannot exec {}: {e}", binary.display()))?;
+    let mm = Mm::new(files.clone());
+    mm.exec_program(&prog);
+    let faults = fault_plan(&mm);
+    let one = || {
+        mm.exec_program(&prog);
+        for &(addr, access) in &faults {
+            let _ = std::hint::black_box(mm.page_fault(addr, access));
+        }
+    };
+    for _ in 0..50 {
+        one();
+    }
+    let mut v: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = thread_cpu_ns();
+            for _ in 0..100 {
+                one();
+            }
+            (thread_cpu_ns() - t) / 100.0
+        })
+        .collect();
+    mm.exit();
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime writes one through the
+    // valid pointer.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
 }
 
 /// Resolves `binary` once to check it before a sweep: a clear error for a missing,
@@ -152,7 +314,8 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         let workers: Vec<_> = (0..p.threads)
             .map(|_| {
                 let (files, prog, stop, faults) = (&files, &prog, &stop, &faults);
-                s.spawn(move || worker(p.workload, files, prog, stop, faults))
+                let kernel = p.kernel.as_deref();
+                s.spawn(move || worker(p.workload, files, prog, stop, faults, kernel))
             })
             .collect();
         let walker = (p.walk_rate > 0.0).then(|| {
@@ -315,6 +478,7 @@ fn worker(
     prog: &Arc<Program>,
     stop: &AtomicBool,
     faults: &[(u64, Access)],
+    kernel: Option<&KernelCost>,
 ) -> (u64, RmapCalls) {
     let mut ops = 0u64;
     let mut calls = RmapCalls::default();
@@ -333,6 +497,9 @@ fn worker(
             loop {
                 mm.exec_program(prog);
                 fault_all(&mm);
+                if let Some(k) = kernel {
+                    k.run();
+                }
                 mm.exit();
                 ops += 1;
                 // Relaxed: a stop flag; no data is published through it.
@@ -350,6 +517,9 @@ fn worker(
                 let child = parent.fork();
                 child.exec_program(prog);
                 fault_all(&child);
+                if let Some(k) = kernel {
+                    k.run();
+                }
                 child.exit();
                 calls.add(&child.calls());
                 ops += 1;

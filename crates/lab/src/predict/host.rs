@@ -76,19 +76,18 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
     let mut points = Vec::new();
     if !threads.is_empty() {
         for w in &b.workloads {
-            let plan = Plan {
-                machine: host.clone(),
-                host: host.clone(),
-                shell: w == "shell",
-                binary: b.binary.to_path_buf(),
-                resident: b.resident,
-                model_cost: true,
-                seconds: 1.0,
-                // The bench predicts this host, where a design adapts or not
-                // as it does in the bench itself: a short warm-up.
-                warmup: Duration::from_millis(300),
-                own_binary: false,
-            };
+            let mut plan = Plan::new(
+                host.clone(),
+                host.clone(),
+                w == "shell",
+                b.binary.to_path_buf(),
+                b.resident,
+                true,
+                1.0,
+            );
+            // The bench predicts this host, where a design adapts or not
+            // as it does in the bench itself: a short warm-up.
+            plan.warmup = Duration::from_millis(300);
             // A bound (`exclude`) takes no reverse-map lock: there is nothing to
             // record or simulate, so it has no predicted curve.
             let designs: Vec<Design> = b

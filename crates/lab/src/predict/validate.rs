@@ -54,17 +54,15 @@ impl Point {
     fn new(name: &str, host: &Machine, a: &PredictArgs, shell: bool) -> Point {
         let machine = Machine::by_name(name).expect("built-in machine");
         Point {
-            plan: Plan {
-                machine: machine.clone(),
-                host: host.clone(),
+            plan: Plan::new(
+                machine.clone(),
+                host.clone(),
                 shell,
-                binary: a.binary.clone(),
-                resident: a.resident,
-                model_cost: false,
-                seconds: a.seconds,
-                warmup: crate::predict::WARMUP,
-                own_binary: false,
-            },
+                a.binary.clone(),
+                a.resident,
+                false,
+                a.seconds,
+            ),
             machine,
         }
     }
@@ -333,17 +331,15 @@ pub fn checks(
         let meas = measured(file)?;
         let mut hm = host.clone();
         hm.name = "host".into();
-        let plan = Plan {
-            machine: hm.clone(),
-            host: host.clone(),
-            shell: false,
-            binary: a.binary.clone(),
-            resident: a.resident,
-            model_cost: true,
-            seconds: secs,
-            warmup: crate::predict::WARMUP,
-            own_binary: false,
-        };
+        let plan = Plan::new(
+            hm.clone(),
+            host.clone(),
+            false,
+            a.binary.clone(),
+            a.resident,
+            true,
+            secs,
+        );
         let designs = Design::ALL;
         let profiles = interleaved_profiles(&plan, &designs, per_vma, HOST_ROUNDS)?;
         let threads: Vec<u32> = [1u32, 2].into_iter().filter(|&t| t <= hm.cpus()).collect();
@@ -528,17 +524,8 @@ mod tests {
         let m = Machine::by_name("hygon-384").unwrap();
         let mut host = crate::predict::host_without_calibration();
         host.exec_ns = Some(700_000.0);
-        let plan = Plan {
-            machine: m.clone(),
-            host,
-            shell: false,
-            binary: "/bin/true".into(),
-            resident: 1200,
-            model_cost: false,
-            seconds: 0.2,
-            warmup: std::time::Duration::from_millis(300),
-            own_binary: false,
-        };
+        let mut plan = Plan::new(m.clone(), host, false, "/bin/true".into(), 1200, false, 0.2);
+        plan.warmup = std::time::Duration::from_millis(300);
         let profiles: Vec<Profile> = [Design::Linux, Design::NumaSplit, Design::NumaLocks]
             .iter()
             .map(|&d| plan.profile(d, CallPattern::PerVma).unwrap())
