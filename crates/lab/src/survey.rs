@@ -138,11 +138,16 @@ pub struct Plan {
     pub estimates: Vec<(String, f64)>,
 }
 
-/// 1, 2, 4, ... below `max`, then `max`.
+/// 1, 2, 4, ... below `max`, then `max`; where `max` is itself a power of
+/// two of 16 or more, also three quarters of it (12 of 16, 96 of 128): a
+/// point between the last two, near the top where the curves bend.
 pub fn counts(max: usize) -> Vec<usize> {
     let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
         .take_while(|&n| n < max)
         .collect();
+    if max >= 16 && max.is_power_of_two() {
+        v.push(max / 4 * 3);
+    }
     v.push(max.max(1));
     v
 }
@@ -756,8 +761,8 @@ impl Survey {
         let calib = self.out.join("calib.json").display().to_string();
         let mut extra = vec!["--cost", "kernel"];
         // Where the bench takes a host calibration, the one just measured.
-        if help.contains("--host ") && self.out.join("calib.json").is_file() {
-            extra.extend(["--host", &calib]);
+        if help.contains("--predict-host") && self.out.join("calib.json").is_file() {
+            extra.extend(["--predict-host", &calib]);
         }
         self.bench("bench-kernel", &extra, deadline)
     }
@@ -889,7 +894,8 @@ mod tests {
     fn counts_are_powers_of_two_and_the_top() {
         assert_eq!(counts(1), [1]);
         assert_eq!(counts(2), [1, 2]);
-        assert_eq!(counts(16), [1, 2, 4, 8, 16]);
+        assert_eq!(counts(4), [1, 2, 4]);
+        assert_eq!(counts(16), [1, 2, 4, 8, 12, 16]);
         assert_eq!(counts(12), [1, 2, 4, 8, 12]);
         assert_eq!(counts(384), [1, 2, 4, 8, 16, 32, 64, 128, 256, 384]);
     }
