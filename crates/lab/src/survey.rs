@@ -770,12 +770,33 @@ impl Survey {
     fn calibrate(&self, deadline: Duration) -> Result<String, Outcome> {
         let out = self.out.join("calib.json").display().to_string();
         let scale = fmt_s(self.plan.calibrate_scale);
-        run_logged(
-            self.aspace(&["calibrate", "--scale", &scale, "--out", &out]),
+        let args = ["calibrate", "--scale", &scale, "--out", &out];
+        match run_logged(
+            self.aspace(&args),
             &self.out.join("calibrate.log"),
             deadline,
-        )?;
-        Ok("calib.json".into())
+        ) {
+            Ok(_) => Ok("calib.json".into()),
+            // A survey is often the one chance on a borrowed machine: where
+            // calibrate refuses a busy host, record it anyway, once, with
+            // the load written into the file and the summary saying so,
+            // rather than leave the predictions without a calibration.
+            Err(Outcome::Failed(d)) if d.contains("host is busy") => {
+                let mut busy_ok = args.to_vec();
+                busy_ok.push("--busy-ok");
+                run_logged(
+                    self.aspace(&busy_ok),
+                    &self.out.join("calibrate-busy-ok.log"),
+                    deadline,
+                )?;
+                Ok(
+                    "calib.json, recorded with --busy-ok after calibrate refused a busy \
+                    host (calibrate.log); its figures time a loaded machine"
+                        .into(),
+                )
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn predict(&self, deadline: Duration) -> Result<String, Outcome> {
