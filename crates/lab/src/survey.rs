@@ -383,11 +383,18 @@ pub fn run(a: SurveyArgs) -> Result<(), String> {
         .clone()
         .or_else(|| beside_exe("execl.c"))
         .unwrap_or_else(|| PathBuf::from("scripts/survey/execl.c"));
-    let maple = a.maple_bench.clone().or_else(|| beside_exe("maple-bench"));
+    // The maple part runs its bench from inside the output folder, so every
+    // path it is given must not depend on the current directory.
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let maple = a
+        .maple_bench
+        .as_deref()
+        .map(absolute)
+        .or_else(|| beside_exe("maple-bench"));
     std::fs::write(a.out.join("plan.txt"), &text)
         .map_err(|e| format!("cannot write {}: {e}", a.out.join("plan.txt").display()))?;
     let mut s = Survey {
-        out: a.out.clone(),
+        out: absolute(&a.out),
         plan,
         budget,
         start: Instant::now(),
