@@ -981,8 +981,15 @@ fn a_copy_owns_its_nodes_through_every_write() {
                     model.insert(i * 10 + 3, i * 10 + 4);
                 }
                 _ => {
-                    copy.erase(i * 10);
-                    model.remove(&(i * 10));
+                    // The whole entry containing the index goes.
+                    let k = i * 10;
+                    let hit = model.range(..=k).next_back().filter(|(_, &e)| e >= k);
+                    let want = hit.map(|(&s, &e)| s..=e);
+                    let gone = copy.erase(k).map(|e| e.range());
+                    assert_eq!(gone, want);
+                    if let Some(r) = gone {
+                        model.remove(r.start());
+                    }
                 }
             }
         }
@@ -1017,6 +1024,9 @@ fn a_copy_owns_its_nodes_through_every_write() {
             .collect();
         for s in inside {
             let e = model.remove(&s).unwrap();
+            if s < a {
+                model.insert(s, a - 1);
+            }
             if e > b {
                 model.insert(b + 1, e);
             }
