@@ -74,7 +74,7 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     );
     assert_eq!(
         build.contains("for AVX2 (maple: vector pivot search)"),
-        maple::VECTOR_PIVOT_SEARCH,
+        aspace_maple::VECTOR_PIVOT_SEARCH,
         "{build}"
     );
     let cores = v["machine"]["cores"].as_u64().unwrap() as usize;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 
 mod common;
 use common::Rng;
@@ -325,7 +325,7 @@ fn a_panicking_clone_in_a_split_changes_nothing() {
         if LIVE.load(Ordering::Relaxed) == 0 {
             return;
         }
-        maple::flush_retired();
+        aspace_maple::flush_retired();
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     panic!("{} values leaked", LIVE.load(Ordering::Relaxed));

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use maple::{Inline, MapleTree, XValue};
+use aspace_maple::{Inline, MapleTree, XValue};
 
 // ---------------------------------------------------------------------------
 // Allocation counting (this thread only, so parallel tests do not interfere)
@@ -141,7 +141,7 @@ fn settle(done: impl Fn() -> bool) {
         if done() {
             return;
         }
-        maple::flush_retired();
+        aspace_maple::flush_retired();
         if round > 2 {
             std::thread::sleep(Duration::from_millis(1));
         }

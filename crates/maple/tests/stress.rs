@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use maple::{MapleError, MapleTree};
+use aspace_maple::{MapleError, MapleTree};
 
 mod common;
 use common::Rng;
