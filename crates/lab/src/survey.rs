@@ -378,6 +378,8 @@ pub fn run(a: SurveyArgs) -> Result<(), String> {
         return Ok(());
     }
     input::check_output_dir(&a.out, "--out")?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("--out: cannot create {}: {e}", a.out.display()))?;
     let src = a
         .execl_src
         .clone()
@@ -771,7 +773,9 @@ impl Survey {
         let out = self.out.join("calib.json").display().to_string();
         let scale = fmt_s(self.plan.calibrate_scale);
         run_logged(
-            self.aspace(&["calibrate", "--scale", &scale, "--out", &out]),
+            // --busy-ok: a survey records the host as it is (calib.json then
+            // says how busy it was) rather than losing the predictions.
+            self.aspace(&["calibrate", "--scale", &scale, "--busy-ok", "--out", &out]),
             &self.out.join("calibrate.log"),
             deadline,
         )?;
