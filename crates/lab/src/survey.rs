@@ -378,6 +378,8 @@ pub fn run(a: SurveyArgs) -> Result<(), String> {
         return Ok(());
     }
     input::check_output_dir(&a.out, "--out")?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("--out: cannot create {}: {e}", a.out.display()))?;
     let src = a
         .execl_src
         .clone()

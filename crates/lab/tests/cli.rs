@@ -489,7 +489,7 @@ fn a_short_survey_writes_its_folder_and_summary() {
         // Kernel dynamic and bench linux measured; no prediction ran.
         assert_ne!(cells[2], "-", "{row}");
         assert_ne!(cells[5], "-", "{row}");
-        assert_eq!(cells[8], "-", "{row}");
+        assert_eq!(cells[9], "-", "{row}");
     }
     let tsv = std::fs::read_to_string(out.join("summary.tsv")).unwrap();
     assert_eq!(tsv.lines().count(), 3, "{tsv}");

@@ -155,6 +155,7 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
         "bench linux (model cost)",
         "bench aspace (model cost)",
         "bench linux (--cost kernel)",
+        "bench (--cost kernel) / kernel dynamic",
         "PREDICTED linux, kernel cost",
         "predicted / kernel dynamic",
         "PREDICTED linux, model cost",
@@ -183,6 +184,7 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
             shown(bl),
             shown(ba),
             shown(bkl),
+            ratio(med(bkl), med(kd)),
             ppk.map_or("-".into(), rate),
             ratio(ppk, med(kd)),
             ppm.map_or("-".into(), rate),
@@ -207,7 +209,9 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
         "\nKernel columns: `execl.c` (scripts/survey/execl.c), every copy re-execing itself for {} s, \
          median [min-max] of {} round(s) (execl.tsv); `x 1 copy` is the dynamic median over one \
          copy's. Bench columns: `aspace bench` on the address-space model, per-vma calls, median \
-         [min-max] of its samples (bench/, bench-kernel/). PREDICTED columns: `aspace predict \
+         [min-max] of its samples (bench/, bench-kernel/); `--cost kernel` adds a real exec's \
+         other work and shared lines to each model exec, so its `linux` should follow the kernel's \
+         dynamic curve (the ratio beside it). PREDICTED columns: `aspace predict \
          --machine calib.json --host calib.json` (predict-kernel/, and --model-cost in \
          predict-model/): simulated, not measured; the ratio columns are the check of the \
          predictions against this machine's measurements. \"-\": the part did not run or wrote \
