@@ -134,7 +134,8 @@ done
 
 if ((selftests)); then
 	for d in "${dlist[@]}"; do
-		boot_one "$d" selftests "$cpus" "$kernel"
+		boot_one "$d" selftests "$cpus" "$kernel" \
+			aspace.timeout="${ASPACE_SELFTEST_TIMEOUT:-180}"
 		res=$logs/selftests-$d-c$cpus.results
 		grep -a '^SELFTEST ' "$log" | tr -d '\r' | awk '{print $2, $3}' >"$res"
 		pass=$(awk '$2 == 0' "$res" | wc -l)
@@ -211,6 +212,11 @@ if ((lockstat)); then
 	row "  hold total (us)" ls-hold
 	row "  kernel log" log-lockstat
 fi
+# the same cells, one per line, for scripts (mutant.sh)
+for k in "${!cell[@]}"; do
+	printf '%s\t%s\t%s\n' "${k%,*}" "${k##*,}" "${cell[$k]}"
+done | sort >"$logs/last-results.tsv"
+
 if ((${#notes[@]})); then
 	echo
 	printf '%s\n' "${notes[@]}"

@@ -75,6 +75,8 @@ tests)
 	;;
 selftests)
 	cd /selftests/mm || exit 1
+	# what run_vmtests.sh sets up for the hugetlb programs
+	echo 32 >/proc/sys/vm/nr_hugepages
 	for p in ${only:-$(cat list)}; do
 		echo "SELFTEST-BEGIN $p"
 		timeout "$timeout" "./$p" </dev/null >/tmp/selftest.out 2>&1
@@ -84,7 +86,7 @@ selftests)
 	done
 	;;
 lockstat)
-	runtest lockstat /tests/lockstat
+	runtest lockstat /tests/lockstat /tests/execself
 	;;
 shell)
 	setsid cttyhack sh
