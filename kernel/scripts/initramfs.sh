@@ -34,6 +34,7 @@ sed "s|@LIBS@|$(echo $libs)|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
 if [ -d "$ASPACE_KCACHE/selftests-mm" ]; then
 	mkdir -p "$root/selftests"
 	cp -a "$ASPACE_KCACHE/selftests-mm" "$root/selftests/mm"
+	cp "$KDIR/tests/selftests-mm.list" "$root/selftests/mm/"
 fi
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
