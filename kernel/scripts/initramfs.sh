@@ -29,7 +29,7 @@ for lib in $libs; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
-sed "s|@LIBS@|$(echo $libs)|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
+sed "s|@LIBS@|$(echo "$libs" | tr "\n" " " | sed "s/ $//")|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
 
 if [ -d "$ASPACE_KCACHE/selftests-mm" ]; then
 	mkdir -p "$root/selftests"

@@ -21,7 +21,7 @@
 # Logs: $ASPACE_KCACHE/logs/TREE/.
 . "$(dirname "$0")/lib.sh"
 
-cpus=2 designs= only= selftests=0 lockstat=0 record=0
+cpus=2 designs='' only='' selftests=0 lockstat=0 record=0
 while getopts c:d:o:sLR o; do
 	case $o in
 	c) cpus=$OPTARG ;;

@@ -12,16 +12,14 @@ tname=${1:?usage: vma.sh TREE}
 tree=$KTREES/$tname
 [ -d "$tree/tools/testing/vma" ] || die "no tree $tree: run apply.sh $tname"
 fix=$KDIR/tests/fixes/vma-close-stub.patch
-applied=0
 if grep -q 'vma_close' "$tree/tools/testing/vma/vma_internal.h"; then
 	:
 elif git -C "$tree" apply --check "$fix" 2>/dev/null; then
 	git -C "$tree" apply "$fix"
-	applied=1
+	trap 'git -C "$tree" apply -R "$fix"' EXIT
 else
 	die "$(basename "$fix") does not apply to $tname"
 fi
-trap '((applied)) && git -C "$tree" apply -R "$fix"' EXIT
 rc=0
 nice -n "${ASPACE_NICE:-5}" make -s -C "$tree/tools/testing/vma" -j"$(jobs)" \
 	>"$tree/tools/testing/vma/build.log" 2>&1 || rc=$?
