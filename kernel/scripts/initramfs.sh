@@ -29,11 +29,12 @@ for lib in $libs; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
-sed "s|@LIBS@|$(echo $libs)|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
+sed "s|@LIBS@|$(echo "$libs" | tr "\n" " " | sed "s/ $//")|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
 
 if [ -d "$ASPACE_KCACHE/selftests-mm" ]; then
 	mkdir -p "$root/selftests"
 	cp -a "$ASPACE_KCACHE/selftests-mm" "$root/selftests/mm"
+	cp "$KDIR/tests/selftests-mm.list" "$root/selftests/mm/"
 fi
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |

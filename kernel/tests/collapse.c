@@ -110,29 +110,49 @@ static int collapser(const char *path)
 	return 1;
 }
 
+static int reader_task(void *p)
+{
+	struct task *t = p;
+
+	return reader(t->path, t->node, t->g);
+}
+
+static int collapser_task(void *p)
+{
+	struct task *t = p;
+
+	return collapser(t->path);
+}
+
 int main(int argc, char **argv)
 {
 	int nodes = nr_nodes(), n = nodes * PER_NODE, k;
-	struct gate *g = gate_new();
+	struct gate *g;
 	char path[256];
 	pid_t pids[64], p;
 
 	test_start("collapse");
+	spawn_init(argv);
+	g = gate_new();
 	if (argc != 2)
 		die("usage: collapse DIR");
 	snprintf(path, sizeof(path), "%s/collapse.dat", argv[1]);
 	close(make_file(path, SIZE, 0, 1)); /* no writer left: read-only THP */
 	for (k = 0; k < n; k++) {
-		pids[k] = fork_on_node(k % nodes);
-		if (!pids[k])
-			_exit(reader(path, k % nodes, g));
+		struct task t = { .node = k % nodes, .g = g };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[k] = spawn_task(k % nodes, k / nodes, reader_task, &t);
 	}
 	if (!gate_collect(g, n))
 		die("a reader died before the collapse");
 	gate_open(g);
-	p = fork_on_node(n % nodes);
-	if (!p)
-		_exit(collapser(path));
+	{
+		struct task t = { .node = n % nodes };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		p = spawn_task(n % nodes, n / nodes, collapser_task, &t);
+	}
 	reap(p, "collapser");
 	if (!gate_collect(g, n))
 		fail("a reader died");

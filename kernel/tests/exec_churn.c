@@ -27,9 +27,15 @@ struct shared {
 };
 
 struct lib {
-	const char *path;
+	char path[200];
 	char *map;
 	size_t pages;
+};
+
+struct walker_arg {
+	struct lib libs[MAX_LIBS];
+	int nlibs, from;
+	struct shared *sh;
 };
 
 static void map_lib(struct lib *l)
@@ -81,10 +87,15 @@ static long move_lib(struct lib *l, int node, int report)
 	return off;
 }
 
-static void walker(struct lib *libs, int nlibs, struct shared *sh)
+static int walker(void *p)
 {
-	int round, i;
+	struct walker_arg *a = p;
+	struct lib *libs = a->libs;
+	struct shared *sh = a->sh;
+	int round, i, nlibs = a->nlibs;
 
+	for (i = 0; i < nlibs; i++)
+		map_lib(&libs[i]);
 	for (round = 0; !__atomic_load_n(&sh->stop, __ATOMIC_SEQ_CST); round++)
 		for (i = 0; i < nlibs; i++) {
 			if (move_lib(&libs[i], round % nr_nodes(), 0))
@@ -92,12 +103,16 @@ static void walker(struct lib *libs, int nlibs, struct shared *sh)
 			else
 				__atomic_add_fetch(&sh->moves_ok, 1, __ATOMIC_SEQ_CST);
 		}
+	return 0;
 }
 
 /* After the churn: every page moves to each node, from each node. */
-static int final_moves(struct lib *libs, int nlibs, int from)
+static int final_moves(void *p)
 {
-	int nodes = nr_nodes(), bad = 0, i, to, tries;
+	struct walker_arg *a = p;
+	struct lib *libs = a->libs;
+	int nodes = nr_nodes(), bad = 0, i, to, tries, nlibs = a->nlibs;
+	int from = a->from;
 
 	for (i = 0; i < nlibs; i++)
 		map_lib(&libs[i]);
@@ -122,8 +137,8 @@ static int final_moves(struct lib *libs, int nlibs, int from)
 
 int main(int argc, char **argv)
 {
-	struct lib libs[MAX_LIBS];
-	int nlibs = 0, per_cpu = 2, execs = 40, i, n, opt, fd, nodes;
+	struct walker_arg wa = { .nlibs = 0 };
+	int per_cpu = 2, execs = 40, i, n, opt, fd, nodes;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	const char *helper, *slots = "/tmp/exec_churn.slots";
 	pid_t pids[MAX_COPIES], walk;
@@ -132,6 +147,7 @@ int main(int argc, char **argv)
 	char buf[4][32];
 
 	test_start("exec_churn");
+	spawn_init(argv);
 	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
 		if (opt == 'c')
 			per_cpu = atoi(optarg);
@@ -143,8 +159,9 @@ int main(int argc, char **argv)
 	if (optind + 2 > argc)
 		die("usage: exec_churn HELPER LIB... [-c COPIES_PER_CPU] [-n EXECS]");
 	helper = argv[optind++];
-	for (; optind < argc && nlibs < MAX_LIBS; optind++)
-		libs[nlibs++].path = argv[optind];
+	for (; optind < argc && wa.nlibs < MAX_LIBS; optind++)
+		snprintf(wa.libs[wa.nlibs++].path, sizeof(wa.libs[0].path), "%s",
+			 argv[optind]);
 	n = per_cpu * ncpu;
 	if (n > MAX_COPIES)
 		n = MAX_COPIES;
@@ -154,19 +171,17 @@ int main(int argc, char **argv)
 	if (fd < 0 || ftruncate(fd, MAX_COPIES * 8))
 		die("create %s", slots);
 	res = mmap(NULL, MAX_COPIES * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	sh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (res == MAP_FAILED || sh == MAP_FAILED)
+	sh = shared_alloc(sizeof(*sh));
+	wa.sh = sh;
+	if (res == MAP_FAILED)
 		die("mmap");
 
-	walk = fork_on_node(0);
-	if (!walk) {
-		for (i = 0; i < nlibs; i++)
-			map_lib(&libs[i]);
-		walker(libs, nlibs, sh);
-		_exit(0);
-	}
+	walk = spawn_on_node(0, 0, walker, &wa, sizeof(wa));
 	for (i = 0; i < n; i++) {
-		pids[i] = fork_on_node(0);
+		/* each copy's exec creates its mm on its own CPU */
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork");
 		if (!pids[i]) {
 			pin_cpu(i);
 			snprintf(buf[0], sizeof(buf[0]), "%d", execs);
@@ -189,11 +204,8 @@ int main(int argc, char **argv)
 	     n, execs, ncpu, sh->moves_ok, sh->moves_failed);
 
 	for (i = 0; i < nodes; i++) {
-		pid_t p = fork_on_node(i);
-
-		if (!p)
-			_exit(final_moves(libs, nlibs, i));
-		reap(p, "final mover");
+		wa.from = i;
+		reap(spawn_on_node(i, 0, final_moves, &wa, sizeof(wa)), "final mover");
 	}
 	close(fd);
 	unlink(slots);

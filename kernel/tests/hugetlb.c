@@ -84,15 +84,24 @@ static int child(const char *path, int k, int kind, int node, int n,
 	return bad;
 }
 
+static int child_task(void *p)
+{
+	struct task *t = p;
+
+	return child(t->path, t->k, t->kind, t->node, t->n, t->g);
+}
+
 int main(int argc, char **argv)
 {
 	int nodes = nr_nodes(), n = 0, i, k, fd, shared = nodes * PER_NODE;
 	long total0, free_end, rsvd_end, total_end;
 	char path[256], pool[24];
-	struct gate *g = gate_new();
+	struct gate *g;
 	pid_t pids[64];
 
 	test_start("hugetlb");
+	spawn_init(argv);
+	g = gate_new();
 	if (argc != 2)
 		die("usage: hugetlb HUGETLBFS_DIR");
 	total0 = meminfo("HugePages_Total");
@@ -110,10 +119,11 @@ int main(int argc, char **argv)
 	for (k = 0; k < shared + nodes; k++) {
 		int kind = k < shared ? SHARED : PRIVATE_COW;
 
-		pids[n] = fork_on_node(k % nodes);
-		if (!pids[n])
-			_exit(child(path, k, kind, k % nodes, shared, g));
-		n++;
+		struct task t = { .k = k, .kind = kind, .node = k % nodes,
+				  .n = shared, .g = g };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[n++] = spawn_task(k % nodes, k / nodes, child_task, &t);
 	}
 	for (i = 0; i < 3; i++) {
 		if (!gate_collect(g, n)) {

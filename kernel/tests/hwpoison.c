@@ -122,6 +122,20 @@ static int poisoner(const char *path, int lost)
 	return 0;
 }
 
+static int reader_task(void *p)
+{
+	struct task *t = p;
+
+	return reader(t->path, t->k, t->n, t->node, t->flag, t->g);
+}
+
+static int poisoner_task(void *p)
+{
+	struct task *t = p;
+
+	return poisoner(t->path, t->flag);
+}
+
 static void run_dir(const char *dir)
 {
 	int nodes = nr_nodes(), n = nodes * PER_NODE, k, fd;
@@ -138,16 +152,21 @@ static void run_dir(const char *dir)
 	snprintf(path, sizeof(path), "%s/hwpoison.dat", dir);
 	close(make_file(path, NPAGES * PAGE, 0, 1));
 	for (k = 0; k < n; k++) {
-		pids[k] = fork_on_node(k % nodes);
-		if (!pids[k])
-			_exit(reader(path, k, n, k % nodes, lost, g));
+		struct task t = { .k = k, .n = n, .node = k % nodes, .flag = lost,
+				  .g = g };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[k] = spawn_task(k % nodes, k / nodes, reader_task, &t);
 	}
 	if (!gate_collect(g, n))
 		die("a reader died before the poison");
 	gate_open(g);
-	p = fork_on_node(n % nodes);
-	if (!p)
-		_exit(poisoner(path, lost));
+	{
+		struct task t = { .flag = lost };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		p = spawn_task(n % nodes, n / nodes, poisoner_task, &t);
+	}
 	reap(p, "poisoner");
 	for (k = 0; k < (lost ? 1 : 2); k++) {
 		if (!gate_collect(g, n)) {
@@ -180,6 +199,7 @@ int main(int argc, char **argv)
 	int i;
 
 	test_start("hwpoison");
+	spawn_init(argv);
 	if (argc < 2)
 		die("usage: hwpoison DIR...");
 	for (i = 1; i < argc; i++)

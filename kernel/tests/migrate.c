@@ -131,24 +131,29 @@ static int move_all(char *map, int node, int use_mbind, const char *what)
 	return 1;
 }
 
+static int child_task(void *p)
+{
+	struct task *t = p;
+
+	return child(t->path, t->node, t->g, t->sh, t->count);
+}
+
 static void run_dir(const char *dir)
 {
 	int nodes = nr_nodes(), n = nodes * PER_NODE, steps = 2 * nodes * 2;
-	struct shared *sh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct shared *sh = shared_alloc(sizeof(*sh));
 	struct gate *g = gate_new();
 	char path[256], what[300], *map;
 	pid_t pids[64];
 	int k, s;
 
-	if (sh == MAP_FAILED)
-		die("mmap");
 	snprintf(path, sizeof(path), "%s/migrate.dat", dir);
 	close(make_file(path, NPAGES * PAGE, 0, 1));
 	for (k = 0; k < n; k++) {
-		pids[k] = fork_on_node(k % nodes);
-		if (!pids[k])
-			_exit(child(path, k % nodes, g, sh, steps));
+		struct task t = { .node = k % nodes, .g = g, .sh = sh, .count = steps };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[k] = spawn_task(k % nodes, k / nodes, child_task, &t);
 	}
 	map = map_file(path);
 	if (!gate_collect(g, n))
@@ -182,6 +187,7 @@ int main(int argc, char **argv)
 	int i;
 
 	test_start("migrate");
+	spawn_init(argv);
 	if (nr_nodes() < 2)
 		test_skip("one NUMA node: nowhere to migrate to");
 	for (i = 1; i < argc; i++)

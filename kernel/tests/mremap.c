@@ -134,22 +134,32 @@ static int child(const char *path, int node, struct gate *g)
 	return bad;
 }
 
+static int child_task(void *p)
+{
+	struct task *t = p;
+
+	return child(t->path, t->node, t->g);
+}
+
 int main(int argc, char **argv)
 {
 	int nodes = nr_nodes(), n = nodes * PER_NODE, k, i, fd;
-	struct gate *g = gate_new();
+	struct gate *g;
 	char path[256];
 	pid_t pids[64];
 
 	test_start("mremap");
+	spawn_init(argv);
+	g = gate_new();
 	if (argc != 2)
 		die("usage: mremap DIR");
 	snprintf(path, sizeof(path), "%s/mremap.dat", argv[1]);
 	fd = make_file(path, NPAGES * PAGE, 0, 0);
 	for (k = 0; k < n; k++) {
-		pids[k] = fork_on_node(k % nodes);
-		if (!pids[k])
-			_exit(child(path, k % nodes, g));
+		struct task t = { .node = k % nodes, .g = g };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[k] = spawn_task(k % nodes, k / nodes, child_task, &t);
 	}
 	for (i = 0; i < 3; i++) {
 		if (!gate_collect(g, n)) {

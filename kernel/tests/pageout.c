@@ -93,7 +93,6 @@ static int child(const char *path, int k, int node, int npages, struct gate *g)
 	volatile char sink;
 	size_t i;
 
-	pin_node_cpu(node, k / nr_nodes());
 	fd = open(path, O_RDWR);
 	if (fd < 0)
 		die("open");
@@ -135,6 +134,13 @@ static int child(const char *path, int k, int node, int npages, struct gate *g)
 	return bad;
 }
 
+static int child_task(void *p)
+{
+	struct task *t = p;
+
+	return child(t->path, t->k, t->node, t->count, t->g);
+}
+
 static void run_dir(const char *dir)
 {
 	int nodes = nr_nodes(), n = nodes * PER_NODE, k, fd;
@@ -147,9 +153,10 @@ static void run_dir(const char *dir)
 	fd = make_file(path, npages * PAGE, 0, 1);
 	close(fd);
 	for (k = 0; k < n; k++) {
-		pids[k] = fork_on_node(k % nodes);
-		if (!pids[k])
-			_exit(child(path, k, k % nodes, npages, g));
+		struct task t = { .k = k, .node = k % nodes, .count = npages, .g = g };
+
+		snprintf(t.path, sizeof(t.path), "%s", path);
+		pids[k] = spawn_task(k % nodes, k / nodes, child_task, &t);
 	}
 	if (gate_collect(g, n))
 		gate_open(g);
@@ -166,6 +173,7 @@ int main(int argc, char **argv)
 	int i, ran = 0;
 
 	test_start("pageout");
+	spawn_init(argv);
 	for (i = 1; i < argc; i++) {
 		struct statfs sfs;
 

@@ -35,7 +35,7 @@ static void start(struct target *t, const char *helper, int calls, int node,
 	/* close-on-exec: the other targets must not hold this one's pipes */
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
 		die("pipe");
-	t->pid = fork_on_node(node);
+	t->pid = fork_pinned(node); /* the helper's exec creates its mm there */
 	if (!t->pid) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
