@@ -489,11 +489,37 @@ pub fn markdown(checks: &[Check], notes: &[String], host: &Machine, a: &PredictA
     s
 }
 
+/// Today's date, UTC, as `YYYY-MM-DD`.
+fn utc_date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_date((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The proleptic Gregorian date of `days` since 1970-01-01: days are
+/// counted in 400-year eras of 146,097 days from 0000-03-01, so that the
+/// leap day ends each year of the era's arithmetic.
+fn civil_date(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// `aspace predict --validate`.
 pub fn run(a: &PredictArgs) -> Result<(), String> {
     recorder::check(&a.binary)?;
+    let busy = super::busy_gate(a.busy_ok)?;
     let host = super::host_arg(a.host.as_deref(), &a.binary)?;
-    let mut notes = Vec::new();
+    let mut notes = super::caveats(busy, &[]);
     let checks = checks(a, &host, &mut notes)?;
     let md = markdown(&checks, &notes, &host, a);
     print!("{md}");
@@ -505,7 +531,13 @@ pub fn run(a: &PredictArgs) -> Result<(), String> {
         .json
         .clone()
         .unwrap_or_else(|| a.out.join("validation.json"));
-    let text = serde_json::to_string_pretty(&checks).map_err(|e| e.to_string())?;
+    let stored = crate::predicted::StoredValidation {
+        date: utc_date(),
+        commit: env!("ASPACE_BUILD_COMMIT").to_owned(),
+        host: host.description.clone(),
+        checks,
+    };
+    let text = serde_json::to_string_pretty(&stored).map_err(|e| e.to_string())?;
     std::fs::write(&j, text + "\n").map_err(|e| format!("cannot write {}: {e}", j.display()))?;
     println!("\nWrote {} and {}.", p.display(), j.display());
     Ok(())
@@ -519,6 +551,15 @@ mod tests {
     /// The published orderings hold in the predictions (directions only,
     /// not the figures): on the 384-CPU 12-node machine, splitting the tree
     /// per node beats one tree, and a lock per node beats both.
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(59), (1970, 3, 1));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(20_784), (2026, 11, 27));
+        assert_eq!(utc_date().len(), 10);
+    }
+
     #[test]
     fn published_orderings_hold() {
         let m = Machine::by_name("hygon-384").unwrap();
