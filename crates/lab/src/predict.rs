@@ -491,7 +491,8 @@ pub fn table(o: &PredictOutput) -> String {
         s,
         "x linux: the design's predicted execs/s over linux's at the same CPU count; \
          \">= r, at bound\": the design reaches {:.0}% or more of its no-reverse-map bound there, \
-         so the rest of what an exec shares limits it: at least r, not a point. \
+         and the bound itself stays below linear scaling, so the rest of what an exec shares \
+         limits it: at least r, not a point. \
          bound x linux: AT MOST, the no-reverse-map bound over linux (no design can pass it).",
         100.0 * AT_BOUND
     );
@@ -765,7 +766,14 @@ pub(crate) fn point_cells(linux: Option<&Curve>, c: &Curve, p: &Prediction, seco
         .filter(|q| q.per_s > 0.0)
         .map(|q| q.per_s);
     let bound = c.bound_at(p.cpus);
-    let at_bound = bound.is_some_and(|b| b > 0.0 && p.per_s >= AT_BOUND * b);
+    // At its bound, and the bound itself held below linear scaling by the
+    // rest of what the iteration shares (one CPU alone is limited by its
+    // own work, not by sharing).
+    let sublinear = match (c.bound_at(1), bound) {
+        (Some(one), Some(b)) => b < AT_BOUND * one * f64::from(p.cpus),
+        _ => p.cpus > 1,
+    };
+    let at_bound = sublinear && bound.is_some_and(|b| b > 0.0 && p.per_s >= AT_BOUND * b);
     let ratio = match lin {
         None => "-".into(),
         Some(l) if at_bound && c.design != "linux" => format!(">= {:.2}, at bound", p.per_s / l),

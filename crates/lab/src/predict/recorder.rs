@@ -711,7 +711,9 @@ fn steps_of(
 /// per VMA it unlinks (the exit path before 2024's batching): `k` =
 /// [`Profile::exit_vmas_per_hold`] rounded when the recorder measured it,
 /// else links on that map in the iteration / exit holds on it; each piece
-/// holds `1/k` of the time and writes the same lines. Design-agnostic.
+/// holds `1/k` of the time, reads the lines the batch read and writes
+/// every `k`-th of the lines it wrote (the batch's writes are its
+/// removals' together). Design-agnostic.
 pub fn unbatch_exit(p: &Profile) -> Profile {
     let mut out = p.clone();
     for s in &mut out.slots {
@@ -741,8 +743,18 @@ pub fn unbatch_exit(p: &Profile) -> Profile {
                         if i > 0 {
                             steps.push(Step::Work(0.0));
                         }
+                        // Each piece removes one VMA: it writes its share
+                        // of the nodes the batch wrote, and walks the same
+                        // upper path (every read line).
                         let mut piece = h.clone();
                         piece.hold_ns = h.hold_ns / k as f64;
+                        piece.written = h
+                            .written
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| j % k == i)
+                            .map(|(_, &l)| l)
+                            .collect();
                         steps.push(Step::Hold(piece));
                     }
                 }
@@ -966,6 +978,13 @@ mod tests {
         let mut locks = HashMap::new();
         let mut names = Vec::new();
         let mut evs = vec![ev(1, 0, Site::ExitUnlink, 500)];
+        evs[0].lines = lines(
+            1,
+            &(0..10)
+                .map(|i| (100 + i, true))
+                .chain([(200, false)])
+                .collect::<Vec<_>>(),
+        );
         evs.extend((0..5).map(|_| ev(1, 0, Site::MmapLink, 100)));
         let p = Profile {
             label: "x".into(),
@@ -999,5 +1018,31 @@ mod tests {
             .collect();
         assert_eq!(exits, vec![100.0; 5]);
         assert_eq!(p.times().0, q.times().0);
+        // The batch's written lines are shared out, each once; every piece
+        // reads what the batch read.
+        let pieces: Vec<&Hold> = q.slots[0]
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Hold(h) if h.site == Site::ExitUnlink => Some(h),
+                _ => None,
+            })
+            .collect();
+        let batch = p.slots[0]
+            .steps
+            .iter()
+            .find_map(|s| match s {
+                Step::Hold(h) if h.site == Site::ExitUnlink => Some(h),
+                _ => None,
+            })
+            .unwrap();
+        let mut all: Vec<u32> = pieces.iter().flat_map(|h| h.written.clone()).collect();
+        all.sort_unstable();
+        let mut want = batch.written.clone();
+        want.sort_unstable();
+        assert_eq!(all, want);
+        assert!(pieces
+            .iter()
+            .all(|h| h.read == batch.read && h.written.len() == 2));
     }
 }

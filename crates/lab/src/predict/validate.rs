@@ -326,7 +326,35 @@ pub fn checks(
         c.met &= c.predicted > 1.0;
     }
 
-    // 5. This machine, 1 and 2 threads, against a measured bench.
+    // 5. A write-heavy rwsem microbenchmark: writers only, threads pinned
+    // in CPU order, each taking the lock around a one-line critical
+    // section with little work between. Published: it loses about 11x
+    // from 4 to 240 threads (on the benchmark's own machine, which is not
+    // one of ours): the shape is checked, on the 384-CPU machine.
+    let x = rwsem_microbenchmark(secs)?;
+    let at = |n: u32| x.iter().find(|p| p.0 == n).map_or(f64::NAN, |p| p.1);
+    notes.push(format!(
+        "rwsem microbenchmark (hygon-384, writers only, pinned in order): {}",
+        x.iter()
+            .map(|(n, v)| format!("{n} threads {:.2}M/s", v / 1e6))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let falls = at(16) < at(4) && at(64) < at(16) && at(240) < at(64);
+    out.push(ratio_check(
+        "rwsem writers: throughput at 4 / at 240 threads (collapse)",
+        "hygon-384, write-heavy rwsem microbenchmark, pinned",
+        "about 11 (loses 11x from 4 to 240 threads, on its own machine)",
+        None,
+        at(4) / at(240),
+        (3.0, f64::INFINITY),
+        ">= 3, falling at every step 4, 16, 64, 240",
+    ));
+    if let Some(c) = out.last_mut() {
+        c.met &= falls;
+    }
+
+    // 6. This machine, 1 and 2 threads, against a measured bench.
     if let Some(file) = &a.measured {
         let meas = measured(file)?;
         let mut hm = host.clone();
@@ -379,6 +407,57 @@ pub fn checks(
         }
     }
     Ok(out)
+}
+
+/// The rwsem microbenchmark of [`checks`] (section 5): a synthetic
+/// profile, not a recording: every thread takes one rwsem for writing
+/// around a 20 ns critical section that writes one shared line, with 50 ns
+/// of work between, on hygon-384 with threads pinned in CPU order.
+/// Returns (threads, acquisitions per second).
+fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
+    use predict::{CpuProfile, Hold, LineKind, LockDesc, LockKind, SimConfig, Site, Step};
+    let m = Machine::by_name("hygon-384").expect("built-in machine");
+    let p = Profile {
+        label: "rwsem microbenchmark".into(),
+        workload: "lock".into(),
+        call_pattern: "-".into(),
+        locks: vec![LockDesc {
+            name: "rwsem".into(),
+            kind: LockKind::KernelRwsem,
+            line: 0,
+        }],
+        lines: vec![LineKind::LockWord, LineKind::Tree],
+        slots: vec![CpuProfile {
+            cpu: 0,
+            steps: vec![
+                Step::Work(50.0),
+                Step::Hold(Hold {
+                    lock: 0,
+                    write: true,
+                    site: Site::Other,
+                    hold_ns: 20.0,
+                    written: vec![1],
+                    read: vec![],
+                }),
+            ],
+        }],
+        recorded_ghz: m.core_ghz,
+        notes: String::new(),
+        exit_vmas_per_hold: 0.0,
+    };
+    [4u32, 16, 64, 240]
+        .iter()
+        .map(|&n| {
+            let mut cfg = SimConfig::new(n);
+            cfg.duration_ns = (seconds * 2e7).clamp(2e6, 2e8);
+            cfg.warmup_ns = cfg.duration_ns / 10.0;
+            cfg.packed = true;
+            cfg.work_jitter = super::WORK_JITTER;
+            predict::simulate(&m, &p, &cfg)
+                .map(|r| (n, r.per_s))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Rounds of the padding pair (section 2 of [`checks`]): one in each
