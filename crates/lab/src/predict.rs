@@ -23,6 +23,7 @@
 pub mod events;
 pub mod host;
 pub mod kernel;
+pub mod model;
 pub mod recorder;
 pub mod validate;
 
@@ -378,7 +379,9 @@ impl Plan {
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
-        if !self.model_cost {
+        if self.model_cost {
+            p = model::add_model_share(&p, &model::recorded()?);
+        } else {
             let real = self.real_iteration_ns().ok_or(
                 "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
             )?;
@@ -646,11 +649,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let t0 = std::time::Instant::now();
     let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
-    let bound_profiles: Vec<Profile> = profiles
+    // A profile that is all holds has no bound (nothing is left without
+    // them): its curve gets none.
+    let bound_of: Vec<Option<Profile>> = profiles.iter().map(|p| p.without_holds().ok()).collect();
+    let bound_profiles: Vec<Profile> = bound_of.iter().flatten().cloned().collect();
+    let mut simulated = simulate_all(&m, &bound_profiles, &cpus, a.seconds)?.into_iter();
+    let bounds: Vec<Vec<Prediction>> = bound_of
         .iter()
-        .map(|p| p.without_holds().map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    let bounds = simulate_all(&m, &bound_profiles, &cpus, a.seconds)?;
+        .map(|b| match b {
+            Some(_) => simulated.next().unwrap_or_default(),
+            None => Vec::new(),
+        })
+        .collect();
     eprintln!(
         "aspace predict: simulation took {:.1} s wall ({} points and their bounds)",
         t0.elapsed().as_secs_f64(),
