@@ -796,6 +796,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<bool, String> {
 
 fn main() -> ExitCode {
     calibrate::execl_hook();
+    predict::model::trace_hook();
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Bench(a) => bench(a),

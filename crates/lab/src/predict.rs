@@ -23,6 +23,7 @@
 pub mod events;
 pub mod host;
 pub mod kernel;
+pub mod model;
 pub mod recorder;
 pub mod validate;
 
@@ -97,6 +98,10 @@ pub struct PredictArgs {
     /// scaled by clock.
     #[arg(long)]
     pub exec_ns: Option<f64>,
+    /// Record even when other work keeps this host busy (the output then
+    /// says so); without it a busy host is waited for, then refused.
+    #[arg(long)]
+    pub busy_ok: bool,
     /// Also write each recorded profile here as `<design>.profile.json`
     /// (input of `predict`'s `simbench` example, for profiling the simulator).
     #[arg(long)]
@@ -118,7 +123,27 @@ pub struct Curve {
     pub profile_notes: String,
     /// Points, by CPU count.
     pub points: Vec<Prediction>,
+    /// The no-reverse-map bound at each point (the same iteration with
+    /// every reverse-map hold removed, simulated): the most any
+    /// reverse-map design can reach there, execs/s.
+    #[serde(default)]
+    pub bound_per_s: Vec<f64>,
 }
+
+impl Curve {
+    /// The bound at `cpus`, where simulated.
+    pub fn bound_at(&self, cpus: u32) -> Option<f64> {
+        self.points
+            .iter()
+            .position(|p| p.cpus == cpus)
+            .and_then(|i| self.bound_per_s.get(i).copied())
+    }
+}
+
+/// A design whose prediction comes within this share of its no-reverse-map
+/// bound is limited by the rest of what the iteration shares, not by its
+/// reverse map: its figure is reported as "at least".
+pub const AT_BOUND: f64 = 0.9;
 
 /// What `aspace predict` writes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -135,10 +160,25 @@ pub struct PredictOutput {
     pub iteration_ns: f64,
     /// Simulated seconds per point.
     pub seconds: f64,
-    /// Where the validation errors are.
+    /// `kernel` (the real exec's cost and shared lines, rwsems) or `model`
+    /// (the model's own cost, parking_lot locks: what `aspace bench`
+    /// measures).
+    #[serde(default)]
+    pub cost: String,
+    /// What may make these figures differ from another run's: a busy
+    /// recording host, an adaptive design recorded unadapted. Empty when
+    /// nothing is known to.
+    #[serde(default)]
+    pub caveats: Vec<String>,
+    /// Costs the machine description did not measure and the documented
+    /// values used instead.
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    /// Where the stored validation is.
     pub validation: String,
-    /// The validation's comparisons, where the file was found.
-    pub validation_checks: Vec<validate::Check>,
+    /// The stored validation (not this run's), where the file was found.
+    #[serde(default)]
+    pub stored_validation: Option<crate::predicted::StoredValidation>,
     /// The curves.
     pub curves: Vec<Curve>,
 }
@@ -160,8 +200,9 @@ pub const WORK_JITTER: f64 = 0.2;
 /// repository root).
 pub const DEFAULT_VALIDATION: &str = "docs/results/predict/validation.json";
 
-/// The note printed beside every prediction.
-pub const VALIDATION_NOTE: &str = "validation against every published figure: docs/results/predict/validation.md (aspace predict --validate)";
+/// Where the stored validation is described, for notes beside a
+/// prediction.
+pub const VALIDATION_NOTE: &str = "stored validation against every published figure: docs/results/predict/validation.md (aspace predict --validate makes a new one)";
 
 /// Resolves `--machine`: a built-in name or a JSON file.
 pub fn machine_arg(s: &str) -> Result<Machine, String> {
@@ -338,7 +379,9 @@ impl Plan {
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         p.recorded_ghz = self.host.core_ghz;
-        if !self.model_cost {
+        if self.model_cost {
+            p = model::add_model_share(&p, &model::recorded()?);
+        } else {
             let real = self.real_iteration_ns().ok_or(
                 "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
             )?;
@@ -402,74 +445,80 @@ fn rate(x: f64) -> String {
     }
 }
 
-/// The prediction table.
+/// The prediction table: every figure labelled PREDICTED, each design's
+/// ratio to linux beside the bound's (AT MOST), a design at its bound
+/// reported as "at least" (limited by other shared state); the caveats;
+/// and the stored validation labelled as stored.
 pub fn table(o: &PredictOutput) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {:.0} us per iteration on the host\n{}",
-        o.machine.name,
-        o.machine.description,
-        o.workload,
-        o.iteration_ns / 1e3,
-        VALIDATION_NOTE
+        "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {} cost, {:.0} us per iteration on the host",
+        o.machine.name, o.machine.description, o.workload, o.cost, o.iteration_ns / 1e3,
     );
+    for c in &o.caveats {
+        let _ = writeln!(s, "CAVEAT: {c}");
+    }
     let _ = writeln!(
         s,
-        "{:<18} {:>5} {:>10} {:>8} {:>7} {:>7} {:>10}  wait by call site (% of CPU time)",
-        "design", "cpus", "execs/s", "x linux", "spin%", "wait%", "contended",
+        "{:<16} {:>5} {:>10} {:>24} {:>14} {:>6} {:>6} {:>6}  wait by call site (% of CPU time)",
+        "design",
+        "cpus",
+        "execs/s",
+        "x linux (PREDICTED)",
+        "bound x linux",
+        "spin%",
+        "wait%",
+        "cont%",
     );
     let linux = o.curves.iter().find(|c| c.design == "linux");
-    let notes: String = o
-        .curves
-        .iter()
-        .map(|c| {
-            format!(
-                "  {}: {} holds/iteration, {:.0} ns of reverse-map time on the host; {}\n",
-                c.design, c.holds_per_iteration, c.model_rmap_ns, c.profile_notes
-            )
-        })
-        .collect();
     for c in &o.curves {
         for p in &c.points {
-            let (ratio, sites) = point_cells(linux, p, o.seconds);
+            let cells = point_cells(linux, c, p, o.seconds);
             let _ = writeln!(
                 s,
-                "{:<18} {:>5} {:>10} {:>8} {:>6.1}% {:>6.1}% {:>9.1}%  {}",
+                "{:<16} {:>5} {:>10} {:>24} {:>14} {:>5.1}% {:>5.1}% {:>5.1}%  {}",
                 c.design,
                 p.cpus,
                 rate(p.per_s),
-                ratio,
+                cells.ratio,
+                cells.bound,
                 100.0 * p.spin_share,
                 100.0 * p.wait_share,
                 p.contended_pct,
-                sites
+                cells.sites
             );
         }
     }
-    let _ = write!(s, "profiles:\n{notes}");
-    if o.validation_checks.is_empty() {
-        let _ = writeln!(s, "validation: none found (run aspace predict --validate)");
-    } else {
-        let met = o.validation_checks.iter().filter(|c| c.met).count();
+    let _ = writeln!(
+        s,
+        "x linux: the design's predicted execs/s over linux's at the same CPU count; \
+         \">= r, at bound\": the design reaches {:.0}% or more of its no-reverse-map bound there, \
+         and the bound itself stays below linear scaling, so the rest of what an exec shares \
+         limits it: at least r, not a point. \
+         bound x linux: AT MOST, the no-reverse-map bound over linux (no design can pass it).",
+        100.0 * AT_BOUND
+    );
+    let _ = writeln!(s, "profiles:");
+    for c in &o.curves {
         let _ = writeln!(
             s,
-            "validation of these predictions against published figures: {met} of {} targets met",
-            o.validation_checks.len()
+            "  {}: {} holds/iteration, {:.0} ns of reverse-map time on the host; {}",
+            c.design, c.holds_per_iteration, c.model_rmap_ns, c.profile_notes
         );
-        for c in &o.validation_checks {
-            let err = c
-                .error
-                .map_or_else(|| "-".to_owned(), |e| format!("{e:+.1}"));
+    }
+    for a in &o.assumptions {
+        let _ = writeln!(s, "assumed: {a}");
+    }
+    match &o.stored_validation {
+        None => {
             let _ = writeln!(
                 s,
-                "  {} ({}): published {}, predicted {:.3}, error {err}{}",
-                c.what,
-                c.setting,
-                c.published,
-                c.predicted,
-                if c.met { "" } else { "  NOT MET" }
+                "stored validation: none found (aspace predict --validate writes one)"
             );
+        }
+        Some(v) => {
+            let _ = writeln!(s, "{}", v.label(Path::new(&o.validation)));
         }
     }
     s
@@ -557,6 +606,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         return Err(format!("--resident: {} is more than 100000", a.resident));
     }
     recorder::check(&a.binary)?;
+    let busy = busy_gate(a.busy_ok)?;
     let host = if a.model_cost {
         match &a.host {
             Some(p) => Machine::load(p).map_err(|e| e.to_string())?,
@@ -599,23 +649,38 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let t0 = std::time::Instant::now();
     let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
+    // A profile that is all holds has no bound (nothing is left without
+    // them): its curve gets none.
+    let bound_of: Vec<Option<Profile>> = profiles.iter().map(|p| p.without_holds().ok()).collect();
+    let bound_profiles: Vec<Profile> = bound_of.iter().flatten().cloned().collect();
+    let mut simulated = simulate_all(&m, &bound_profiles, &cpus, a.seconds)?.into_iter();
+    let bounds: Vec<Vec<Prediction>> = bound_of
+        .iter()
+        .map(|b| match b {
+            Some(_) => simulated.next().unwrap_or_default(),
+            None => Vec::new(),
+        })
+        .collect();
     eprintln!(
-        "aspace predict: simulation took {:.1} s wall ({} points)",
+        "aspace predict: simulation took {:.1} s wall ({} points and their bounds)",
         t0.elapsed().as_secs_f64(),
         profiles.len() * cpus.len()
     );
     let curves: Vec<Curve> = profiles
         .iter()
         .zip(preds)
-        .map(|(p, points)| Curve {
+        .zip(bounds)
+        .map(|((p, points), bound)| Curve {
             design: p.label.clone(),
             call_pattern: p.call_pattern.clone(),
             holds_per_iteration: p.holds_per_iteration(),
             model_rmap_ns: p.times().0,
             profile_notes: p.notes.clone(),
             points,
+            bound_per_s: bound.iter().map(|b| b.per_s).collect(),
         })
         .collect();
+    let m_for_notes = m.clone();
     let out = PredictOutput {
         kind: "PREDICTION (simulated, not measured)".into(),
         machine: m,
@@ -627,8 +692,11 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             plan.real_iteration_ns().unwrap_or(0.0)
         },
         seconds: a.seconds,
-        validation: VALIDATION_NOTE.into(),
-        validation_checks: host::load_checks(&a.validation),
+        cost: if a.model_cost { "model" } else { "kernel" }.into(),
+        caveats: caveats(busy, &profiles),
+        assumptions: assumptions(&m_for_notes, &profiles),
+        validation: a.validation.display().to_string(),
+        stored_validation: crate::predicted::StoredValidation::load(&a.validation),
         curves,
     };
     print!("{}", table(&out));
@@ -653,6 +721,29 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks that this host is quiet enough to record on: waits up to three
+/// checks 2 s apart while other work takes more than
+/// [`crate::calibrate::BUSY_SHARE`] of its CPU time, then refuses, unless
+/// `busy_ok` (the output then carries a caveat). Returns the share seen.
+pub fn busy_gate(busy_ok: bool) -> Result<Option<f64>, String> {
+    let (share, quiet) = crate::calibrate::wait_for_quiet(if busy_ok { 1 } else { 3 });
+    refuse_busy(share, quiet, busy_ok)?;
+    Ok(share)
+}
+
+/// [`busy_gate`]'s decision: a host that stayed busy is refused unless
+/// `busy_ok`.
+fn refuse_busy(share: Option<f64>, quiet: bool, busy_ok: bool) -> Result<(), String> {
+    if !quiet && !busy_ok {
+        return Err(format!(
+            "this host is busy: other work takes {:.0}% of its CPU time (above {:.0}%), and a recording on a busy host gives other hold and exec times, and may leave an adaptive design unadapted, so the answer would differ from a quiet run's; stop the other work and run again, or pass --busy-ok to record anyway (the output then says so)",
+            100.0 * share.unwrap_or(1.0),
+            100.0 * crate::calibrate::BUSY_SHARE
+        ));
+    }
+    Ok(())
+}
+
 /// The host as the model sees it, without a calibration: the OS's CPU and
 /// node counts and a nominal clock (used with `--model-cost`, where only
 /// ratios between the host's own figures matter).
@@ -666,14 +757,42 @@ pub fn host_without_calibration() -> Machine {
     m
 }
 
-/// A predicted point's cells as the text and HTML tables print them: its ratio
-/// to `linux` at the same CPU count ("-" when linux has no such point), and the
-/// wait by call site ("site share%" for each site that waited, as % of CPU time).
-pub(crate) fn point_cells(linux: Option<&Curve>, p: &Prediction, seconds: f64) -> (String, String) {
-    let ratio = linux
+/// A predicted point's cells, as the text and HTML tables print them.
+pub(crate) struct Cells {
+    /// The ratio to linux at the same CPU count (PREDICTED), ">= r, at
+    /// bound" when the design is at its bound, "-" when linux has no such
+    /// point.
+    pub ratio: String,
+    /// The bound's ratio to linux (AT MOST), "-" when not simulated.
+    pub bound: String,
+    /// The wait by call site ("site share%", % of CPU time).
+    pub sites: String,
+}
+
+/// The cells of design `c`'s point `p` (see [`Cells`]).
+pub(crate) fn point_cells(linux: Option<&Curve>, c: &Curve, p: &Prediction, seconds: f64) -> Cells {
+    let lin = linux
         .and_then(|l| l.points.iter().find(|q| q.cpus == p.cpus))
         .filter(|q| q.per_s > 0.0)
-        .map_or_else(|| "-".into(), |q| format!("{:.2}", p.per_s / q.per_s));
+        .map(|q| q.per_s);
+    let bound = c.bound_at(p.cpus);
+    // At its bound, and the bound itself held below linear scaling by the
+    // rest of what the iteration shares (one CPU alone is limited by its
+    // own work, not by sharing).
+    let sublinear = match (c.bound_at(1), bound) {
+        (Some(one), Some(b)) => b < AT_BOUND * one * f64::from(p.cpus),
+        _ => p.cpus > 1,
+    };
+    let at_bound = sublinear && bound.is_some_and(|b| b > 0.0 && p.per_s >= AT_BOUND * b);
+    let ratio = match lin {
+        None => "-".into(),
+        Some(l) if at_bound && c.design != "linux" => format!(">= {:.2}, at bound", p.per_s / l),
+        Some(l) => format!("{:.2}", p.per_s / l),
+    };
+    let bound = match (lin, bound) {
+        (Some(l), Some(b)) => format!("<= {:.2}", b / l),
+        _ => "-".into(),
+    };
     let total = f64::from(p.cpus) * 1e9 * seconds;
     let sites: Vec<String> = p
         .sites
@@ -687,12 +806,149 @@ pub(crate) fn point_cells(linux: Option<&Curve>, p: &Prediction, seconds: f64) -
             )
         })
         .collect();
-    (ratio, sites.join(", "))
+    Cells {
+        ratio,
+        bound,
+        sites: sites.join(", "),
+    }
+}
+
+/// What may make a run's figures differ from another's, from the
+/// recording host's busy share and the profiles' notes.
+pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(b) = busy.filter(|&b| b > crate::calibrate::BUSY_SHARE) {
+        out.push(format!(
+            "recorded on a busy host (other work took {:.0}% of its CPU time, --busy-ok): hold and exec times are this host's under load",
+            100.0 * b
+        ));
+    }
+    for p in profiles {
+        if p.notes.contains("host too busy") {
+            out.push(format!(
+                "{}: the host was too busy for many-CPU lock traffic while recording, so an adaptive design may be recorded unadapted",
+                p.label
+            ));
+        }
+    }
+    out
+}
+
+/// The costs `m` did not measure that a simulation of `profiles` uses,
+/// with the documented values taken instead.
+pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let parking = profiles.iter().any(|p| {
+        p.locks
+            .iter()
+            .any(|l| l.kind == ::predict::LockKind::ParkingLot)
+    });
+    if parking {
+        for c in [m.pause(), m.yield_cost(), m.futex_wake()] {
+            if let Some(a) = c.assumed {
+                out.push(a.to_owned());
+            }
+        }
+    }
+    if m.speed_by_cpus.is_empty() {
+        out.push(format!(
+            "{}: no per-CPU speed with many CPUs busy was measured (speed_by_cpus): every CPU keeps its one-CPU speed",
+            m.name
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(cpus: u32, per_s: f64) -> Prediction {
+        Prediction {
+            cpus,
+            per_s,
+            spin_share: 0.0,
+            wait_share: 0.0,
+            hold_share: 0.0,
+            transfer_share: 0.0,
+            contended_pct: 0.0,
+            locks: vec![],
+            sites: vec![],
+            lines: vec![],
+            events: 0,
+        }
+    }
+
+    fn curve(design: &str, per_s: f64, bound: f64) -> Curve {
+        Curve {
+            design: design.into(),
+            call_pattern: "per-vma".into(),
+            holds_per_iteration: 38,
+            model_rmap_ns: 1000.0,
+            profile_notes: String::new(),
+            points: vec![point(16, per_s)],
+            bound_per_s: vec![bound],
+        }
+    }
+
+    /// One answer per page: this run's figures labelled as predictions,
+    /// a design at its bound as "at least", the bound as "at most", the
+    /// busy caveat in the text and the HTML, and the stored validation
+    /// labelled as stored with its date and commit, never as this run.
+    #[test]
+    fn the_output_labels_predictions_bounds_caveats_and_stored_validation() {
+        let m = Machine::by_name("device-16").unwrap();
+        let stored = crate::predicted::StoredValidation {
+            date: "2026-11-27".into(),
+            commit: "abc1234".into(),
+            host: "a test host".into(),
+            checks: vec![],
+        };
+        let o = PredictOutput {
+            kind: "PREDICTION (simulated, not measured)".into(),
+            machine: m.clone(),
+            host: m.clone(),
+            workload: "execl".into(),
+            iteration_ns: 20_000.0,
+            seconds: 1.0,
+            cost: "model".into(),
+            caveats: caveats(Some(0.6), &[]),
+            assumptions: assumptions(&m, &[]),
+            validation: DEFAULT_VALIDATION.into(),
+            stored_validation: Some(stored),
+            curves: vec![
+                curve("linux", 20_000.0, 300_000.0),
+                curve("aspace", 290_000.0, 300_000.0),
+                curve("sharded", 60_000.0, 300_000.0),
+            ],
+        };
+        let text = table(&o);
+        assert!(text.contains("PREDICTION (simulated, not measured)"));
+        assert!(text.contains(">= 14.50, at bound"), "{text}");
+        assert!(text.contains("3.00") && !text.contains(">= 3.00"));
+        assert!(text.contains("<= 15.00"), "the bound, at most");
+        assert!(text.contains("CAVEAT: recorded on a busy host"));
+        assert!(text.contains("STORED validation, not this run"));
+        assert!(text.contains("2026-11-27") && text.contains("abc1234"));
+        assert!(!text.contains("validation of these predictions"));
+        let html = host::predict_page(&o);
+        assert!(html.contains("Caveat:</strong> recorded on a busy host"));
+        assert!(html.contains("Stored validation, not this run"));
+        assert!(html.contains("2026-11-27") && html.contains("abc1234"));
+        assert!(html.contains("&gt;= 14.50, at bound") || html.contains(">= 14.50, at bound"));
+    }
+
+    #[test]
+    fn a_busy_host_is_refused_unless_allowed() {
+        let e = refuse_busy(Some(0.7), false, false).unwrap_err();
+        assert!(e.contains("busy") && e.contains("--busy-ok"), "{e}");
+        assert!(refuse_busy(Some(0.7), false, true).is_ok());
+        assert!(refuse_busy(Some(0.01), true, false).is_ok());
+        assert!(
+            caveats(Some(0.01), &[]).is_empty(),
+            "a quiet host: no caveat"
+        );
+    }
 
     #[test]
     fn args_parse_and_reject() {

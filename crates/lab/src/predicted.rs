@@ -66,3 +66,55 @@ pub struct Check {
     /// Whether the target is met.
     pub met: bool,
 }
+
+/// A validation as `aspace predict --validate` stored it: when, from which
+/// build and on which host it was made. Printed beside a prediction, it is
+/// always labelled as stored: it is not that run's figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoredValidation {
+    /// The day it was made (UTC, `YYYY-MM-DD`), or "unknown".
+    pub date: String,
+    /// The commit `aspace` was built from, or "unknown".
+    pub commit: String,
+    /// The host calibration it used, in words.
+    pub host: String,
+    /// The comparisons.
+    pub checks: Vec<Check>,
+}
+
+impl StoredValidation {
+    /// Reads a validation file: this type, or the bare list of checks older
+    /// files hold (date and commit then "unknown"). None when absent or
+    /// unreadable.
+    pub fn load(path: &std::path::Path) -> Option<StoredValidation> {
+        let text = std::fs::read_to_string(path).ok()?;
+        if let Ok(v) = serde_json::from_str::<StoredValidation>(&text) {
+            return Some(v);
+        }
+        let checks: Vec<Check> = serde_json::from_str(&text).ok()?;
+        Some(StoredValidation {
+            date: "unknown".into(),
+            commit: "unknown".into(),
+            host: "unknown".into(),
+            checks,
+        })
+    }
+
+    /// Targets met.
+    pub fn met(&self) -> usize {
+        self.checks.iter().filter(|c| c.met).count()
+    }
+
+    /// One line saying what it is: stored, when, from which commit, and
+    /// how many targets it met; never "this run".
+    pub fn label(&self, path: &std::path::Path) -> String {
+        format!(
+            "STORED validation, not this run: {} (made {} by commit {}): {} of {} targets met",
+            path.display(),
+            self.date,
+            self.commit,
+            self.met(),
+            self.checks.len()
+        )
+    }
+}

@@ -315,12 +315,13 @@ pub(crate) fn touch_node<T>(v: &T, write: bool) {
 /// of the arena.
 pub(crate) struct Snapshot(Box<dyn std::any::Any>);
 
-/// Adds the time since `start` to the innermost open hold's recorder
-/// overhead (taken off its time).
+/// Adds the time since `start` to the recorder overhead of every open
+/// hold (an outer lock's time includes its inner holds'), taken off their
+/// times.
 fn overhead_since(start: std::time::Instant) {
     let ns = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
     REC.with(|r| {
-        if let Some(p) = r.borrow_mut().stack.last_mut() {
+        for p in r.borrow_mut().stack.iter_mut() {
             p.overhead_ns += ns;
         }
     });

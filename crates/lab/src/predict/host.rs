@@ -183,7 +183,11 @@ pub fn checks_html(checks: &[Check]) -> String {
     )
 }
 
-/// The "Predictions" section of `aspace predict --out DIR`'s report.
+/// The "Predictions" section of `aspace predict --out DIR`'s report: this
+/// run's figures only, each labelled PREDICTED (ratios beside the bound's,
+/// AT MOST, a design at its bound as "at least"), the caveats of this run
+/// (a busy recording host), and the stored validation labelled as stored,
+/// with its date and commit.
 pub fn predict_section(o: &PredictOutput) -> String {
     let mut s = String::new();
     let _ = write!(
@@ -191,29 +195,38 @@ pub fn predict_section(o: &PredictOutput) -> String {
         "<section id=\"predictions\"><h2 class=\"proj\">Predictions: {} ({}) &mdash; {}</h2>\
          <p class=\"proj\">Every figure in this section is simulated by <code>aspace predict</code>, \
          not measured: profiles recorded from the model's code on this host, a machine description \
-         with public sources, and the simulator of <code>crates/predict</code>. Workload {}, {:.0} us \
-         per iteration on the host. The validation errors are below the table.</p>{}",
+         with its sources, and the simulator of <code>crates/predict</code>. Workload {}, {} cost, \
+         {:.0} us per iteration on the host.</p>",
         esc(&o.machine.name),
         esc(&o.machine.description),
         KIND,
         esc(&o.workload),
+        esc(&o.cost),
         o.iteration_ns / 1e3,
-        super::svg(o)
     );
+    for c in &o.caveats {
+        let _ = write!(
+            s,
+            "<p class=\"proj\"><strong>Caveat:</strong> {}</p>",
+            esc(c)
+        );
+    }
+    s.push_str(&super::svg(o));
     let linux = o.curves.iter().find(|c| c.design == "linux");
     let mut rows = Vec::new();
     for c in &o.curves {
         for p in &c.points {
-            let (ratio, sites) = super::point_cells(linux, p, o.seconds);
+            let cells = super::point_cells(linux, c, p, o.seconds);
             rows.push(vec![
                 c.design.clone(),
                 p.cpus.to_string(),
                 rate(p.per_s),
-                ratio,
+                cells.ratio,
+                cells.bound,
                 format!("{:.1}", 100.0 * p.spin_share),
                 format!("{:.1}", 100.0 * p.wait_share),
                 format!("{:.1}", p.contended_pct),
-                sites,
+                cells.sites,
             ]);
         }
     }
@@ -223,14 +236,47 @@ pub fn predict_section(o: &PredictOutput) -> String {
             "design",
             "CPUs",
             "predicted execs/s",
-            "x linux",
+            "x linux (PREDICTED)",
+            "bound x linux (AT MOST)",
             "spin %",
             "wait %",
             "contended %",
             "wait by call site (% of CPU time)",
         ],
     ));
-    s.push_str(&checks_html(&o.validation_checks));
+    let _ = write!(
+        s,
+        "<p class=\"proj\">\"&ge; r, at bound\": the design reaches {:.0}% or more of its \
+         no-reverse-map bound there, so it is limited by the rest of what an exec shares: at least r, \
+         not a point. The bound (the same iterations with every reverse-map hold removed) is an upper \
+         limit, not a forecast.</p>",
+        100.0 * super::AT_BOUND
+    );
+    if !o.assumptions.is_empty() {
+        s.push_str("<p>Assumed (not measured on this machine):</p><ul>");
+        for a in &o.assumptions {
+            let _ = write!(s, "<li>{}</li>", esc(a));
+        }
+        s.push_str("</ul>");
+    }
+    match &o.stored_validation {
+        Some(v) => {
+            let _ = write!(
+                s,
+                "<h3>Stored validation, not this run</h3><p>{}. Its figures are those of that \
+                 run, not the ones above.</p>",
+                esc(&v.label(Path::new(&o.validation)))
+            );
+            s.push_str(&checks_html(&v.checks));
+        }
+        None => {
+            let _ = write!(
+                s,
+                "<p>No stored validation found ({}).</p>",
+                esc(VALIDATION_NOTE)
+            );
+        }
+    }
     s.push_str("</section>");
     s
 }

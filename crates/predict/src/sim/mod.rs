@@ -18,7 +18,7 @@
 //!   ([`Machine::speed_at`]: the measured per-CPU speed of private work
 //!   with `P` CPUs busy). One copy per CPU: no preemption, no
 //!   oversubscription.
-//! * **Cache lines** ([`lines`]): every line a hold or a [`crate::Touch`]
+//! * **Cache lines** (`sim/lines.rs`): every line a hold or a [`crate::Touch`]
 //!   names by identity keeps its last writer and its sharers; an access
 //!   costs the latency from the CPU that has the line to the one that
 //!   wants it ([`Machine::latency`] by distance), and a line moves one
@@ -31,7 +31,7 @@
 //!   the lock word's line (a transfer when another CPU had it), and a
 //!   failed attempt takes the line too, so that a lock that many CPUs try
 //!   at once releases more slowly.
-//!   * Linux's rwsem ([`rwsem`]): the fast path steals a free lock; a
+//!   * Linux's rwsem (`sim/rwsem.rs`): the fast path steals a free lock; a
 //!     writer that finds a writer owner spins in the MCS `osq` queue (only
 //!     its head polls the lock; the next learns it is head through one
 //!     line transfer from the one before); a writer that finds readers
@@ -42,7 +42,7 @@
 //!     has waited 4 ms (`RWSEM_WAIT_TIMEOUT`) gets the lock handed to it.
 //!     Readers never spin; they share the lock unless a writer owns it or
 //!     a hand-off is pending.
-//!   * `parking_lot::RwLock` ([`parking`], the lab's own lock): an attempt
+//!   * `parking_lot::RwLock` (`sim/parking.rs`, the lab's own lock): an attempt
 //!     takes a free lock even past parked threads; a failed one spins
 //!     `2, 4, 8` pauses, then yields seven times, re-reading the lock word
 //!     each time, but only while no thread is parked; then it parks (a
@@ -65,7 +65,7 @@
 //!   than [`Machine::speed_by_cpus`], memory bandwidth beyond it, the
 //!   hypervisor (a vCPU that is descheduled while it holds a lock).
 //! * A core's memory-level parallelism: a hold's line transfers are
-//!   charged one after another (see [`lines`]).
+//!   charged one after another (see `sim/lines.rs`).
 //! * Whether a waiter's polling reads delay the owner beyond the one
 //!   transfer above, and the rwsem's reader optimistic lock stealing.
 //! * `parking_lot`'s writer waiting for readers to leave after it took the
