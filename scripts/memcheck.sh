@@ -37,7 +37,7 @@ bins=$(grep '"reason":"compiler-artifact"' "$msgs" | grep '"test":true' | grep '
 # models and multi-threaded stress/concurrency/loom binaries are left out: the
 # first take too long under valgrind, the rest are not single-threaded.
 declare -A pick=(
-  [aspace-maple:maple]="validate::tests::random_small_space validate::tests::sequential_packs_leaves node::"
+  [aspace-maple:aspace_maple]="validate::tests::random_small_space validate::tests::sequential_packs_leaves node::"
   [aspace-maple:edges]=""
   [aspace-maple:drop_count]=""
   [aspace-maple:bad_input]=""

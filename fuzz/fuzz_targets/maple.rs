@@ -10,7 +10,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use maple::{MapleError, MapleTree};
+use aspace_maple::{MapleError, MapleTree};
 use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,7 +256,7 @@ impl Model {
     }
 }
 
-fn item(e: Option<maple::Item<'_, Val>>) -> Option<Item> {
+fn item(e: Option<aspace_maple::Item<'_, Val>>) -> Option<Item> {
     e.map(|(r, v)| (*r.start(), *r.end(), *v.0))
 }
 

@@ -61,7 +61,7 @@ for p in ${patches[@]+"${patches[@]}"}; do
 	head=$(printf '%s\n\n%s\n' "${subject:-$(basename "$p")}" "$(cat "$msg")" |
 		GIT_AUTHOR_NAME=${author:-aspace} GIT_AUTHOR_EMAIL=${email:-aspace@localhost} \
 		GIT_COMMITTER_NAME=aspace GIT_COMMITTER_EMAIL=aspace@localhost \
-		GIT_AUTHOR_DATE=@0 GIT_COMMITTER_DATE=@0 \
+		GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
 		git -C "$KGIT" commit-tree "$(git -C "$KGIT" write-tree)" -p "$head")
 	prev=$(basename "$p")
 done

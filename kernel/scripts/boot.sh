@@ -10,7 +10,7 @@
 # Exit status: QEMU's (0 after the guest's poweroff), 124 on the time limit.
 . "$(dirname "$0")/lib.sh"
 
-cpus=2 mem=2048 logf= limit=1800 interactive=0
+cpus=2 mem=2048 logf="" limit=1800 interactive=0
 while getopts ic:m:l:t: o; do
 	case $o in
 	i) interactive=1 ;;
@@ -24,14 +24,15 @@ done
 shift $((OPTIND - 1))
 kernel=${1:?usage: boot.sh [-i] [-c CPUS] [-m MB] [-l LOG] [-t S] BZIMAGE [ARGS...]}
 shift
-initrd=$ASPACE_KCACHE/initramfs.cpio.gz
+initrd=${ASPACE_INITRAMFS:-$ASPACE_KCACHE/initramfs.cpio.gz}
 [ -f "$kernel" ] || die "no kernel $kernel"
 [ -f "$initrd" ] || die "no initramfs: run initramfs.sh"
 ((cpus >= 2 && cpus % 2 == 0)) || die "-c wants an even count >= 2 (two nodes)"
 
 half=$((cpus / 2)) mhalf=$((mem / 2))
-args=(console=ttyS0 panic=-1 oops=panic loglevel=6 "$@")
+args=(console=ttyS0 panic=-1 oops=panic loglevel=7 "$@")
 ((interactive)) && args+=(aspace.run=shell)
+# shellcheck disable=SC2054 # commas inside QEMU options
 qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max
 	-smp "$cpus,sockets=2,cores=$half,threads=1" -m "$mem"
 	-object "memory-backend-ram,id=m0,size=${mhalf}M"

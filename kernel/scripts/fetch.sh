@@ -7,7 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 PKGS=(linux-source-6.12 qemu-system-x86 busybox-static ccache flex bison bc
-      libelf-dev libssl-dev cpio gcc make xz-utils git rsync libc6-dev)
+      libelf-dev libssl-dev cpio gcc make xz-utils git libc6-dev libnuma-dev
+      file)
 
 missing=()
 for p in "${PKGS[@]}"; do

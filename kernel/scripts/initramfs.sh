@@ -21,18 +21,20 @@ for a in $("$bb" --list); do
 done
 
 make -s -C "$KDIR/tests" OUT="$root/tests" >&2
-cp "$KDIR/tests/tests.list" "$root/tests/"
 install -m 755 "$KDIR/tests/init.sh" "$root/init"
 
 # the dynamic helper's libraries, at the paths its interpreter expects
-for lib in $(ldd "$root/tests/execself" | grep -o '/[^ ]*'); do
+libs=$(ldd "$root/tests/execself" | grep -o '/[^ ]*')
+for lib in $libs; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
+sed "s|@LIBS@|$(echo "$libs" | tr "\n" " " | sed "s/ $//")|" "$KDIR/tests/tests.list" >"$root/tests/tests.list"
 
 if [ -d "$ASPACE_KCACHE/selftests-mm" ]; then
 	mkdir -p "$root/selftests"
 	cp -a "$ASPACE_KCACHE/selftests-mm" "$root/selftests/mm"
+	cp "$KDIR/tests/selftests-mm.list" "$root/selftests/mm/"
 fi
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the settings are for the scripts that source this
 # Common settings for the kernel harness scripts; sourced, never run.
 #
 # Everything large (source, git trees, build trees, ccache, initramfs) lives

@@ -84,8 +84,11 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
+static void spawn_fini(void);
+
 static int test_end(const char *summary)
 {
+	spawn_fini();
 	printf("RESULT %s %s %s\n", test_name, test_failures ? "FAIL" : "PASS",
 	       summary);
 	return test_failures ? 1 : 0;
@@ -93,6 +96,7 @@ static int test_end(const char *summary)
 
 static void test_skip(const char *why)
 {
+	spawn_fini();
 	printf("RESULT %s SKIP %s\n", test_name, why);
 	exit(4);
 }
@@ -156,6 +160,27 @@ static void pin_node(int node)
 		die("sched_setaffinity(node %d)", node % nodes);
 }
 
+/* Run the caller on the @idx-th CPU (modulo their count) of @node. */
+static void pin_node_cpu(int node, int idx)
+{
+	cpu_set_t set, one;
+	int nodes = nr_nodes(), count, cpu, seen = 0;
+
+	if (nodes < 1)
+		die("no NUMA nodes in sysfs");
+	count = node_cpus(node % nodes, &set);
+	if (!count)
+		die("node %d has no CPUs", node % nodes);
+	idx %= count;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && seen++ == idx)
+			break;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		die("sched_setaffinity(cpu %d)", cpu);
+}
+
 /* Run the caller on one CPU (modulo the number of CPUs). */
 static void pin_cpu(int cpu)
 {
@@ -169,24 +194,17 @@ static void pin_cpu(int cpu)
 }
 
 /*
- * fork() with parent and child on @node: the child's mm is created, and its
- * mappings made, on that node's CPUs, whatever a design keys its split on
- * (the CPU that links a VMA, or the node the mm was created on). The
- * parent's affinity is restored. Returns fork()'s value.
+ * fork() with the child on @node's CPUs, for a child that execs: the
+ * exec creates its mm there. Returns fork()'s value.
  */
-static pid_t fork_on_node(int node)
+static pid_t fork_pinned(int node)
 {
-	cpu_set_t old;
-	pid_t pid;
+	pid_t pid = fork();
 
-	if (sched_getaffinity(0, sizeof(old), &old))
-		die("sched_getaffinity");
-	pin_node(node);
-	pid = fork();
 	if (pid < 0)
 		die("fork");
-	if (pid && sched_setaffinity(0, sizeof(old), &old))
-		die("sched_setaffinity restore");
+	if (!pid)
+		pin_node(node);
 	return pid;
 }
 
@@ -294,6 +312,233 @@ static int make_file(const char *path, size_t size, int gen, int sync)
 	return fd;
 }
 
+/* ---- processes on every node ---------------------------------------- */
+
+/*
+ * Where a process's mappings of a file live can depend on the CPU its mm
+ * was created on (the split designs pick a VMA's tree by it, and a forked
+ * mm keeps its parent's), not on where the process runs. So a test cannot
+ * place a child on a node by pinning it after fork(): the child's mm is
+ * a copy of the test's. Instead, spawn_init() starts one "zygote" per CPU:
+ * a copy of the test, pinned to that CPU and exec'd there, so its mm was
+ * created on it. spawn_on_cpu() asks a zygote for a worker: the zygote
+ * clones itself with CLONE_PARENT (the worker is the test's child, for
+ * waitpid), and the worker runs fn(arg) and exits with its value.
+ *
+ * A worker shares nothing with the test but the shared area: a tmpfs file
+ * mapped at the same fixed address in every process (shared_alloc(), and
+ * gates), and the binary itself (static, not PIE: function pointers and
+ * read-only data have the same addresses everywhere). Arguments are copied.
+ */
+#define SHARED_BASE ((void *)0x600000000000UL)
+#define SHARED_SIZE (1UL << 20)
+#define MAX_ZYGOTES 64
+#define MAX_ARG 1024
+
+struct shared_hdr {
+	size_t used;
+};
+
+struct spawn_req {
+	int (*fn)(void *arg);
+	size_t len;
+	char arg[MAX_ARG];
+};
+
+static int zygote_req[MAX_ZYGOTES], zygote_rep[MAX_ZYGOTES];
+static pid_t zygote_pid[MAX_ZYGOTES];
+static int nr_zygotes;
+
+static void shared_map(const char *path, int create)
+{
+	int fd = open(path, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0600);
+
+	if (fd < 0 || (create && ftruncate(fd, SHARED_SIZE)))
+		die("shared area %s", path);
+	if (mmap(SHARED_BASE, SHARED_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0) != SHARED_BASE)
+		die("map the shared area");
+	close(fd);
+}
+
+/* Zeroed memory every process of the test sees at the same address. */
+static void *shared_alloc(size_t len)
+{
+	struct shared_hdr *h = SHARED_BASE;
+	size_t off;
+
+	if (!nr_zygotes)
+		die("shared_alloc before spawn_init");
+	if (!h->used)
+		h->used = 64;
+	off = h->used;
+	h->used += (len + 63) & ~63UL;
+	if (h->used > SHARED_SIZE)
+		die("shared area full");
+	return (char *)SHARED_BASE + off;
+}
+
+static void zygote_serve(int cpu, int req, int rep)
+{
+	static struct spawn_req r;
+	size_t got;
+	ssize_t n;
+	pid_t pid;
+
+	for (;;) {
+		for (got = 0; got < sizeof(r); got += n) {
+			n = read(req, (char *)&r + got, sizeof(r) - got);
+			if (n <= 0)
+				_exit(0); /* the test is done */
+		}
+		pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+		if (!pid) {
+			close(req);
+			close(rep);
+			_exit(r.fn(r.arg));
+		}
+		if (pid < 0)
+			pid = -errno;
+		if (write(rep, &pid, sizeof(pid)) != sizeof(pid))
+			_exit(1);
+	}
+	(void)cpu;
+}
+
+/*
+ * First thing in main() (after test_start): in the test, start the
+ * zygotes and return; in a zygote (the same program, exec'd again), serve
+ * and never return.
+ */
+static void spawn_init(char **argv)
+{
+	char path[64], env[160];
+	const char *z = getenv("ASPACE_ZYGOTE");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int cpu;
+
+	if (z) {
+		int c, req, rep;
+
+		if (sscanf(z, "%d,%d,%d,%63s", &c, &req, &rep, path) != 4)
+			die("bad ASPACE_ZYGOTE");
+		shared_map(path, 0);
+		if (write(rep, &c, sizeof(c)) != sizeof(c)) /* ready */
+			_exit(1);
+		zygote_serve(c, req, rep);
+	}
+	snprintf(path, sizeof(path), "/tmp/.aspace-shared.%d", (int)getpid());
+	shared_map(path, 1);
+	for (cpu = 0; cpu < ncpu && cpu < MAX_ZYGOTES; cpu++) {
+		int req[2], rep[2];
+		pid_t pid;
+
+		if (pipe(req) || pipe(rep))
+			die("pipe");
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			close(req[1]);
+			close(rep[0]);
+			pin_cpu(cpu);
+			snprintf(env, sizeof(env), "ASPACE_ZYGOTE=%d,%d,%d,%s", cpu,
+				 req[0], rep[1], path);
+			putenv(env);
+			execv("/proc/self/exe", argv);
+			_exit(99);
+		}
+		close(req[0]);
+		close(rep[1]);
+		fcntl(req[1], F_SETFD, FD_CLOEXEC);
+		fcntl(rep[0], F_SETFD, FD_CLOEXEC);
+		zygote_req[cpu] = req[1];
+		zygote_rep[cpu] = rep[0];
+		zygote_pid[cpu] = pid;
+		nr_zygotes++;
+	}
+	for (cpu = 0; cpu < nr_zygotes; cpu++) {
+		int ready;
+
+		if (read(zygote_rep[cpu], &ready, sizeof(ready)) != sizeof(ready))
+			die("zygote %d did not start", cpu);
+	}
+	unlink(path); /* every process has it mapped */
+}
+
+/* Run fn(arg) in a new process whose mm was created on @cpu. */
+static pid_t spawn_on_cpu(int cpu, int (*fn)(void *), const void *arg,
+			  size_t len)
+{
+	static struct spawn_req r;
+	pid_t pid;
+	int z;
+
+	if (!nr_zygotes)
+		die("spawn before spawn_init");
+	if (len > MAX_ARG)
+		die("spawn argument too large");
+	z = cpu % nr_zygotes;
+	memset(&r, 0, sizeof(r));
+	r.fn = fn;
+	r.len = len;
+	memcpy(r.arg, arg, len);
+	if (write(zygote_req[z], &r, sizeof(r)) != sizeof(r) ||
+	    read(zygote_rep[z], &pid, sizeof(pid)) != sizeof(pid))
+		die("zygote %d does not answer", z);
+	if (pid < 0) {
+		errno = -pid;
+		die("clone in zygote %d", z);
+	}
+	return pid;
+}
+
+/* The @idx-th CPU (modulo their count) of @node. */
+static int node_cpu(int node, int idx)
+{
+	cpu_set_t set;
+	int nodes = nr_nodes(), count, cpu, seen = 0;
+
+	count = node_cpus(node % (nodes ? nodes : 1), &set);
+	if (!count)
+		die("node %d has no CPUs", node);
+	idx %= count;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && seen++ == idx)
+			return cpu;
+	return 0;
+}
+
+/* Run fn(arg) in a new process whose mm was created on a CPU of @node. */
+static pid_t spawn_on_node(int node, int idx, int (*fn)(void *),
+			   const void *arg, size_t len)
+{
+	return spawn_on_cpu(node_cpu(node, idx), fn, arg, len);
+}
+
+/* The arguments most tests give a worker: spawn_task(node, idx, fn, &t). */
+struct task {
+	char path[256];
+	int k, n, node, kind, flag, count;
+	struct gate *g;
+	void *sh;
+};
+
+#define spawn_task(node, idx, fn, t) spawn_on_node(node, idx, fn, t, sizeof(*(t)))
+
+/* End the zygotes (test_end does it). */
+static void spawn_fini(void)
+{
+	int i;
+
+	for (i = 0; i < nr_zygotes; i++) {
+		close(zygote_req[i]);
+		close(zygote_rep[i]);
+		waitpid(zygote_pid[i], NULL, 0);
+	}
+	nr_zygotes = 0;
+}
+
 /* ---- processes ------------------------------------------------------ */
 
 /*
@@ -317,12 +562,7 @@ static long futex(int *addr, int op, int val, const struct timespec *ts)
 
 static struct gate *gate_new(void)
 {
-	struct gate *g = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
-			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	if (g == MAP_FAILED)
-		die("mmap gate");
-	return g;
+	return shared_alloc(sizeof(struct gate));
 }
 
 static void gate_pass(struct gate *g)
@@ -383,6 +623,7 @@ static int reap(pid_t pid, const char *what)
 #define MPOL_BIND 2
 #endif
 #ifndef MPOL_MF_MOVE
+#define MPOL_MF_STRICT (1 << 0)
 #define MPOL_MF_MOVE (1 << 1)
 #define MPOL_MF_MOVE_ALL (1 << 2)
 #endif
@@ -418,6 +659,18 @@ static int resident(void *p)
 	if (mincore((void *)((uintptr_t)p & ~(PAGE - 1)), PAGE, &v))
 		die("mincore");
 	return v & 1;
+}
+
+/* Is @p mapped by a present page table entry (pagemap bit 63)? */
+static int pte_present(void *p)
+{
+	uint64_t e = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0 || pread(fd, &e, 8, ((uintptr_t)p / PAGE) * 8) != 8)
+		die("pagemap");
+	close(fd);
+	return (e >> 63) & 1;
 }
 
 /* A value from /proc/meminfo (kB or a count), -1 if absent. */

@@ -53,14 +53,24 @@ static int expect(enum kind kind, int pg, int step, int punched, char *want)
 	return 0;
 }
 
-static int child(const char *path, enum kind kind, int node, struct gate *g,
-		 int punched)
+struct child_arg {
+	char path[256];
+	enum kind kind;
+	int node, punched;
+	struct gate *g;
+};
+
+static int child(void *p)
 {
+	struct child_arg *a = p;
+	const char *path = a->path;
+	enum kind kind = a->kind;
+	int node = a->node, punched = a->punched;
+	struct gate *g = a->g;
 	int fd, step, pg, bad = 0;
 	int flags = kind == PRIVATE || kind == PRIVATE_COW ? MAP_PRIVATE : MAP_SHARED;
 	char *map;
 
-	pin_node(node);
 	fd = open(path, O_RDWR);
 	if (fd < 0)
 		die("open %s", path);
@@ -109,10 +119,11 @@ static void run_dir(const char *dir)
 		die("fallocate probe on %s", dir);
 	for (node = 0; node < nodes; node++)
 		for (kind = 0; kind < NKINDS; kind++) {
-			pids[n] = fork_on_node(node);
-			if (!pids[n])
-				_exit(child(path, kind, node, g, punched));
-			n++;
+			struct child_arg a = { .kind = kind, .node = node,
+					       .punched = punched, .g = g };
+
+			snprintf(a.path, sizeof(a.path), "%s", path);
+			pids[n++] = spawn_on_node(node, kind, child, &a, sizeof(a));
 		}
 
 	for (i = 0; i < 4; i++) {
@@ -143,6 +154,7 @@ int main(int argc, char **argv)
 	int i;
 
 	test_start("filemap");
+	spawn_init(argv);
 	if (argc < 2)
 		die("usage: filemap DIR...");
 	for (i = 1; i < argc; i++)

@@ -8,7 +8,7 @@
 #   aspace.run=lockstat   the exec churn with /proc/lock_stat on
 #   aspace.run=shell      an interactive shell (boot.sh -i)
 # Lines: "ASPACE-BEGIN <what>", "RESULT <test> PASS|FAIL|SKIP ...",
-# "SELFTEST <prog> <exit status>", "ASPACE-END <what>".
+# "SELFTEST <label> <exit status> <seconds>", "ASPACE-END <what>".
 
 export PATH=/bin:/sbin:/tests
 mount -t proc proc /proc
@@ -24,6 +24,10 @@ mount -t hugetlbfs hugetlbfs /mnt/huge
 if [ -b /dev/ram0 ]; then
 	mke2fs -q -b 4096 /dev/ram0 >/dev/null 2>&1 &&
 		mount -t ext2 /dev/ram0 /mnt/ext2
+fi
+# swap, so that reclaim can page out tmpfs pages too
+if [ -b /dev/ram1 ]; then
+	mkswap /dev/ram1 >/dev/null 2>&1 && swapon /dev/ram1
 fi
 
 arg() {
@@ -43,12 +47,15 @@ runtest() {
 	name=$1
 	shift
 	out=/tmp/out.$name
-	timeout "$timeout" "$@" >"$out" 2>&1
-	rc=$?
-	cat "$out"
+	# streamed to the console as it runs, kept for the RESULT check
+	{
+		timeout "$timeout" "$@" 2>&1
+		echo $? >/tmp/rc.$name
+	} | tee "$out"
+	rc=$(cat /tmp/rc.$name)
 	if ! grep -q "^RESULT $name " "$out"; then
 		case $rc in
-		124 | 143) why="timed out after ${timeout}s" ;;
+		124 | 137 | 143) why="timed out after ${timeout}s" ;;
 		*) why="exit status $rc, no RESULT line" ;;
 		esac
 		echo "RESULT $name FAIL $why"
@@ -68,16 +75,24 @@ tests)
 	;;
 selftests)
 	cd /selftests/mm || exit 1
-	for p in ${only:-$(cat list)}; do
-		echo "SELFTEST-BEGIN $p"
-		timeout "$timeout" "./$p" </dev/null >/tmp/selftest.out 2>&1
+	# what run_vmtests.sh sets up for the hugetlb programs
+	echo 32 >/proc/sys/vm/nr_hugepages
+	grep -v '^#' /selftests/mm/selftests-mm.list | while read -r label cmd; do
+		[ -n "$label" ] || continue
+		if [ -n "$only" ]; then
+			case " $only " in *" $label "*) ;; *) continue ;; esac
+		fi
+		echo "SELFTEST-BEGIN $label"
+		start=$(cut -d. -f1 /proc/uptime)
+		# shellcheck disable=SC2086 # the arguments are words
+		timeout -s KILL "$timeout" $cmd </dev/null >/tmp/selftest.out 2>&1
 		rc=$?
 		tail -n 40 /tmp/selftest.out
-		echo "SELFTEST $p $rc"
+		echo "SELFTEST $label $rc $(($(cut -d. -f1 /proc/uptime) - start))s"
 	done
 	;;
 lockstat)
-	runtest lockstat /tests/lockstat
+	runtest lockstat /tests/lockstat /tests/execself
 	;;
 shell)
 	setsid cttyhack sh

@@ -524,7 +524,9 @@ fn private_exec_rate(binary: &Path, k: usize, run_ms: f64) -> Result<f64, String
                 }
                 let until = start_at + std::time::Duration::from_secs_f64(run_ms / 1e3);
                 let mut n = 0u64;
-                while Instant::now() < until {
+                // At least one: a child a loaded host starts after `until`
+                // must not read as a machine that runs nothing.
+                while n == 0 || Instant::now() < until {
                     mm.exec_program(&prog);
                     n += 1;
                 }

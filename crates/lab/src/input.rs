@@ -10,8 +10,8 @@
 //! between), and read through a limit of the cap, so a file that grows while
 //! it is read still costs at most the cap.
 //!
-//! Every output is checked before the work: a directory is created and a
-//! probe file written in it; an output file must be a regular file or absent
+//! Every output is checked before the work: a directory is created, a
+//! probe file written in it, and what was created removed again; an output file must be a regular file or absent
 //! in a directory that exists, and is opened for appending (and removed
 //! again if it was absent), so a path under `/proc` or in a missing directory
 //! fails in a second, not after a run of minutes.
@@ -111,8 +111,10 @@ fn read_bytes(path: &Path, what: &str, cap: u64) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
-/// Checks that `dir` (option `what`) can hold output files: creates it and
-/// writes and removes a probe file in it.
+/// Checks that `dir` (option `what`) can hold output files: creates it,
+/// writes and removes a probe file in it, and removes again the directories
+/// it created, so that a command refused later leaves nothing behind (the
+/// command creates the directory when it writes).
 pub fn check_output_dir(dir: &Path, what: &str) -> Result<(), String> {
     let d = dir.display();
     if let Ok(m) = std::fs::metadata(dir) {
@@ -120,11 +122,20 @@ pub fn check_output_dir(dir: &Path, what: &str) -> Result<(), String> {
             return Err(format!("{what}: {d} is {}, not a directory", describe(&m)));
         }
     }
+    // The levels that do not exist yet, deepest first.
+    let created: Vec<&Path> = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .take_while(|a| std::fs::symlink_metadata(a).is_err())
+        .collect();
     std::fs::create_dir_all(dir).map_err(|e| format!("{what}: cannot create {d}: {e}"))?;
     let probe = dir.join(format!(".aspace-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| format!("{what}: cannot write in {d}: {e}"))?;
+    let wrote = std::fs::write(&probe, b"");
     let _ = std::fs::remove_file(&probe);
-    Ok(())
+    for c in &created {
+        let _ = std::fs::remove_dir(c);
+    }
+    wrote.map_err(|e| format!("{what}: cannot write in {d}: {e}"))
 }
 
 fn describe(m: &std::fs::Metadata) -> &'static str {
@@ -136,8 +147,9 @@ fn describe(m: &std::fs::Metadata) -> &'static str {
 }
 
 /// Checks that the file `path` (option `what`) can be written: a regular
-/// file or nothing, in a directory that exists (created first when
-/// `create_parent`). Leaves an existing file untouched and an absent one
+/// file or nothing, in a directory that exists, or, with `create_parent`,
+/// that can be created (the missing directories are created for the probe
+/// and removed again). Leaves an existing file untouched and an absent one
 /// absent.
 pub fn check_output_file(path: &Path, what: &str, create_parent: bool) -> Result<(), String> {
     let p = path.display();
@@ -153,23 +165,35 @@ pub fn check_output_file(path: &Path, what: &str, create_parent: bool) -> Result
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{what}: cannot write {p}: {e}")),
     }
-    if create_parent {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("{what}: cannot create {}: {e}", dir.display()))?;
-        }
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    // The parent's levels that do not exist yet, deepest first.
+    let created: Vec<&Path> = match parent {
+        Some(dir) if create_parent => dir
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| std::fs::symlink_metadata(a).is_err())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let (Some(dir), false) = (parent, created.is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{what}: cannot create {}: {e}", dir.display()))?;
     }
     let existed = path.exists();
-    std::fs::OpenOptions::new()
+    let opened = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("{what}: cannot write {p}: {e}"))?;
-    if !existed {
+        .open(path);
+    if opened.is_ok() && !existed {
         let _ = std::fs::remove_file(path);
     }
-    Ok(())
+    for c in &created {
+        let _ = std::fs::remove_dir(c);
+    }
+    opened
+        .map(drop)
+        .map_err(|e| format!("{what}: cannot write {p}: {e}"))
 }
 
 #[cfg(test)]
@@ -222,11 +246,19 @@ mod tests {
         let e = check_output_file(&d.join("no/such.json"), "--json", false).unwrap_err();
         assert!(e.starts_with("--json: cannot write"), "{e}");
         check_output_file(&d.join("made/here.json"), "--out", true).unwrap();
-        assert!(d.join("made").is_dir());
+        assert!(
+            !d.join("made").exists(),
+            "what the check created is removed"
+        );
         let e = check_output_file(&d, "--json", false).unwrap_err();
         assert!(e.contains("is a directory"), "{e}");
         check_output_dir(&d.join("sub/dir"), "--out").unwrap();
-        assert!(d.join("sub/dir").is_dir());
+        assert!(!d.join("sub").exists(), "what the check created is removed");
+        std::fs::create_dir(d.join("kept")).unwrap();
+        check_output_dir(&d.join("kept"), "--out").unwrap();
+        assert!(
+            d.join("kept").is_dir() && std::fs::read_dir(d.join("kept")).unwrap().next().is_none()
+        );
         let e = check_output_dir(&f, "--out").unwrap_err();
         assert!(e.contains("is a file, not a directory"), "{e}");
         let e = check_output_dir(Path::new("/proc/x"), "--out").unwrap_err();

@@ -57,7 +57,7 @@ pub fn build() -> String {
     } else {
         "release build"
     };
-    let cpu = if maple::VECTOR_PIVOT_SEARCH {
+    let cpu = if aspace_maple::VECTOR_PIVOT_SEARCH {
         "for AVX2 (maple: vector pivot search)"
     } else if cfg!(target_arch = "x86_64") {
         "for baseline x86-64 (maple: binary pivot search)"

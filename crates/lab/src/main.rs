@@ -379,7 +379,8 @@ fn write_outputs(r: &Results, out: &Path, json: Option<&Path>) -> Result<(), Str
 /// `json` untouched (or absent, if it was).
 fn check_outputs(out: &Path, json: &Path) -> Result<(), String> {
     input::check_output_dir(out, "--out")?;
-    input::check_output_file(json, "--json", false)
+    // A file inside `--out` (the default) gets its directory with it.
+    input::check_output_file(json, "--json", json.starts_with(out))
 }
 
 /// Reads and checks a machine or host description (`what` names the option),
@@ -748,7 +749,7 @@ fn calibrate_checked(mut a: calibrate::CalibrateArgs) -> Result<calibrate::Calib
 fn predict_checked(a: &predict::PredictArgs) -> Result<(), String> {
     input::check_output_dir(&a.out, "--out")?;
     let json = a.json.clone().unwrap_or_else(|| a.out.join("predict.json"));
-    input::check_output_file(&json, "--json", false)?;
+    input::check_output_file(&json, "--json", json.starts_with(&a.out))?;
     if let Some(d) = &a.save_profiles {
         input::check_output_dir(d, "--save-profiles")?;
     }

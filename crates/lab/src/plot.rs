@@ -146,17 +146,18 @@ pub fn tick_label(v: f64, step: f64, top: f64) -> String {
     format!("{:.*}{suffix}", decimals, v / unit)
 }
 
-/// A value for a tooltip or an arrow label: three significant figures.
-pub fn short(v: f64) -> String {
+/// A rate as every table and label of the lab shows it: 1.23M, 45.6k, 789,
+/// 0.12.
+pub fn rate(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
-        format!("{:.3}M", v / 1e6)
+        format!("{:.2}M", v / 1e6)
     } else if a >= 1e4 {
         format!("{:.1}k", v / 1e3)
     } else if a >= 100.0 {
         format!("{v:.0}")
     } else {
-        format!("{v:.3}")
+        format!("{v:.2}")
     }
 }
 
@@ -490,8 +491,8 @@ fn draw_line(
                 "<title>{} at {}: outlier sample {} (median {})</title>",
                 esc(&l.label),
                 x_value(p.x),
-                short(s),
-                short(p.y)
+                rate(s),
+                rate(p.y)
             );
             if s > ytop {
                 let _ = write!(
@@ -501,7 +502,7 @@ fn draw_line(
                     top + 1.0,
                     cx + 5.0,
                     top + 8.0,
-                    short(s)
+                    rate(s)
                 );
             } else {
                 let _ = write!(
@@ -616,7 +617,7 @@ fn measured_line(
                     } else {
                         ""
                     },
-                    show(&x.ops_per_sec, short),
+                    show(&x.ops_per_sec, rate),
                     x.ops_per_sec.n,
                     if out.is_empty() {
                         String::new()
@@ -687,7 +688,7 @@ pub fn bench(r: &Results, w: &str, predicted: Option<&HostPrediction>) -> String
                         note: format!(
                             "{d} {p}, {} threads: {} /s PREDICTED (simulated, not measured)",
                             x.threads,
-                            short(x.per_s)
+                            rate(x.per_s)
                         ),
                         ..Pt::default()
                     })

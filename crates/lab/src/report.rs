@@ -8,6 +8,7 @@
 //! what it recorded. The plots are drawn by [`crate::plot`].
 
 use crate::html::{esc, table, STYLE};
+use crate::plot::rate as fmt_rate;
 use crate::results::{Results, Summary, NOT_FITTED, PROJECT_TO};
 use crate::spread::{disjoint_chance, is_outlier, show, verdict_rule, Verdict, MIN_ROUNDS};
 use std::fmt::Write as _;
@@ -22,18 +23,6 @@ pub const SITES: [&str; 7] = [
     "walk",
     "other",
 ];
-
-fn fmt_rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else if x >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.2}")
-    }
-}
 
 fn fmt_ratio(x: f64) -> String {
     format!("{x:.2}")

@@ -138,11 +138,16 @@ pub struct Plan {
     pub estimates: Vec<(String, f64)>,
 }
 
-/// 1, 2, 4, ... below `max`, then `max`.
+/// 1, 2, 4, ... below `max`, then `max`; where `max` is itself a power of
+/// two of 16 or more, also three quarters of it (12 of 16, 96 of 128): a
+/// point between the last two, near the top where the curves bend.
 pub fn counts(max: usize) -> Vec<usize> {
     let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
         .take_while(|&n| n < max)
         .collect();
+    if max >= 16 && max.is_power_of_two() {
+        v.push(max / 4 * 3);
+    }
     v.push(max.max(1));
     v
 }
@@ -373,16 +378,25 @@ pub fn run(a: SurveyArgs) -> Result<(), String> {
         return Ok(());
     }
     input::check_output_dir(&a.out, "--out")?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("--out: cannot create {}: {e}", a.out.display()))?;
     let src = a
         .execl_src
         .clone()
         .or_else(|| beside_exe("execl.c"))
         .unwrap_or_else(|| PathBuf::from("scripts/survey/execl.c"));
-    let maple = a.maple_bench.clone().or_else(|| beside_exe("maple-bench"));
+    // The maple part runs its bench from inside the output folder, so every
+    // path it is given must not depend on the current directory.
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let maple = a
+        .maple_bench
+        .as_deref()
+        .map(absolute)
+        .or_else(|| beside_exe("maple-bench"));
     std::fs::write(a.out.join("plan.txt"), &text)
         .map_err(|e| format!("cannot write {}: {e}", a.out.join("plan.txt").display()))?;
     let mut s = Survey {
-        out: a.out.clone(),
+        out: absolute(&a.out),
         plan,
         budget,
         start: Instant::now(),
@@ -742,12 +756,16 @@ impl Survey {
         Ok(format!("{dir}/results.json, {dir}/report.html"))
     }
 
-    fn bench_kernel(&self, deadline: Duration) -> Result<String, Outcome> {
-        let help = self
-            .aspace(&["bench", "--help"])
+    /// `aspace SUB --help`: the options this binary's subcommand has.
+    fn help(&self, sub: &str) -> String {
+        self.aspace(&[sub, "--help"])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    fn bench_kernel(&self, deadline: Duration) -> Result<String, Outcome> {
+        let help = self.help("bench");
         if !help.contains("--cost") {
             return Err(Outcome::Skipped(
                 "this aspace has no `bench --cost` (aspace bench --help)".into(),
@@ -756,8 +774,8 @@ impl Survey {
         let calib = self.out.join("calib.json").display().to_string();
         let mut extra = vec!["--cost", "kernel"];
         // Where the bench takes a host calibration, the one just measured.
-        if help.contains("--host ") && self.out.join("calib.json").is_file() {
-            extra.extend(["--host", &calib]);
+        if help.contains("--predict-host") && self.out.join("calib.json").is_file() {
+            extra.extend(["--predict-host", &calib]);
         }
         self.bench("bench-kernel", &extra, deadline)
     }
@@ -765,12 +783,33 @@ impl Survey {
     fn calibrate(&self, deadline: Duration) -> Result<String, Outcome> {
         let out = self.out.join("calib.json").display().to_string();
         let scale = fmt_s(self.plan.calibrate_scale);
-        run_logged(
-            self.aspace(&["calibrate", "--scale", &scale, "--out", &out]),
+        let args = ["calibrate", "--scale", &scale, "--out", &out];
+        match run_logged(
+            self.aspace(&args),
             &self.out.join("calibrate.log"),
             deadline,
-        )?;
-        Ok("calib.json".into())
+        ) {
+            Ok(_) => Ok("calib.json".into()),
+            // A survey is often the one chance on a borrowed machine: where
+            // calibrate refuses a busy host, record it anyway, once, with
+            // the load written into the file and the summary saying so,
+            // rather than leave the predictions without a calibration.
+            Err(Outcome::Failed(d)) if d.contains("host is busy") => {
+                let mut busy_ok = args.to_vec();
+                busy_ok.push("--busy-ok");
+                run_logged(
+                    self.aspace(&busy_ok),
+                    &self.out.join("calibrate-busy-ok.log"),
+                    deadline,
+                )?;
+                Ok(
+                    "calib.json, recorded with --busy-ok after calibrate refused a busy \
+                    host (calibrate.log); its figures time a loaded machine"
+                        .into(),
+                )
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn predict(&self, deadline: Duration) -> Result<String, Outcome> {
@@ -784,6 +823,7 @@ impl Survey {
         let calib = calib.display().to_string();
         let counts = self.counts_arg();
         let secs = fmt_s(self.plan.predict_seconds);
+        let busy_ok = self.help("predict").contains("--busy-ok");
         let mut done = Vec::new();
         let mut failed = Vec::new();
         for (dir, extra) in [
@@ -807,6 +847,10 @@ impl Survey {
             args.extend_from_slice(extra);
             if let Some(d) = self.plan.predict_designs {
                 args.extend(["--designs", d]);
+            }
+            // As for calibrate: the survey records the host as it is.
+            if busy_ok {
+                args.push("--busy-ok");
             }
             // Each run gets half of the part's time, the second what is left.
             let left = deadline.saturating_sub(t0.elapsed());
@@ -889,7 +933,8 @@ mod tests {
     fn counts_are_powers_of_two_and_the_top() {
         assert_eq!(counts(1), [1]);
         assert_eq!(counts(2), [1, 2]);
-        assert_eq!(counts(16), [1, 2, 4, 8, 16]);
+        assert_eq!(counts(4), [1, 2, 4]);
+        assert_eq!(counts(16), [1, 2, 4, 8, 12, 16]);
         assert_eq!(counts(12), [1, 2, 4, 8, 12]);
         assert_eq!(counts(384), [1, 2, 4, 8, 16, 32, 64, 128, 256, 384]);
     }

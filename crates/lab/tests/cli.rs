@@ -74,7 +74,7 @@ fn bench_writes_json_plots_and_report_then_report_rerenders() {
     );
     assert_eq!(
         build.contains("for AVX2 (maple: vector pivot search)"),
-        maple::VECTOR_PIVOT_SEARCH,
+        aspace_maple::VECTOR_PIVOT_SEARCH,
         "{build}"
     );
     let cores = v["machine"]["cores"].as_u64().unwrap() as usize;
@@ -489,7 +489,7 @@ fn a_short_survey_writes_its_folder_and_summary() {
         // Kernel dynamic and bench linux measured; no prediction ran.
         assert_ne!(cells[2], "-", "{row}");
         assert_ne!(cells[5], "-", "{row}");
-        assert_eq!(cells[8], "-", "{row}");
+        assert_eq!(cells[9], "-", "{row}");
     }
     let tsv = std::fs::read_to_string(out.join("summary.tsv")).unwrap();
     assert_eq!(tsv.lines().count(), 3, "{tsv}");

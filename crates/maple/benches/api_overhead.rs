@@ -21,7 +21,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 
 struct Rng(u64);
 

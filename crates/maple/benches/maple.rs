@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use aspace_maple::{Inline, MapleTree, XValue};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
-use maple::{Inline, MapleTree, XValue};
 use rangemap::RangeInclusiveMap;
 
 const SIZES: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];

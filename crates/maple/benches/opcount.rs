@@ -24,7 +24,7 @@ use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use maple::{Inline, MapleTree, Repr, XValue};
+use aspace_maple::{Inline, MapleTree, Repr, XValue};
 
 /// splitmix64
 struct Rng(u64);
@@ -575,7 +575,7 @@ fn main() {
         "empty_area_rev" => measure_empty_area(&build(n), &ks, true),
         "iter" => measure_iter(&build(n), iters),
         "iter_fold" => measure_iter_fold(&build(n), iters),
-        "dup_arc" => drop(measure_dup(&build_arc::<maple::Boxed>(n), iters)),
+        "dup_arc" => drop(measure_dup(&build_arc::<aspace_maple::Boxed>(n), iters)),
         // Arc values in the slot word (`Inline`): dup clones each by a
         // reference count.
         "dup_arc_inline" => drop(measure_dup(&build_arc::<Inline>(n), iters)),

@@ -21,7 +21,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use maple::{Inline, MapleTree, XValue};
+use aspace_maple::{Inline, MapleTree, XValue};
 use rangemap::RangeInclusiveMap;
 
 #[inline(never)]

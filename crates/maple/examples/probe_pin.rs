@@ -22,7 +22,7 @@ use std::hint::black_box;
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::time::Instant;
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 use rangemap::RangeInclusiveMap;
 
 static GLOBAL_EPOCH: AtomicU64 = AtomicU64::new(2);

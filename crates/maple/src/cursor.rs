@@ -63,7 +63,7 @@ fn item<T, S: Repr<T>>((s, e, w): Found<'_, Slot<T, S>>) -> Item<'_, T, S> {
 /// the next write through it.
 ///
 /// ```
-/// let tree = maple::MapleTree::new();
+/// let tree = aspace_maple::MapleTree::new();
 /// let mut c = tree.cursor(); // holds the writer lock
 /// c.preallocate(0x1000, 0x1fff); // the store below allocates no node
 /// c.store_range(0x1000, 0x1fff, "a").unwrap();

@@ -79,7 +79,7 @@ impl std::error::Error for MapleError {}
 /// A refused write, handing the value back to the caller so nothing is lost.
 ///
 /// ```
-/// use maple::{MapleError, MapleTree};
+/// use aspace_maple::{MapleError, MapleTree};
 ///
 /// let tree = MapleTree::new();
 /// tree.try_insert(0..10, String::from("kept")).unwrap();

@@ -2,7 +2,7 @@
 //! O(log n) gap search, after the Linux kernel's VMA tree (Howlett & Wilcox).
 //!
 //! ```
-//! use maple::MapleTree;
+//! use aspace_maple::MapleTree;
 //!
 //! let tree = MapleTree::new();
 //! tree.store_range(0x1000, 0x1fff, "text").unwrap();
@@ -72,7 +72,7 @@
 //!
 //! ```
 //! use std::sync::Mutex;
-//! use maple::MapleTree;
+//! use aspace_maple::MapleTree;
 //!
 //! // A BTreeMap-style map of ranges to values that are not `Clone`.
 //! let slots: MapleTree<Mutex<Vec<u8>>> = MapleTree::new();
@@ -93,7 +93,7 @@
 //! [`MapleError::EmptyRange`], never a panic.
 //!
 //! ```
-//! use maple::MapleTree;
+//! use aspace_maple::MapleTree;
 //!
 //! let tree: MapleTree<&str> = [(0x1000..=0x1fff, "text"), (0x4000..=0x4fff, "data")]
 //!     .into_iter()
@@ -159,7 +159,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use maple::{Inline, MapleTree};
+//! use aspace_maple::{Inline, MapleTree};
 //!
 //! #[derive(Debug, PartialEq)]
 //! struct Vma { name: &'static str }
@@ -301,13 +301,13 @@ pub use value::{Boxed, Inline, InlineValue, Repr, SplitValue, ValueRef, XValue};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use maple::MapleTree;
+/// use aspace_maple::MapleTree;
 ///
 /// let v = Arc::new(());
 /// let tree = MapleTree::new();
 /// tree.insert(0..=9, v.clone()).unwrap();
 /// tree.insert(0..=9, Arc::new(())).unwrap(); // `v`'s clone is retired, not yet dropped
-/// maple::flush_retired(); // no reader is pinned: it is dropped now
+/// aspace_maple::flush_retired(); // no reader is pinned: it is dropped now
 /// assert_eq!(Arc::strong_count(&v), 1);
 /// ```
 pub fn flush_retired() {

@@ -25,7 +25,7 @@ mod sealed {
 /// pair of [`Bound`]s).
 ///
 /// ```
-/// use maple::IndexRange;
+/// use aspace_maple::IndexRange;
 ///
 /// assert_eq!(7u64.bounds(), Some((7, 7)));
 /// assert_eq!((0x1000..0x2000u64).bounds(), Some((0x1000, 0x1fff)));
@@ -106,7 +106,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// [`Entry`] dereferences to the value and knows its range. Lock-free.
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.insert(10..20, 'a').unwrap();
     /// assert_eq!(tree.get(15).map(|e| *e), Some('a'));
     /// assert_eq!(tree.get(15).unwrap().range(), 10..=19);
@@ -124,7 +124,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// `get_key_value`). Lock-free.
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.insert(10..=19, 'a').unwrap();
     /// let (range, v) = tree.get_key_value(15).unwrap();
     /// assert_eq!((range, *v), (10..=19, 'a'));
@@ -143,7 +143,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// Whether any entry intersects `range`. Lock-free, O(log n).
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.insert(10..20, ()).unwrap();
     /// assert!(tree.overlaps(19..=30));
     /// assert!(!tree.overlaps(20..30));
@@ -192,7 +192,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// `BENCHMARKS.md` for the instructions).
     ///
     /// ```
-    /// let tree: maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();
     /// let all: Vec<_> = tree.iter().map(|(r, v)| (r, *v)).collect();
     /// assert_eq!(all, [(0..=9, "a"), (20..=29, "b")]);
     /// let (range, last) = tree.iter().next_back().unwrap();
@@ -206,7 +206,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// back). An entry that straddles an end of `range` is yielded whole.
     ///
     /// ```
-    /// let tree: maple::MapleTree<u32> = (0..10u64).map(|i| (i * 10..=i * 10 + 4, i as u32)).collect();
+    /// let tree: aspace_maple::MapleTree<u32> = (0..10u64).map(|i| (i * 10..=i * 10 + 4, i as u32)).collect();
     /// let hit: Vec<u32> = tree.range(33..=52).map(|(_, v)| *v).collect();
     /// assert_eq!(hit, [3, 4, 5]);
     /// assert_eq!(tree.range(5..=9).count(), 0); // a gap
@@ -223,7 +223,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// [`BTreeMap::keys`] is.
     ///
     /// ```
-    /// let tree: maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
     /// assert_eq!(tree.keys().collect::<Vec<_>>(), [0..=9, 20..=29]);
     /// assert_eq!(tree.values().map(|v| *v).sum::<u8>(), 3);
     /// ```
@@ -250,7 +250,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// rangemap's name.
     ///
     /// ```
-    /// let tree: maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<u8> = [(0..=9, 1), (20..=29, 2)].into_iter().collect();
     /// let hit: Vec<u8> = tree.overlapping(5..=24).map(|(_, v)| *v).collect();
     /// assert_eq!(hit, [1, 2]);
     /// ```
@@ -265,7 +265,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// Lock-free; the iterator holds a [`Reader`].
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.insert(10..20, ()).unwrap();
     /// tree.insert(30..40, ()).unwrap();
     /// let gaps: Vec<_> = tree.gaps(0..50).collect();
@@ -298,7 +298,7 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// [`empty_area`](Self::empty_area).
     ///
     /// ```
-    /// use maple::{Fit, MapleTree};
+    /// use aspace_maple::{Fit, MapleTree};
     ///
     /// let tree = MapleTree::new();
     /// tree.insert(0x0000..0x1800, "a").unwrap();
@@ -331,7 +331,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// [`insert_range`](Self::insert_range).
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.try_insert(0..10, "a").unwrap();
     /// let refused = tree.try_insert(5, "b").unwrap_err();
     /// assert_eq!(refused.value, "b");
@@ -356,7 +356,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// a guest-physical or MMIO allocator needs.
     ///
     /// ```
-    /// use maple::{Fit, MapleTree};
+    /// use aspace_maple::{Fit, MapleTree};
     ///
     /// let mmio = MapleTree::new();
     /// mmio.insert(0xd000_0000..0xd000_1000, "uart").unwrap();
@@ -401,7 +401,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// ```
     /// use std::sync::Arc;
     ///
-    /// let tree = Arc::new(maple::MapleTree::new());
+    /// let tree = Arc::new(aspace_maple::MapleTree::new());
     /// tree.try_insert(0..=9, 'a').unwrap();
     /// let e = tree.remove(5).unwrap(); // through the Arc
     /// assert_eq!((e.range(), *e), (0..=9, 'a'));
@@ -418,7 +418,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// it (see [`remove`](Self::remove)).
     ///
     /// ```
-    /// let tree: maple::MapleTree<u8> = [(5..=6, 1), (0..=1, 0)].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<u8> = [(5..=6, 1), (0..=1, 0)].into_iter().collect();
     /// assert_eq!(tree.pop_first().map(|e| (e.range(), *e)), Some((0..=1, 0)));
     /// assert_eq!(tree.pop_last().map(|e| (e.range(), *e)), Some((5..=6, 1)));
     /// assert!(tree.pop_first().is_none());
@@ -449,7 +449,7 @@ impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// dropped once no reader can see them.
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.insert(0..=99, 'a').unwrap();
     /// tree.insert(40..=59, 'b').unwrap(); // splits 'a'
     /// let all: Vec<_> = tree.iter().map(|(r, v)| (r, *v)).collect();
@@ -480,7 +480,7 @@ impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// holds no index.
     ///
     /// ```
-    /// let tree: maple::MapleTree<char> = [(0..=99, 'a'), (100..=199, 'b')].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<char> = [(0..=99, 'a'), (100..=199, 'b')].into_iter().collect();
     /// let removed = tree.punch_hole(50..=149).unwrap();
     /// assert_eq!(removed.to_vec(), [(50..=99, 'a'), (100..=149, 'b')]);
     /// drop(removed);
@@ -498,7 +498,7 @@ impl<'a, T: 'a, S: Repr<T>> IntoIterator for &'a MapleTree<T, S> {
     type Item = Item<'a, T, S>;
     type IntoIter = Entries<'a, T, S>;
     /// ```
-    /// let tree: maple::MapleTree<u8> = [(0..=0, 1), (5..=9, 2)].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<u8> = [(0..=0, 1), (5..=9, 2)].into_iter().collect();
     /// let mut sum = 0;
     /// for (range, v) in &tree {
     ///     sum += *v as u64 * (range.end() - range.start() + 1);
@@ -702,7 +702,7 @@ impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>, R: IndexRange> FromItera
     /// index store nothing. Builds with exclusive access: no lock, no copy.
     ///
     /// ```
-    /// let tree: maple::MapleTree<char> = [(0..10, 'a'), (5..15, 'b')].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<char> = [(0..10, 'a'), (5..15, 'b')].into_iter().collect();
     /// assert_eq!(tree.get(4).map(|e| *e), Some('a'));
     /// assert_eq!(tree.get(5).map(|e| *e), Some('b'));
     /// ```
@@ -721,7 +721,7 @@ impl<T: SplitValue + Send + Sync + 'static, S: Repr<T>, R: IndexRange> Extend<(R
     /// no index store nothing.
     ///
     /// ```
-    /// let mut tree = maple::MapleTree::new();
+    /// let mut tree = aspace_maple::MapleTree::new();
     /// tree.extend([(0..=9, 1u8), (20..=29, 2)]);
     /// assert_eq!(tree.len(), 2);
     /// ```
@@ -769,7 +769,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> IntoIterator for MapleTree<T, S> {
     /// Moves the entries out, lowest first (O(log n) each).
     ///
     /// ```
-    /// let tree: maple::MapleTree<String> = [(1..=2, "x".to_string())].into_iter().collect();
+    /// let tree: aspace_maple::MapleTree<String> = [(1..=2, "x".to_string())].into_iter().collect();
     /// let v: Vec<_> = tree.into_iter().collect();
     /// assert_eq!(v, [(1..=2, "x".to_string())]);
     /// ```
@@ -787,7 +787,7 @@ where
     /// `[0, 9] -> a`, as two `BTreeMap`s with different keys do).
     ///
     /// ```
-    /// let a: maple::MapleTree<u8> = [(0..10, 1)].into_iter().collect();
+    /// let a: aspace_maple::MapleTree<u8> = [(0..10, 1)].into_iter().collect();
     /// let b = a.clone();
     /// assert_eq!(a, b);
     /// b.insert(3, 2).unwrap();

@@ -5,13 +5,13 @@
 //!
 //! ```
 //! # #[cfg(feature = "serde")] {
-//! let tree: maple::MapleTree<String> =
+//! let tree: aspace_maple::MapleTree<String> =
 //!     [(0..=9, "a".to_string()), (20..=29, "b".to_string())].into_iter().collect();
 //! let json = serde_json::to_string(&tree).unwrap();
 //! assert_eq!(json, r#"[[0,9,"a"],[20,29,"b"]]"#);
-//! let back: maple::MapleTree<String> = serde_json::from_str(&json).unwrap();
+//! let back: aspace_maple::MapleTree<String> = serde_json::from_str(&json).unwrap();
 //! assert_eq!(back, tree);
-//! assert!(serde_json::from_str::<maple::MapleTree<u8>>("[[0,9,1],[5,6,2]]").is_err());
+//! assert!(serde_json::from_str::<aspace_maple::MapleTree<u8>>("[[0,9,1],[5,6,2]]").is_err());
 //! # }
 //! ```
 

@@ -174,7 +174,7 @@ impl<T: crate::InlineValue + 'static> MapleTree<T, crate::Inline> {
     /// ```
     /// use std::sync::Arc;
     ///
-    /// let tree = maple::MapleTree::new_inline();
+    /// let tree = aspace_maple::MapleTree::new_inline();
     /// tree.insert(0x1000..0x2000, Arc::new("text")).unwrap();
     /// let child = tree.dup(); // clones the Arc: no allocation per entry
     /// let e = child.load(0x1234).unwrap();
@@ -359,7 +359,7 @@ impl<T: Send + Sync + 'static, S: Repr<T>> MapleTree<T, S> {
     /// value lives until no reader can see it.
     ///
     /// ```
-    /// let mut tree = maple::MapleTree::new();
+    /// let mut tree = aspace_maple::MapleTree::new();
     /// tree.try_insert(0..=9, String::from("a")).unwrap();
     /// assert_eq!(tree.take(5), Some((0..=9, String::from("a"))));
     /// assert_eq!(tree.take(5), None);
@@ -479,7 +479,7 @@ impl<T, S: Repr<T>> Drop for MapleTree<T, S> {
 /// keep it short. Not `Send`.
 ///
 /// ```
-/// let tree = maple::MapleTree::new();
+/// let tree = aspace_maple::MapleTree::new();
 /// tree.insert(0..10, 'a').unwrap();
 /// tree.insert(20..30, 'b').unwrap();
 /// let r = tree.reader(); // one pin for several reads

@@ -44,7 +44,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use maple::{Inline, MapleTree};
+/// use aspace_maple::{Inline, MapleTree};
 ///
 /// let tree: MapleTree<Arc<String>, Inline> = MapleTree::new_inline();
 /// tree.insert(0..10, Arc::new("a".to_string())).unwrap();
@@ -300,7 +300,7 @@ unsafe impl<U: Sync + 'static> InlineValue for &'static U {
 /// at most [`XValue::MAX`] (`usize::MAX >> 1`).
 ///
 /// ```
-/// use maple::{Inline, MapleTree, XValue};
+/// use aspace_maple::{Inline, MapleTree, XValue};
 ///
 /// let tree: MapleTree<XValue, Inline> = MapleTree::new_inline();
 /// tree.insert(0..10, XValue::new(7).unwrap()).unwrap();
@@ -406,17 +406,17 @@ unsafe impl InlineValue for u32 {
 /// ```compile_fail,E0277
 /// use std::sync::Mutex;
 ///
-/// let tree = maple::MapleTree::new();
+/// let tree = aspace_maple::MapleTree::new();
 /// tree.insert(0..=9, Mutex::new(0)).unwrap(); // error: `Mutex<i32>` cannot be split
 /// ```
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
 ///
-/// let shared = maple::MapleTree::new();
+/// let shared = aspace_maple::MapleTree::new();
 /// shared.insert(0..=9, Arc::new(Mutex::new(0))).unwrap(); // cloned by a count
 /// shared.insert(3..=4, Arc::new(Mutex::new(1))).unwrap(); // splits [0, 9]
-/// let plain = maple::MapleTree::new();
+/// let plain = aspace_maple::MapleTree::new();
 /// plain.try_insert(20..=29, Mutex::new(1)).unwrap(); // never splits: no `Clone`
 /// *plain.get(25).unwrap().lock().unwrap() += 1;
 /// assert_eq!(*plain.get(20).unwrap().lock().unwrap(), 2);

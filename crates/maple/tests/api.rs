@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeInclusive};
 
-use maple::{Fit, IndexRange, MapleError, MapleTree};
+use aspace_maple::{Fit, IndexRange, MapleError, MapleTree};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -253,7 +253,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn ents<'a>(it: impl Iterator<Item = maple::Item<'a, u64>>) -> Vec<Ent> {
+fn ents<'a>(it: impl Iterator<Item = aspace_maple::Item<'a, u64>>) -> Vec<Ent> {
     it.map(|(r, v)| (r, *v)).collect()
 }
 

@@ -3,7 +3,7 @@
 //! value back) or a documented empty result, never panics, and a refused call
 //! leaves the tree exactly as it was.
 
-use maple::{MapleError, MapleTree};
+use aspace_maple::{MapleError, MapleTree};
 
 fn contents(t: &MapleTree<u32>) -> Vec<(u64, u64, u32)> {
     t.reader()

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 
 /// A value whose four words must always agree: a reader that saw a torn or
 /// mixed value would find them different.

@@ -6,7 +6,7 @@
 //!
 //! Two kinds of model:
 //!
-//! 1. The real tree (`maple::MapleTree`): under `cfg(loom)` every atomic of
+//! 1. The real tree (`aspace_maple::MapleTree`): under `cfg(loom)` every atomic of
 //!    the crate (root, counters, child pointers, gaps, value slots, the
 //!    recycler) is a loom atomic, so loom explores every interleaving of a
 //!    writer's publish, leaf swap or exact fit with a reader's walk (one
@@ -27,7 +27,7 @@ use loom::sync::atomic::{AtomicPtr, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 
 fn entry(t: &MapleTree<u64>, i: u64) -> Option<(u64, u64, u64)> {
     t.load(i).map(|e| (e.first(), e.last(), *e))

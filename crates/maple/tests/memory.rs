@@ -2,7 +2,7 @@
 //! back after the write that used it or when its cursor is dropped, and
 //! every tree recycles its own nodes.
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 
 /// Resident set size of this process in bytes (Linux), for the report;
 /// `None` under Miri, whose isolation refuses the read.

@@ -14,7 +14,7 @@ use std::ops::RangeInclusive;
 
 use crate::kind::get as value_of;
 use crate::kind::{mk, Tree, V};
-use maple::MapleError;
+use aspace_maple::MapleError;
 
 /// The tree under test: values boxed (the default representation). The
 /// same tests run for an inline representation in `tests/model_inline.rs`,
@@ -22,9 +22,9 @@ use maple::MapleError;
 #[allow(dead_code)]
 mod kind {
     /// The representation.
-    pub type S = maple::Boxed;
+    pub type S = aspace_maple::Boxed;
     /// The tree type.
-    pub type Tree = maple::MapleTree<V, S>;
+    pub type Tree = aspace_maple::MapleTree<V, S>;
     /// Its value type.
     pub type V = u64;
     /// A value of the tree for a model value.
@@ -426,11 +426,11 @@ struct Harness {
     ops: u64,
 }
 
-fn owned(e: Option<maple::Item<'_, V, crate::kind::S>>) -> Option<Ent> {
+fn owned(e: Option<aspace_maple::Item<'_, V, crate::kind::S>>) -> Option<Ent> {
     e.map(|(r, v)| (r, *v))
 }
 
-fn entry(e: Option<maple::Entry<'_, V, crate::kind::S>>) -> Option<Ent> {
+fn entry(e: Option<aspace_maple::Entry<'_, V, crate::kind::S>>) -> Option<Ent> {
     e.map(|e| {
         assert_eq!(e.range(), e.first()..=e.last());
         assert_eq!(*e.value(), *e);
@@ -836,7 +836,7 @@ fn check_err_kind(got: MapleError, want: MapleError, what: &str) {
 /// Walks an iterator taking from the front or the back as the bits of
 /// `steps` say, and checks that the two ends meet exactly.
 fn check_mixed<'s>(
-    mut it: impl DoubleEndedIterator<Item = maple::Item<'s, V, crate::kind::S>>,
+    mut it: impl DoubleEndedIterator<Item = aspace_maple::Item<'s, V, crate::kind::S>>,
     want: &[Ent],
     mut steps: u64,
     what: &str,
@@ -886,7 +886,7 @@ fn expected_step<'w>(
 /// many), then folds what is left, which must be exactly the entries the
 /// two ends have not yet yielded, in order.
 fn check_mixed_then_fold<'s>(
-    mut it: impl DoubleEndedIterator<Item = maple::Item<'s, V, crate::kind::S>>,
+    mut it: impl DoubleEndedIterator<Item = aspace_maple::Item<'s, V, crate::kind::S>>,
     want: &[Ent],
     steps: u64,
     what: &str,
@@ -963,7 +963,7 @@ fn check_tree(tree: &Tree, model: &Model, space: Space) {
 }
 
 fn run_cursor(
-    c: &mut maple::Cursor<'_, V, crate::kind::S>,
+    c: &mut aspace_maple::Cursor<'_, V, crate::kind::S>,
     model: &mut Model,
     ops: &[CurOp],
     values: &[u64],

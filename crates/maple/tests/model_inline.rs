@@ -9,16 +9,16 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use maple::InlineValue;
+use aspace_maple::InlineValue;
 
 #[path = "model.rs"]
 mod model;
 
 /// What `model.rs` runs against here.
 mod kind {
-    pub type S = maple::Inline;
+    pub type S = aspace_maple::Inline;
     pub type V = super::ArcU;
-    pub type Tree = maple::MapleTree<V, S>;
+    pub type Tree = aspace_maple::MapleTree<V, S>;
     pub fn mk(v: u64) -> V {
         super::ArcU(std::sync::Arc::new(v))
     }

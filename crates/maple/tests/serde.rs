@@ -2,7 +2,7 @@
 //! malformed input (inverted or overlapping ranges) is an error.
 #![cfg(feature = "serde")]
 
-use maple::MapleTree;
+use aspace_maple::MapleTree;
 use proptest::prelude::*;
 
 proptest! {

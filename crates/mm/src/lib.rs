@@ -64,7 +64,7 @@ pub use program::{Caller, ExecStep, Program};
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
-use maple::{Inline, MapleTree};
+use aspace_maple::{Inline, MapleTree};
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};

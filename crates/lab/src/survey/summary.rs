@@ -4,6 +4,7 @@
 //! part that did not run leaves its columns as "-").
 
 use super::{Plan, Status};
+use crate::plot::rate;
 use crate::results::Results;
 use crate::spread::Spread;
 use std::fmt::Write as _;
@@ -76,16 +77,6 @@ fn predicted(out: &Path, dir: &str) -> Vec<(usize, f64)> {
         .flat_map(|c| c["points"].as_array().into_iter().flatten())
         .filter_map(|p| Some((p["cpus"].as_u64()? as usize, p["per_s"].as_f64()?)))
         .collect()
-}
-
-fn rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
 }
 
 fn shown(s: Option<Spread>) -> String {
@@ -164,6 +155,7 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
         "bench linux (model cost)",
         "bench aspace (model cost)",
         "bench linux (--cost kernel)",
+        "bench (--cost kernel) / kernel dynamic",
         "PREDICTED linux, kernel cost",
         "predicted / kernel dynamic",
         "PREDICTED linux, model cost",
@@ -192,6 +184,7 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
             shown(bl),
             shown(ba),
             shown(bkl),
+            ratio(med(bkl), med(kd)),
             ppk.map_or("-".into(), rate),
             ratio(ppk, med(kd)),
             ppm.map_or("-".into(), rate),
@@ -216,7 +209,9 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
         "\nKernel columns: `execl.c` (scripts/survey/execl.c), every copy re-execing itself for {} s, \
          median [min-max] of {} round(s) (execl.tsv); `x 1 copy` is the dynamic median over one \
          copy's. Bench columns: `aspace bench` on the address-space model, per-vma calls, median \
-         [min-max] of its samples (bench/, bench-kernel/). PREDICTED columns: `aspace predict \
+         [min-max] of its samples (bench/, bench-kernel/); `--cost kernel` adds a real exec's \
+         other work and shared lines to each model exec, so its `linux` should follow the kernel's \
+         dynamic curve (the ratio beside it). PREDICTED columns: `aspace predict \
          --machine calib.json --host calib.json` (predict-kernel/, and --model-cost in \
          predict-model/): simulated, not measured; the ratio columns are the check of the \
          predictions against this machine's measurements. \"-\": the part did not run or wrote \

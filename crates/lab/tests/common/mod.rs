@@ -7,12 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs the built `aspace` binary with `args`.
+/// Runs the built `aspace` binary with `args`, in a directory of this test
+/// process's own (never the source tree, whose changes would make cargo
+/// rebuild the lab: its build script watches the tree to tell a dirty build).
 pub fn aspace(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aspace"))
         .args(args)
+        .current_dir(work_dir())
         .output()
         .expect("run aspace")
+}
+
+/// The working directory of the commands the tests run (created once).
+pub fn work_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aspace-test-{}-cwd", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 /// A fresh, empty temporary directory named after this process and `name`.
@@ -41,7 +51,7 @@ pub struct Bounded {
 /// hang detector, not a timing assertion.
 pub const HANG: Duration = Duration::from_secs(60);
 
-/// Runs `aspace args` in `cwd` (the test's own when `None`), with no input,
+/// Runs `aspace args` in `cwd` ([`work_dir`] when `None`), with no input,
 /// kills it if it is still running after [`HANG`] and fails the test, and
 /// returns its outputs and peak memory (from `wait4`).
 // The child is reaped by `wait4` (which std's `wait` cannot be: it returns no
@@ -53,9 +63,7 @@ pub fn aspace_bounded(args: &[&str], cwd: Option<&Path>) -> Bounded {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(d) = cwd {
-        cmd.current_dir(d);
-    }
+    cmd.current_dir(cwd.map_or_else(work_dir, Path::to_path_buf));
     let mut child = cmd.spawn().expect("spawn aspace");
     let pid = child.id() as libc::pid_t;
     let drain = |r: Option<Box<dyn std::io::Read + Send>>| {

@@ -259,7 +259,7 @@ impl<'a, T: 'a, S: Repr<T>> Entry<'a, T, S> {
     /// The entry as the `(range, value)` pair that iterators yield.
     ///
     /// ```
-    /// let tree = maple::MapleTree::new();
+    /// let tree = aspace_maple::MapleTree::new();
     /// tree.try_insert(10..=19, 'a').unwrap();
     /// let (range, v) = tree.get(15).unwrap().into_parts();
     /// assert_eq!((range, *v), (10..=19, 'a'));

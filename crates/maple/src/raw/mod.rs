@@ -612,7 +612,7 @@ impl CursorPath {
 
 /// Loom only: see `MapleTree::loom_reclaim`.
 #[cfg(loom)]
-impl<T, S: Repr<T>> crate::MapleTree<T, S> {
+impl<T, S: crate::value::Repr<T>> crate::MapleTree<T, S> {
     /// Loom only: runs the deferred work (recycling, value drops) of the
     /// writes completed so far, now, as the epoch collector would once no
     /// reader remains. Lets a model race the recycling against the writer.

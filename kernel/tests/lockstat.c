@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lockstat: the exec churn with /proc/lock_stat on, reporting the figures
+ * of every lock class whose name holds "i_mmap" (the one i_mmap_rwsem, or
+ * a split design's per-part classes), summed over their read and write
+ * sides. Runs in the lock_stat build (CONFIG_LOCK_STAT).
+ *
+ * Prints, besides the usual RESULT line:
+ *   LOCKSTAT-CLASS <class> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
+ *   LOCKSTAT <execs> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
+ * and the contention points of those classes as lock_stat lists them.
+ * Under TCG the times are not those of real hardware: compare designs
+ * within one run, by counts first.
+ *
+ * Usage: lockstat HELPER [-c COPIES_PER_CPU] [-n EXECS]
+ */
+#include "common.h"
+
+#define MAX_COPIES 64
+
+struct totals {
+	double con, acq, wait, hold;
+};
+
+/* One data line: "<class>: <12 numbers>"; 1 if it is one. */
+static int parse(const char *line, char *cls, size_t len, double v[12])
+{
+	const char *colon = strrchr(line, ':');
+	int n;
+
+	if (!colon || colon == line)
+		return 0;
+	n = sscanf(colon + 1, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+		   &v[9], &v[10], &v[11]);
+	if (n != 12)
+		return 0;
+	while (*line == ' ')
+		line++;
+	snprintf(cls, len, "%.*s", (int)(colon - line), line);
+	return 1;
+}
+
+static int report(struct totals *t)
+{
+	char line[512], cls[256];
+	double v[12];
+	int classes = 0, in_class = 0;
+	FILE *f = fopen("/proc/lock_stat", "r");
+
+	if (!f)
+		die("open /proc/lock_stat");
+	memset(t, 0, sizeof(*t));
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (parse(line, cls, sizeof(cls), v)) {
+			in_class = !!strstr(cls, "i_mmap");
+			if (!in_class)
+				continue;
+			/* con-bounces contentions wait-min wait-max wait-total
+			 * wait-avg acq-bounces acquisitions hold-min hold-max
+			 * hold-total hold-avg */
+			printf("LOCKSTAT-CLASS %s %.0f %.0f %.2f %.2f\n", cls, v[1],
+			       v[7], v[4], v[10]);
+			t->con += v[1];
+			t->acq += v[7];
+			t->wait += v[4];
+			t->hold += v[10];
+			classes++;
+		} else if (in_class && strchr(line, '[')) {
+			printf("#   %s\n", line); /* a contention point */
+		} else if (!line[0] || strstr(line, "......")) {
+			in_class = in_class && line[0];
+		}
+	}
+	fclose(f);
+	return classes;
+}
+
+int main(int argc, char **argv)
+{
+	int per_cpu = 2, execs = 50, opt, i, n, fd;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *slots = "/tmp/lockstat.slots", *helper;
+	pid_t pids[MAX_COPIES];
+	struct totals t;
+	char a[32], b[32];
+	long *res;
+
+	test_start("lockstat");
+	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
+		if (opt == 'c')
+			per_cpu = atoi(optarg);
+		else if (opt == 'n')
+			execs = atoi(optarg);
+		else
+			die("usage: lockstat HELPER [-c COPIES_PER_CPU] [-n EXECS]");
+	}
+	if (optind >= argc)
+		die("usage: lockstat HELPER [-c COPIES_PER_CPU] [-n EXECS]");
+	helper = argv[optind];
+	if (access("/proc/lock_stat", R_OK))
+		test_skip("no /proc/lock_stat (not the lock_stat build)");
+	n = per_cpu * ncpu;
+	if (n > MAX_COPIES)
+		n = MAX_COPIES;
+	fd = open(slots, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, MAX_COPIES * 8))
+		die("create %s", slots);
+	res = mmap(NULL, MAX_COPIES * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (res == MAP_FAILED)
+		die("mmap");
+
+	if (write_str("/proc/lock_stat", "0") ||
+	    write_str("/proc/sys/kernel/lock_stat", "1"))
+		die("enable lock_stat");
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork");
+		if (!pids[i]) {
+			pin_cpu(i);
+			snprintf(a, sizeof(a), "%d", execs);
+			snprintf(b, sizeof(b), "%d", i);
+			execl(helper, helper, "churn", a, "0", slots, b, (char *)NULL);
+			_exit(99);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		reap(pids[i], "copy");
+		check(res[i] == execs, "copy %d stored %ld, want %d", i, res[i], execs);
+	}
+	if (write_str("/proc/sys/kernel/lock_stat", "0"))
+		die("disable lock_stat");
+	if (!report(&t))
+		fail("no lock class named i_mmap in /proc/lock_stat");
+	printf("LOCKSTAT %d %.0f %.0f %.2f %.2f\n", n * execs, t.con, t.acq, t.wait,
+	       t.hold);
+	note("%d copies x %d execs on %ld CPUs", n, execs, ncpu);
+	close(fd);
+	unlink(slots);
+	return test_end("i_mmap lock classes under the exec churn");
+}
