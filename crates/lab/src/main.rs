@@ -762,7 +762,10 @@ fn predict_checked(a: &predict::PredictArgs) -> Result<(), String> {
     if let Some(p) = &a.host {
         machine_file(p, "--host")?;
     }
-    if let Some(p) = &a.measured {
+    if let Some(p) = a.measured.as_ref().filter(|p| {
+        // A survey's execl.tsv is read by the comparison itself.
+        a.validate || p.extension().is_none_or(|e| e != "tsv")
+    }) {
         let text = input::read_text(p, "--measured", input::RESULTS_CAP)?;
         serde_json::from_str::<Results>(&text).map_err(|e| {
             format!(

@@ -28,6 +28,7 @@
 //! machine compare, is in `docs/results/predict/README.md` and the
 //! simulator's module docs.
 
+pub mod compare;
 pub mod events;
 pub mod host;
 pub mod kernel;
@@ -92,10 +93,17 @@ pub struct PredictArgs {
     /// machines) and compare, writing the validation table.
     #[arg(long)]
     pub validate: bool,
-    /// With --validate: an `aspace bench` results.json measured on this
-    /// host, to compare the 1- and 2-thread predictions with.
+    /// Measurements to set the prediction beside (PREDICTED / measured per
+    /// design and CPU count): an `aspace bench` results.json, or an `aspace
+    /// survey` execl.tsv (the real kernel's execl, set beside `linux`).
+    /// With --validate: a bench results.json measured on this host, for the
+    /// 1- and 2-thread checks.
     #[arg(long)]
     pub measured: Option<PathBuf>,
+    /// With --measured: compare this stored prediction (a predict.json)
+    /// instead of making one (nothing is recorded or simulated).
+    #[arg(long)]
+    pub from: Option<PathBuf>,
     /// The validation to print beside the predictions (as written by
     /// --validate).
     #[arg(long, default_value = DEFAULT_VALIDATION)]
@@ -595,9 +603,27 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     if a.validate {
         return validate::run(&a);
     }
+    if let Some(from) = &a.from {
+        let measured = a
+            .measured
+            .as_deref()
+            .ok_or("--from compares a stored prediction: give the measurements with --measured")?;
+        let text = crate::input::read_text(from, "--from", crate::input::RESULTS_CAP)?;
+        let o: PredictOutput = serde_json::from_str(&text)
+            .map_err(|e| format!("--from: {} is not a predict.json: {e}", from.display()))?;
+        let pattern = o.curves.first().map_or("per-vma", |c| c.call_pattern.as_str());
+        let m = compare::load(measured, pattern)?;
+        print!("{}", compare::table(&o, &m, measured));
+        return Ok(());
+    }
     let m = machine_arg(&a.machine)?;
     let pattern = pattern_arg(&a.call_pattern)?;
     let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
+    // Read before the work, so that a bad file fails at once.
+    let measured = match &a.measured {
+        Some(p) => Some((p, compare::load(p, pattern.name())?)),
+        None => None,
+    };
     let designs = match &a.designs {
         Some(s) => crate::parse_designs(s)?,
         None => Design::ALL.to_vec(),
@@ -708,6 +734,9 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         curves,
     };
     print!("{}", table(&out));
+    if let Some((p, measured)) = &measured {
+        print!("{}", compare::table(&out, measured, p));
+    }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
     let json = a.json.clone().unwrap_or_else(|| a.out.join("predict.json"));
