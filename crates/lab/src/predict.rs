@@ -37,7 +37,7 @@ pub mod recorder;
 pub mod validate;
 
 use mm::CallPattern;
-use predict::{simulate, Machine, Prediction, Profile, SimConfig};
+use predict::{simulate, LockKind, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -82,6 +82,16 @@ pub struct PredictArgs {
     /// bench` on the model rather than the kernel.
     #[arg(long)]
     pub model_cost: bool,
+    /// With --model-cost: each iteration also does the rest of a real exec
+    /// (its CPU time and shared lines), as `aspace bench --cost kernel`
+    /// runs the model: predicts that bench.
+    #[arg(long, requires = "model_cost")]
+    pub kernel_work: bool,
+    /// With --model-cost: the designs' locks, as `aspace bench --lock`:
+    /// rwsem or parking-lot (default: parking-lot, rwsem with
+    /// --kernel-work, as the bench's defaults).
+    #[arg(long, requires = "model_cost", value_parser = ["rwsem", "parking-lot"])]
+    pub lock: Option<String>,
     /// Write every figure to this JSON file (default: OUT/predict.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -176,11 +186,17 @@ pub struct PredictOutput {
     pub iteration_ns: f64,
     /// Simulated seconds per point.
     pub seconds: f64,
-    /// `kernel` (the real exec's cost and shared lines, rwsems) or `model`
-    /// (the model's own cost, parking_lot locks: what `aspace bench`
-    /// measures).
+    /// `kernel` (the real exec's cost and shared lines, rwsems), `model`
+    /// (the model's own cost: what `aspace bench` measures) or
+    /// `bench-kernel` (what `aspace bench --cost kernel` measures).
     #[serde(default)]
     pub cost: String,
+    /// The profiles' locks (`rwsem` or `parking_lot`).
+    #[serde(default)]
+    pub lock: String,
+    /// How recorded times were scaled to the target ([`Scale`]).
+    #[serde(default)]
+    pub scale: String,
     /// What may make these figures differ from another run's: a busy
     /// recording host, an adaptive design recorded unadapted. Empty when
     /// nothing is known to.
@@ -291,6 +307,16 @@ pub fn host_arg(host: Option<&Path>, binary: &Path) -> Result<Machine, String> {
     }
 }
 
+/// How the recording host's times become the target's: recorded ns times
+/// `factor` are the target's ns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// Target ns per recorded ns.
+    pub factor: f64,
+    /// Where it came from, in words.
+    pub source: String,
+}
+
 /// Settings shared by recording and simulation.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -306,6 +332,13 @@ pub struct Plan {
     pub resident: usize,
     /// Keep the model's own iteration cost.
     pub model_cost: bool,
+    /// With `model_cost`: also each iteration's rest of a real exec (its
+    /// CPU time and shared lines), as `aspace bench --cost kernel` runs it.
+    pub kernel_work: bool,
+    /// With `model_cost`: the designs' locks (default: parking_lot's for
+    /// the model, the rwsem-like lock with `kernel_work`, as the bench's
+    /// defaults).
+    pub lock: Option<LockKind>,
     /// Simulated seconds.
     pub seconds: f64,
     /// The recording's least warm-up ([`WARMUP`] for other machines).
@@ -315,10 +348,15 @@ pub struct Plan {
     pub own_binary: bool,
     /// The real kernel's cost of one iteration on the *target*, ns, where
     /// known (its own calibration, or `--exec-ns`); otherwise the host's
-    /// calibrated cost is scaled by clock.
+    /// calibrated cost is scaled.
     pub target_iteration_ns: Option<f64>,
+    /// The host's own speed, measured where the plan needs it (so that a
+    /// missing `--host` does not leave a nominal clock): `Some` once set.
+    pub measure_host: bool,
     /// What a real exec of the binary maps (measured once, on first use).
     exec_share: std::sync::OnceLock<Result<kernel::ExecShare, String>>,
+    /// The scale (measured once, on first use).
+    scale: std::sync::OnceLock<Result<Scale, String>>,
 }
 
 impl Plan {
@@ -345,19 +383,74 @@ impl Plan {
             binary,
             resident,
             model_cost,
+            kernel_work: false,
+            lock: None,
             seconds,
             warmup: WARMUP,
             own_binary: false,
             target_iteration_ns,
+            measure_host: false,
             exec_share: std::sync::OnceLock::new(),
+            scale: std::sync::OnceLock::new(),
         }
     }
 
+    /// How recorded times become the target's ([`Scale`]): where the
+    /// target's calibration timed the model's own exec without a reverse
+    /// map (`model_exec_ns`), the same loop is timed here and their ratio
+    /// is the speed of the model's code there over here; otherwise the
+    /// clocks' ratio (the host's from its calibration, or measured now
+    /// with `measure_host`).
+    pub fn scale(&self) -> Result<&Scale, String> {
+        self.scale
+            .get_or_init(|| {
+                if let Some(t) = self.machine.model_exec_ns {
+                    let bin = self
+                        .machine
+                        .model_exec_binary
+                        .as_deref()
+                        .map(Path::new)
+                        .filter(|b| b.exists())
+                        .unwrap_or(&self.binary);
+                    let here = crate::workload::model_exec_ns(bin)?;
+                    return Ok(Scale {
+                        factor: t / here,
+                        source: format!(
+                            "the model's exec of {} without a reverse map: {:.1} us on {} (its calibration), {:.1} us here (measured now, one thread, CPU time)",
+                            bin.display(),
+                            t / 1e3,
+                            self.machine.name,
+                            here / 1e3
+                        ),
+                    });
+                }
+                let (host_ghz, how) = match self
+                    .measure_host
+                    .then(|| crate::calibrate::measured_ghz(0.25))
+                    .flatten()
+                {
+                    Some((g, _)) => (g, "measured now"),
+                    None => (self.host.core_ghz, "its calibration"),
+                };
+                Ok(Scale {
+                    factor: host_ghz / self.machine.core_ghz,
+                    source: format!(
+                        "clocks: {:.2} GHz here ({how}) over {:.2} GHz on {} ({} has no model_exec_ns: aspace calibrate measures it)",
+                        host_ghz, self.machine.core_ghz, self.machine.name, self.machine.name
+                    ),
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// The real cost of one iteration, in the host's ns (the profile's
-    /// unit): the target's own figure converted by clock, else the host's.
+    /// unit): the target's own figure converted by [`Plan::scale`], else
+    /// the host's.
     pub fn real_iteration_ns(&self) -> Option<f64> {
         if let Some(t) = self.target_iteration_ns {
-            return Some(t * self.machine.core_ghz / self.host.core_ghz);
+            let f = self.scale().map_or(1.0, |s| s.factor);
+            return Some(t / f);
         }
         if self.shell {
             self.host.fork_exec_ns
@@ -374,9 +467,30 @@ impl Plan {
             .map_err(Clone::clone)
     }
 
+    /// The cost this plan predicts, as `aspace predict` names it.
+    pub fn cost_name(&self) -> &'static str {
+        match (self.model_cost, self.kernel_work) {
+            (false, _) => "kernel",
+            (true, false) => "model",
+            (true, true) => "bench-kernel",
+        }
+    }
+
+    /// The locks the profiles get.
+    pub fn lock_kind(&self) -> LockKind {
+        match (self.model_cost, self.kernel_work) {
+            (false, _) => LockKind::KernelRwsem,
+            (true, false) => self.lock.unwrap_or(LockKind::ParkingLot),
+            (true, true) => self.lock.unwrap_or(LockKind::KernelRwsem),
+        }
+    }
+
     /// Records `design`'s profile for this plan's machine; for the kernel
     /// (unless `model_cost`), scaled to the real iteration cost and with
-    /// the exec's other shared lines added ([`kernel::add_exec_share`]).
+    /// the exec's other shared lines added ([`kernel::add_exec_share`]);
+    /// for the model, with its own shared lines ([`model::add_model_share`])
+    /// and, with `kernel_work`, the rest of a real exec as the bench adds
+    /// it.
     pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
         let cfg = recorder::RecordConfig {
             design,
@@ -392,11 +506,25 @@ impl Plan {
             } else {
                 recorder::Cost::Kernel
             },
+            lock: self.lock_kind(),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
-        p.recorded_ghz = self.host.core_ghz;
+        let scale = self.scale()?.factor;
+        p.recorded_ghz = self.machine.core_ghz * scale;
         if self.model_cost {
             p = model::add_model_share(&p, &model::recorded()?);
+            if self.kernel_work {
+                // As the bench: the real exec's CPU time beyond the model's
+                // own exec without a reverse map, spun, and its shared lines.
+                let real = self.real_iteration_ns().ok_or(
+                    "the host calibration has no exec cost: run aspace calibrate, or pass --exec-ns",
+                )?;
+                let own = crate::workload::model_exec_ns(&self.binary)?;
+                p = p
+                    .with_added_work((real - own).max(0.0))
+                    .map_err(|e| e.to_string())?;
+                p = kernel::add_exec_share(&p, self.exec_share()?, self.own_binary);
+            }
         } else {
             let real = self.real_iteration_ns().ok_or(
                 "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
@@ -472,6 +600,9 @@ pub fn table(o: &PredictOutput) -> String {
         "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {} cost, {:.0} us per iteration on the host",
         o.machine.name, o.machine.description, o.workload, o.cost, o.iteration_ns / 1e3,
     );
+    if !o.lock.is_empty() {
+        let _ = writeln!(s, "locks: {}; {}", o.lock, o.scale);
+    }
     for c in &o.caveats {
         let _ = writeln!(s, "CAVEAT: {c}");
     }
@@ -611,7 +742,10 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         let text = crate::input::read_text(from, "--from", crate::input::RESULTS_CAP)?;
         let o: PredictOutput = serde_json::from_str(&text)
             .map_err(|e| format!("--from: {} is not a predict.json: {e}", from.display()))?;
-        let pattern = o.curves.first().map_or("per-vma", |c| c.call_pattern.as_str());
+        let pattern = o
+            .curves
+            .first()
+            .map_or("per-vma", |c| c.call_pattern.as_str());
         let m = compare::load(measured, pattern)?;
         print!("{}", compare::table(&o, &m, measured));
         return Ok(());
@@ -661,6 +795,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     if let Some(ns) = a.exec_ns {
         plan.target_iteration_ns = Some(ns);
     }
+    plan.kernel_work = a.kernel_work;
+    plan.lock = a.lock.as_deref().map(|l| {
+        if l == "rwsem" {
+            LockKind::KernelRwsem
+        } else {
+            LockKind::ParkingLot
+        }
+    });
+    // Without a host calibration the host's clock is measured, never
+    // taken as a nominal one.
+    plan.measure_host = a.host.is_none();
+    let scale = plan.scale()?.clone();
+    eprintln!(
+        "aspace predict: recorded times x {:.3} ({})",
+        scale.factor, scale.source
+    );
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
         designs.len(),
@@ -720,13 +870,19 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         machine: m,
         host,
         workload: a.workload.clone(),
-        iteration_ns: if a.model_cost {
+        iteration_ns: if a.model_cost && !a.kernel_work {
             profiles.first().map_or(0.0, |p| p.times().0 + p.times().1)
         } else {
             plan.real_iteration_ns().unwrap_or(0.0)
         },
         seconds: a.seconds,
-        cost: if a.model_cost { "model" } else { "kernel" }.into(),
+        cost: plan.cost_name().into(),
+        lock: match plan.lock_kind() {
+            LockKind::KernelRwsem => "rwsem",
+            LockKind::ParkingLot => "parking_lot",
+        }
+        .into(),
+        scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
         assumptions: assumptions(&m_for_notes, &profiles),
         validation: a.validation.display().to_string(),
@@ -949,6 +1105,8 @@ mod tests {
             iteration_ns: 20_000.0,
             seconds: 1.0,
             cost: "model".into(),
+            lock: String::new(),
+            scale: String::new(),
             caveats: caveats(Some(0.6), &[]),
             assumptions: assumptions(&m, &[]),
             validation: DEFAULT_VALIDATION.into(),

@@ -64,10 +64,9 @@ pub fn parse_execl_tsv(text: &str) -> Result<Measured, String> {
         .map(str::trim)
         .collect();
     let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or(format!("no {name:?} column (an execl.tsv of aspace survey has linkage, copies and per_s)"))
+        header.iter().position(|h| *h == name).ok_or(format!(
+            "no {name:?} column (an execl.tsv of aspace survey has linkage, copies and per_s)"
+        ))
     };
     let (li, ci, pi) = (col("linkage")?, col("copies")?, col("per_s")?);
     for (n, l) in lines.enumerate() {
@@ -140,7 +139,11 @@ pub fn parse_bench(text: &str, pattern: &str) -> Result<Measured, String> {
 
 /// One row of ratios: PREDICTED / measured at each of `cpus` (None where
 /// either is missing).
-fn ratios(pred: &[(u32, f64)], meas: Option<&BTreeMap<u32, f64>>, cpus: &[u32]) -> Vec<Option<f64>> {
+fn ratios(
+    pred: &[(u32, f64)],
+    meas: Option<&BTreeMap<u32, f64>>,
+    cpus: &[u32],
+) -> Vec<Option<f64>> {
     cpus.iter()
         .map(|c| {
             let p = pred.iter().find(|(k, _)| k == c)?.1;
@@ -169,11 +172,17 @@ pub fn table(o: &PredictOutput, m: &Measured, source: &Path) -> String {
                 continue;
             }
             for (k, row) in &m.rows {
-                rows.push((format!("linux / kernel {k}"), ratios(&pred, Some(row), &cpus)));
+                rows.push((
+                    format!("linux / kernel {k}"),
+                    ratios(&pred, Some(row), &cpus),
+                ));
             }
             continue;
         }
-        rows.push((c.design.clone(), ratios(&pred, m.rows.get(&c.design), &cpus)));
+        rows.push((
+            c.design.clone(),
+            ratios(&pred, m.rows.get(&c.design), &cpus),
+        ));
         if !c.bound_per_s.is_empty() && m.rows.contains_key("exclude") {
             let bound: Vec<(u32, f64)> = c
                 .points
@@ -197,14 +206,14 @@ pub fn table(o: &PredictOutput, m: &Measured, source: &Path) -> String {
         source.display(),
         m.what
     );
-    let _ = write!(s, "{:<28}", "cpus");
+    let _ = write!(s, "{:<34}", "cpus");
     for c in &cpus {
         let _ = write!(s, " {c:>6}");
     }
     let _ = writeln!(s);
     let mut worst: Option<f64> = None;
     for (name, r) in &rows {
-        let _ = write!(s, "{name:<28}");
+        let _ = write!(s, "{name:<34}");
         for x in r {
             match x {
                 Some(v) => {
@@ -265,6 +274,8 @@ mod tests {
             iteration_ns: 1.0,
             seconds: 1.0,
             cost: "model".into(),
+            lock: String::new(),
+            scale: String::new(),
             caveats: vec![],
             assumptions: vec![],
             validation: String::new(),
@@ -295,10 +306,17 @@ mod tests {
         let m = parse_bench(bench, "per-vma").unwrap();
         assert_eq!(m.rows["linux"][&4], 200.0, "the batched point is left out");
         assert!(m.what.contains("kernel cost") && m.what.contains("rwsem"));
-        let o = output(vec![curve("linux", &[(1, 50.0), (4, 300.0)], &[60.0, 600.0])]);
+        let o = output(vec![curve(
+            "linux",
+            &[(1, 50.0), (4, 300.0)],
+            &[60.0, 600.0],
+        )]);
         let t = table(&o, &m, Path::new("r.json"));
         assert!(t.contains("0.50") && t.contains("1.50"), "{t}");
-        assert!(t.contains("linux bound / exclude") && t.contains("1.50"), "{t}");
+        assert!(
+            t.contains("linux bound / exclude") && t.contains("1.50"),
+            "{t}"
+        );
         assert!(t.contains("largest error of a design's point: 50%"), "{t}");
         assert!(parse_bench(bench, "both").is_err());
         assert!(parse_bench("{}", "per-vma").is_err());
@@ -319,9 +337,18 @@ mod tests {
             curve("aspace", &[(1, 9999.0)], &[]),
         ]);
         let t = table(&o, &m, Path::new("execl.tsv"));
-        assert!(t.contains("linux / kernel dyn") && t.contains("1.00"), "{t}");
-        assert!(t.contains("linux / kernel static") && t.contains("0.53"), "{t}");
-        assert!(!t.contains("aspace"), "only linux is the kernel: {t}");
+        assert!(
+            t.contains("linux / kernel dyn") && t.contains("1.00"),
+            "{t}"
+        );
+        assert!(
+            t.contains("linux / kernel static") && t.contains("0.53"),
+            "{t}"
+        );
+        assert!(
+            !t.lines().any(|l| l.starts_with("aspace")),
+            "only linux is the kernel: {t}"
+        );
         assert!(parse_execl_tsv("linkage\tcopies\tper_s\ndyn\tx\t1\n").is_err());
         assert!(parse_execl_tsv("a\tb\n").is_err());
     }

@@ -161,7 +161,7 @@ impl Sim<'_> {
 
     /// `c` releases rwsem `li` at `t` (it has the lock word's line);
     /// returns when `c` may go on.
-    pub(super) fn rwsem_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
+    pub(super) fn rwsem_release(&mut self, _c: u32, li: usize, write: bool, t: f64) -> f64 {
         let mut at = t;
         {
             let l = &mut self.locks[li];
