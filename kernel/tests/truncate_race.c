@@ -177,14 +177,14 @@ static void pause_ms(int ms)
 
 int main(int argc, char **argv)
 {
-	int rounds = 30, execs = 30, opt, i, n = 0, fd, copies;
+	int rounds = 30, execs = 30, opt, i, n = 0, fd;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *path = "/tmp/truncate_race.dat", *slots = "/tmp/truncate_race.slots";
-	pid_t pids[MAX_PROCS], churn[MAX_PROCS], walk;
+	const char *path = "/tmp/truncate_race.dat";
+	pid_t pids[MAX_PROCS], walk;
+	struct churn churn;
 	struct mapper_arg a = { .cpu = 0 };
 	struct race *r;
-	char buf[PAGE], e[16], s[16];
-	long *res;
+	char buf[PAGE];
 
 	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int promote = !strcmp(name, "promotion");
@@ -222,27 +222,7 @@ int main(int argc, char **argv)
 	fd = make_file(path, NPAGES * PAGE, 0, 0);
 
 	/* exec churners: one per CPU, each exec creating its mm there */
-	copies = ncpu < MAX_PROCS ? ncpu : MAX_PROCS;
-	i = open(slots, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (i < 0 || ftruncate(i, MAX_PROCS * 8))
-		die("create %s", slots);
-	res = mmap(NULL, MAX_PROCS * 8, PROT_READ | PROT_WRITE, MAP_SHARED, i, 0);
-	close(i);
-	if (res == MAP_FAILED)
-		die("mmap slots");
-	for (i = 0; i < copies; i++) {
-		churn[i] = fork();
-		if (churn[i] < 0)
-			die("fork");
-		if (!churn[i]) {
-			pin_cpu(i);
-			snprintf(e, sizeof(e), "%d", execs);
-			snprintf(s, sizeof(s), "%d", i);
-			execl(argv[optind], argv[optind], "churn", e, "0", slots, s,
-			      (char *)NULL);
-			_exit(99);
-		}
-	}
+	churn_start(&churn, argv[optind], ncpu, execs);
 	for (i = 0; i < ncpu * MAPPERS_PER_CPU && n < MAX_PROCS; i++) {
 		a.cpu = i % ncpu;
 		pids[n++] = spawn_on_cpu(a.cpu, mapper, &a, sizeof(a));
@@ -262,14 +242,7 @@ int main(int argc, char **argv)
 			die("write");
 		__atomic_add_fetch(&r->gen, 1, __ATOMIC_SEQ_CST); /* even */
 	}
-	for (i = 0; i < copies; i++) {
-		char what[32];
-
-		snprintf(what, sizeof(what), "exec churner %d", i);
-		reap(churn[i], what);
-		check(res[i] == execs, "exec churner %d stored %ld, want %d", i,
-		      res[i], execs);
-	}
+	churn_wait(&churn);
 	__atomic_store_n(&r->stop, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < n; i++)
 		reap(pids[i], "mapper");
@@ -289,10 +262,9 @@ int main(int argc, char **argv)
 		write_str(DBG "promote_window_ns", num);
 	}
 	note("%d truncates; %d mappers on %ld CPUs made %ld mappings, saw %ld SIGBUS after a truncate; %d exec churners x %d execs",
-	     rounds, n, ncpu, r->maps, r->sigbus, copies, execs);
+	     rounds, n, ncpu, r->maps, r->sigbus, churn.n, execs);
 	close(fd);
 	unlink(path);
-	unlink(slots);
 	return test_end(promote ? "files promoted mid-churn; no mapping keeps a truncated page"
 			       : "no mapping keeps a truncated page while maps churn on every CPU");
 }
