@@ -35,8 +35,8 @@ for m in "${mutants[@]}"; do
 	"$S/run-tests.sh" -c "$cpus" -d "linux,$designs" "$name" || true
 	res=$ASPACE_KCACHE/logs/$name/last-results.tsv
 	for d in linux ${designs//,/ }; do
-		failed=$(awk -F'\t' -v d="$d" '$2 == d && $3 != "PASS" && $3 != "ok" &&
-			$3 != "clean" && $1 != "design" { printf "%s%s(%s)", sep, $1, $3; sep = " " }' "$res")
+		failed=$(awk -F'\t' -v d="$d" '$2 == d && $3 ~ /FAIL|NONE|REPORTS|WRONG|REGRESSED/ {
+			printf "%s%s(%s)", sep, $1, $3; sep = " " }' "$res")
 		if [ "$d" = linux ]; then
 			[ -z "$failed" ] || { uncaught=1; failed="CONTROL FAILED: $failed"; }
 			summary+=("$(printf '%-32s %-12s %s' "$name" "$d" "${failed:-passes (control)}")")

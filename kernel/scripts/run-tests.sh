@@ -5,7 +5,8 @@
 # Usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-s] [-L] [-R] TREE
 #   TREE  a built tree (apply.sh, configure.sh, build.sh): its `test` build
 #         runs the tests, its `lockstat` build the lock_stat pass
-#   -c    vCPUs for the tests (default 2; two NUMA nodes always)
+#   -c    vCPUs for the tests, or several, comma-separated (default 2; two
+#         NUMA nodes always); a cell then reads e.g. PASS/PASS/FAIL
 #   -d    designs, comma-separated (default: every design the tree's
 #         i_mmap_design= accepts; `unpatched` for a tree without it)
 #   -o    run only these tests (comma-separated names from tests.list)
@@ -36,7 +37,7 @@ done
 shift $((OPTIND - 1))
 tname=${1:?usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-s] [-L] [-R] TREE}
 tree=$KTREES/$tname
-kernel=$KBUILDS/$tname-test/arch/x86/boot/bzImage
+kernel=$(builddir "$tname" test)/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no test kernel for $tname: run build.sh $tname test"
 logs=$ASPACE_KCACHE/logs/$tname
 mkdir -p "$logs"
@@ -62,6 +63,8 @@ if [ -z "$designs" ]; then
 	fi
 fi
 IFS=, read -r -a dlist <<<"$designs"
+IFS=, read -r -a clist <<<"$cpus"
+cpus=${clist[0]} # selftests run at the first count
 tests=()
 if [ -n "$only" ]; then
 	IFS=, read -r -a tests <<<"$only"
@@ -79,6 +82,9 @@ flag() { # design, why
 	failed=1
 	notes+=("$1: $2")
 }
+put() { # key design value: one value per run, joined by /
+	cell[$1,$2]="${cell[$1,$2]:+${cell[$1,$2]}/}$3"
+}
 
 # Boot one design with one run mode; sets $log to its console log. Checks the
 # design line, the end marker and the kernel reports.
@@ -90,50 +96,54 @@ boot_one() { # design mode cpus kernel extra-args...
 	[ "$d" = unpatched ] || args+=("i_mmap_design=$d")
 	log "$tname: $d, $mode, $c vCPUs (log $log)"
 	"$S/boot.sh" -c "$c" -t "$limit" -l "$log" "$k" "${args[@]}" >/dev/null || rc=$?
-	local key="$d"
+	local run="$mode, $c vCPUs" ok=ok
 	if ((rc == 124)); then
-		flag "$d" "$mode: no poweroff within ${limit}s"
+		flag "$d" "$run: no poweroff within ${limit}s"
 	elif ((rc != 0)); then
-		flag "$d" "$mode: qemu exit status $rc"
+		flag "$d" "$run: qemu exit status $rc"
 	fi
-	grep -aq "^ASPACE-END $mode" "$log" || flag "$d" "$mode: the guest did not finish"
+	grep -aq "^ASPACE-END $mode" "$log" || flag "$d" "$run: the guest did not finish"
 	if [ "$d" = unpatched ]; then
-		! grep -aq 'i_mmap: design' "$log" || flag "$d" "$mode: an unpatched kernel printed a design"
-		cell[design,$key]=-
+		! grep -aq 'i_mmap: design' "$log" || { ok=WRONG; flag "$d" "$run: an unpatched kernel printed a design"; }
+		[ "$ok" = WRONG ] || ok=-
 	else
 		# exactly one design line, naming this design
 		local lines
 		lines=$(tr -d '\r' <"$log" | grep -a 'i_mmap: design ' | sed 's/^\[[^]]*\] *//')
-		if [ "$lines" = "i_mmap: design $d" ]; then
-			cell[design,$key]=ok
-		else
-			cell[design,$key]=WRONG
-			flag "$d" "$mode: want one line \"i_mmap: design $d\", got: ${lines:-none}"
+		if [ "$lines" != "i_mmap: design $d" ]; then
+			ok=WRONG
+			flag "$d" "$run: want one line \"i_mmap: design $d\", got: ${lines:-none}"
 		fi
 	fi
+	[ "$mode" != tests ] || put design "$d" "$ok"
 	local reports
 	if reports=$("$S/logcheck.sh" "$log"); then
-		cell[log-$mode,$key]=clean
+		put "log-$mode" "$d" clean
 	else
-		cell[log-$mode,$key]=REPORTS
-		flag "$d" "$mode: kernel reports in $log:"
+		put "log-$mode" "$d" REPORTS
+		flag "$d" "$run: kernel reports in $log:"
 		while IFS= read -r l; do notes+=("    $l"); done <<<"$reports"
 	fi
 }
 
-for d in "${dlist[@]}"; do
-	o=()
-	[ -z "$only" ] || o=(aspace.only="$only")
-	boot_one "$d" tests "$cpus" "$kernel" ${o[@]+"${o[@]}"}
-	for t in "${tests[@]}"; do
-		r=$(grep -a "^RESULT $t " "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
-		cell[$t,$d]=${r:-NONE}
-		case $r in
-		PASS) ;;
-		*) flag "$d" "$t: ${r:-no result}" ;;
-		esac
+for c in "${clist[@]}"; do
+	for d in "${dlist[@]}"; do
+		o=()
+		[ -z "$only" ] || o=(aspace.only="$only")
+		boot_one "$d" tests "$c" "$kernel" ${o[@]+"${o[@]}"}
+		for t in "${tests[@]}"; do
+			r=$(grep -a "^RESULT $t " "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
+			put "$t" "$d" "${r:-NONE}"
+			case $r in
+			PASS) ;;
+			# a test that does not apply to this design says so (promotion)
+			SKIP) [ "$c" != "${clist[0]}" ] || notes+=("$d: $t skipped: $(grep -a "^RESULT $t SKIP" "$log" |
+				tail -n 1 | cut -d' ' -f4- | tr -d '\r')") ;;
+			*) flag "$d" "$t, $c vCPUs: ${r:-no result}" ;;
+			esac
+		done
+		while IFS= read -r l; do notes+=("$d, $c vCPUs: $l"); done < <(grep -a '^FAIL: ' "$log" | tr -d '\r' | head -n 10)
 	done
-	while IFS= read -r l; do notes+=("$d: $l"); done < <(grep -a '^FAIL: ' "$log" | tr -d '\r' | head -n 10)
 done
 
 if ((selftests)); then
@@ -170,7 +180,7 @@ if ((selftests)); then
 fi
 
 if ((lockstat)); then
-	lkernel=$KBUILDS/$tname-lockstat/arch/x86/boot/bzImage
+	lkernel=$(builddir "$tname" lockstat)/arch/x86/boot/bzImage
 	[ -f "$lkernel" ] || die "no lockstat kernel for $tname: run build.sh $tname lockstat"
 	for d in "${dlist[@]}"; do
 		boot_one "$d" lockstat 4 "$lkernel"
@@ -196,7 +206,7 @@ row() { # label key
 	printf '\n'
 }
 echo
-printf '%-26s' "$tname ($KVERSION, $cpus vCPUs)"
+printf '%-26s' "$tname, $(IFS=/; echo "${clist[*]}") vCPUs"
 for d in "${dlist[@]}"; do printf ' %-14s' "$d"; done
 printf '\n'
 row "design line" design
