@@ -75,8 +75,10 @@ tests)
 	;;
 selftests)
 	cd /selftests/mm || exit 1
-	# what run_vmtests.sh sets up for the hugetlb programs
-	echo 32 >/proc/sys/vm/nr_hugepages
+	# what run_vmtests.sh sets up: 256 MiB of huge pages and then some,
+	# SysV shm large enough for thuge-gen
+	echo 160 >/proc/sys/vm/nr_hugepages
+	echo 4294967296 >/proc/sys/kernel/shmmax
 	grep -v '^#' /selftests/mm/selftests-mm.list | while read -r label cmd; do
 		[ -n "$label" ] || continue
 		if [ -n "$only" ]; then
