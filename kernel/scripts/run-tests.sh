@@ -8,7 +8,10 @@
 #   -c    vCPUs for the tests, or several, comma-separated (default 2; two
 #         NUMA nodes always); a cell then reads e.g. PASS/PASS/FAIL
 #   -d    designs, comma-separated (default: every design the tree's
-#         i_mmap_design= accepts; `unpatched` for a tree without it)
+#         i_mmap_design= accepts, plus aspace:eager where aspace is one;
+#         `unpatched` for a tree without it). aspace:eager is aspace with
+#         the promotion rule lowered (the guest's aspace.promote=eager), so
+#         that every test's files run promoted to shards.
 #   -o    run only these tests (comma-separated names from tests.list)
 #   -s    also run tools/testing/selftests/mm, held to the unpatched
 #         kernel's recorded results (kernel/tests/selftests-mm.expected)
@@ -57,6 +60,7 @@ if [ -z "$designs" ]; then
 			if grep -rqs "\"$d\"" "$tree/mm"; then printf '%s,' "$d"; fi
 		done)
 		designs=${designs%,}
+		case ,$designs, in *,aspace,*) designs+=,aspace:eager ;; esac
 		[ -n "$designs" ] || die "$tname mentions i_mmap_design but no design name"
 	else
 		designs=unpatched
@@ -90,10 +94,12 @@ put() { # key design value: one value per run, joined by /
 # design line, the end marker and the kernel reports.
 boot_one() { # design mode cpus kernel extra-args...
 	local d=$1 mode=$2 c=$3 k=$4 rc=0
+	local name=${d%%:*} variant=${d#*:}
 	shift 4
-	log=$logs/$mode-$d-c$c.log
+	log=$logs/$mode-${d/:/-}-c$c.log
 	local args=(aspace.run="$mode" rcupdate.rcu_cpu_stall_timeout=300 "$@")
-	[ "$d" = unpatched ] || args+=("i_mmap_design=$d")
+	[ "$d" = unpatched ] || args+=("i_mmap_design=$name")
+	[ "$variant" != eager ] || args+=(aspace.promote=eager)
 	log "$tname: $d, $mode, $c vCPUs (log $log)"
 	"$S/boot.sh" -c "$c" -t "$limit" -l "$log" "$k" "${args[@]}" >/dev/null || rc=$?
 	local run="$mode, $c vCPUs" ok=ok
@@ -110,9 +116,13 @@ boot_one() { # design mode cpus kernel extra-args...
 		# exactly one design line, naming this design
 		local lines
 		lines=$(tr -d '\r' <"$log" | grep -a 'i_mmap: design ' | sed 's/^\[[^]]*\] *//')
-		if [ "$lines" != "i_mmap: design $d" ]; then
+		if [ "$lines" != "i_mmap: design $name" ]; then
 			ok=WRONG
-			flag "$d" "$run: want one line \"i_mmap: design $d\", got: ${lines:-none}"
+			flag "$d" "$run: want one line \"i_mmap: design $name\", got: ${lines:-none}"
+		fi
+		if [ "$variant" = eager ] && ! grep -aq '^ASPACE-PROMOTE eager' "$log"; then
+			ok=WRONG
+			flag "$d" "$run: the guest could not lower the promotion rule"
 		fi
 	fi
 	[ "$mode" != tests ] || put design "$d" "$ok"
