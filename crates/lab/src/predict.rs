@@ -124,6 +124,14 @@ pub struct PredictArgs {
     /// scaled by clock.
     #[arg(long)]
     pub exec_ns: Option<f64>,
+    /// With --model-cost: the model's own exec without a reverse map on the
+    /// target, ns per iteration on one thread, where measured there (e.g.
+    /// 1e9 over the execs/s of `aspace bench --designs exclude --threads 1`
+    /// there); default: the target description's `model_exec_ns` (`aspace
+    /// calibrate` measures it). The same loop is timed here, and the ratio
+    /// scales the times recorded here to the target.
+    #[arg(long, requires = "model_cost")]
+    pub model_exec_ns: Option<f64>,
     /// Record even when other work keeps this host busy (the output then
     /// says so); without it a busy host is waited for, then refused.
     #[arg(long)]
@@ -750,7 +758,24 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         print!("{}", compare::table(&o, &m, measured));
         return Ok(());
     }
-    let m = machine_arg(&a.machine)?;
+    let mut m = machine_arg(&a.machine)?;
+    if let Some(ns) = a.model_exec_ns {
+        if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
+            return Err(format!(
+                "--model-exec-ns: {ns} must be a time per exec in [1000, 1e9] ns"
+            ));
+        }
+        m.model_exec_ns = Some(ns);
+        // Timed here with --binary, as given for the target.
+        m.model_exec_binary = None;
+        m.sources.insert(
+            "model_exec_ns".into(),
+            format!(
+                "given by --model-exec-ns ({ns:.0} ns), of {}",
+                a.binary.display()
+            ),
+        );
+    }
     let pattern = pattern_arg(&a.call_pattern)?;
     let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
     // Read before the work, so that a bad file fails at once.
