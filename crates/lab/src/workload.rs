@@ -592,3 +592,35 @@ fn worker(
     }
     (ops, calls)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(speed_by_cpus: Vec<predict::SpeedPoint>) -> KernelCost {
+        let mut speed = predict::Machine::by_name("device-16").expect("built in");
+        speed.speed_by_cpus = speed_by_cpus;
+        KernelCost {
+            exec_ns: 400_000.0,
+            model_ns: 20_000.0,
+            spin_ns: 380_000.0,
+            speed,
+            source: String::new(),
+            lines: Vec::new(),
+            writes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kernel_spin_stretches_with_the_calibrated_speed() {
+        let point = |cpus, speed| predict::SpeedPoint { cpus, speed };
+        let k = cost(vec![point(2, 0.5), point(16, 0.8)]);
+        assert_eq!(k.spin_at(1), 380_000.0, "one CPU busy runs at full speed");
+        assert_eq!(k.spin_at(2), 760_000.0, "half speed: twice the spin");
+        assert!((k.spin_at(16) - 475_000.0).abs() < 1e-6);
+        assert_eq!(k.spin_at(64), k.spin_at(16), "more threads than CPUs");
+        assert_eq!(k.spin_at(0), k.spin_at(1));
+        let flat = cost(Vec::new());
+        assert_eq!(flat.spin_at(16), 380_000.0, "no speed measured: no stretch");
+    }
+}
