@@ -167,6 +167,18 @@ unsafe fn splice<T>(leaf: &mut Leaf<T>, n: usize, x0: usize, x1: usize, mid: &Mi
         leaf.pivots[y] = u64::MAX;
     }
     leaf.hdr.count = m as u8;
+    // The used mask moves as the slots did: the slots before `x0` stay, the
+    // middle's take `x0..to`, and those from `from` on move to `to` on.
+    let old = u32::from(leaf.hdr.used);
+    let kept = old & ((1u32 << x0) - 1);
+    let middle = u32::from(used_mask(&mid.vals[..mid.k])) << x0;
+    let moved = (old >> from) << to;
+    leaf.hdr.used = (kept | middle | moved) as u16;
+    debug_assert_eq!(
+        leaf.hdr.used,
+        used_mask(&std::array::from_fn::<_, LEAF_SLOTS, _>(|i| leaf.slot(i))),
+        "splice's used mask"
+    );
 }
 
 impl<T> Txn<'_, T> {
