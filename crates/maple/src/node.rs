@@ -126,6 +126,17 @@ impl<T> Leaf<T> {
         self.slots[i].store(p, Ordering::Release);
     }
 
+    /// [`Leaf::set_slot`] without the bounds check, for a loop whose
+    /// bound the compiler cannot see.
+    ///
+    /// # Safety
+    /// `i < LEAF_SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn set_slot_unchecked(&self, i: usize, p: *mut T) {
+        // SAFETY: in bounds (caller). Release: as `set_slot`.
+        unsafe { self.slots.get_unchecked(i) }.store(p, Ordering::Release);
+    }
+
     /// The slots that hold a value, as a mask ([`Header::used`]).
     #[inline(always)]
     pub(crate) fn used(&self) -> u32 {

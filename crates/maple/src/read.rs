@@ -368,57 +368,6 @@ pub(crate) unsafe fn step_sibling(path: &mut Path) -> bool {
     true
 }
 
-/// The next most common move of [`step_next_leaf`] (all but one in
-/// `INT_SLOTS` of the others): from a parent's last child to the first
-/// child of the parent's next sibling, written out without the general
-/// climb's loops. False, with the path unchanged, when the parent is its
-/// own parent's last child (or the tree is less than three levels high).
-/// Call it where [`step_sibling`] returned false.
-///
-/// # Safety
-/// The path is valid for a live version.
-#[inline]
-pub(crate) unsafe fn step_cousin(path: &mut Path) -> bool {
-    let len = path.len;
-    if len < 3 {
-        return false;
-    }
-    let (up, low) = path.lv[..len].split_at_mut(len - 2);
-    let g = &mut up[len - 3];
-    // SAFETY: a level above the leaf's parent holds a valid internal node
-    // (caller).
-    let gint = unsafe { &*g.node.cast::<Internal>() };
-    let gn = (gint.hdr.count as usize).min(INT_SLOTS);
-    let j = g.idx + 1;
-    if j >= gn {
-        return false;
-    }
-    g.idx = j;
-    let (plo, phi) = slot_range(&gint.pivots, gn, j, g.lo, g.hi);
-    let par = gint.child(j);
-    // SAFETY: a child of a valid internal node above the leaves' level.
-    let pint = unsafe { &*par.cast::<Internal>() };
-    let pn = (pint.hdr.count as usize).min(INT_SLOTS);
-    let lhi = if pn > 1 { pint.pivots[0] } else { phi };
-    low[0] = Level {
-        node: par,
-        idx: 0,
-        lo: plo,
-        hi: phi,
-    };
-    low[1] = Level {
-        node: pint.child(0),
-        idx: 0,
-        lo: plo,
-        hi: lhi,
-    };
-    // As `step_sibling`: start fetching the leaf after this one.
-    if pn > 1 {
-        prefetch_node(pint.child(1));
-    }
-    true
-}
-
 /// Moves the path to the first slot of the next leaf, whatever slot of its
 /// leaf it is at (an iteration that has scanned the whole leaf itself
 /// comes here directly); false at the end.
@@ -427,7 +376,7 @@ pub(crate) unsafe fn step_cousin(path: &mut Path) -> bool {
 /// The path is valid for a live version.
 pub(crate) unsafe fn step_next_leaf(path: &mut Path) -> bool {
     // SAFETY: forwarded from the caller.
-    if unsafe { step_sibling(path) || step_cousin(path) } {
+    if unsafe { step_sibling(path) } {
         return true;
     }
     let len = path.len;

@@ -333,13 +333,13 @@ impl Ends {
     /// The front path's upper levels and the parent cache are valid for a
     /// version that stays alive, and the front's leaf is the parent's
     /// last child (`pidx + 1 >= pn`).
-    #[inline]
+    #[inline(never)]
     unsafe fn next_parent(&mut self) -> bool {
         let len = self.front.len;
         if len < 3 {
             return false;
         }
-        debug_assert!(self.pidx + 1 >= self.pn);
+        debug_assert!(self.pidx + 1 >= self.pn && self.pn != 0);
         let g = self.front.lv[len - 3];
         // SAFETY: a level above the leaf's parent holds a valid internal
         // node (caller).
@@ -416,10 +416,7 @@ impl Ends {
     }
 
     /// How many of the parent's first children end below the range's last
-    /// index (the inline moves' bound: [`Ends::sib_end`]). The parent's
-    /// stored pivots increase and its unused ones are `u64::MAX`, so the
-    /// children before the first pivot at or above `hi` do, and the last
-    /// child too if the parent ends below `hi`.
+    /// index (the inline moves' bound: [`Ends::sib_end`]).
     ///
     /// # Safety
     /// The parent cache is valid for a version that stays alive.
@@ -429,12 +426,7 @@ impl Ends {
             return 0;
         }
         // SAFETY: a valid internal node (caller).
-        let c = slot_in(unsafe { &(*self.par).pivots }, self.hi);
-        if c + 1 >= self.pn && self.phi < self.hi {
-            self.pn
-        } else {
-            c.min(self.pn - 1)
-        }
+        children_below(unsafe { &*self.par }, self.pn, self.phi, self.hi)
     }
 
     /// Puts the front at slot 0 of child `j` of `par` (which has `pn`
@@ -662,6 +654,21 @@ impl Ends {
     }
 }
 
+/// How many of the first children of `par` (`pn >= 1` children, the last
+/// ending at `phi`) end below `hi`. The stored pivots increase and the
+/// unused ones are `u64::MAX`, so the children before the first pivot at or
+/// above `hi` do, and the last child too if the node ends below `hi`.
+#[inline]
+fn children_below(par: &Internal, pn: usize, phi: u64, hi: u64) -> usize {
+    debug_assert!((1..=INT_SLOTS).contains(&pn));
+    let c = slot_in(&par.pivots, hi);
+    if c + 1 >= pn && phi < hi {
+        pn
+    } else {
+        c.min(pn - 1)
+    }
+}
+
 impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     pub(crate) fn new(root: Root<'s, Slot<T, S>>, first: u64, last: u64) -> Self {
         let root = root.ptr();
@@ -736,31 +743,44 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             // on in the next leaf if it may (the first entry there needs
             // no check of its own).
             debug_assert!(ends.front_yielded && !ends.done && ends.lhi < ends.hi);
-            // SAFETY: as below.
-            unsafe { ends.sync_leaf() };
-            ends.sib_end = 0;
-            ends.idx = ends.f_n;
-            ends.start = ends.lhi + 1;
-            ends.sync_floor();
+            // The common move, to the first leaf of the parent's next
+            // sibling (`next_raw` moves to the others itself, and here the
+            // leaf is its parent's last), with the floor left behind (it is
+            // brought up to date wherever it is read: `Ends::sync_floor`).
             // SAFETY (this block's calls): `ends` is an iteration's, whose
-            // 's keeps the version it points into alive; `next_raw` moves
-            // to a sibling itself, so the leaf is its parent's last (or
-            // has no parent).
-            if unsafe { !ends.next_leaf::<Slot<T, S>>() } {
-                ends.finish();
-                return (ends.cursor(0), Step::End);
+            // 's keeps the version it points into alive.
+            if !(ends.pidx + 1 >= ends.pn && unsafe { ends.next_parent() }) {
+                // SAFETY: as above.
+                unsafe { ends.sync_leaf() };
+                ends.sib_end = 0;
+                ends.idx = ends.f_n;
+                ends.start = ends.lhi + 1;
+                ends.sync_floor();
+                ends.flush();
+                // SAFETY: as above.
+                if unsafe { !step_next_leaf(&mut ends.front) } {
+                    ends.finish();
+                    return (ends.cursor(0), Step::End);
+                }
+                // SAFETY: as above.
+                unsafe { ends.load_front::<Slot<T, S>>() };
             }
             if ends.lhi < ends.hi {
                 // As `next_raw`'s move to a sibling: the new leaf starts
-                // one past the floor (`step_next_leaf` leaves the front at
-                // its slot 0); its first slot here, the rest unchecked.
-                debug_assert!(ends.idx == 0 && ends.lo == ends.lo_floor);
+                // one past the last one, whose entries were all yielded or
+                // gaps; its first slot here, the rest unchecked.
+                debug_assert!(ends.idx == 0 && ends.lo >= ends.lo_floor);
                 let leaf = ends.leaf::<Slot<T, S>>();
                 // SAFETY: as above.
                 let used = unsafe { (*leaf).used() };
                 ends.idx = UNCHECKED;
-                // SAFETY: as above.
-                ends.sib_end = unsafe { ends.sibling_end() };
+                ends.sib_end = if ends.phi < ends.hi {
+                    // The whole parent ends below the range's end.
+                    ends.pn
+                } else {
+                    // SAFETY: as above.
+                    unsafe { ends.sibling_end() }
+                };
                 let cursor = ends.cursor(used & !1);
                 if used & 1 != 0 {
                     // SAFETY: as above; slot 0 holds a value
@@ -900,22 +920,19 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         let mut plo = ends.front.lv[len - 2].lo;
         let mut j = ends.pidx + 1;
         loop {
-            while j < pn {
-                // SAFETY (the unchecked reads in this loop): `j < pn <=
-                // INT_SLOTS`, so child `j` exists, pivot `j` where `j + 1
-                // < pn`, and child `j + 2` where `j + 2 < pn`.
-                let lhi = if j + 1 < pn {
-                    unsafe { *par.pivots.get_unchecked(j) }
-                } else {
-                    phi
-                };
-                if lhi >= hi {
-                    // The range's last leaf: left to the checked steps.
-                    // SAFETY: as above.
-                    unsafe { ends.set_front(par, pn, plo, phi, j, lo, lhi) };
-                    ends.lo_floor = ends.lo_floor.max(lo);
-                    return acc;
-                }
+            // Children `..end` of the parent end below the range's last
+            // index; all but the last of them at their stored pivot.
+            let end = if phi < hi {
+                pn
+            } else {
+                children_below(par, pn, phi, hi)
+            };
+            let inner = end.min(pn - 1);
+            while j < inner {
+                // SAFETY (the unchecked reads in this loop): `j < inner <
+                // pn <= INT_SLOTS`, so child `j` and pivot `j` exist, and
+                // child `j + 2` where `j + 2 < pn`.
+                let lhi = unsafe { *par.pivots.get_unchecked(j) };
                 // Start fetching the leaf two ahead: this loop spends too
                 // little on a leaf to hide a miss behind it, so fetching
                 // one ahead (as `step_next_leaf` does) leaves it waiting
@@ -931,6 +948,23 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 acc = scan_leaf(leaf, 0, lo, lhi, acc, f);
                 lo = lhi + 1;
                 j += 1;
+            }
+            if end < pn {
+                // Child `end` (the front's leaf was before it) is the
+                // range's last leaf: left to the checked steps.
+                debug_assert_eq!(j, end);
+                let lhi = if j + 1 < pn { par.pivots[j] } else { phi };
+                // SAFETY: as above.
+                unsafe { ends.set_front(par, pn, plo, phi, j, lo, lhi) };
+                ends.lo_floor = ends.lo_floor.max(lo);
+                return acc;
+            }
+            if j + 1 == pn {
+                // The last child, which ends with the parent.
+                // SAFETY: as above.
+                let leaf = unsafe { &*par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>() };
+                acc = scan_leaf(leaf, 0, lo, phi, acc, f);
+                lo = phi + 1;
             }
             // The parent is done: on to its next sibling, if any.
             if len < 3 {
