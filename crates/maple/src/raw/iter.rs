@@ -126,8 +126,13 @@ pub(crate) struct Ends {
     /// `next` may move inline to the parent's children before this one:
     /// past `pidx` only while `idx` is [`UNCHECKED`], and then every child
     /// from `pidx + 1` to it ends below the range's last index
-    /// ([`Ends::sibling_end`]), so the move needs no check of its own.
+    /// ([`Ends::set_unchecked`]), so the move needs no check of its own.
     sib_end: usize,
+    /// While `idx` is [`UNCHECKED`]: the last index of each child of the
+    /// parent (`bounds[pidx]` is the front leaf's `lhi`), the parent's
+    /// pivots and its end copied once a parent ([`Ends::set_unchecked`]),
+    /// so that `next`'s moves neither compute nor store the leaf's bounds.
+    bounds: [u64; INT_SLOTS],
     /// The range's first index. Where the front is, [`Iter::lo`], is this
     /// or one past the end of the last entry the front yielded (in a fold,
     /// of the last leaf it scanned whole), whichever is higher: the floor
@@ -178,6 +183,7 @@ impl EndsBox {
                 pn: 0,
                 phi: 0,
                 sib_end: 0,
+                bounds: [0; INT_SLOTS],
                 first,
                 hi,
                 lo_floor: 0,
@@ -359,13 +365,18 @@ impl Ends {
         let pint = unsafe { &*par.cast::<Internal>() };
         let pn = (pint.hdr.count as usize).min(INT_SLOTS);
         let leaf = pint.child(0);
-        let lhi = if pn > 1 {
-            // As `step_sibling`: start fetching the leaf after this one.
+        // Start fetching the two leaves after this one (`next_raw`'s moves
+        // fetch two ahead from there on), and the parent after this one.
+        if pn > 1 {
             prefetch_node(pint.child(1));
-            pint.pivots[0]
-        } else {
-            phi
-        };
+            if pn > 2 {
+                prefetch_node(pint.child(2));
+            }
+        }
+        if j + 1 < gn {
+            prefetch_node(gint.child(j + 1));
+        }
+        let lhi = if pn > 1 { pint.pivots[0] } else { phi };
         self.front.lv[len - 3].idx = j;
         self.front.lv[len - 2] = Level {
             node: par,
@@ -394,9 +405,10 @@ impl Ends {
         true
     }
 
-    /// Brings `lo` and `f_n` up to date after `next`'s moves to a sibling
-    /// (which keep only the leaf, `pidx` and `lhi`), where `idx` is
-    /// [`UNCHECKED`]; anything that reads them calls this first.
+    /// Brings the leaf state up to date after `next`'s moves to a sibling
+    /// (which keep only `pidx`, the cursor holding the leaf), where `idx`
+    /// is [`UNCHECKED`] and `leaf` has been set from the cursor; anything
+    /// that reads the leaf state calls this first.
     ///
     /// # Safety
     /// The front's leaf and the parent cache are valid for a version that
@@ -409,24 +421,55 @@ impl Ends {
         // were loaded whole).
         unsafe {
             self.f_n = (*self.leaf).count as usize;
+            self.lhi = self.leaf_hi();
             if self.pidx > 0 {
-                self.lo = (*self.par).pivots[self.pidx - 1] + 1;
+                self.lo = *self.bounds.get_unchecked(self.pidx - 1) + 1;
             }
         }
     }
 
-    /// How many of the parent's first children end below the range's last
-    /// index (the inline moves' bound: [`Ends::sib_end`]).
+    /// The last index of the front's leaf while `idx` is [`UNCHECKED`]
+    /// (`next`'s moves to a sibling leave `lhi` behind).
     ///
     /// # Safety
-    /// The parent cache is valid for a version that stays alive.
+    /// `idx` is [`UNCHECKED`] (so `pidx < INT_SLOTS` has its bound).
+    #[inline(always)]
+    unsafe fn leaf_hi(&self) -> u64 {
+        debug_assert!(self.idx == UNCHECKED && self.pidx < self.pn.max(1));
+        // SAFETY: `pidx < pn <= INT_SLOTS`, or 0 without a parent. (No
+        // bounds check: one that could panic would keep `next`'s
+        // computation of an entry's end alive in callers that never use
+        // it.)
+        unsafe { *self.bounds.get_unchecked(self.pidx) }
+    }
+
+    /// Puts the front in the unchecked step's state for its leaf (`idx`
+    /// [`UNCHECKED`]): the bound of the inline moves to siblings (how many
+    /// of the parent's first children end below the range's last index:
+    /// [`Ends::sib_end`]) and the children's bounds ([`Ends::bounds`]).
+    ///
+    /// # Safety
+    /// The parent cache and the leaf state are valid for a version that
+    /// stays alive.
     #[inline]
-    unsafe fn sibling_end(&self) -> usize {
+    unsafe fn set_unchecked(&mut self) {
+        self.idx = UNCHECKED;
         if self.pn == 0 {
-            return 0;
+            // A leaf at the root: no sibling.
+            self.sib_end = 0;
+            self.bounds[0] = self.lhi;
+            return;
         }
         // SAFETY: a valid internal node (caller).
-        children_below(unsafe { &*self.par }, self.pn, self.phi, self.hi)
+        let par = unsafe { &*self.par };
+        self.bounds[..INT_SLOTS - 1].copy_from_slice(&par.pivots);
+        self.bounds[self.pn - 1] = self.phi;
+        self.sib_end = if self.phi < self.hi {
+            // The whole parent ends below the range's end.
+            self.pn
+        } else {
+            children_below(par, self.pn, self.phi, self.hi)
+        };
     }
 
     /// Puts the front at slot 0 of child `j` of `par` (which has `pn`
@@ -570,9 +613,8 @@ impl Ends {
             // SAFETY: a valid leaf (caller).
             let used = unsafe { (*self.leaf::<V>()).used() };
             let mask = used & !((1u32 << self.idx.min(LEAF_SLOTS)) - 1);
-            self.idx = UNCHECKED;
             // SAFETY: as above.
-            self.sib_end = unsafe { self.sibling_end() };
+            unsafe { self.set_unchecked() };
             mask
         } else {
             0
@@ -714,6 +756,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     #[inline]
     fn stop_fast(&mut self) {
         if self.ends.idx == UNCHECKED {
+            self.ends.leaf = self.fr.leaf.cast_mut().cast();
             // SAFETY: the front's leaf and parent belong to the version 's
             // keeps alive.
             unsafe { self.ends.sync_leaf() };
@@ -731,12 +774,14 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// the leaf it stops in where that is allowed. The cursor's mask is
     /// empty.
     ///
-    /// Takes the rest of the state by a pointer to the heap and hands the
-    /// cursor back by value, so that no pointer to the caller's cursor
-    /// escapes its loop (see [`Iter::fr`]).
+    /// Takes the rest of the state by a pointer to the heap and the
+    /// cursor's leaf, and hands the cursor back by value, so that no
+    /// pointer to the caller's cursor escapes its loop (see [`Iter::fr`]).
     #[inline(never)]
-    fn next_slow(ends: &mut Ends) -> Slow<Slot<T, S>> {
+    fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
         if ends.idx == UNCHECKED {
+            // (The cursor's leaf: `next_raw`'s moves leave `Ends::leaf`.)
+            ends.leaf = leaf;
             // The common way here: the unchecked step took the leaf to its
             // end (so the front has yielded, the iteration is not over and
             // the leaf ends below the range's end). Move on, and let it go
@@ -771,15 +816,11 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // gaps; its first slot here, the rest unchecked.
                 debug_assert!(ends.idx == 0 && ends.lo >= ends.lo_floor);
                 let leaf = ends.leaf::<Slot<T, S>>();
-                // SAFETY: as above.
-                let used = unsafe { (*leaf).used() };
-                ends.idx = UNCHECKED;
-                ends.sib_end = if ends.phi < ends.hi {
-                    // The whole parent ends below the range's end.
-                    ends.pn
-                } else {
-                    // SAFETY: as above.
-                    unsafe { ends.sibling_end() }
+                // SAFETY: as above (the parent cache and the leaf state are
+                // the new leaf's).
+                let used = unsafe {
+                    ends.set_unchecked();
+                    (*leaf).used()
                 };
                 let cursor = ends.cursor(used & !1);
                 if used & 1 != 0 {
@@ -987,10 +1028,14 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             // SAFETY: as above.
             par = unsafe { &*gint.child(gj).cast::<Internal>() };
             pn = (par.hdr.count as usize).min(INT_SLOTS);
-            // The loop above fetches from the third child on.
+            // The loop above fetches from the third child on; the parent
+            // after this one is fetched now, for the next time here.
             prefetch_node(par.child(0));
             if pn > 1 {
                 prefetch_node(par.child(1));
+            }
+            if gj + 1 < gn {
+                prefetch_node(gint.child(gj + 1));
             }
             j = 0;
         }
@@ -1052,24 +1097,22 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // SAFETY: the parent is a valid internal node of the version
                 // 's keeps alive, and `1 <= j < pn <= INT_SLOTS`
                 // (`Ends::pn`), so child `j` and pivot `j - 1` exist, and
-                // pivot `j` and child `j + 1` where `j + 1 < pn`.
-                let (par, node, lhi) = unsafe {
+                // child `j + 2` where `j + 2 < pn`.
+                let (par, leaf) = unsafe {
                     let par = &*ends.par;
-                    let node = par.child_unchecked(j);
-                    if j + 1 < pn {
-                        prefetch_node(par.child_unchecked(j + 1));
-                        (par, node, *par.pivots.get_unchecked(j))
-                    } else {
-                        (par, node, ends.phi)
+                    // Start fetching the leaf two ahead: a leaf's entries
+                    // take too little time to hide a miss on the next one
+                    // (as in `fold_parents`).
+                    if j + 2 < pn {
+                        prefetch_node(par.child_unchecked(j + 2));
                     }
+                    (par, par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>())
                 };
-                let leaf = node.cast::<Leaf<Slot<T, S>>>();
                 // SAFETY: a child of a node of the version.
                 let used = unsafe { (*leaf).used() };
-                // (`lo` and `f_n` wait for `Ends::sync_leaf`.)
-                ends.leaf = node;
+                // (The rest of the leaf state waits for `Ends::sync_leaf`;
+                // its bounds are in `Ends::bounds`.)
                 ends.pidx = j;
-                ends.lhi = lhi;
                 f.leaf = leaf;
                 f.mask = used & !1;
                 if used & 1 != 0 {
@@ -1077,19 +1120,19 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                     // and the leaf starts one past the last leaf's end.
                     // SAFETY: as above; slot 0 and pivot 0 exist, and slot
                     // 0 holds a value (`Header::used`).
-                    let (lo, v, p0) = unsafe {
+                    let (lo, v, e) = unsafe {
                         (
                             *par.pivots.get_unchecked(j - 1) + 1,
                             (*leaf).slot(0),
-                            (*leaf).pivots[0],
+                            (*leaf).pivots[0].min(ends.leaf_hi()),
                         )
                     };
                     self.fr = f;
-                    return Some((lo, p0.min(lhi), v));
+                    return Some((lo, e, v));
                 }
                 continue;
             }
-            let (nf, step) = Self::next_slow(ends);
+            let (nf, step) = Self::next_slow(ends, f.leaf.cast_mut().cast());
             f = nf;
             match step {
                 Step::Entry(raw) => {
@@ -1120,10 +1163,10 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             // A used slot starts one past its neighbour's stored
             // pivot and ends at its own, or, as the last used slot
             // (whose pivot is unused, `u64::MAX`, or absent for the
-            // last slot), at the leaf's end.
-            // (The leaf's end is read from the heap, only by a
-            // caller that uses the entry's end.)
-            let lhi = self.ends.lhi;
+            // last slot), at the leaf's end, which only a caller that
+            // uses the entry's end asks for (a stored pivot lies below
+            // its node's end, so below `u64::MAX`).
+            let lhi = self.ends.leaf_hi();
             let e = if k < LEAF_SLOTS - 1 {
                 (*leaf.pivots.get_unchecked(k)).min(lhi)
             } else {
@@ -1147,6 +1190,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         // keeps alive.
         unsafe {
             if self.ends.idx == UNCHECKED {
+                self.ends.leaf = self.fr.leaf.cast_mut().cast();
                 self.ends.sync_leaf();
             }
             self.ends.start = self.ends.slot_start::<Slot<T, S>>(i);
@@ -1160,7 +1204,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             self.stop_fast();
         } else if self.ends.idx == UNCHECKED {
             // SAFETY: as above.
-            self.ends.sib_end = unsafe { self.ends.sibling_end() };
+            unsafe { self.ends.set_unchecked() };
         }
         r
     }
