@@ -8,13 +8,14 @@
 tname=${1:?usage: build.sh TREE CONFIG}
 cfg=${2:?usage: build.sh TREE CONFIG}
 tree=$KTREES/$tname
-out=$KBUILDS/$tname-$cfg
+out=$(builddir "$tname" "$cfg")
 [ -f "$out/.config" ] || die "$out not configured: run configure.sh $tname $cfg"
 
 mkdir -p "$CCACHE_DIR"
-# sloppiness: the kernel's headers carry __DATE__-free build stamps already
-# fixed by lib.sh; ccache's defaults are otherwise kept
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# paths relative to the tree (see builddir in lib.sh); no -g, so the
+# working directory need not be hashed either
+export CCACHE_BASEDIR=$tree CCACHE_NOHASHDIR=1
 start=$SECONDS
 if ! nice -n "${ASPACE_NICE:-5}" make -C "$tree" O="$out" ARCH=x86_64 \
 	CC="ccache gcc" -j"$(jobs)" bzImage >"$out/build.log" 2>&1; then

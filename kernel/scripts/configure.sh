@@ -14,7 +14,7 @@
 tname=${1:?usage: configure.sh TREE test|lockstat}
 cfg=${2:?usage: configure.sh TREE test|lockstat}
 tree=$KTREES/$tname
-out=$KBUILDS/$tname-$cfg
+out=$(builddir "$tname" "$cfg")
 [ -f "$tree/Makefile" ] || die "no tree $tree: run apply.sh $tname"
 
 frags=("$KDIR/config/base.config")

@@ -68,9 +68,14 @@ for t in tools "${trees[@]}"; do
 	printf 'tools/testing/vma (%s): ' "$t"
 	"$S/vma.sh" "$t" | tail -n 1 || rc=1
 done
-for t in "${trees[@]}"; do
-	step "run-tests $t"
-	"$S/run-tests.sh" -c "$cpus" $selftests $lockstat "$t" || rc=1
-done
+# one run, one table: the unpatched kernel (when built) is its first column
+step "run-tests ${trees[*]}"
+if [ "${trees[0]}" = patched ]; then
+	u=()
+	((unpatched)) && u=(-u unpatched)
+	"$S/run-tests.sh" -c "$cpus" $selftests $lockstat ${u[@]+"${u[@]}"} patched || rc=1
+else
+	"$S/run-tests.sh" -c "$cpus" $selftests $lockstat unpatched || rc=1
+fi
 step "done (exit $rc)"
 exit $rc

@@ -160,27 +160,6 @@ static void pin_node(int node)
 		die("sched_setaffinity(node %d)", node % nodes);
 }
 
-/* Run the caller on the @idx-th CPU (modulo their count) of @node. */
-static void pin_node_cpu(int node, int idx)
-{
-	cpu_set_t set, one;
-	int nodes = nr_nodes(), count, cpu, seen = 0;
-
-	if (nodes < 1)
-		die("no NUMA nodes in sysfs");
-	count = node_cpus(node % nodes, &set);
-	if (!count)
-		die("node %d has no CPUs", node % nodes);
-	idx %= count;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &set) && seen++ == idx)
-			break;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one))
-		die("sched_setaffinity(cpu %d)", cpu);
-}
-
 /* Run the caller on one CPU (modulo the number of CPUs). */
 static void pin_cpu(int cpu)
 {
@@ -253,22 +232,6 @@ static int probe_read(const volatile char *p, char *out)
 	}
 	probe_armed = 1;
 	*out = *p;
-	probe_armed = 0;
-	return 0;
-}
-
-static int probe_write(volatile char *p, char v)
-{
-	int sig;
-
-	probe_install();
-	sig = sigsetjmp(probe_env, 1);
-	if (sig) {
-		probe_armed = 0;
-		return sig;
-	}
-	probe_armed = 1;
-	*p = v;
 	probe_armed = 0;
 	return 0;
 }
@@ -702,6 +665,88 @@ static int write_str(const char *path, const char *s)
 	n = write(fd, s, strlen(s));
 	close(fd);
 	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/* Map @pages pages of @path MAP_SHARED read-write and read each once. */
+static char *map_touch(const char *path, int pages)
+{
+	int fd = open(path, O_RDWR), pg;
+	char *map;
+	volatile char sink;
+
+	if (fd < 0)
+		die("open %s", path);
+	map = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap %s", path);
+	close(fd);
+	for (pg = 0; pg < pages; pg++)
+		sink = map[pg * PAGE];
+	(void)sink;
+	return map;
+}
+
+/* ---- exec churn ------------------------------------------------------ */
+
+#define MAX_CHURNERS 64
+
+/*
+ * Copies of the dynamic helper re-exec'ing themselves (`execself churn`),
+ * copy i pinned to CPU i before its first exec, so that every exec creates
+ * its mm on that CPU; each stores its final count in a slot of a file.
+ */
+struct churn {
+	int n, execs;
+	pid_t pid[MAX_CHURNERS];
+	long *slot;
+	char path[64];
+};
+
+static void churn_start(struct churn *c, const char *helper, int n, int execs)
+{
+	char total[16], idx[16];
+	int fd, i;
+
+	c->n = n < MAX_CHURNERS ? n : MAX_CHURNERS;
+	c->execs = execs;
+	snprintf(c->path, sizeof(c->path), "/tmp/%s.slots", test_name);
+	fd = open(c->path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, MAX_CHURNERS * 8))
+		die("create %s", c->path);
+	c->slot = mmap(NULL, MAX_CHURNERS * 8, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, 0);
+	close(fd);
+	if (c->slot == MAP_FAILED)
+		die("mmap %s", c->path);
+	for (i = 0; i < c->n; i++) {
+		c->pid[i] = fork();
+		if (c->pid[i] < 0)
+			die("fork");
+		if (!c->pid[i]) {
+			pin_cpu(i);
+			snprintf(total, sizeof(total), "%d", execs);
+			snprintf(idx, sizeof(idx), "%d", i);
+			execl(helper, helper, "churn", total, "0", c->path, idx,
+			      (char *)NULL);
+			_exit(99);
+		}
+	}
+}
+
+/* Wait for every copy; each must exit 0 having reached its count. */
+static void churn_wait(struct churn *c)
+{
+	char what[32];
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		snprintf(what, sizeof(what), "exec churner %d", i);
+		reap(c->pid[i], what);
+		check(c->slot[i] == c->execs, "exec churner %d stored %ld, want %d",
+		      i, c->slot[i], c->execs);
+	}
+	munmap(c->slot, MAX_CHURNERS * 8);
+	unlink(c->path);
 }
 
 #endif

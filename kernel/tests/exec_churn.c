@@ -19,7 +19,6 @@
 #include "common.h"
 
 #define MAX_LIBS 4
-#define MAX_COPIES 64
 
 struct shared {
 	int stop;
@@ -138,13 +137,12 @@ static int final_moves(void *p)
 int main(int argc, char **argv)
 {
 	struct walker_arg wa = { .nlibs = 0 };
-	int per_cpu = 2, execs = 40, i, n, opt, fd, nodes;
+	int per_cpu = 2, execs = 40, i, opt, nodes;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *helper, *slots = "/tmp/exec_churn.slots";
-	pid_t pids[MAX_COPIES], walk;
+	const char *helper;
+	struct churn churn;
 	struct shared *sh;
-	long *res;
-	char buf[4][32];
+	pid_t walk;
 
 	test_start("exec_churn");
 	spawn_init(argv);
@@ -162,52 +160,21 @@ int main(int argc, char **argv)
 	for (; optind < argc && wa.nlibs < MAX_LIBS; optind++)
 		snprintf(wa.libs[wa.nlibs++].path, sizeof(wa.libs[0].path), "%s",
 			 argv[optind]);
-	n = per_cpu * ncpu;
-	if (n > MAX_COPIES)
-		n = MAX_COPIES;
 	nodes = nr_nodes();
-
-	fd = open(slots, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || ftruncate(fd, MAX_COPIES * 8))
-		die("create %s", slots);
-	res = mmap(NULL, MAX_COPIES * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	sh = shared_alloc(sizeof(*sh));
 	wa.sh = sh;
-	if (res == MAP_FAILED)
-		die("mmap");
 
 	walk = spawn_on_node(0, 0, walker, &wa, sizeof(wa));
-	for (i = 0; i < n; i++) {
-		/* each copy's exec creates its mm on its own CPU */
-		pids[i] = fork();
-		if (pids[i] < 0)
-			die("fork");
-		if (!pids[i]) {
-			pin_cpu(i);
-			snprintf(buf[0], sizeof(buf[0]), "%d", execs);
-			snprintf(buf[1], sizeof(buf[1]), "%d", i);
-			execl(helper, helper, "churn", buf[0], "0", slots, buf[1],
-			      (char *)NULL);
-			_exit(99);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		char what[32];
-
-		snprintf(what, sizeof(what), "copy %d", i);
-		reap(pids[i], what);
-		check(res[i] == execs, "copy %d stored %ld, want %d", i, res[i], execs);
-	}
+	churn_start(&churn, helper, per_cpu * ncpu, execs);
+	churn_wait(&churn);
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_SEQ_CST);
 	reap(walk, "walker");
 	note("%d copies x %d execs on %ld CPUs; walker moves during the churn: %ld whole, %ld partial",
-	     n, execs, ncpu, sh->moves_ok, sh->moves_failed);
+	     churn.n, execs, ncpu, sh->moves_ok, sh->moves_failed);
 
 	for (i = 0; i < nodes; i++) {
 		wa.from = i;
 		reap(spawn_on_node(i, 0, final_moves, &wa, sizeof(wa)), "final mover");
 	}
-	close(fd);
-	unlink(slots);
 	return test_end("execs complete; libc/ld.so pages migrate between nodes during and after");
 }

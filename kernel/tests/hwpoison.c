@@ -42,28 +42,10 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 	bus_code = si->si_code;
 }
 
-static char *map_file(const char *path)
-{
-	int fd = open(path, O_RDWR), pg;
-	char *map;
-	volatile char sink;
-
-	if (fd < 0)
-		die("open %s", path);
-	map = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		die("mmap %s", path);
-	close(fd);
-	for (pg = 0; pg < NPAGES; pg++)
-		sink = map[pg * PAGE];
-	(void)sink;
-	return map;
-}
-
 static int reader(const char *path, int k, int n, int node, int lost,
 		  struct gate *g)
 {
-	char *map = map_file(path), c;
+	char *map = map_touch(path, NPAGES), c;
 	int pg, sig, bad = 0, j;
 
 	gate_pass(g); /* mapped; the page is poisoned when we go on */
@@ -99,7 +81,7 @@ static int reader(const char *path, int k, int n, int node, int lost,
 static int poisoner(const char *path, int lost)
 {
 	struct sigaction sa;
-	char *map = map_file(path);
+	char *map = map_touch(path, NPAGES);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_bus;

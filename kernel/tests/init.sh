@@ -42,6 +42,18 @@ timeout=$(arg aspace.timeout)
 
 echo "ASPACE-BEGIN ${run:-none} cpus=$(nproc) nodes=$(ls -d /sys/devices/system/node/node* | wc -l)"
 
+# aspace.promote=eager: the aspace design promotes a file after two
+# handoffs of its lock within a second (debugfs), so that the files of
+# every test, not only heavily contended ones, run promoted to shards
+if [ "$(arg aspace.promote)" = eager ]; then
+	d=/sys/kernel/debug/i_mmap
+	if echo 2 >$d/promote_handoffs && echo 1000000000 >$d/promote_window_ns; then
+		echo "ASPACE-PROMOTE eager"
+	else
+		echo "ASPACE-PROMOTE failed: no $d/promote_handoffs"
+	fi
+fi
+
 # One test: its output, then a RESULT line even if it died without one.
 runtest() {
 	name=$1
@@ -75,8 +87,10 @@ tests)
 	;;
 selftests)
 	cd /selftests/mm || exit 1
-	# what run_vmtests.sh sets up for the hugetlb programs
-	echo 32 >/proc/sys/vm/nr_hugepages
+	# what run_vmtests.sh sets up: 256 MiB of huge pages and then some,
+	# SysV shm large enough for thuge-gen
+	echo 160 >/proc/sys/vm/nr_hugepages
+	echo 4294967296 >/proc/sys/kernel/shmmax
 	grep -v '^#' /selftests/mm/selftests-mm.list | while read -r label cmd; do
 		[ -n "$label" ] || continue
 		if [ -n "$only" ]; then

@@ -16,8 +16,6 @@
  */
 #include "common.h"
 
-#define MAX_COPIES 64
-
 struct totals {
 	double con, acq, wait, hold;
 };
@@ -79,13 +77,10 @@ static int report(struct totals *t)
 
 int main(int argc, char **argv)
 {
-	int per_cpu = 2, execs = 50, opt, i, n, fd;
+	int per_cpu = 2, execs = 50, opt;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *slots = "/tmp/lockstat.slots", *helper;
-	pid_t pids[MAX_COPIES];
+	struct churn churn;
 	struct totals t;
-	char a[32], b[32];
-	long *res;
 
 	test_start("lockstat");
 	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
@@ -98,46 +93,20 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		die("usage: lockstat HELPER [-c COPIES_PER_CPU] [-n EXECS]");
-	helper = argv[optind];
 	if (access("/proc/lock_stat", R_OK))
 		test_skip("no /proc/lock_stat (not the lock_stat build)");
-	n = per_cpu * ncpu;
-	if (n > MAX_COPIES)
-		n = MAX_COPIES;
-	fd = open(slots, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || ftruncate(fd, MAX_COPIES * 8))
-		die("create %s", slots);
-	res = mmap(NULL, MAX_COPIES * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (res == MAP_FAILED)
-		die("mmap");
 
 	if (write_str("/proc/lock_stat", "0") ||
 	    write_str("/proc/sys/kernel/lock_stat", "1"))
 		die("enable lock_stat");
-	for (i = 0; i < n; i++) {
-		pids[i] = fork();
-		if (pids[i] < 0)
-			die("fork");
-		if (!pids[i]) {
-			pin_cpu(i);
-			snprintf(a, sizeof(a), "%d", execs);
-			snprintf(b, sizeof(b), "%d", i);
-			execl(helper, helper, "churn", a, "0", slots, b, (char *)NULL);
-			_exit(99);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		reap(pids[i], "copy");
-		check(res[i] == execs, "copy %d stored %ld, want %d", i, res[i], execs);
-	}
+	churn_start(&churn, argv[optind], per_cpu * ncpu, execs);
+	churn_wait(&churn);
 	if (write_str("/proc/sys/kernel/lock_stat", "0"))
 		die("disable lock_stat");
 	if (!report(&t))
 		fail("no lock class named i_mmap in /proc/lock_stat");
-	printf("LOCKSTAT %d %.0f %.0f %.2f %.2f\n", n * execs, t.con, t.acq, t.wait,
-	       t.hold);
-	note("%d copies x %d execs on %ld CPUs", n, execs, ncpu);
-	close(fd);
-	unlink(slots);
+	printf("LOCKSTAT %d %.0f %.0f %.2f %.2f\n", churn.n * execs, t.con, t.acq,
+	       t.wait, t.hold);
+	note("%d copies x %d execs on %ld CPUs", churn.n, execs, ncpu);
 	return test_end("i_mmap lock classes under the exec churn");
 }

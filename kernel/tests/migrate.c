@@ -63,28 +63,10 @@ static int verify(char *map, int target, const char *what)
 	return bad | (node_of_all(map, target, what) != 0);
 }
 
-static char *map_file(const char *path)
-{
-	int fd = open(path, O_RDWR), pg;
-	char *map;
-	volatile char sink;
-
-	if (fd < 0)
-		die("open %s", path);
-	map = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		die("mmap %s", path);
-	close(fd);
-	for (pg = 0; pg < NPAGES; pg++)
-		sink = map[pg * PAGE];
-	(void)sink;
-	return map;
-}
-
 static int child(const char *path, int node, struct gate *g, struct shared *sh,
 		 int steps)
 {
-	char *map = map_file(path), what[300];
+	char *map = map_touch(path, NPAGES), what[300];
 	int bad = 0, s;
 
 	gate_pass(g); /* mapped */
@@ -155,7 +137,7 @@ static void run_dir(const char *dir)
 		snprintf(t.path, sizeof(t.path), "%s", path);
 		pids[k] = spawn_task(k % nodes, k / nodes, child_task, &t);
 	}
-	map = map_file(path);
+	map = map_touch(path, NPAGES);
 	if (!gate_collect(g, n))
 		die("a process died before the moves");
 	gate_open(g);

@@ -1,24 +1,32 @@
 //! `aspace predict`: what each design does on a machine of many CPUs,
 //! predicted from profiles recorded here and a machine description.
 //!
-//! 1. For each design, a profile is recorded from the real code (see
-//!    [`recorder`]): one slot per CPU of the target machine, the maps built
-//!    for the target's topology.
-//! 2. Each iteration is stretched to the real kernel's exec cost measured
-//!    by `aspace calibrate` (the non-reverse-map work of a real exec is the
-//!    calibrated cost minus the model's reverse-map time), and the
-//!    simulator scales it by the target's per-core speed.
-//! 3. `predict::simulate` runs every design at every CPU count.
+//! 1. For each design, a profile is recorded from the real code
+//!    ([`recorder`]): one thread per CPU of the target, the maps built for
+//!    its topology, the threads taking turns on the same trees; every lock
+//!    hold with the cache lines it touches, by identity ([`events`]).
+//! 2. Kernel cost (the default): locks are Linux's rwsem, a split is one
+//!    hold, each iteration is stretched to the real exec's cost (the
+//!    target's own calibration, `--exec-ns`, or the host's scaled by
+//!    clock), and the rest of what a real exec shares is added
+//!    ([`kernel`]). Model cost (`--model-cost`): the model as `aspace bench`
+//!    runs it, parking_lot locks and the model's own shared lines
+//!    ([`model`]).
+//! 3. `predict::simulate` runs every design, and each design's
+//!    no-reverse-map bound, at every CPU count.
 //!
-//! Everything printed is labelled a PREDICTION, with the validation error
-//! (docs/results/predict/) beside it: the table, `predict.json`,
-//! `predict.svg`, and `report.html`, the "Predictions" section of the HTML
-//! report ([`host::predict_section`]). `aspace bench` records and simulates
-//! its own host the same way and puts the predicted curve beside the
-//! measured one ([`host::predict_for_bench`], [`host::bench_section`]).
+//! Everything printed is labelled: PREDICTED figures, the bound AT MOST, a
+//! design at its bound "at least"; the stored validation
+//! (docs/results/predict/validation.json) as STORED, with its date and
+//! commit; the caveats of this run (a busy recording host) in the terminal
+//! and in `report.html` ([`host::predict_section`]). A busy host is refused
+//! before recording unless `--busy-ok` ([`busy_gate`]). `aspace bench`
+//! records and simulates its own host and puts the predicted curve beside
+//! the measured one ([`host::predict_for_bench`], [`host::bench_section`]).
 //!
-//! What the model lacks, and how each published figure compares, is in
-//! `docs/results/predict/README.md` and the simulator's module docs.
+//! What the model lacks, and how each published figure and the 16-core
+//! machine compare, is in `docs/results/predict/README.md` and the
+//! simulator's module docs.
 
 pub mod events;
 pub mod host;

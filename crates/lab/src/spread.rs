@@ -94,7 +94,7 @@ impl Spread {
 /// The chance that the min-max ranges of `n` and `m` samples drawn from one
 /// continuous distribution (independent, or merely exchangeable) do not overlap:
 /// all of one side's samples below all of the other's, 2 / C(n + m, n). It is
-/// also the chance of a false verdict ([`Verdict::compare`] says faster or slower
+/// also the chance of a false verdict ([`Verdict::paired`] says faster or slower
 /// although both sides are alike). 1 when a side has no sample.
 pub fn disjoint_chance(n: usize, m: usize) -> f64 {
     if n == 0 || m == 0 {

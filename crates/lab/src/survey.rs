@@ -756,12 +756,16 @@ impl Survey {
         Ok(format!("{dir}/results.json, {dir}/report.html"))
     }
 
-    fn bench_kernel(&self, deadline: Duration) -> Result<String, Outcome> {
-        let help = self
-            .aspace(&["bench", "--help"])
+    /// `aspace SUB --help`: the options this binary's subcommand has.
+    fn help(&self, sub: &str) -> String {
+        self.aspace(&[sub, "--help"])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    fn bench_kernel(&self, deadline: Duration) -> Result<String, Outcome> {
+        let help = self.help("bench");
         if !help.contains("--cost") {
             return Err(Outcome::Skipped(
                 "this aspace has no `bench --cost` (aspace bench --help)".into(),
@@ -819,6 +823,7 @@ impl Survey {
         let calib = calib.display().to_string();
         let counts = self.counts_arg();
         let secs = fmt_s(self.plan.predict_seconds);
+        let busy_ok = self.help("predict").contains("--busy-ok");
         let mut done = Vec::new();
         let mut failed = Vec::new();
         for (dir, extra) in [
@@ -842,6 +847,10 @@ impl Survey {
             args.extend_from_slice(extra);
             if let Some(d) = self.plan.predict_designs {
                 args.extend(["--designs", d]);
+            }
+            // As for calibrate: the survey records the host as it is.
+            if busy_ok {
+                args.push("--busy-ok");
             }
             // Each run gets half of the part's time, the second what is left.
             let left = deadline.saturating_sub(t0.elapsed());

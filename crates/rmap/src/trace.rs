@@ -38,7 +38,7 @@
 //!
 //! Where a design changes a tree, the nodes the change wrote are found by
 //! comparing the tree's arena before and after it (a copy taken only while
-//! recording, [`Snapshot`]): rotations, recolourings and the augmented
+//! recording, `Snapshot`): rotations, recolourings and the augmented
 //! maxima a rebalance updates count as written, so `lines_written` is exact
 //! for the tree's nodes, not a lower bound.
 //!
@@ -94,7 +94,7 @@ pub struct LockEvent {
 pub struct LineTouch {
     /// The line's identity, unique in this process while the memory it
     /// names lives: a 64-byte line's address / 64, or (high bit set) a tree
-    /// node's own line (see [`touch_node`]). A tree arena that grows moves
+    /// node's own line (see `touch_node`). A tree arena that grows moves
     /// its nodes, which then get new identities.
     pub line: usize,
     /// The hold wrote the line (else it only read it).
@@ -102,7 +102,7 @@ pub struct LineTouch {
 }
 
 impl LineTouch {
-    /// A tree node's line (see [`touch_node`]).
+    /// A tree node's line (see `touch_node`).
     pub fn is_node(&self) -> bool {
         self.line & NODE_LINE != 0
     }

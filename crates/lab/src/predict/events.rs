@@ -360,6 +360,24 @@ pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
     }
 }
 
+/// An exclusive hold on `(map, shard)` at `site` for tests: 3 lines
+/// written, 2 read, no line identities, no system call.
+#[cfg(test)]
+pub(crate) fn test_event(map: u32, shard: u32, site: Site, hold: u64) -> Event {
+    Event {
+        map,
+        shard,
+        write: true,
+        site,
+        hold_ns: hold,
+        lines_written: 3,
+        lines_read: 2,
+        lock_line_data: false,
+        call: NO_CALL,
+        lines: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,20 +385,7 @@ mod tests {
     use rmap::{Design, Topology};
     use std::path::Path;
 
-    fn ev(map: u32, shard: u32, site: Site, hold: u64) -> Event {
-        Event {
-            map,
-            shard,
-            write: true,
-            site,
-            hold_ns: hold,
-            lines_written: 3,
-            lines_read: 2,
-            lock_line_data: false,
-            call: NO_CALL,
-            lines: Vec::new(),
-        }
-    }
+    use super::test_event as ev;
 
     #[test]
     fn a_lock_word_beside_written_data_is_seen() {

@@ -790,23 +790,8 @@ pub fn check(binary: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::events::NO_CALL;
+    use super::super::events::test_event as ev;
     use super::*;
-
-    fn ev(map: u32, shard: u32, site: Site, hold: u64) -> Event {
-        Event {
-            map,
-            shard,
-            write: true,
-            site,
-            hold_ns: hold,
-            lines_written: 3,
-            lines_read: 2,
-            lock_line_data: false,
-            call: NO_CALL,
-            lines: Vec::new(),
-        }
-    }
 
     #[test]
     fn own_binaries_give_each_cpu_a_lock_of_its_own_for_the_executable() {
