@@ -464,6 +464,7 @@ impl Ends {
         let par = unsafe { &*self.par };
         self.bounds[..INT_SLOTS - 1].copy_from_slice(&par.pivots);
         self.bounds[self.pn - 1] = self.phi;
+        debug_assert_eq!(self.bounds[self.pidx], self.lhi, "the leaf's end");
         self.sib_end = if self.phi < self.hi {
             // The whole parent ends below the range's end.
             self.pn
