@@ -70,11 +70,17 @@ fn ranges(want: &[Ent], rng: &mut Rng) -> Vec<(u64, u64)> {
 }
 
 /// Which switch points to try for `len` entries: every one for small
-/// iterations, else about 120 of them.
+/// iterations, else about 120 of them (about 20 under Miri).
 fn points(len: usize) -> impl Iterator<Item = usize> {
     // An odd stride: across the run it falls on every slot of a leaf and
     // on the first and last child of a parent.
-    let stride = if len <= 300 { 1 } else { (len / 120) | 1 };
+    let stride = if cfg!(miri) {
+        (len / 20) | 1
+    } else if len <= 300 {
+        1
+    } else {
+        (len / 120) | 1
+    };
     (0..=len).step_by(stride).chain([len])
 }
 
@@ -98,13 +104,25 @@ where
         let front: Vec<Ent> = it.by_ref().take(k).collect();
         assert_eq!(front, want[..k], "{what}: the first {k} by next");
         let mut rest = Vec::new();
-        it.for_each(|e| rest.push(e));
+        it.for_each(|e| {
+            // (An iteration that yields too much fails here, not by
+            // running out of memory.)
+            assert!(
+                rest.len() < want.len() - k,
+                "{what}: the fold after {k} yields too much"
+            );
+            rest.push(e);
+        });
         assert_eq!(rest, want[k..], "{what}: folded after {k} by next");
 
         let mut it = mk();
         let mut got_front: Vec<Ent> = it.by_ref().take(k).collect();
         let mut got_back = Vec::new();
         loop {
+            assert!(
+                got_front.len() + got_back.len() <= want.len(),
+                "{what}: {k} by next, then both ends yield too much"
+            );
             let b = it.next_back();
             let f = it.next();
             let done = b.is_none() && f.is_none();
@@ -124,7 +142,7 @@ where
     }
     // Every entry by `next`, with a fold of nothing after it.
     let mut it = mk();
-    let all: Vec<Ent> = it.by_ref().collect();
+    let all: Vec<Ent> = it.by_ref().take(want.len() + 1).collect();
     assert_eq!(all, want, "{what}: by next");
     assert_eq!(it.fold(0, |n, _| n + 1), 0, "{what}: fold after the end");
 }
