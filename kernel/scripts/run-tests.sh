@@ -2,7 +2,7 @@
 # run-tests.sh: boot one tree's kernels once per design, run the guest tests,
 # print ONE table, exit non-zero on any failure.
 #
-# Usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-u UTREE] [-s] [-L] [-R] TREE
+# Usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-u UTREE] [-s] [-L] [-R] [-N] TREE
 #   TREE  a built tree (apply.sh, configure.sh, build.sh): its `test` build
 #         runs the tests, its `lockstat` build the lock_stat pass
 #   -u    also boot UTREE (the unpatched kernel, built the same way) as the
@@ -20,6 +20,7 @@
 #   -R    record: write the `unpatched` column's selftests results as the
 #         expected ones (with -s, and -u or an unpatched TREE), then hold
 #         the other columns of the same run to them
+#   -N    no tests boot: only the selftests (-s) and/or lock_stat (-L) ones
 #   -L    also the lock_stat pass: the exec churn at 4 vCPUs per design,
 #         /proc/lock_stat's i_mmap_rwsem figures in the table
 # Environment: ASPACE_BOOT_LIMIT (seconds per boot, default 2400),
@@ -32,9 +33,9 @@
 # Logs: $ASPACE_KCACHE/logs/TREE/.
 . "$(dirname "$0")/lib.sh"
 
-cpus=2 designs='' only='' selftests=0 lockstat=0 record=0 utree=''
-usage="usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-u UTREE] [-s] [-L] [-R] TREE"
-while getopts c:d:o:u:sLR o; do
+cpus=2 designs='' only='' selftests=0 lockstat=0 record=0 utree='' notests=0
+usage="usage: run-tests.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-u UTREE] [-s] [-L] [-R] [-N] TREE"
+while getopts c:d:o:u:sLRN o; do
 	case $o in
 	c) cpus=$OPTARG ;;
 	d) designs=$OPTARG ;;
@@ -43,6 +44,7 @@ while getopts c:d:o:u:sLR o; do
 	s) selftests=1 ;;
 	L) lockstat=1 ;;
 	R) record=1 ;;
+	N) notests=1 ;;
 	*) die "$usage" ;;
 	esac
 done
@@ -91,7 +93,9 @@ IFS=, read -r -a dlist <<<"$designs"
 IFS=, read -r -a clist <<<"$cpus"
 cpus=${clist[0]} # selftests run at the first count
 tests=()
-if [ -n "$only" ]; then
+if ((notests)); then
+	clist=()
+elif [ -n "$only" ]; then
 	IFS=, read -r -a tests <<<"$only"
 else
 	while read -r t _; do
@@ -262,12 +266,14 @@ row() { # label key
 	printf '\n'
 }
 echo
-printf '%-26s' "$tname, $(IFS=/; echo "${clist[*]}") vCPUs"
+printf '%-26s' "$tname, $(IFS=/; echo "${clist[*]:-$cpus}") vCPUs"
 for d in "${dlist[@]}"; do printf ' %-14s' "$d"; done
 printf '\n'
-row "design line" design
-for t in "${tests[@]}"; do row "$t" "$t"; done
-row "kernel log (tests)" log-tests
+if ((!notests)); then
+	row "design line" design
+	for t in "${tests[@]}"; do row "$t" "$t"; done
+	row "kernel log (tests)" log-tests
+fi
 if ((selftests)); then
 	row "selftests/mm pass/total" selftests
 	row "kernel log (selftests)" log-selftests
