@@ -140,7 +140,9 @@ boot_one() { # design mode cpus kernel extra-args...
 	else
 		# exactly one design line, naming this design
 		local lines
-		lines=$(tr -d '\r' <"$log" | grep -a 'i_mmap: design ' | sed 's/^\[[^]]*\] *//')
+		# (|| true: under pipefail a log without the line, a kernel that
+		# died at boot, must be flagged, not end the run)
+		lines=$(tr -d '\r' <"$log" | grep -a 'i_mmap: design ' | sed 's/^\[[^]]*\] *//') || true
 		if [ "$lines" != "i_mmap: design $name" ]; then
 			ok=WRONG
 			flag "$d" "$run: want one line \"i_mmap: design $name\", got: ${lines:-none}"
@@ -167,7 +169,7 @@ for c in "${clist[@]}"; do
 		[ -z "$only" ] || o=(aspace.only="$only")
 		boot_one "$d" tests "$c" "$(kernel_of "$d" test)" ${o[@]+"${o[@]}"}
 		for t in "${tests[@]}"; do
-			r=$(grep -a "^RESULT $t " "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
+			r=$(grep -a "^RESULT $t " "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r') || true
 			put "$t" "$d" "${r:-NONE}"
 			case $r in
 			PASS) ;;
@@ -199,7 +201,7 @@ if ((selftests)); then
 		boot_one "$d" selftests "$cpus" "$(kernel_of "$d" test)" \
 			aspace.timeout="${ASPACE_SELFTEST_TIMEOUT:-180}" ${o[@]+"${o[@]}"}
 		res=$logs/selftests-$d-c$cpus.results
-		grep -a '^SELFTEST ' "$log" | tr -d '\r' | awk '{print $2, $3, $4}' >"$res"
+		{ grep -a '^SELFTEST ' "$log" || true; } | tr -d '\r' | awk '{print $2, $3, $4}' >"$res"
 		pass=$(awk '$2 == 0' "$res" | wc -l)
 		total=$(wc -l <"$res")
 		if ((record)) && [ "$d" = unpatched ]; then
@@ -236,7 +238,7 @@ if ((lockstat)); then
 	[ -z "$utree" ] || kernel_of unpatched lockstat >/dev/null
 	for d in "${dlist[@]}"; do
 		boot_one "$d" lockstat 4 "$(kernel_of "$d" lockstat)"
-		r=$(grep -a '^RESULT lockstat ' "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r')
+		r=$(grep -a '^RESULT lockstat ' "$log" | tail -n 1 | awk '{print $3}' | tr -d '\r') || true
 		[ "$r" = PASS ] || flag "$d" "lockstat: ${r:-no result}"
 		# LOCKSTAT <execs> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
 		read -r _ ex con acq wt ht < <(grep -a '^LOCKSTAT ' "$log" | tr -d '\r' | tail -n 1) || true
