@@ -8,7 +8,8 @@
 #   aspace.run=lockstat   the exec churn with /proc/lock_stat on
 #   aspace.run=shell      an interactive shell (boot.sh -i)
 # Lines: "ASPACE-BEGIN <what>", "RESULT <test> PASS|FAIL|SKIP ...",
-# "SELFTEST <label> <exit status> <seconds>", "ASPACE-END <what>".
+# "TESTTIME <test> <seconds>s", "SELFTEST <label> <exit status> <seconds>",
+# "ASPACE-END <what>".
 
 export PATH=/bin:/sbin:/tests
 mount -t proc proc /proc
@@ -59,6 +60,7 @@ runtest() {
 	name=$1
 	shift
 	out=/tmp/out.$name
+	start=$(cut -d. -f1 /proc/uptime)
 	# streamed to the console as it runs, kept for the RESULT check
 	{
 		timeout "$timeout" "$@" 2>&1
@@ -72,6 +74,8 @@ runtest() {
 		esac
 		echo "RESULT $name FAIL $why"
 	fi
+	# the guest's seconds per test (where CI's time goes)
+	echo "TESTTIME $name $(($(cut -d. -f1 /proc/uptime) - start))s"
 }
 
 case $run in
