@@ -23,6 +23,7 @@ git -C "$KGIT" rev-parse -q --verify pristine >/dev/null ||
 patches=()
 if [ "$series_dir" != none ]; then
 	[ -f "$series_dir/series" ] || die "no series file in $series_dir"
+	series_dir=$(cd "$series_dir" && pwd) # git apply runs in another directory
 	while read -r p _; do
 		case $p in '' | '#'*) continue ;; esac
 		[ -f "$series_dir/$p" ] || die "$series_dir/series lists $p, which is missing"

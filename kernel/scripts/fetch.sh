@@ -19,8 +19,9 @@ if ((${#missing[@]})); then
 	log "installing ${missing[*]}"
 	SUDO=
 	[ "$(id -u)" = 0 ] || SUDO=sudo
-	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+	# through env: sudo's env_reset would drop DEBIAN_FRONTEND
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		--no-install-recommends "${missing[@]}" >/dev/null
 fi
 

@@ -8,7 +8,8 @@
 #   aspace.run=lockstat   the exec churn with /proc/lock_stat on
 #   aspace.run=shell      an interactive shell (boot.sh -i)
 # Lines: "ASPACE-BEGIN <what>", "RESULT <test> PASS|FAIL|SKIP ...",
-# "SELFTEST <label> <exit status> <seconds>", "ASPACE-END <what>".
+# "TESTTIME <test> <seconds>s", "SELFTEST <label> <exit status> <seconds>",
+# "ASPACE-END <what>".
 
 export PATH=/bin:/sbin:/tests
 mount -t proc proc /proc
@@ -54,15 +55,45 @@ if [ "$(arg aspace.promote)" = eager ]; then
 	fi
 fi
 
+# Kill what a test left behind (a test killed by its timeout leaves its
+# children: exec churners, a migration walker that loops until told to
+# stop), or they would hold the pipe to tee open and the guest would wait
+# for the boot limit. Spared: every ancestor of this shell (init, the
+# loops' subshells), tee, timeout's watcher, kernel threads (pid 2 and its
+# children). Only
+# builtins read /proc here: /proc/self is this shell. (/proc files have
+# size 0, so `test -s` cannot tell a kernel thread.)
+reap_strays() {
+	read -r self _ _ p _ </proc/self/stat
+	anc=" 1 2 $self "
+	while [ "${p:-1}" -gt 1 ]; do
+		anc="$anc$p "
+		read -r _ _ _ p _ </proc/"$p"/stat || p=1
+	done
+	n=0
+	for d in /proc/[0-9]*; do
+		q=${d#/proc/}
+		case "$anc" in *" $q "*) continue ;; esac
+		read -r _ comm _ pp _ <"$d/stat" 2>/dev/null || continue
+		# busybox timeout's watcher leaves by itself once the test is gone
+		case $comm in "(tee)" | "(timeout)") continue ;; esac
+		[ "$pp" != 2 ] || continue
+		kill -KILL "$q" 2>/dev/null && n=$((n + 1))
+	done
+	[ "$n" = 0 ] || echo "# $n stray process(es) of the test killed"
+}
+
 # One test: its output, then a RESULT line even if it died without one.
 runtest() {
 	name=$1
 	shift
 	out=/tmp/out.$name
+	start=$(cut -d. -f1 /proc/uptime)
 	# streamed to the console as it runs, kept for the RESULT check
 	{
 		timeout "$timeout" "$@" 2>&1
 		echo $? >/tmp/rc.$name
+		reap_strays
 	} | tee "$out"
 	rc=$(cat /tmp/rc.$name)
 	if ! grep -q "^RESULT $name " "$out"; then
@@ -72,6 +103,8 @@ runtest() {
 		esac
 		echo "RESULT $name FAIL $why"
 	fi
+	# the guest's seconds per test (where CI's time goes)
+	echo "TESTTIME $name $(($(cut -d. -f1 /proc/uptime) - start))s"
 }
 
 case $run in

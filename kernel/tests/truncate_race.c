@@ -8,7 +8,8 @@
  * the file's map under them.
  *
  * The test truncates a tmpfs file to nothing and extends it again, ROUNDS
- * times, and publishes after each truncate() returns an odd generation.
+ * times, and publishes after each truncate() returns an odd generation
+ * (even again just before the file grows back).
  * Meanwhile mapper processes on every CPU map the file, touch its pages,
  * and read a page once more after seeing an odd generation: the read must
  * raise SIGBUS (a mapping the truncate's walk missed still maps the old
@@ -235,12 +236,19 @@ int main(int argc, char **argv)
 			die("truncate");
 		__atomic_add_fetch(&r->gen, 1, __ATOMIC_SEQ_CST); /* odd */
 		pause_ms(20);
+		/*
+		 * Even again BEFORE the file grows: a mapper that read a page
+		 * and still sees this odd generation afterwards read it while
+		 * the file was empty, so that read must have faulted. (Made
+		 * even after the write, a read of the new page between the
+		 * extend and the store counted as stale: a false failure.)
+		 */
+		__atomic_add_fetch(&r->gen, 1, __ATOMIC_SEQ_CST); /* even */
 		if (ftruncate(fd, NPAGES * PAGE))
 			die("extend");
 		memset(buf, 'a' + i % 26, sizeof(buf));
 		if (pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf))
 			die("write");
-		__atomic_add_fetch(&r->gen, 1, __ATOMIC_SEQ_CST); /* even */
 	}
 	churn_wait(&churn);
 	__atomic_store_n(&r->stop, 1, __ATOMIC_SEQ_CST);
