@@ -20,7 +20,10 @@
 #     WARNING or CHECK must be justified in the commit message, which must
 #     name its type as --show-types prints it (e.g. MACRO_ARG_REUSE);
 #  3. configure and build CONFIG (with ccache): a compiler warning in the
-#     build log fails;
+#     build log fails (the log of this build only: a file compiled by an
+#     earlier build of the same tree is not compiled again, so a tree's
+#     first build is the one that sees every file; ccache replays a
+#     cached file's warnings, so a new tree always sees them all);
 #  4. boot it under TCG (boot.sh) once per design the tree accepts
 #     (i_mmap_design=...; before patch 2 the tree has no design and must print
 #     no design line), check the one line "i_mmap: design <name>", run the
