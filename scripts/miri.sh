@@ -33,6 +33,8 @@
 #           multimap 16, conformance 146 (with rmap's dependencies);
 #           maple api 21, bad_input 29,
 #           exact_fit 49, memory 36, stress 8
+#   iter_switch (lane a, added later): its tests ran 159 s (wall, not
+#           CPU, at load average ~20), not counted below
 # Lane a ~670, lane b ~700 (with maple's dependencies built again): about
 # 23 CPU-minutes in all, so about 12 minutes on 2 idle cores.
 #
@@ -105,7 +107,7 @@ fi
 
 jobs="${MIRI_JOBS:-$(nproc 2>/dev/null || echo 1)}"
 # Each lane is a list of `cargo miri test` argument sets, run in order.
-lane_a=("-p aspace-maple --lib --test edges --test drop_count --test model --test model_inline")
+lane_a=("-p aspace-maple --lib --test edges --test drop_count --test model --test model_inline --test iter_switch")
 lane_b=("-p aspace-rmap --lib --tests"
   "-p aspace-maple --test api --test bad_input --test exact_fit --test memory --test stress --test inline --test fast_path")
 

@@ -280,7 +280,7 @@ fn atomic_rmw_ns(ops: u64, batches: usize) -> f64 {
 /// 4.06-4.14 GHz by this measure), and the host's speed is what scales the
 /// real exec cost to a target machine's clock.
 #[cfg(target_arch = "x86_64")]
-fn measured_ghz(scale: f64) -> Option<(f64, f64)> {
+pub(crate) fn measured_ghz(scale: f64) -> Option<(f64, f64)> {
     /// Dependent adds per loop trip (the loop's own counter runs beside).
     const CHAIN: u64 = 16;
     let runs = ((400.0 * scale.sqrt()) as usize).clamp(20, 2000);
@@ -316,7 +316,7 @@ fn measured_ghz(scale: f64) -> Option<(f64, f64)> {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn measured_ghz(_scale: f64) -> Option<(f64, f64)> {
+pub(crate) fn measured_ghz(_scale: f64) -> Option<(f64, f64)> {
     None
 }
 
@@ -661,6 +661,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     let fork_exec = fork_exec_ns(&cfg.binary, n(500.0), 5)?;
     let fork_only = fork_only_ns(n(500.0), 5)?;
     let exec = (fork_exec - fork_only).max(fork_exec * 0.5);
+    let model_exec = crate::workload::model_exec_ns(&cfg.binary)?;
     // Many short batches, the fastest kept: on a loaded host (or a VM whose
     // vCPUs are descheduled) only a batch during which both threads ran
     // throughout measures the hardware rather than the scheduler.
@@ -772,6 +773,13 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         )),
     );
     sources.insert(
+        "model_exec_ns".into(),
+        measured(&format!(
+            "the model's exec loop of {} without a reverse map (exclude: exec, faults, exit) on one thread, thread CPU ns per iteration, median of 7 batches of 100 after 50",
+            cfg.binary.display()
+        )),
+    );
+    sources.insert(
         "self_execl_ns".into(),
         measured("the lab binary re-execs itself with a counter (UnixBench execl, one copy), CPU ns (user+sys, getrusage) per exec, median of 5"),
     );
@@ -824,6 +832,8 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         exec_ns: Some(exec),
         fork_exec_ns: Some(fork_exec),
         self_execl_ns: Some(self_execl),
+        model_exec_ns: Some(model_exec),
+        model_exec_binary: Some(cfg.binary.display().to_string()),
         pause_ns: Some(pause.max(0.01)),
         yield_ns: Some(yield_cost.max(1.0)),
         futex_wake_ns: wake.map(|w| w.0.max(1.0)),
@@ -847,6 +857,7 @@ pub fn text(m: &Machine) -> String {
          execl of the lab binary (one copy, re-exec loop): {:.0} us CPU/exec = {:.0} execs/s per core\n\
          execl iteration of the chosen binary (fork+exec+wait - fork): {:.0} us CPU\n\
          fork + exec + wait of the chosen binary: {:.0} us CPU/iteration\n\
+         the model's exec without a reverse map, one thread: {}\n\
          cache-line transfer (ping-pong):  {:.0} ns\n\
          uncontended atomic RMW:           {:.1} ns\n\
          pause / sched_yield:              {:.1} / {:.0} ns\n\
@@ -860,6 +871,8 @@ pub fn text(m: &Machine) -> String {
         1e9 / m.self_execl_ns.unwrap_or(f64::INFINITY),
         m.exec_ns.unwrap_or(0.0) / 1e3,
         m.fork_exec_ns.unwrap_or(0.0) / 1e3,
+        m.model_exec_ns
+            .map_or("not measured".to_owned(), |ns| format!("{:.1} us CPU/iteration", ns / 1e3)),
         m.latency_ns.same_llc,
         m.atomic_rmw_ns,
         m.pause().ns,

@@ -210,6 +210,26 @@ struct BenchArgs {
     /// under the kernel's conditions.
     #[arg(long, value_enum, default_value_t = CostArg::Model)]
     cost: CostArg,
+    /// The designs' locks: rwsem (waits as Linux's rw_semaphore does: writers
+    /// spin in an MCS queue while the lock is held, then sleep) or
+    /// parking-lot (parking_lot's RwLock: a few spins, then park). Default:
+    /// rwsem with --cost kernel, parking-lot with --cost model.
+    #[arg(long, value_enum)]
+    lock: Option<LockArg>,
+    /// With --cost kernel: the real exec's CPU time of the binary on this
+    /// machine, ns (e.g. one copy of the real execl loop); default: the
+    /// --predict-host calibration's exec_ns, else measured at start.
+    #[arg(long, value_parser = rate_in(1.0, 1e9))]
+    exec_ns: Option<f64>,
+}
+
+/// `--lock`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LockArg {
+    /// Waits as Linux's rw_semaphore does.
+    Rwsem,
+    /// parking_lot's RwLock.
+    ParkingLot,
 }
 
 /// `--cost`.
@@ -448,10 +468,14 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             eprintln!(
                 "aspace bench --cost kernel: measuring the real exec's cost and shared lines ..."
             );
-            let k = workload::KernelCost::measure(&a.binary, cal.as_ref())?;
+            let k = workload::KernelCost::measure(&a.binary, cal.as_ref(), a.exec_ns)?;
             eprintln!("aspace bench --cost kernel: {}", k.source);
             Some(std::sync::Arc::new(k))
         }
+    };
+    let lock = match (a.lock, a.cost) {
+        (Some(LockArg::Rwsem), _) | (None, CostArg::Kernel) => rmap::LockImpl::Rwsem,
+        (Some(LockArg::ParkingLot), _) | (None, CostArg::Model) => rmap::LockImpl::ParkingLot,
     };
     let mut workloads = a.workload.clone();
     workloads.dedup();
@@ -478,6 +502,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             topology_name: topology_name.clone(),
             binary: a.binary.clone(),
             kernel: kernel.clone(),
+            lock,
         })
         .collect();
     let total = points.len() as f64 * duration.as_secs_f64();
@@ -555,6 +580,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
                 None => "model".into(),
                 Some(k) => format!("kernel: {}", k.source),
             },
+            lock: lock.name().into(),
         },
         runs,
         summary: Vec::new(),
@@ -762,7 +788,10 @@ fn predict_checked(a: &predict::PredictArgs) -> Result<(), String> {
     if let Some(p) = &a.host {
         machine_file(p, "--host")?;
     }
-    if let Some(p) = &a.measured {
+    if let Some(p) = a.measured.as_ref().filter(|p| {
+        // A survey's execl.tsv is read by the comparison itself.
+        a.validate || !p.extension().is_some_and(|e| e == "tsv")
+    }) {
         let text = input::read_text(p, "--measured", input::RESULTS_CAP)?;
         serde_json::from_str::<Results>(&text).map_err(|e| {
             format!(

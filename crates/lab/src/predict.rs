@@ -28,6 +28,7 @@
 //! machine compare, is in `docs/results/predict/README.md` and the
 //! simulator's module docs.
 
+pub mod compare;
 pub mod events;
 pub mod host;
 pub mod kernel;
@@ -36,7 +37,7 @@ pub mod recorder;
 pub mod validate;
 
 use mm::CallPattern;
-use predict::{simulate, Machine, Prediction, Profile, SimConfig};
+use predict::{simulate, LockKind, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -81,6 +82,16 @@ pub struct PredictArgs {
     /// bench` on the model rather than the kernel.
     #[arg(long)]
     pub model_cost: bool,
+    /// With --model-cost: each iteration also does the rest of a real exec
+    /// (its CPU time and shared lines), as `aspace bench --cost kernel`
+    /// runs the model: predicts that bench.
+    #[arg(long, requires = "model_cost")]
+    pub kernel_work: bool,
+    /// With --model-cost: the designs' locks, as `aspace bench --lock`:
+    /// rwsem or parking-lot (default: parking-lot, rwsem with
+    /// --kernel-work, as the bench's defaults).
+    #[arg(long, requires = "model_cost", value_parser = ["rwsem", "parking-lot"])]
+    pub lock: Option<String>,
     /// Write every figure to this JSON file (default: OUT/predict.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -92,10 +103,17 @@ pub struct PredictArgs {
     /// machines) and compare, writing the validation table.
     #[arg(long)]
     pub validate: bool,
-    /// With --validate: an `aspace bench` results.json measured on this
-    /// host, to compare the 1- and 2-thread predictions with.
+    /// Measurements to set the prediction beside (PREDICTED / measured per
+    /// design and CPU count): an `aspace bench` results.json, or an `aspace
+    /// survey` execl.tsv (the real kernel's execl, set beside `linux`).
+    /// With --validate: a bench results.json measured on this host, for the
+    /// 1- and 2-thread checks.
     #[arg(long)]
     pub measured: Option<PathBuf>,
+    /// With --measured: compare this stored prediction (a predict.json)
+    /// instead of making one (nothing is recorded or simulated).
+    #[arg(long)]
+    pub from: Option<PathBuf>,
     /// The validation to print beside the predictions (as written by
     /// --validate).
     #[arg(long, default_value = DEFAULT_VALIDATION)]
@@ -106,6 +124,14 @@ pub struct PredictArgs {
     /// scaled by clock.
     #[arg(long)]
     pub exec_ns: Option<f64>,
+    /// With --model-cost: the model's own exec without a reverse map on the
+    /// target, ns per iteration on one thread, where measured there (e.g.
+    /// 1e9 over the execs/s of `aspace bench --designs exclude --threads 1`
+    /// there); default: the target description's `model_exec_ns` (`aspace
+    /// calibrate` measures it). The same loop is timed here, and the ratio
+    /// scales the times recorded here to the target.
+    #[arg(long, requires = "model_cost")]
+    pub model_exec_ns: Option<f64>,
     /// Record even when other work keeps this host busy (the output then
     /// says so); without it a busy host is waited for, then refused.
     #[arg(long)]
@@ -168,11 +194,17 @@ pub struct PredictOutput {
     pub iteration_ns: f64,
     /// Simulated seconds per point.
     pub seconds: f64,
-    /// `kernel` (the real exec's cost and shared lines, rwsems) or `model`
-    /// (the model's own cost, parking_lot locks: what `aspace bench`
-    /// measures).
+    /// `kernel` (the real exec's cost and shared lines, rwsems), `model`
+    /// (the model's own cost: what `aspace bench` measures) or
+    /// `bench-kernel` (what `aspace bench --cost kernel` measures).
     #[serde(default)]
     pub cost: String,
+    /// The profiles' locks (`rwsem` or `parking_lot`).
+    #[serde(default)]
+    pub lock: String,
+    /// How recorded times were scaled to the target ([`Scale`]).
+    #[serde(default)]
+    pub scale: String,
     /// What may make these figures differ from another run's: a busy
     /// recording host, an adaptive design recorded unadapted. Empty when
     /// nothing is known to.
@@ -283,6 +315,16 @@ pub fn host_arg(host: Option<&Path>, binary: &Path) -> Result<Machine, String> {
     }
 }
 
+/// How the recording host's times become the target's: recorded ns times
+/// `factor` are the target's ns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// Target ns per recorded ns.
+    pub factor: f64,
+    /// Where it came from, in words.
+    pub source: String,
+}
+
 /// Settings shared by recording and simulation.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -298,6 +340,13 @@ pub struct Plan {
     pub resident: usize,
     /// Keep the model's own iteration cost.
     pub model_cost: bool,
+    /// With `model_cost`: also each iteration's rest of a real exec (its
+    /// CPU time and shared lines), as `aspace bench --cost kernel` runs it.
+    pub kernel_work: bool,
+    /// With `model_cost`: the designs' locks (default: parking_lot's for
+    /// the model, the rwsem-like lock with `kernel_work`, as the bench's
+    /// defaults).
+    pub lock: Option<LockKind>,
     /// Simulated seconds.
     pub seconds: f64,
     /// The recording's least warm-up ([`WARMUP`] for other machines).
@@ -307,10 +356,15 @@ pub struct Plan {
     pub own_binary: bool,
     /// The real kernel's cost of one iteration on the *target*, ns, where
     /// known (its own calibration, or `--exec-ns`); otherwise the host's
-    /// calibrated cost is scaled by clock.
+    /// calibrated cost is scaled.
     pub target_iteration_ns: Option<f64>,
+    /// The host's own speed, measured where the plan needs it (so that a
+    /// missing `--host` does not leave a nominal clock): `Some` once set.
+    pub measure_host: bool,
     /// What a real exec of the binary maps (measured once, on first use).
     exec_share: std::sync::OnceLock<Result<kernel::ExecShare, String>>,
+    /// The scale (measured once, on first use).
+    scale: std::sync::OnceLock<Result<Scale, String>>,
 }
 
 impl Plan {
@@ -337,19 +391,74 @@ impl Plan {
             binary,
             resident,
             model_cost,
+            kernel_work: false,
+            lock: None,
             seconds,
             warmup: WARMUP,
             own_binary: false,
             target_iteration_ns,
+            measure_host: false,
             exec_share: std::sync::OnceLock::new(),
+            scale: std::sync::OnceLock::new(),
         }
     }
 
+    /// How recorded times become the target's ([`Scale`]): where the
+    /// target's calibration timed the model's own exec without a reverse
+    /// map (`model_exec_ns`), the same loop is timed here and their ratio
+    /// is the speed of the model's code there over here; otherwise the
+    /// clocks' ratio (the host's from its calibration, or measured now
+    /// with `measure_host`).
+    pub fn scale(&self) -> Result<&Scale, String> {
+        self.scale
+            .get_or_init(|| {
+                if let Some(t) = self.machine.model_exec_ns {
+                    let bin = self
+                        .machine
+                        .model_exec_binary
+                        .as_deref()
+                        .map(Path::new)
+                        .filter(|b| b.exists())
+                        .unwrap_or(&self.binary);
+                    let here = crate::workload::model_exec_ns(bin)?;
+                    return Ok(Scale {
+                        factor: t / here,
+                        source: format!(
+                            "the model's exec of {} without a reverse map: {:.1} us on {} (its calibration), {:.1} us here (measured now, one thread, CPU time)",
+                            bin.display(),
+                            t / 1e3,
+                            self.machine.name,
+                            here / 1e3
+                        ),
+                    });
+                }
+                let (host_ghz, how) = match self
+                    .measure_host
+                    .then(|| crate::calibrate::measured_ghz(0.25))
+                    .flatten()
+                {
+                    Some((g, _)) => (g, "measured now"),
+                    None => (self.host.core_ghz, "its calibration"),
+                };
+                Ok(Scale {
+                    factor: host_ghz / self.machine.core_ghz,
+                    source: format!(
+                        "clocks: {:.2} GHz here ({how}) over {:.2} GHz on {} ({} has no model_exec_ns: aspace calibrate measures it)",
+                        host_ghz, self.machine.core_ghz, self.machine.name, self.machine.name
+                    ),
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// The real cost of one iteration, in the host's ns (the profile's
-    /// unit): the target's own figure converted by clock, else the host's.
+    /// unit): the target's own figure converted by [`Plan::scale`], else
+    /// the host's.
     pub fn real_iteration_ns(&self) -> Option<f64> {
         if let Some(t) = self.target_iteration_ns {
-            return Some(t * self.machine.core_ghz / self.host.core_ghz);
+            let f = self.scale().map_or(1.0, |s| s.factor);
+            return Some(t / f);
         }
         if self.shell {
             self.host.fork_exec_ns
@@ -366,9 +475,30 @@ impl Plan {
             .map_err(Clone::clone)
     }
 
+    /// The cost this plan predicts, as `aspace predict` names it.
+    pub fn cost_name(&self) -> &'static str {
+        match (self.model_cost, self.kernel_work) {
+            (false, _) => "kernel",
+            (true, false) => "model",
+            (true, true) => "bench-kernel",
+        }
+    }
+
+    /// The locks the profiles get.
+    pub fn lock_kind(&self) -> LockKind {
+        match (self.model_cost, self.kernel_work) {
+            (false, _) => LockKind::KernelRwsem,
+            (true, false) => self.lock.unwrap_or(LockKind::ParkingLot),
+            (true, true) => self.lock.unwrap_or(LockKind::KernelRwsem),
+        }
+    }
+
     /// Records `design`'s profile for this plan's machine; for the kernel
     /// (unless `model_cost`), scaled to the real iteration cost and with
-    /// the exec's other shared lines added ([`kernel::add_exec_share`]).
+    /// the exec's other shared lines added ([`kernel::add_exec_share`]);
+    /// for the model, with its own shared lines ([`model::add_model_share`])
+    /// and, with `kernel_work`, the rest of a real exec as the bench adds
+    /// it.
     pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
         let cfg = recorder::RecordConfig {
             design,
@@ -384,11 +514,25 @@ impl Plan {
             } else {
                 recorder::Cost::Kernel
             },
+            lock: self.lock_kind(),
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
-        p.recorded_ghz = self.host.core_ghz;
+        let scale = self.scale()?.factor;
+        p.recorded_ghz = self.machine.core_ghz * scale;
         if self.model_cost {
             p = model::add_model_share(&p, &model::recorded()?);
+            if self.kernel_work {
+                // As the bench: the real exec's CPU time beyond the model's
+                // own exec without a reverse map, spun, and its shared lines.
+                let real = self.real_iteration_ns().ok_or(
+                    "the host calibration has no exec cost: run aspace calibrate, or pass --exec-ns",
+                )?;
+                let own = crate::workload::model_exec_ns(&self.binary)?;
+                p = p
+                    .with_added_work((real - own).max(0.0))
+                    .map_err(|e| e.to_string())?;
+                p = kernel::add_exec_share(&p, self.exec_share()?, self.own_binary);
+            }
         } else {
             let real = self.real_iteration_ns().ok_or(
                 "the host calibration has no exec cost: run aspace calibrate, or pass --model-cost",
@@ -464,6 +608,9 @@ pub fn table(o: &PredictOutput) -> String {
         "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {} cost, {:.0} us per iteration on the host",
         o.machine.name, o.machine.description, o.workload, o.cost, o.iteration_ns / 1e3,
     );
+    if !o.lock.is_empty() {
+        let _ = writeln!(s, "locks: {}; {}", o.lock, o.scale);
+    }
     for c in &o.caveats {
         let _ = writeln!(s, "CAVEAT: {c}");
     }
@@ -595,9 +742,47 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     if a.validate {
         return validate::run(&a);
     }
-    let m = machine_arg(&a.machine)?;
+    if let Some(from) = &a.from {
+        let measured = a
+            .measured
+            .as_deref()
+            .ok_or("--from compares a stored prediction: give the measurements with --measured")?;
+        let text = crate::input::read_text(from, "--from", crate::input::RESULTS_CAP)?;
+        let o: PredictOutput = serde_json::from_str(&text)
+            .map_err(|e| format!("--from: {} is not a predict.json: {e}", from.display()))?;
+        let pattern = o
+            .curves
+            .first()
+            .map_or("per-vma", |c| c.call_pattern.as_str());
+        let m = compare::load(measured, pattern)?;
+        print!("{}", compare::table(&o, &m, measured));
+        return Ok(());
+    }
+    let mut m = machine_arg(&a.machine)?;
+    if let Some(ns) = a.model_exec_ns {
+        if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
+            return Err(format!(
+                "--model-exec-ns: {ns} must be a time per exec in [1000, 1e9] ns"
+            ));
+        }
+        m.model_exec_ns = Some(ns);
+        // Timed here with --binary, as given for the target.
+        m.model_exec_binary = None;
+        m.sources.insert(
+            "model_exec_ns".into(),
+            format!(
+                "given by --model-exec-ns ({ns:.0} ns), of {}",
+                a.binary.display()
+            ),
+        );
+    }
     let pattern = pattern_arg(&a.call_pattern)?;
     let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
+    // Read before the work, so that a bad file fails at once.
+    let measured = match &a.measured {
+        Some(p) => Some((p, compare::load(p, pattern.name())?)),
+        None => None,
+    };
     let designs = match &a.designs {
         Some(s) => crate::parse_designs(s)?,
         None => Design::ALL.to_vec(),
@@ -635,6 +820,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     if let Some(ns) = a.exec_ns {
         plan.target_iteration_ns = Some(ns);
     }
+    plan.kernel_work = a.kernel_work;
+    plan.lock = a.lock.as_deref().map(|l| {
+        if l == "rwsem" {
+            LockKind::KernelRwsem
+        } else {
+            LockKind::ParkingLot
+        }
+    });
+    // Without a host calibration the host's clock is measured, never
+    // taken as a nominal one.
+    plan.measure_host = a.host.is_none();
+    let scale = plan.scale()?.clone();
+    eprintln!(
+        "aspace predict: recorded times x {:.3} ({})",
+        scale.factor, scale.source
+    );
     eprintln!(
         "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
         designs.len(),
@@ -694,13 +895,19 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         machine: m,
         host,
         workload: a.workload.clone(),
-        iteration_ns: if a.model_cost {
+        iteration_ns: if a.model_cost && !a.kernel_work {
             profiles.first().map_or(0.0, |p| p.times().0 + p.times().1)
         } else {
             plan.real_iteration_ns().unwrap_or(0.0)
         },
         seconds: a.seconds,
-        cost: if a.model_cost { "model" } else { "kernel" }.into(),
+        cost: plan.cost_name().into(),
+        lock: match plan.lock_kind() {
+            LockKind::KernelRwsem => "rwsem",
+            LockKind::ParkingLot => "parking_lot",
+        }
+        .into(),
+        scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
         assumptions: assumptions(&m_for_notes, &profiles),
         validation: a.validation.display().to_string(),
@@ -708,6 +915,9 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         curves,
     };
     print!("{}", table(&out));
+    if let Some((p, measured)) = &measured {
+        print!("{}", compare::table(&out, measured, p));
+    }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
     let json = a.json.clone().unwrap_or_else(|| a.out.join("predict.json"));
@@ -920,6 +1130,8 @@ mod tests {
             iteration_ns: 20_000.0,
             seconds: 1.0,
             cost: "model".into(),
+            lock: String::new(),
+            scale: String::new(),
             caveats: caveats(Some(0.6), &[]),
             assumptions: assumptions(&m, &[]),
             validation: DEFAULT_VALIDATION.into(),

@@ -249,6 +249,10 @@ pub struct Config {
     /// (`aspace bench --cost`).
     #[serde(default)]
     pub cost: String,
+    /// The designs' locks (`aspace bench --lock`): `parking_lot` or `rwsem`;
+    /// empty in files written before the option (parking_lot).
+    #[serde(default)]
+    pub lock: String,
 }
 
 /// Everything `aspace bench --json` writes and `aspace report` reads.

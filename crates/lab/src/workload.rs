@@ -80,6 +80,8 @@ pub struct Point {
     /// The rest of a real exec's cost, for `--cost kernel` (None: the
     /// model's own cost).
     pub kernel: Option<Arc<KernelCost>>,
+    /// The designs' locks for this point (`aspace bench --lock`).
+    pub lock: rmap::LockImpl,
 }
 
 /// What each iteration adds under `--cost kernel`: the rest of a real
@@ -91,8 +93,14 @@ pub struct KernelCost {
     /// The model's own iteration without a reverse map, ns (measured at
     /// start-up on one thread).
     pub model_ns: f64,
-    /// Spun per iteration: `exec_ns - model_ns` (at least 0).
+    /// Spun per iteration on one busy CPU: `exec_ns - model_ns` (at least 0).
     pub spin_ns: f64,
+    /// The calibration's per-CPU speed with several CPUs busy: with `P`
+    /// workers the spin lasts `spin_ns / speed_at(P)`, as the rest of a
+    /// real exec slows when its core's sibling, the power budget or memory
+    /// are shared (a spin that only watches the clock would not). Empty:
+    /// not measured, every count spins `spin_ns`.
+    pub speed: predict::Machine,
     /// Where each figure came from.
     pub source: String,
     lines: Vec<PaddedLine>,
@@ -106,6 +114,7 @@ impl std::fmt::Debug for KernelCost {
             .field("exec_ns", &self.exec_ns)
             .field("model_ns", &self.model_ns)
             .field("spin_ns", &self.spin_ns)
+            .field("speed_by_cpus", &self.speed.speed_by_cpus)
             .field("lines", &self.lines.len())
             .field("writes", &self.writes.len())
             .finish()
@@ -130,9 +139,15 @@ impl KernelCost {
     pub fn measure(
         binary: &Path,
         calibration: Option<&predict::Machine>,
+        exec_ns: Option<f64>,
     ) -> Result<KernelCost, String> {
-        let (exec_ns, exec_source) = match calibration.and_then(|m| m.exec_ns) {
-            Some(ns) => (ns, "the calibration file's exec_ns".to_owned()),
+        let given = exec_ns.map(|ns| (ns, "given by --exec-ns".to_owned()));
+        let (exec_ns, exec_source) = match given.or_else(|| {
+            calibration
+                .and_then(|m| m.exec_ns)
+                .map(|ns| (ns, "the calibration file's exec_ns".to_owned()))
+        }) {
+            Some(x) => x,
             None => (
                 crate::calibrate::exec_cost_ns(binary, 100)?,
                 format!(
@@ -149,12 +164,33 @@ impl KernelCost {
             lines_n = lines_n.max(w + 1);
             writes.push(w);
         }
+        // The calibration's speed curve, on a machine of this host's CPUs.
+        let mut speed = crate::predict::host_without_calibration();
+        speed.speed_by_cpus = calibration
+            .map(|m| m.speed_by_cpus.clone())
+            .unwrap_or_default();
+        let cpus = speed.cpus();
+        speed.speed_by_cpus.retain(|p| p.cpus <= cpus);
+        let slows = if speed.speed_by_cpus.is_empty() {
+            "the same spin at every thread count (no per-CPU speed measured)".to_owned()
+        } else {
+            format!(
+                "the spin stretched by 1 / the calibration's per-CPU speed with that many CPUs busy ({})",
+                speed
+                    .speed_by_cpus
+                    .iter()
+                    .map(|p| format!("{} CPUs {:.2}", p.cpus, p.speed))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         Ok(KernelCost {
             exec_ns,
             model_ns,
             spin_ns: (exec_ns - model_ns).max(0.0),
+            speed,
             source: format!(
-                "real exec {:.0} us ({exec_source}); the model's own {:.1} us (exclude, one thread, median); {} shared-line writes per exec over {} lines ({})",
+                "real exec {:.0} us ({exec_source}); the model's own {:.1} us (exclude, one thread, median); {slows}; {} shared-line writes per exec over {} lines ({})",
                 exec_ns / 1e3,
                 model_ns / 1e3,
                 writes.len(),
@@ -166,10 +202,19 @@ impl KernelCost {
         })
     }
 
-    /// One iteration's addition: the spin and the writes, interleaved.
-    fn run(&self) {
+    /// The spin per iteration with `threads` workers, ns.
+    pub fn spin_at(&self, threads: usize) -> f64 {
+        let busy = u32::try_from(threads)
+            .unwrap_or(u32::MAX)
+            .min(self.speed.cpus());
+        self.spin_ns / self.speed.speed_at(busy.max(1)).max(0.01)
+    }
+
+    /// One iteration's addition: `spin_ns` spun (see [`KernelCost::spin_at`])
+    /// and the writes, interleaved.
+    fn run(&self, spin_ns: f64) {
         let per = self.writes.len().div_ceil(SPIN_CHUNKS).max(1);
-        let spin = Duration::from_nanos((self.spin_ns / SPIN_CHUNKS as f64) as u64);
+        let spin = Duration::from_nanos((spin_ns / SPIN_CHUNKS as f64) as u64);
         let mut chunks = self.writes.chunks(per);
         for _ in 0..SPIN_CHUNKS {
             let until = Instant::now() + spin;
@@ -188,8 +233,10 @@ impl KernelCost {
 }
 
 /// The model's own execl iteration (exec, faults, exit) without a reverse
-/// map, ns of thread CPU time: the median of 7 batches on one thread.
-fn model_exec_ns(binary: &Path) -> Result<f64, String> {
+/// map, ns of thread CPU time: the median of 7 batches on one thread
+/// (`aspace calibrate`'s `model_exec_ns`, and the bench's and predictor's
+/// measure of the same loop on their host).
+pub fn model_exec_ns(binary: &Path) -> Result<f64, String> {
     let files = Files::new(Design::Exclude, Topology::detect(), CallPattern::PerVma);
     let prog = files
         .program(binary)
@@ -282,6 +329,14 @@ fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
 
 /// Runs one point; `tick` is called about every 100 ms with the fraction done.
 pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+    // For the whole point: a design that adapts makes locks as it runs.
+    let was = rmap::set_lock_impl(p.lock);
+    let run = run_point_locked(p, tick);
+    rmap::set_lock_impl(was);
+    run
+}
+
+fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     let files = Files::new(p.design, p.topology.clone(), p.pattern);
     let prog: Arc<Program> = files
         .program(&p.binary)
@@ -315,6 +370,7 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
             .map(|_| {
                 let (files, prog, stop, faults) = (&files, &prog, &stop, &faults);
                 let kernel = p.kernel.as_deref();
+                let kernel = kernel.map(|k| (k, k.spin_at(p.threads)));
                 s.spawn(move || worker(p.workload, files, prog, stop, faults, kernel))
             })
             .collect();
@@ -478,7 +534,7 @@ fn worker(
     prog: &Arc<Program>,
     stop: &AtomicBool,
     faults: &[(u64, Access)],
-    kernel: Option<&KernelCost>,
+    kernel: Option<(&KernelCost, f64)>,
 ) -> (u64, RmapCalls) {
     let mut ops = 0u64;
     let mut calls = RmapCalls::default();
@@ -497,8 +553,8 @@ fn worker(
             loop {
                 mm.exec_program(prog);
                 fault_all(&mm);
-                if let Some(k) = kernel {
-                    k.run();
+                if let Some((k, spin_ns)) = kernel {
+                    k.run(spin_ns);
                 }
                 mm.exit();
                 ops += 1;
@@ -517,8 +573,8 @@ fn worker(
                 let child = parent.fork();
                 child.exec_program(prog);
                 fault_all(&child);
-                if let Some(k) = kernel {
-                    k.run();
+                if let Some((k, spin_ns)) = kernel {
+                    k.run(spin_ns);
                 }
                 child.exit();
                 calls.add(&child.calls());
@@ -535,4 +591,36 @@ fn worker(
         }
     }
     (ops, calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(speed_by_cpus: Vec<predict::SpeedPoint>) -> KernelCost {
+        let mut speed = predict::Machine::by_name("device-16").expect("built in");
+        speed.speed_by_cpus = speed_by_cpus;
+        KernelCost {
+            exec_ns: 400_000.0,
+            model_ns: 20_000.0,
+            spin_ns: 380_000.0,
+            speed,
+            source: String::new(),
+            lines: Vec::new(),
+            writes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kernel_spin_stretches_with_the_calibrated_speed() {
+        let point = |cpus, speed| predict::SpeedPoint { cpus, speed };
+        let k = cost(vec![point(2, 0.5), point(16, 0.8)]);
+        assert_eq!(k.spin_at(1), 380_000.0, "one CPU busy runs at full speed");
+        assert_eq!(k.spin_at(2), 760_000.0, "half speed: twice the spin");
+        assert!((k.spin_at(16) - 475_000.0).abs() < 1e-6);
+        assert_eq!(k.spin_at(64), k.spin_at(16), "more threads than CPUs");
+        assert_eq!(k.spin_at(0), k.spin_at(1));
+        let flat = cost(Vec::new());
+        assert_eq!(flat.spin_at(16), 380_000.0, "no speed measured: no stretch");
+    }
 }

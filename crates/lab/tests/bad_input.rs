@@ -408,6 +408,11 @@ fn negative_numbers_get_range_errors() {
     );
     refused(&["predict", "--seconds", "-1"], None, "--seconds: -1");
     refused(
+        &["predict", "--model-cost", "--model-exec-ns", "-1"],
+        None,
+        "--model-exec-ns: -1",
+    );
+    refused(
         &["bench", "--repeat", "-2"],
         None,
         "not a whole number from 1 to 100",

@@ -1,23 +1,28 @@
-//! Folds of the same entries held three ways: boxed `u64` values
-//! (`MapleTree<u64>`), integers in the slot word
-//! (`MapleTree<XValue, Inline>`), and rangemap's `RangeInclusiveMap<u64,
-//! u64>` (the iteration target's peer, built before any fold runs, as
-//! `benches/maple.rs` builds its peers); prints the fastest fold of each,
-//! the three taking turns in every round, so that a noisy host slows them
+//! Folds (or `for` loops) over the same entries held four ways: boxed
+//! `u64` values (`MapleTree<u64>`), integers in the slot word
+//! (`MapleTree<XValue, Inline>`), rangemap's `RangeInclusiveMap<u64, u64>`
+//! and a `BTreeMap<u64, (u64, u64)>` from first index to last index and
+//! value (the iteration targets' peers, built before any loop runs, as
+//! `benches/maple.rs` builds its peers); prints the fastest pass of each,
+//! the four taking turns in every round, so that a noisy host slows them
 //! alike.
 //!
 //! ```text
 //! cargo build --release -p aspace-maple --example probe_iter
-//! target/release/examples/probe_iter both|boxed|inline N ROUNDS
-//! PATTERN=random target/release/examples/probe_iter both 100000 300
+//! target/release/examples/probe_iter all|boxed|inline|rangemap|btreemap N ROUNDS
+//! PATTERN=random target/release/examples/probe_iter all 100000 300
+//! LOOP=for target/release/examples/probe_iter all 100000 300
 //! ```
 //!
 //! Entries are 5 indices long. By default a gap of 5 follows each (the
 //! layout of `benches/maple.rs`, a slot pattern the branch predictor
 //! learns); `PATTERN=random` puts a gap after an entry with probability 1/2.
+//! `LOOP=for` sums with a `for` loop (the iterator's `next`) instead of a
+//! fold. `all` (or `both`, its old name) runs all four.
 //! For instruction counts, run it under
 //! `valgrind --tool=callgrind --toggle-collect='*measure_*'`.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -47,8 +52,49 @@ fn measure_rangemap(m: &RangeInclusiveMap<u64, u64>) -> u64 {
         .fold(0, u64::wrapping_add)
 }
 
+#[inline(never)]
+fn measure_btreemap(m: &BTreeMap<u64, (u64, u64)>) -> u64 {
+    m.iter().map(|(f, (_, v))| f ^ v).fold(0, u64::wrapping_add)
+}
+
+#[inline(never)]
+fn measure_for_boxed(t: &MapleTree<u64>) -> u64 {
+    let mut acc = 0u64;
+    for (r, v) in t.reader().iter() {
+        acc = acc.wrapping_add(r.start() ^ *v);
+    }
+    acc
+}
+
+#[inline(never)]
+fn measure_for_inline(t: &MapleTree<XValue, Inline>) -> u64 {
+    let mut acc = 0u64;
+    for (r, v) in t.reader().iter() {
+        acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+    }
+    acc
+}
+
+#[inline(never)]
+fn measure_for_rangemap(m: &RangeInclusiveMap<u64, u64>) -> u64 {
+    let mut acc = 0u64;
+    for (r, v) in m.iter() {
+        acc = acc.wrapping_add(r.start() ^ v);
+    }
+    acc
+}
+
+#[inline(never)]
+fn measure_for_btreemap(m: &BTreeMap<u64, (u64, u64)>) -> u64 {
+    let mut acc = 0u64;
+    for (f, (_, v)) in m.iter() {
+        acc = acc.wrapping_add(f ^ v);
+    }
+    acc
+}
+
 fn usage() -> ! {
-    eprintln!("usage: probe_iter both|boxed|inline|rangemap N ROUNDS");
+    eprintln!("usage: [LOOP=for] probe_iter all|boxed|inline|rangemap|btreemap N ROUNDS");
     std::process::exit(2)
 }
 
@@ -58,7 +104,7 @@ fn main() {
         usage();
     }
     let which = args[1].as_str();
-    if !["both", "boxed", "inline", "rangemap"].contains(&which) {
+    if !["all", "both", "boxed", "inline", "rangemap", "btreemap"].contains(&which) {
         usage();
     }
     let (Ok(n), Ok(rounds)) = (args[2].parse::<usize>(), args[3].parse::<u32>()) else {
@@ -68,6 +114,11 @@ fn main() {
         usage();
     }
     let random = std::env::var("PATTERN").is_ok_and(|p| p == "random");
+    let for_loop = match std::env::var("LOOP").as_deref() {
+        Ok("for") => true,
+        Ok("fold") | Err(_) => false,
+        Ok(_) => usage(),
+    };
     // xorshift64: the same pattern every run.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut starts = Vec::with_capacity(n);
@@ -95,21 +146,28 @@ fn main() {
         }
     }
     let mut ranges = RangeInclusiveMap::new();
+    let mut btree = BTreeMap::new();
     for (i, &s) in starts.iter().enumerate() {
         ranges.insert(s..=s + 4, i as u64);
+        btree.insert(s, (s + 4, i as u64));
     }
-    const NAMES: [&str; 3] = ["boxed", "inline", "rangemap"];
-    let mut best = [f64::INFINITY; 3];
+    const NAMES: [&str; 4] = ["boxed", "inline", "rangemap", "btreemap"];
+    let mut best = [f64::INFINITY; 4];
     for _ in 0..rounds {
         for (k, name) in NAMES.into_iter().enumerate() {
-            if which != "both" && which != name {
+            if which != "all" && which != "both" && which != name {
                 continue;
             }
             let t0 = Instant::now();
-            let x = match k {
-                0 => measure_boxed(&boxed),
-                1 => measure_inline(&inline),
-                _ => measure_rangemap(&ranges),
+            let x = match (k, for_loop) {
+                (0, false) => measure_boxed(&boxed),
+                (1, false) => measure_inline(&inline),
+                (2, false) => measure_rangemap(&ranges),
+                (_, false) => measure_btreemap(&btree),
+                (0, true) => measure_for_boxed(&boxed),
+                (1, true) => measure_for_inline(&inline),
+                (2, true) => measure_for_rangemap(&ranges),
+                (_, true) => measure_for_btreemap(&btree),
             };
             black_box(x);
             best[k] = best[k].min(t0.elapsed().as_secs_f64() * 1e6);
@@ -117,14 +175,18 @@ fn main() {
     }
     for (k, name) in NAMES.into_iter().enumerate() {
         if best[k].is_finite() {
-            println!("{name}: {:.1} us per fold of {n}", best[k]);
+            let pass = if for_loop { "for loop" } else { "fold" };
+            println!("{name}: {:.1} us per {pass} of {n}", best[k]);
         }
     }
-    if best[0].is_finite() && best[2].is_finite() {
+    if best.iter().all(|b| b.is_finite()) {
         println!(
-            "rangemap / boxed {:.2}x, rangemap / inline {:.2}x",
+            "rangemap / boxed {:.2}x, rangemap / inline {:.2}x, \
+             btreemap / boxed {:.2}x, btreemap / inline {:.2}x",
             best[2] / best[0],
-            best[2] / best[1]
+            best[2] / best[1],
+            best[3] / best[0],
+            best[3] / best[1]
         );
     }
 }

@@ -27,7 +27,9 @@
 //! +--------+-----------+----------+-----------+-----------+-----------+-----+------------+
 //!   gap[i]: the longest free run inside child i's range (for gap search)
 //!
-//! header (8 bytes): kind u8 | count u8 | flags u8 | pad u8 | dirty u16 | pad u16
+//! header (8 bytes): kind u8 | count u8 | flags u8 | pad u8 | dirty u16 | used u16
+//!   used (leaves): bit i set when slot[i] holds a value, so that iteration
+//!   goes from entry to entry without testing the gaps
 //! ```
 //!
 //! # Invariants
@@ -74,7 +76,13 @@ pub(crate) struct Header {
     /// Internal nodes: children whose `gap` must be recomputed before the
     /// write publishes. Only ever non-zero on a fresh node.
     pub dirty: u16,
-    _pad2: u16,
+    /// Leaves: bit `i` is set exactly when slot `i` holds a value (is not
+    /// null); 0 for internal nodes. Written with the slots by whoever
+    /// writes the leaf before it is published (or under `&mut`); the one
+    /// write to a published leaf, an exact fit, replaces a value with a
+    /// value and leaves it as it is. Iteration takes a leaf's entries from
+    /// it ([`Leaf::used`]); `validate` checks it against the slots.
+    pub used: u16,
 }
 
 pub(crate) type NodePtr = *mut Header;
@@ -111,11 +119,41 @@ impl<T> Leaf<T> {
     /// Sets slot `i`. Release: the value behind the pointer is visible to a
     /// reader that loads it (the only ordering an in-place replacement
     /// needs; on a fresh leaf nobody reads it yet and the publish of the
-    /// leaf orders it).
+    /// leaf orders it). A write that changes whether the slot holds a value
+    /// also brings [`Header::used`] up to date.
     #[inline]
     pub(crate) fn set_slot(&self, i: usize, p: *mut T) {
         self.slots[i].store(p, Ordering::Release);
     }
+
+    /// [`Leaf::set_slot`] without the bounds check, for a loop whose
+    /// bound the compiler cannot see.
+    ///
+    /// # Safety
+    /// `i < LEAF_SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn set_slot_unchecked(&self, i: usize, p: *mut T) {
+        // SAFETY: in bounds (caller). Release: as `set_slot`.
+        unsafe { self.slots.get_unchecked(i) }.store(p, Ordering::Release);
+    }
+
+    /// The slots that hold a value, as a mask ([`Header::used`]).
+    #[inline(always)]
+    pub(crate) fn used(&self) -> u32 {
+        u32::from(self.hdr.used)
+    }
+}
+
+/// The [`Header::used`] mask of the first slots of a leaf, from their
+/// words: bit `i` for `words[i]` not null.
+#[inline]
+pub(crate) fn used_mask<T>(words: &[*mut T]) -> u16 {
+    debug_assert!(words.len() <= LEAF_SLOTS);
+    let mut m = 0u16;
+    for (i, w) in words.iter().enumerate() {
+        m |= u16::from(!w.is_null()) << i;
+    }
+    m
 }
 
 #[repr(C, align(64))]
@@ -188,7 +226,7 @@ impl Header {
             flags: 0,
             _pad: 0,
             dirty: 0,
-            _pad2: 0,
+            used: 0,
         }
     }
 }

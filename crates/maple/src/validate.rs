@@ -1,8 +1,8 @@
 //! A full structural check of the tree, for tests and fuzzing.
 
 use crate::node::{
-    leaf_gap, slot_range, Internal, Leaf, NodePtr, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL,
-    MIN_LEAF,
+    leaf_gap, slot_range, used_mask, Internal, Leaf, NodePtr, INT_SLOTS, KIND_LEAF, LEAF_SLOTS,
+    MIN_INTERNAL, MIN_LEAF,
 };
 use crate::tree::MapleTree;
 
@@ -27,10 +27,10 @@ unsafe fn check<T>(
     // SAFETY: forwarded from the caller.
     let hdr = unsafe { *p };
     w.nodes += 1;
-    if hdr.flags != 0 || hdr.dirty != 0 {
+    if hdr.flags != 0 || hdr.dirty != 0 || (hdr.kind != KIND_LEAF && hdr.used != 0) {
         return Err(format!(
-            "node at depth {depth} has flags {} dirty {:#x}",
-            hdr.flags, hdr.dirty
+            "node at depth {depth} has flags {} dirty {:#x} used {:#x}",
+            hdr.flags, hdr.dirty, hdr.used
         ));
     }
     let n = hdr.count as usize;
@@ -63,6 +63,13 @@ unsafe fn check<T>(
             if !leaf.slot(i).is_null() {
                 return Err(format!("unused slot {i} not null"));
             }
+        }
+        let used = used_mask(&std::array::from_fn::<_, LEAF_SLOTS, _>(|i| leaf.slot(i)));
+        if hdr.used != used {
+            return Err(format!(
+                "leaf [{lo:#x}, {hi:#x}] used mask {:#06x}, slots in use {used:#06x}",
+                hdr.used
+            ));
         }
         if !rightmost && leaf.slot(n - 1).is_null() {
             return Err(format!(

@@ -77,6 +77,17 @@ pub struct Machine {
     /// measured.
     #[serde(default)]
     pub self_execl_ns: Option<f64>,
+    /// The model's own exec loop without a reverse map (`exclude`: exec,
+    /// faults, exit) on one thread of this machine, CPU ns per iteration,
+    /// where measured (`aspace calibrate`). The same loop timed on the
+    /// recording host gives the speed of the model's code here over there,
+    /// which scales recorded times (instead of the clocks' ratio).
+    #[serde(default)]
+    pub model_exec_ns: Option<f64>,
+    /// The binary `model_exec_ns` exec'd (its path on the calibrated
+    /// machine): the recording host times the same one where it has it.
+    #[serde(default)]
+    pub model_exec_binary: Option<String>,
     /// One `pause` (Rust's `spin_loop` hint), where measured: what a
     /// spinning waiter's back-off costs ([`Machine::pause`]).
     #[serde(default)]
@@ -258,6 +269,7 @@ impl Machine {
             ("exec_ns", self.exec_ns),
             ("fork_exec_ns", self.fork_exec_ns),
             ("self_execl_ns", self.self_execl_ns),
+            ("model_exec_ns", self.model_exec_ns),
             ("pause_ns", self.pause_ns),
             ("yield_ns", self.yield_ns),
             ("futex_wake_ns", self.futex_wake_ns),

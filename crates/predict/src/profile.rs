@@ -409,6 +409,39 @@ impl Profile {
         Ok(out)
     }
 
+    /// The same iteration with `ns` more work outside the holds, spread
+    /// over its work steps in proportion (a slot without work gets one
+    /// step): what `aspace bench --cost kernel` adds to the model's exec.
+    pub fn with_added_work(&self, ns: f64) -> Result<Profile, ProfileError> {
+        if !(ns.is_finite() && ns >= 0.0) {
+            return Err(ProfileError(format!(
+                "added work {ns} ns must be 0 or more"
+            )));
+        }
+        let mut out = self.clone();
+        for s in &mut out.slots {
+            let work: f64 = s
+                .steps
+                .iter()
+                .map(|st| match st {
+                    Step::Work(t) => *t,
+                    _ => 0.0,
+                })
+                .sum();
+            if work > 0.0 {
+                let f = (work + ns) / work;
+                for st in &mut s.steps {
+                    if let Step::Work(t) = st {
+                        *t *= f;
+                    }
+                }
+            } else if ns > 0.0 {
+                s.steps.push(Step::Work(ns));
+            }
+        }
+        Ok(out)
+    }
+
     /// The same iteration with no reverse map: every reverse-map hold
     /// removed, the work, the other shared lines and the other locks
     /// ([`Site::ExecLock`]) kept (the lab bench's `exclude` bound).
@@ -485,6 +518,27 @@ mod tests {
             _ => panic!("shape changed"),
         }
         assert!(tiny().with_iteration_cost(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn added_work_goes_to_the_work_in_proportion() {
+        let p = tiny().with_added_work(800.0).unwrap();
+        assert_eq!(p.times(), (50.0, 1_200.0), "holds kept, work + 800");
+        match (&p.slots[0].steps[0], &p.slots[0].steps[3]) {
+            (Step::Work(a), Step::Work(b)) => {
+                assert!((a - 300.0).abs() < 1e-9 && (b - 900.0).abs() < 1e-9)
+            }
+            _ => panic!("shape changed"),
+        }
+        let mut holds_only = tiny();
+        holds_only.slots[0]
+            .steps
+            .retain(|s| matches!(s, Step::Hold(_)));
+        let q = holds_only.with_added_work(800.0).unwrap();
+        assert_eq!(q.times(), (50.0, 800.0), "a slot without work gets a step");
+        assert_eq!(tiny().with_added_work(0.0).unwrap(), tiny());
+        assert!(tiny().with_added_work(-1.0).is_err());
+        assert!(tiny().with_added_work(f64::INFINITY).is_err());
     }
 
     #[test]

@@ -94,6 +94,45 @@ pub use multimap::IntervalMultimap;
 pub use stats::{CallSite, LockStats};
 pub use topology::Topology;
 
+/// Which lock the maps made from now on take (every design's locks: trees,
+/// shards, outer locks). Correctness does not depend on it; how waiting
+/// threads behave under contention does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LockImpl {
+    /// `parking_lot::RwLock` (the default): a few spins and yields, then
+    /// the waiter parks; a release wakes a parked waiter, which must win
+    /// the lock again.
+    ParkingLot = 0,
+    /// A lock that waits as Linux's `rw_semaphore` does: writers spin in an
+    /// MCS queue while the lock is held (only the queue's head polls the
+    /// lock word), then sleep; a sleeper that waited 4 ms is handed the
+    /// lock. For measuring the designs under the kernel's lock behaviour.
+    Rwsem = 1,
+}
+
+impl LockImpl {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockImpl::ParkingLot => "parking_lot",
+            LockImpl::Rwsem => "rwsem",
+        }
+    }
+}
+
+/// Sets the lock every map made from now on takes; returns the previous
+/// setting. Maps already made keep theirs. Under `cfg(loom)` every lock is
+/// loom's.
+pub fn set_lock_impl(l: LockImpl) -> LockImpl {
+    sync::set_lock_impl(l)
+}
+
+/// The lock maps made now take ([`set_lock_impl`]).
+pub fn lock_impl() -> LockImpl {
+    sync::lock_impl()
+}
+
 /// The bare interval tree, for the instruction-count harness only.
 #[doc(hidden)]
 pub use interval_tree::bare as __bare_interval_tree;

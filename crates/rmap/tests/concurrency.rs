@@ -180,6 +180,33 @@ fn churn_with_walkers_every_design() {
     }
 }
 
+/// The same churn on every design with the rwsem-like locks
+/// (`aspace bench --lock rwsem`): maps made while the setting is on keep
+/// those locks (their spinning, sleeping and hand-off paths all run here).
+#[test]
+fn churn_with_walkers_every_design_on_rwsem_locks() {
+    let was = rmap::set_lock_impl(rmap::LockImpl::Rwsem);
+    let maps: Vec<(Arc<dyn ReverseMap>, String)> = Design::ALL
+        .iter()
+        .flat_map(|d| {
+            [
+                (d.build_arc(&Topology::Os), format!("{d}/os/rwsem")),
+                (
+                    d.build_arc(&Topology::Emulated {
+                        nodes: 4,
+                        cpus_per_node: 4,
+                    }),
+                    format!("{d}/4x4/rwsem"),
+                ),
+            ]
+        })
+        .collect();
+    rmap::set_lock_impl(was);
+    for (m, label) in maps {
+        check(m, &label);
+    }
+}
+
 #[test]
 fn aspace_promoted_churn() {
     let a = Aspace::new(Topology::Emulated {

@@ -48,54 +48,78 @@ pub fn recorded() -> Result<ModelShare, String> {
 }
 
 /// Adds the model's other shared lines to a model-cost profile: each
-/// slot's iteration gets its visits (rounded) as [`Step::Touch`]es spread
-/// over its work, the same lines for every slot.
+/// visit (rounded per line) is a [`Step::Touch`] of its own, the visits of
+/// all lines interleaved and spread evenly over the slot's work (a work
+/// step is split where visits fall inside it), the same lines for every
+/// slot. A visit is an access another CPU can take the line away between
+/// (see the module docs), so two visits are never merged into one touch:
+/// a line written thirty times an exec moves up to thirty times an exec.
 pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
     let mut out = p.clone();
-    let mut writes = Vec::new();
-    let mut reads = Vec::new();
+    // (line, write) per visit, each line's visits spread over the order.
+    let mut visits: Vec<(f64, u32, bool)> = Vec::new();
     for l in &share.lines {
         out.lines.push(LineKind::ExecShared);
         let id = (out.lines.len() - 1) as u32;
-        writes.extend(std::iter::repeat(id).take(l.write_visits.round() as usize));
-        reads.extend(std::iter::repeat(id).take(l.read_visits.round() as usize));
+        for (n, write) in [(l.write_visits, true), (l.read_visits, false)] {
+            let n = n.round() as usize;
+            for k in 0..n {
+                visits.push(((k as f64 + 0.5) / n as f64, id, write));
+            }
+        }
     }
-    const CHUNKS: usize = 8;
+    visits.sort_by(|a, b| a.0.total_cmp(&b.0));
     for s in &mut out.slots {
-        let work_at: Vec<usize> = s
+        let work: f64 = s
             .steps
             .iter()
-            .enumerate()
-            .filter(|(_, st)| matches!(st, Step::Work(_)))
-            .map(|(i, _)| i)
-            .collect();
-        let chunks = CHUNKS.min(work_at.len().max(1));
-        let mut inserts: Vec<(usize, Touch)> = (0..chunks)
-            .map(|k| {
-                let part = |v: &[u32]| -> Vec<u32> {
-                    v.iter()
-                        .enumerate()
-                        .filter(|(j, _)| j % chunks == k)
-                        .map(|(_, &l)| l)
-                        .collect()
-                };
-                let at = work_at
-                    .get(k * work_at.len() / chunks)
-                    .map_or(s.steps.len(), |&i| i + 1);
-                (
-                    at,
-                    Touch {
-                        written: part(&writes),
-                        read: part(&reads),
-                    },
-                )
+            .map(|st| match st {
+                Step::Work(t) => *t,
+                _ => 0.0,
             })
-            .collect();
-        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
-        for (at, t) in inserts {
-            let at = at.min(s.steps.len());
-            s.steps.insert(at, Step::Touch(t));
+            .sum();
+        let touch = |&(_, l, w): &(f64, u32, bool)| {
+            Step::Touch(Touch {
+                written: if w { vec![l] } else { vec![] },
+                read: if w { vec![] } else { vec![l] },
+            })
+        };
+        if work <= 0.0 {
+            s.steps.extend(visits.iter().map(touch));
+            continue;
         }
+        let mut steps = Vec::with_capacity(s.steps.len() + 2 * visits.len());
+        let mut next = visits.iter().peekable();
+        let mut done = 0.0;
+        for st in s.steps.drain(..) {
+            let Step::Work(t) = st else {
+                steps.push(st);
+                continue;
+            };
+            // The visits whose place (a share of the work) falls in this
+            // step, each after its share of the step.
+            let end = done + t;
+            let mut at = done;
+            while let Some(v) = next.peek() {
+                let place = v.0 * work;
+                if place > end && end < work {
+                    break;
+                }
+                let place = place.min(end);
+                if place > at {
+                    steps.push(Step::Work(place - at));
+                    at = place;
+                }
+                steps.push(touch(v));
+                next.next();
+            }
+            if end > at {
+                steps.push(Step::Work(end - at));
+            }
+            done = end;
+        }
+        steps.extend(next.map(touch));
+        s.steps = steps;
     }
     out.notes = format!(
         "{}; the model's other shared lines added ({})",
@@ -215,6 +239,27 @@ mod tests {
             .sum();
         assert_eq!(touched(0) as f64, want);
         assert_eq!(touched(0), touched(1));
+        // Every visit is a touch of its own (two visits of one line in one
+        // touch would move the line once), spread between work.
+        let touches: Vec<&Touch> = q.slots[0]
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Touch(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(touches.len() as f64, want);
+        assert!(touches.iter().all(|t| t.written.len() + t.read.len() == 1));
+        let works = q.slots[0]
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Work(w) if *w > 0.0))
+            .count();
+        assert!(
+            works as f64 > want / 2.0,
+            "visits spread over the work: {works} pieces"
+        );
         assert_eq!(q.times(), p.times(), "no time added");
     }
 }

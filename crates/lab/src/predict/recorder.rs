@@ -65,6 +65,9 @@ pub struct RecordConfig {
     pub own_binary: bool,
     /// Model or kernel costs.
     pub cost: Cost,
+    /// The locks' kind in the profile (the model's recorded holds can be
+    /// simulated under either lock: `aspace bench --lock`).
+    pub lock: LockKind,
 }
 
 /// The process that runs the loop. For `shell` it is the forking shell,
@@ -437,6 +440,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             steps: steps_of(events, *total, cfg.cost, &mut locks, &mut names, &mut table),
         })
         .collect();
+    for l in &mut names {
+        l.kind = cfg.lock;
+    }
     let slots_n = slots.len();
     // VMAs per exit-unlink hold, from the model's own call counts: exit
     // one process that has exec'd the program.
@@ -588,6 +594,12 @@ fn take_turns(
     out.ok_or_else(|| "a recording thread panicked".into())
 }
 
+/// The least CPU time a slot's thread runs plain iterations before timing
+/// them, ns.
+const PLAIN_WARM_NS: f64 = 5e6;
+/// The least CPU time of timed plain iterations per slot, ns.
+const PLAIN_MEASURE_NS: f64 = 3e6;
+
 /// A slot's plain iterations, back to back with the maps' own hold timing
 /// on: their CPU time is the iteration's, their hold times per call site
 /// correct the recorded ones (recording adds its own cost inside each
@@ -600,18 +612,27 @@ fn measure_plain(
     n: usize,
     rec: &mut SlotRecord,
 ) {
-    for _ in 0..2 {
+    // Warm: at least PLAIN_WARM of this thread's CPU time first. A thread
+    // that has just been given its turn runs on a core that may have been
+    // idle (a lower clock until it ramps up, cold caches, an allocator
+    // heap still growing): its first iterations are slower than the same
+    // loop's steady state, which is what the bench measures.
+    let t0 = thread_cpu_ns();
+    let mut warm = 0;
+    while warm < 2 || thread_cpu_ns() - t0 < PLAIN_WARM_NS {
         iteration(shell, mm, prog);
+        warm += 1;
     }
     let was = rmap::stats::set_hold_timing(true);
     let before = files.lock_stats();
-    let plain: Vec<f64> = (0..n)
-        .map(|_| {
-            let t = thread_cpu_ns();
-            iteration(shell, mm, prog);
-            thread_cpu_ns() - t
-        })
-        .collect();
+    let t1 = thread_cpu_ns();
+    let mut plain: Vec<f64> = Vec::with_capacity(n);
+    while plain.len() < n || thread_cpu_ns() - t1 < PLAIN_MEASURE_NS {
+        let t = thread_cpu_ns();
+        iteration(shell, mm, prog);
+        plain.push(thread_cpu_ns() - t);
+    }
+    let n = plain.len();
     let after = files.lock_stats();
     rmap::stats::set_hold_timing(was);
     rec.plain_hold = Site::ALL
@@ -813,6 +834,7 @@ mod tests {
                     warmup: (0, Duration::ZERO),
                     own_binary,
                     cost: Cost::Kernel,
+                    lock: LockKind::KernelRwsem,
                 },
             )
             .expect("a profile")

@@ -6,7 +6,7 @@ use std::ptr;
 
 use super::entry::{EntryPin, Item, Ref};
 use super::Root;
-use crate::node::{prefetch_node, slot_range, Internal, Leaf, INT_SLOTS, LEAF_SLOTS};
+use crate::node::{prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS};
 use crate::read::{descend, path_entry, step_next_leaf, step_prev, Level, Path, RawEntry};
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -27,15 +27,16 @@ use crate::Reader;
 /// unchanged throughout the iteration, so the contract does not require
 /// them).
 pub struct Iter<'s, T, S: Repr<T> = Boxed> {
-    /// Where the front is in its leaf: the state a `for` loop's `next`
+    /// The front's cursor in its leaf: the state a `for` loop's `next`
     /// reads and writes on every entry. It is kept apart from the rest so
-    /// that the compiler keeps it in registers across the loop: the
-    /// out-of-line step ([`Iter::next_slow`]) takes its fields as values
-    /// and hands it back, and only the rest of the iterator ([`Ends`]) is
-    /// passed by reference, so no pointer to these fields escapes the loop
-    /// (`for` loop over 10^5 boxed entries: 57.9 instructions an entry
-    /// with the state in memory, 28.3 in registers; `BENCHMARKS.md`).
-    fr: Front<Slot<T, S>>,
+    /// that the compiler keeps it in registers across the loop, and small
+    /// (three words) so that it leaves the loop's body registers too:
+    /// only the out-of-line step ([`Iter::next_slow`]) and the move to the
+    /// next leaf touch the rest ([`Ends`]), by a pointer to the heap, so
+    /// no pointer to these fields escapes the loop (`for` loop over 10^5
+    /// boxed entries: 57.9 instructions an entry with the state in memory,
+    /// 28.3 in registers; `BENCHMARKS.md`).
+    fr: Cursor<Slot<T, S>>,
     /// On the heap (a block reused per thread: [`EndsBox`]), so that the
     /// out-of-line step's pointer to it is not a pointer into the
     /// iterator, which would keep the whole iterator, `fr` included, in
@@ -44,64 +45,43 @@ pub struct Iter<'s, T, S: Repr<T> = Boxed> {
     _snap: PhantomData<&'s (T, S)>,
 }
 
-/// The front's leaf (see [`Iter::fr`]): the leaf, the next slot to look
-/// at and the first index of that slot, the leaf's bounds, how far the
-/// unchecked step may go, and the leaf's parent.
-struct Front<V> {
+/// The front's cursor (see [`Iter::fr`]): its leaf and the used slots
+/// that [`Iter::next_raw`]'s unchecked step yields next.
+struct Cursor<V> {
+    /// The front's leaf ([`Ends::leaf`]).
     leaf: *const Leaf<V>,
-    idx: usize,
-    /// [`Iter::next_raw`]'s unchecked step takes slots `idx..stop` of the
-    /// leaf. Set past `idx` only for a leaf that ends below the last index
-    /// wanted (`lhi < Ends::hi`) and whose slot `idx` starts at or above
-    /// the floor, after the front has yielded: inside such a leaf no entry
-    /// needs a check (entries only increase within a leaf). `stop <= idx`
-    /// sends every step to [`Iter::next_slow`]. Where `stop > idx`, also
-    /// `1 <= idx` and `stop <= LEAF_SLOTS - 1` (the last slot has no pivot
-    /// of its own), which the unchecked step's reads rely on.
-    stop: usize,
-    /// First index of slot `idx`, brought up to date only where the
-    /// unchecked step hands over to anything else ([`Front::settle`]), as
-    /// that step does not need it. Once the front has yielded, the front's
-    /// floor is at least this (see [`Ends::sync_floor`]).
-    start: u64,
-    /// First and last index of the leaf.
-    lo: u64,
-    lhi: u64,
-    /// The leaf's parent (null for a leaf at the root), the leaf's slot in
-    /// it, the parent's child count (at most `INT_SLOTS`; 0 without a
-    /// parent) and last index: [`Iter::next_raw`] moves to the parent's
-    /// next child from these, without the path, whose two lowest levels
-    /// are brought up to date ([`Ends::flush`]) before anything reads it.
-    par: *const Internal,
-    pidx: usize,
-    pn: usize,
-    phi: u64,
+    /// The used slots of the leaf that the unchecked step yields next, in
+    /// order, one bit each (from the leaf's
+    /// [`used`](crate::node::Header::used) mask): the step takes the lowest
+    /// bit and clears it, so it neither tests the gaps nor counts slots.
+    /// Non-empty only where [`Ends::idx`] is [`UNCHECKED`] (the front's
+    /// position is then the lowest bit: [`Iter::pos`]); every bit is at
+    /// least 1 (slot 0's start is the leaf's `lo`, not a stored pivot),
+    /// which the step's reads rely on.
+    mask: u32,
 }
 
-impl<V> Front<V> {
-    /// Sets `start` for slot `idx` of a leaf of `n` slots, after unchecked
-    /// steps that moved `idx` only.
-    ///
-    /// # Safety
-    /// `leaf` is valid (or `idx` is 0 or at least `n`).
-    #[inline]
-    unsafe fn settle(&mut self, n: usize) {
-        self.start = if self.idx == 0 {
-            self.lo
-        } else if self.idx >= n {
-            // Past the last slot (unused pivots are `u64::MAX`): one past
-            // the leaf, as `leaf_scanned` leaves it.
-            self.lhi.wrapping_add(1)
-        } else {
-            // SAFETY: `leaf` is valid (caller); `idx - 1 < n - 1 <= 14`.
-            unsafe { (*self.leaf).pivots[self.idx - 1] + 1 }
-        };
+impl<V> Clone for Cursor<V> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
+impl<V> Copy for Cursor<V> {}
 
-/// What [`Iter::next_slow`] hands back: the front's leaf state, and what
-/// it found.
-type Slow<V> = (Front<V>, Step<V>);
+/// [`Ends::idx`] where the unchecked step took over the rest of the
+/// front's leaf: past every slot (so the checked steps see the leaf as
+/// done once the cursor's mask is empty), and the mark that lets
+/// [`Iter::next_raw`] move to the parent's next child inline. Set (by
+/// [`Ends::allow_fast`]) only for a leaf that ends below the last index
+/// wanted (`lhi < Ends::hi`) and whose next slot starts at or above the
+/// floor, after the front has yielded: inside such a leaf no entry needs a
+/// check (entries only increase within a leaf). The cursor's mask then
+/// holds every used slot from there on.
+const UNCHECKED: usize = LEAF_SLOTS + 1;
+
+/// What [`Iter::next_slow`] hands back: the front's cursor, and what it
+/// found.
+type Slow<V> = (Cursor<V>, Step<V>);
 
 /// What [`Iter::next_slow`] found.
 enum Step<V> {
@@ -113,19 +93,46 @@ enum Step<V> {
     End,
 }
 
-impl<V> Clone for Front<V> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<V> Copy for Front<V> {}
-
-/// The rest of an iteration's state: the two paths and each end's bounds.
+/// The rest of an iteration's state: the two paths, the front's leaf and
+/// each end's bounds.
 pub(crate) struct Ends {
     front: Path,
     back: Path,
-    /// Slot count of the front's leaf; 0 once the iteration is over.
+    /// The front's leaf, the next slot to look at there once the cursor's
+    /// mask is empty (or [`UNCHECKED`]), and the first index of that slot,
+    /// brought up to date only where the unchecked step hands over to
+    /// anything else ([`Ends::settle`]), as that step does not need it.
+    /// Once the front has yielded, the front's floor is at least `start`
+    /// (see [`Ends::sync_floor`]).
+    leaf: NodePtr,
+    idx: usize,
+    start: u64,
+    /// First and last index of the front's leaf, and its slot count (0
+    /// once the iteration is over). `next`'s moves to a sibling keep `lhi`
+    /// only: while `idx` is [`UNCHECKED`], `lo` and `f_n` may be a leaf
+    /// behind until [`Ends::sync_leaf`].
+    lo: u64,
+    lhi: u64,
     f_n: usize,
+    /// The leaf's parent (null for a leaf at the root), the leaf's slot in
+    /// it, the parent's child count (at most `INT_SLOTS`; 0 without a
+    /// parent) and last index: [`Iter::next_raw`] moves to the parent's
+    /// next child from these, without the path, whose two lowest levels
+    /// are brought up to date ([`Ends::flush`]) before anything reads it.
+    par: *const Internal,
+    pidx: usize,
+    pn: usize,
+    phi: u64,
+    /// `next` may move inline to the parent's children before this one:
+    /// past `pidx` only while `idx` is [`UNCHECKED`], and then every child
+    /// from `pidx + 1` to it ends below the range's last index
+    /// ([`Ends::set_unchecked`]), so the move needs no check of its own.
+    sib_end: usize,
+    /// While `idx` is [`UNCHECKED`]: the last index of each child of the
+    /// parent (`bounds[pidx]` is the front leaf's `lhi`), the parent's
+    /// pivots and its end copied once a parent ([`Ends::set_unchecked`]),
+    /// so that `next`'s moves neither compute nor store the leaf's bounds.
+    bounds: [u64; INT_SLOTS],
     /// The range's first index. Where the front is, [`Iter::lo`], is this
     /// or one past the end of the last entry the front yielded (in a fold,
     /// of the last leaf it scanned whole), whichever is higher: the floor
@@ -137,7 +144,7 @@ pub(crate) struct Ends {
     /// No end may yield an entry starting below this: 0 until the front
     /// has yielded (an entry may start before the range), then `lo`. While
     /// `next`'s unchecked step runs it is not updated: the front's slot
-    /// start is the floor then ([`Iter::sync_floor`]).
+    /// start is the floor then ([`Ends::sync_floor`]).
     lo_floor: u64,
     /// No end may yield an entry ending above this: `u64::MAX` until the
     /// back has yielded, then `hi`.
@@ -165,7 +172,18 @@ impl EndsBox {
             None => Box::new(Ends {
                 front: Path::new(),
                 back: Path::new(),
+                leaf: ptr::null_mut(),
+                idx: 0,
+                start: 0,
+                lo: 0,
+                lhi: 0,
                 f_n: 0,
+                par: ptr::null(),
+                pidx: 0,
+                pn: 0,
+                phi: 0,
+                sib_end: 0,
+                bounds: [0; INT_SLOTS],
                 first,
                 hi,
                 lo_floor: 0,
@@ -215,7 +233,17 @@ impl Ends {
         // read; only their lengths start over.
         self.front.len = 0;
         self.back.len = 0;
+        self.leaf = ptr::null_mut();
+        self.idx = 0;
+        self.start = 0;
+        self.lo = 0;
+        self.lhi = 0;
         self.f_n = 0;
+        self.par = ptr::null();
+        self.pidx = 0;
+        self.pn = 0;
+        self.phi = 0;
+        self.sib_end = 0;
         self.first = first;
         self.hi = hi;
         self.lo_floor = 0;
@@ -224,16 +252,31 @@ impl Ends {
         self.done = true;
     }
 
+    /// The front's leaf as a leaf of `V`.
+    #[inline(always)]
+    fn leaf<V>(&self) -> *const Leaf<V> {
+        self.leaf.cast_const().cast()
+    }
+
+    /// A cursor on the front's leaf with the given mask.
+    #[inline(always)]
+    fn cursor<V>(&self, mask: u32) -> Cursor<V> {
+        Cursor {
+            leaf: self.leaf(),
+            mask,
+        }
+    }
+
     /// Fills the front's leaf state from the path's leaf level, with the
     /// unchecked step off (the caller turns it on: [`Ends::allow_fast`]).
     ///
     /// # Safety
     /// The front path is valid for a version that stays alive.
-    unsafe fn load_front<V>(&mut self, fr: &mut Front<V>) {
+    unsafe fn load_front<V>(&mut self) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            self.load_leaf(fr);
-            self.load_parent(fr);
+            self.load_leaf::<V>();
+            self.load_parent();
         }
     }
 
@@ -242,134 +285,400 @@ impl Ends {
     ///
     /// # Safety
     /// As [`Ends::load_front`].
-    unsafe fn load_leaf<V>(&mut self, fr: &mut Front<V>) {
+    unsafe fn load_leaf<V>(&mut self) {
         let l = *self.front.leaf();
         let leaf = l.node.cast::<Leaf<V>>();
-        fr.leaf = leaf;
+        self.leaf = l.node;
         // SAFETY: the path's leaf is valid (caller).
         unsafe {
             self.f_n = (*leaf).hdr.count as usize;
-            fr.start = if l.idx == 0 {
+            self.start = if l.idx == 0 {
                 l.lo
             } else {
                 (*leaf).pivots[l.idx - 1] + 1
             };
         }
-        fr.lo = l.lo;
-        fr.lhi = l.hi;
-        fr.idx = l.idx;
-        fr.stop = 0;
+        self.lo = l.lo;
+        self.lhi = l.hi;
+        self.idx = l.idx;
+        self.sib_end = 0;
     }
 
     /// Sets the front's parent cache from the path.
     ///
     /// # Safety
     /// The front path is valid for a version that stays alive.
-    unsafe fn load_parent<V>(&self, fr: &mut Front<V>) {
+    unsafe fn load_parent(&mut self) {
         let len = self.front.len;
         if len >= 2 {
             let p = self.front.lv[len - 2];
-            fr.par = p.node.cast::<Internal>();
+            self.par = p.node.cast::<Internal>();
             // SAFETY: a level above the leaf holds a valid internal node.
-            fr.pn = unsafe { (*fr.par).hdr.count as usize }.min(INT_SLOTS);
-            fr.pidx = p.idx;
-            fr.phi = p.hi;
+            self.pn = unsafe { (*self.par).hdr.count as usize }.min(INT_SLOTS);
+            self.pidx = p.idx;
+            self.phi = p.hi;
         } else {
-            fr.par = ptr::null();
-            fr.pn = 0;
-            fr.pidx = 0;
-            fr.phi = 0;
+            self.par = ptr::null();
+            self.pn = 0;
+            self.pidx = 0;
+            self.phi = 0;
         }
     }
 
-    /// Writes the front's leaf and its slot in the parent (which the
-    /// unchecked step may have moved past the path) into the path's two
-    /// lowest levels.
-    #[inline]
-    fn flush<V>(&mut self, fr: &Front<V>) {
+    /// Moves the front from its leaf, the last child of its parent, to the
+    /// first leaf of the parent's next sibling, from the parent cache and
+    /// the grandparent's level of the path: the move that `step_next_leaf`
+    /// makes in all but one in `INT_SLOTS` of the cases it is left with,
+    /// written out with neither a climb nor a round trip through the path.
+    /// The path's three lowest levels, the parent cache and the leaf state
+    /// end up as [`Ends::load_front`] would leave them, at the new leaf's
+    /// slot 0. False, with nothing changed, where the grandparent has no
+    /// next child (or the tree is lower than three levels).
+    ///
+    /// # Safety
+    /// The front path's upper levels and the parent cache are valid for a
+    /// version that stays alive, and the front's leaf is the parent's
+    /// last child (`pidx + 1 >= pn`).
+    #[inline(never)]
+    unsafe fn next_parent(&mut self) -> bool {
         let len = self.front.len;
-        if fr.pn != 0 && len >= 2 {
-            self.front.lv[len - 2].idx = fr.pidx;
+        if len < 3 {
+            return false;
+        }
+        debug_assert!(self.pidx + 1 >= self.pn && self.pn != 0);
+        let g = self.front.lv[len - 3];
+        // SAFETY: a level above the leaf's parent holds a valid internal
+        // node (caller).
+        let gint = unsafe { &*g.node.cast::<Internal>() };
+        // `min`: the node's invariant, so that the reads below need no
+        // bounds check.
+        let gn = (gint.hdr.count as usize).min(INT_SLOTS);
+        let j = g.idx + 1;
+        if j >= gn {
+            return false;
+        }
+        // Contiguous with the parent before.
+        let plo = self.phi + 1;
+        let phi = if j + 1 < gn { gint.pivots[j] } else { g.hi };
+        let par = gint.child(j);
+        // SAFETY: a child of a valid node above the leaves' level.
+        let pint = unsafe { &*par.cast::<Internal>() };
+        let pn = (pint.hdr.count as usize).min(INT_SLOTS);
+        let leaf = pint.child(0);
+        // Start fetching the two leaves after this one (`next_raw`'s moves
+        // fetch two ahead from there on), and the parent after this one.
+        if pn > 1 {
+            prefetch_node(pint.child(1));
+            if pn > 2 {
+                prefetch_node(pint.child(2));
+            }
+        }
+        if j + 1 < gn {
+            prefetch_node(gint.child(j + 1));
+        }
+        let lhi = if pn > 1 { pint.pivots[0] } else { phi };
+        self.front.lv[len - 3].idx = j;
+        self.front.lv[len - 2] = Level {
+            node: par,
+            idx: 0,
+            lo: plo,
+            hi: phi,
+        };
+        self.front.lv[len - 1] = Level {
+            node: leaf,
+            idx: 0,
+            lo: plo,
+            hi: lhi,
+        };
+        self.par = pint;
+        self.pidx = 0;
+        self.pn = pn;
+        self.phi = phi;
+        self.leaf = leaf;
+        self.idx = 0;
+        self.start = plo;
+        self.lo = plo;
+        self.lhi = lhi;
+        self.sib_end = 0;
+        // SAFETY: a child of a valid node.
+        self.f_n = unsafe { (*leaf).count as usize };
+        true
+    }
+
+    /// Brings the leaf state up to date after `next`'s moves to a sibling
+    /// (which keep only `pidx`, the cursor holding the leaf), where `idx`
+    /// is [`UNCHECKED`] and `leaf` has been set from the cursor; anything
+    /// that reads the leaf state calls this first.
+    ///
+    /// # Safety
+    /// The front's leaf and the parent cache are valid for a version that
+    /// stays alive.
+    #[inline]
+    unsafe fn sync_leaf(&mut self) {
+        debug_assert_eq!(self.idx, UNCHECKED);
+        // SAFETY: valid nodes (caller); a moved-to child has `pidx >= 1`,
+        // so it starts one past the parent's pivot before it (the others
+        // were loaded whole).
+        unsafe {
+            self.f_n = (*self.leaf).count as usize;
+            self.lhi = self.leaf_hi();
+            if self.pidx > 0 {
+                self.lo = *self.bounds.get_unchecked(self.pidx - 1) + 1;
+            }
+        }
+    }
+
+    /// The last index of the front's leaf while `idx` is [`UNCHECKED`]
+    /// (`next`'s moves to a sibling leave `lhi` behind).
+    ///
+    /// # Safety
+    /// `idx` is [`UNCHECKED`] (so `pidx < INT_SLOTS` has its bound).
+    #[inline(always)]
+    unsafe fn leaf_hi(&self) -> u64 {
+        debug_assert!(self.idx == UNCHECKED && self.pidx < self.pn.max(1));
+        // SAFETY: `pidx < pn <= INT_SLOTS`, or 0 without a parent. (No
+        // bounds check: one that could panic would keep `next`'s
+        // computation of an entry's end alive in callers that never use
+        // it.)
+        unsafe { *self.bounds.get_unchecked(self.pidx) }
+    }
+
+    /// Puts the front in the unchecked step's state for its leaf (`idx`
+    /// [`UNCHECKED`]): the bound of the inline moves to siblings (how many
+    /// of the parent's first children end below the range's last index:
+    /// [`Ends::sib_end`]) and the children's bounds ([`Ends::bounds`]).
+    ///
+    /// # Safety
+    /// The parent cache and the leaf state are valid for a version that
+    /// stays alive.
+    #[inline]
+    unsafe fn set_unchecked(&mut self) {
+        self.idx = UNCHECKED;
+        if self.pn == 0 {
+            // A leaf at the root: no sibling.
+            self.sib_end = 0;
+            self.bounds[0] = self.lhi;
+            return;
+        }
+        // SAFETY: a valid internal node (caller).
+        let par = unsafe { &*self.par };
+        self.bounds[..INT_SLOTS - 1].copy_from_slice(&par.pivots);
+        self.bounds[self.pn - 1] = self.phi;
+        debug_assert_eq!(self.bounds[self.pidx], self.lhi, "the leaf's end");
+        self.sib_end = if self.phi < self.hi {
+            // The whole parent ends below the range's end.
+            self.pn
+        } else {
+            children_below(par, self.pn, self.phi, self.hi)
+        };
+    }
+
+    /// Puts the front at slot 0 of child `j` of `par` (which has `pn`
+    /// children and covers `[plo, phi]`; the child covers `[lo, lhi]`):
+    /// the path's two lowest levels, the parent cache and the leaf state,
+    /// as [`Ends::load_front`] would leave them.
+    ///
+    /// # Safety
+    /// `par` is a valid internal node of a version that stays alive, the
+    /// child at the level below the path's, `j < pn`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    unsafe fn set_front(
+        &mut self,
+        par: &Internal,
+        pn: usize,
+        plo: u64,
+        phi: u64,
+        j: usize,
+        lo: u64,
+        lhi: u64,
+    ) {
+        let len = self.front.len;
+        let leaf = par.child(j);
+        self.front.lv[len - 2] = Level {
+            node: (par as *const Internal).cast_mut().cast(),
+            idx: j,
+            lo: plo,
+            hi: phi,
+        };
+        self.front.lv[len - 1] = Level {
+            node: leaf,
+            idx: 0,
+            lo,
+            hi: lhi,
+        };
+        self.par = par;
+        self.pidx = j;
+        self.pn = pn;
+        self.phi = phi;
+        self.leaf = leaf;
+        self.idx = 0;
+        self.start = lo;
+        self.lo = lo;
+        self.lhi = lhi;
+        // SAFETY: a child of a valid node (caller).
+        self.f_n = unsafe { (*leaf).count as usize };
+        self.sib_end = 0;
+    }
+
+    /// Moves the front to slot 0 of the next leaf, with the path, the
+    /// parent cache and the leaf state brought up to date; false at the
+    /// end.
+    ///
+    /// # Safety
+    /// The front path and the parent cache are valid for a version that
+    /// stays alive.
+    #[inline]
+    unsafe fn next_leaf<V>(&mut self) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            if self.pidx + 1 >= self.pn && self.next_parent() {
+                return true;
+            }
+            self.flush();
+            if !step_next_leaf(&mut self.front) {
+                return false;
+            }
+            self.load_front::<V>();
+        }
+        true
+    }
+
+    /// Writes the front's leaf and its slot in the parent (which `next`'s
+    /// moves to a sibling may have taken past the path) into the path's
+    /// two lowest levels. The cursor's mask is empty (the position is
+    /// `idx`).
+    #[inline]
+    fn flush(&mut self) {
+        let len = self.front.len;
+        if self.pn != 0 && len >= 2 {
+            self.front.lv[len - 2].idx = self.pidx;
             self.front.lv[len - 1] = Level {
-                node: fr.leaf.cast_mut().cast(),
-                idx: fr.idx.min(self.f_n.saturating_sub(1)),
-                lo: fr.lo,
-                hi: fr.lhi,
+                node: self.leaf,
+                idx: self.idx.min(self.f_n.saturating_sub(1)),
+                lo: self.lo,
+                hi: self.lhi,
             };
         }
     }
 
-    /// Turns `next`'s unchecked step on for the rest of the front's leaf
-    /// where it is allowed (see [`Front::stop`]), off elsewhere.
+    /// Sets `start` for slot `idx` of the front's leaf, after steps that
+    /// moved `idx` only. The cursor's mask is empty.
+    ///
+    /// # Safety
+    /// The front's leaf belongs to a version that stays alive (or `idx` is
+    /// 0 or past the leaf's slots).
     #[inline]
-    fn allow_fast<V>(&self, fr: &mut Front<V>) {
-        fr.stop = if self.front_yielded
-            && !self.done
-            && fr.idx >= 1
-            && fr.lhi < self.hi
-            && fr.start >= self.lo_floor
-        {
-            self.f_n.min(LEAF_SLOTS - 1)
-        } else {
-            0
-        };
+    unsafe fn settle<V>(&mut self) {
+        // SAFETY: forwarded from the caller.
+        self.start = unsafe { self.slot_start::<V>(self.idx) };
     }
 
-    /// Brings the floor up to where the front's unchecked steps have taken
-    /// it: every slot before the front's has been yielded or was a gap, so
-    /// once the front has yielded, nothing that starts below the front's
-    /// slot start may be yielded again, by either end.
+    /// The first index of slot `i` of the front's leaf; one past the leaf
+    /// for `i` past its slots.
+    ///
+    /// # Safety
+    /// As [`Ends::settle`], for slot `i`.
     #[inline]
-    fn sync_floor<V>(&mut self, fr: &Front<V>) {
-        if self.front_yielded && fr.start > self.lo_floor {
-            self.lo_floor = fr.start;
+    unsafe fn slot_start<V>(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.lo
+        } else if i >= self.f_n {
+            // Past the last slot (unused pivots are `u64::MAX`): one past
+            // the leaf, as `leaf_scanned` leaves it.
+            self.lhi.wrapping_add(1)
+        } else {
+            // SAFETY: the leaf is valid (caller); `i - 1 < f_n - 1 <= 14`.
+            unsafe { (*self.leaf::<V>()).pivots[i - 1] + 1 }
         }
     }
 
-    /// Ends the iteration at both ends.
+    /// Turns `next`'s unchecked step on for the rest of the front's leaf
+    /// where it is allowed (see [`UNCHECKED`]), and returns its mask (empty
+    /// where it is not allowed, or where no used slot is left). The front
+    /// is at slot `idx`, with `start` its first index (a checked step's
+    /// state).
+    ///
+    /// # Safety
+    /// The front's leaf belongs to a version that stays alive.
     #[inline]
-    fn finish<V>(&mut self, fr: &mut Front<V>) {
-        self.done = true;
-        self.f_n = 0;
-        fr.idx = 0;
-        fr.stop = 0;
+    unsafe fn allow_fast<V>(&mut self) -> u32 {
+        debug_assert!(self.idx <= self.f_n);
+        if self.front_yielded
+            && !self.done
+            && self.idx >= 1
+            && self.lhi < self.hi
+            && self.start >= self.lo_floor
+        {
+            // Every used slot from `idx` on (`idx <= f_n <= LEAF_SLOTS`).
+            // SAFETY: a valid leaf (caller).
+            let used = unsafe { (*self.leaf::<V>()).used() };
+            let mask = used & !((1u32 << self.idx.min(LEAF_SLOTS)) - 1);
+            // SAFETY: as above.
+            unsafe { self.set_unchecked() };
+            mask
+        } else {
+            0
+        }
     }
 
-    /// The front's step in full: every slot of the cached leaf from
-    /// `fr.idx`, then the next leaves, with the checks against the range
-    /// and the back's progress. `next`'s unchecked step is only the common
-    /// case (an entry of a leaf that ends before the range).
+    /// Brings the floor up to where the front's steps have taken it: every
+    /// slot before the front's has been yielded or was a gap, so once the
+    /// front has yielded, nothing that starts below the front's slot start
+    /// may be yielded again, by either end.
+    #[inline]
+    fn sync_floor(&mut self) {
+        if self.front_yielded && self.start > self.lo_floor {
+            self.lo_floor = self.start;
+        }
+    }
+
+    /// Ends the iteration at both ends (the caller empties the cursor's
+    /// mask).
+    #[inline]
+    fn finish(&mut self) {
+        self.done = true;
+        self.f_n = 0;
+        self.idx = 0;
+        self.sib_end = 0;
+    }
+
+    /// The front's step in full: every slot of the front's leaf from
+    /// `idx`, then the next leaves, with the checks against the range and
+    /// the back's progress. `next`'s unchecked step is only the common
+    /// case (an entry of a leaf that ends before the range). The cursor's
+    /// mask is empty.
     ///
     /// # Safety
     /// The front path and leaf state are valid for a version that stays
     /// alive.
-    unsafe fn step_checked<V>(&mut self, fr: &mut Front<V>) -> Option<RawEntry<V>> {
-        self.sync_floor(fr);
+    unsafe fn step_checked<V>(&mut self) -> Option<RawEntry<V>> {
+        self.sync_floor();
         while !self.done {
-            // SAFETY: the cached leaf belongs to the live version (caller).
-            let leaf = unsafe { &*fr.leaf };
+            // SAFETY: the front's leaf belongs to the live version (caller).
+            let leaf = unsafe { &*self.leaf::<V>() };
             let n = self.f_n;
-            while fr.idx < n {
-                let i = fr.idx;
-                let s = fr.start;
-                let e = if i + 1 < n { leaf.pivots[i] } else { fr.lhi };
+            while self.idx < n {
+                let i = self.idx;
+                let s = self.start;
+                let e = if i + 1 < n { leaf.pivots[i] } else { self.lhi };
                 let v = leaf.slot(i);
-                fr.idx = i + 1;
-                fr.start = e.wrapping_add(1);
+                self.idx = i + 1;
+                self.start = e.wrapping_add(1);
                 if v.is_null() {
                     continue;
                 }
                 if s > self.hi || e > self.hi_ceil {
                     // Past the range, or overlapping what the back yielded
                     // (a write replaced the entries in between).
-                    self.finish(fr);
+                    self.finish();
                     return None;
                 }
                 if s < self.lo_floor {
                     continue;
                 }
                 if e >= self.hi {
-                    self.finish(fr);
+                    self.finish();
                 } else {
                     self.lo_floor = e + 1;
                 }
@@ -379,44 +688,48 @@ impl Ends {
             // SAFETY: the path is valid for the live version (caller).
             if unsafe { step_next_leaf(&mut self.front) } {
                 // SAFETY: as above.
-                unsafe { self.load_front(fr) };
+                unsafe { self.load_front::<V>() };
             } else {
-                self.finish(fr);
+                self.finish();
             }
         }
         None
     }
 }
 
+/// How many of the first children of `par` (`pn >= 1` children, the last
+/// ending at `phi`) end below `hi`. The stored pivots increase and the
+/// unused ones are `u64::MAX`, so the children before the first pivot at or
+/// above `hi` do, and the last child too if the node ends below `hi`.
+#[inline]
+fn children_below(par: &Internal, pn: usize, phi: u64, hi: u64) -> usize {
+    debug_assert!((1..=INT_SLOTS).contains(&pn));
+    let c = slot_in(&par.pivots, hi);
+    if c + 1 >= pn && phi < hi {
+        pn
+    } else {
+        c.min(pn - 1)
+    }
+}
+
 impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     pub(crate) fn new(root: Root<'s, Slot<T, S>>, first: u64, last: u64) -> Self {
         let root = root.ptr();
-        let mut it = Iter {
-            fr: Front {
-                leaf: ptr::null(),
-                idx: 0,
-                stop: 0,
-                start: 0,
-                lo: 0,
-                lhi: 0,
-                par: ptr::null(),
-                pidx: 0,
-                pn: 0,
-                phi: 0,
-            },
-            ends: EndsBox::new(first, last),
-            _snap: PhantomData,
-        };
+        let mut ends = EndsBox::new(first, last);
         if !root.is_null() && first <= last {
             // SAFETY: the Root token keeps the version alive for 's.
             unsafe {
-                descend(root, first, &mut it.ends.front);
-                descend(root, last, &mut it.ends.back);
-                it.ends.load_front(&mut it.fr);
+                descend(root, first, &mut ends.front);
+                descend(root, last, &mut ends.back);
+                ends.load_front::<Slot<T, S>>();
             }
-            it.ends.done = false;
+            ends.done = false;
         }
-        it
+        Iter {
+            fr: ends.cursor(0),
+            ends,
+            _snap: PhantomData,
+        }
     }
 
     /// Where the front is: the range's first index, then one past the end
@@ -426,83 +739,115 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         self.ends.first.max(self.ends.lo_floor)
     }
 
-    /// The front's step when `next`'s unchecked step declines: the move
-    /// to the next leaf after a leaf the unchecked step took to its end,
-    /// and otherwise every slot from `idx` on, then the next leaves, with
-    /// the checks against the range and the back's progress
-    /// ([`Ends::step_checked`]); the unchecked step is turned on again for
-    /// the leaf it stops in where that is allowed.
-    ///
-    /// Takes the front's leaf state as values and hands it back with what
-    /// it found, so that no pointer to it escapes the caller's loop (a
-    /// struct passed by value goes by a pointer to the caller's copy, which
-    /// would keep it in memory: see [`Iter::fr`]).
-    #[inline(never)]
-    fn next_slow(
-        ends: &mut Ends,
-        leaf: *const Leaf<Slot<T, S>>,
-        idx: usize,
-        lo: u64,
-        lhi: u64,
-    ) -> Slow<Slot<T, S>> {
-        let mut fr = Front {
-            leaf,
-            idx,
-            stop: 0,
-            start: 0,
-            lo,
-            lhi,
-            par: ptr::null(),
-            pidx: 0,
-            pn: 0,
-            phi: 0,
-        };
-        // SAFETY (this block's calls): `ends` and the leaf state are an
-        // iteration's, whose 's keeps the version they point into alive
-        // (the only caller is `next_raw`, which has flushed the leaf state
-        // into the path).
-        unsafe {
-            fr.settle(ends.f_n);
-            ends.load_parent(&mut fr);
+    /// The next slot of the front's leaf to look at: the lowest bit of the
+    /// cursor's mask, or [`Ends::idx`] once it is empty (the slots between
+    /// `idx` and the mask's lowest bit are gaps).
+    #[inline]
+    fn pos(&self) -> usize {
+        if self.fr.mask != 0 {
+            self.fr.mask.trailing_zeros() as usize
+        } else {
+            self.ends.idx
         }
-        if ends.front_yielded && !ends.done && fr.idx >= ends.f_n && lhi < ends.hi {
+    }
+
+    /// Hands the rest of the front's leaf back to the checked steps:
+    /// [`Ends::idx`] becomes [`Iter::pos`], the leaf state is brought up to
+    /// date, and the cursor's mask empties.
+    #[inline]
+    fn stop_fast(&mut self) {
+        if self.ends.idx == UNCHECKED {
+            self.ends.leaf = self.fr.leaf.cast_mut().cast();
+            // SAFETY: the front's leaf and parent belong to the version 's
+            // keeps alive.
+            unsafe { self.ends.sync_leaf() };
+            self.ends.idx = self.pos();
+            self.ends.sib_end = 0;
+        }
+        self.fr.mask = 0;
+    }
+
+    /// The front's step when `next`'s unchecked step has nothing left: the
+    /// move to the next leaf after a leaf the unchecked step took to its
+    /// end, and otherwise every slot from `idx` on, then the next leaves,
+    /// with the checks against the range and the back's progress
+    /// ([`Ends::step_checked`]); the unchecked step is turned on again for
+    /// the leaf it stops in where that is allowed. The cursor's mask is
+    /// empty.
+    ///
+    /// Takes the rest of the state by a pointer to the heap and the
+    /// cursor's leaf, and hands the cursor back by value, so that no
+    /// pointer to the caller's cursor escapes its loop (see [`Iter::fr`]).
+    #[inline(never)]
+    fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
+        if ends.idx == UNCHECKED {
+            // (The cursor's leaf: `next_raw`'s moves leave `Ends::leaf`.)
+            ends.leaf = leaf;
             // The common way here: the unchecked step took the leaf to its
-            // end. Move on, and let it go on in the next leaf if it may
-            // (the first entry there needs no check of its own).
-            ends.sync_floor(&fr);
-            // SAFETY: as above.
-            if unsafe { !step_next_leaf(&mut ends.front) } {
-                ends.finish(&mut fr);
-                return (fr, Step::End);
-            }
-            // SAFETY: as above.
-            unsafe { ends.load_front(&mut fr) };
-            if fr.idx == 0 && fr.lhi < ends.hi {
-                // As `next_raw`'s move to a sibling: the leaf's first slot
-                // here, the rest unchecked.
+            // end (so the front has yielded, the iteration is not over and
+            // the leaf ends below the range's end). Move on, and let it go
+            // on in the next leaf if it may (the first entry there needs
+            // no check of its own).
+            debug_assert!(ends.front_yielded && !ends.done && ends.lhi < ends.hi);
+            // The common move, to the first leaf of the parent's next
+            // sibling (`next_raw` moves to the others itself, and here the
+            // leaf is its parent's last), with the floor left behind (it is
+            // brought up to date wherever it is read: `Ends::sync_floor`).
+            // SAFETY (this block's calls): `ends` is an iteration's, whose
+            // 's keeps the version it points into alive.
+            if !(ends.pidx + 1 >= ends.pn && unsafe { ends.next_parent() }) {
                 // SAFETY: as above.
-                let (v, p0) = unsafe { ((*fr.leaf).slot(0), (*fr.leaf).pivots[0]) };
-                fr.idx = 1;
+                unsafe { ends.sync_leaf() };
+                ends.sib_end = 0;
+                ends.idx = ends.f_n;
+                ends.start = ends.lhi + 1;
+                ends.sync_floor();
+                ends.flush();
                 // SAFETY: as above.
-                unsafe { fr.settle(ends.f_n) };
-                ends.allow_fast(&mut fr);
-                if !v.is_null() {
-                    return (fr, Step::Entry((fr.lo, p0.min(fr.lhi), v)));
+                if unsafe { !step_next_leaf(&mut ends.front) } {
+                    ends.finish();
+                    return (ends.cursor(0), Step::End);
                 }
-            } else {
-                ends.allow_fast(&mut fr);
+                // SAFETY: as above.
+                unsafe { ends.load_front::<Slot<T, S>>() };
             }
-            if fr.stop > fr.idx {
-                return (fr, Step::Resume);
+            if ends.lhi < ends.hi {
+                // As `next_raw`'s move to a sibling: the new leaf starts
+                // one past the last one, whose entries were all yielded or
+                // gaps; its first slot here, the rest unchecked.
+                debug_assert!(ends.idx == 0 && ends.lo >= ends.lo_floor);
+                let leaf = ends.leaf::<Slot<T, S>>();
+                // SAFETY: as above (the parent cache and the leaf state are
+                // the new leaf's).
+                let used = unsafe {
+                    ends.set_unchecked();
+                    (*leaf).used()
+                };
+                let cursor = ends.cursor(used & !1);
+                if used & 1 != 0 {
+                    // SAFETY: as above; slot 0 holds a value
+                    // (`Header::used`).
+                    let (v, p0) = unsafe { ((*leaf).slot(0), (*leaf).pivots[0]) };
+                    return (cursor, Step::Entry((ends.lo, p0.min(ends.lhi), v)));
+                }
+                return (cursor, Step::Resume);
+            }
+            // The range's last leaf: step it with every check.
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                ends.flush();
+                ends.settle::<Slot<T, S>>();
             }
         }
         // SAFETY: as above.
-        match unsafe { ends.step_checked(&mut fr) } {
+        match unsafe { ends.step_checked::<Slot<T, S>>() } {
             Some(raw) => {
-                ends.allow_fast(&mut fr);
-                (fr, Step::Entry(raw))
+                // SAFETY: as above.
+                let mask = unsafe { ends.allow_fast::<Slot<T, S>>() };
+                (ends.cursor(mask), Step::Entry(raw))
             }
-            None => (fr, Step::End),
+            None => (ends.cursor(0), Step::End),
         }
     }
 
@@ -516,7 +861,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// them can pass the range's end or fall below the floor (the floor
     /// guards against a leaf that a write swapped in under the front). Any
     /// other leaf (the range's last one, or one found stale) is stepped by
-    /// [`Iter::step_checked`], which has every check. After a scanned leaf,
+    /// [`Ends::step_checked`], which has every check. After a scanned leaf,
     /// the leaves that follow it under the same parent are taken from the
     /// parent's slots ([`Iter::fold_siblings`]) rather than through the
     /// path, which is updated once per run of them.
@@ -530,135 +875,196 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         mut f: impl FnMut(B, RawEntry<Slot<T, S>>) -> B,
     ) -> B {
         let mut acc = init;
-        self.ends.flush(&self.fr);
+        // The scans below start from `idx` and `start`.
+        self.stop_fast();
+        let ends = &mut *self.ends;
+        ends.flush();
         // SAFETY: the front's leaf belongs to the version 's keeps alive.
-        unsafe { self.fr.settle(self.ends.f_n) };
-        self.ends.sync_floor(&self.fr);
-        let hi = self.ends.hi;
+        unsafe { ends.settle::<Slot<T, S>>() };
+        ends.sync_floor();
+        let hi = ends.hi;
         loop {
-            let n = self.ends.f_n;
+            let n = ends.f_n;
             if n == 0 {
                 // Finished (`finish` zeroes f_n).
                 return acc;
             }
-            let i = self.fr.idx;
-            let lhi = self.fr.lhi;
-            if i < n && lhi < hi && self.fr.start >= self.ends.lo_floor {
-                // SAFETY: the cached leaf belongs to the version 's keeps
+            let i = ends.idx;
+            let lhi = ends.lhi;
+            if i < n && lhi < hi && ends.start >= ends.lo_floor {
+                // SAFETY: the front's leaf belongs to the version 's keeps
                 // alive; n is its slot count.
-                let leaf = unsafe { &*self.fr.leaf };
-                acc = if i == 0 {
-                    // The common case, a parent's first leaf: the constant
-                    // start lets the scan unroll, as in `fold_siblings`.
-                    scan_leaf(leaf, 0, self.fr.start, lhi, acc, &mut f)
-                } else {
-                    scan_leaf(leaf, i, self.fr.start, lhi, acc, &mut f)
-                };
-                self.leaf_scanned();
-                // SAFETY: the path is valid for the version 's keeps alive.
-                acc = unsafe { self.fold_siblings(acc, &mut f) };
+                let leaf = unsafe { &*ends.leaf::<Slot<T, S>>() };
+                acc = scan_leaf(leaf, i, ends.start, lhi, acc, &mut f);
+                Self::leaf_scanned(ends);
+                // SAFETY: the path and the parent cache are valid for the
+                // version 's keeps alive.
+                acc = unsafe { Self::fold_parents(ends, acc, &mut f) };
+                // At the range's last leaf, unscanned, or at the last leaf
+                // scanned (`idx == f_n`, so the move below comes next).
+                continue;
             } else if i < n {
                 // The range's last leaf, or one found stale: step by step.
                 // SAFETY: the iteration's state, valid for 's.
-                match unsafe { self.ends.step_checked(&mut self.fr) } {
+                match unsafe { ends.step_checked::<Slot<T, S>>() } {
                     Some(raw) => acc = f(acc, raw),
                     None => return acc,
                 }
                 continue;
             }
             // The leaf is done: move to the first slot of the next one.
-            // SAFETY: the path is valid for the version 's keeps alive.
-            if unsafe { step_next_leaf(&mut self.ends.front) } {
-                // SAFETY: as above.
-                unsafe { self.ends.load_leaf(&mut self.fr) };
-            } else {
-                self.ends.finish(&mut self.fr);
+            // SAFETY: the path and the parent cache are valid for the
+            // version 's keeps alive.
+            if unsafe { !ends.next_leaf::<Slot<T, S>>() } {
+                ends.finish();
                 return acc;
             }
         }
     }
 
     /// After `fold_raw` has scanned the front's leaf to its end: scans the
-    /// leaves after it that are children of the same parent, read from the
-    /// parent's slots, for as long as each ends before the last index
-    /// wanted and starts at or above the front's floor (the conditions of
-    /// `fold_raw`'s unchecked scan). The path and the leaf cache are
-    /// brought up to date once, for the last leaf scanned, so that the
-    /// caller's move to the next leaf starts after it: a leaf costs its
-    /// slots and a bounds pair from the parent, not a path update.
+    /// leaves after it for as long as each ends before the last index
+    /// wanted (the conditions of `fold_raw`'s unchecked scan: they start
+    /// where the one before ended, above the floor), the rest of the
+    /// parent's children from the parent, then each next parent's, taken
+    /// from the grandparent. The path, the parent cache and the leaf state
+    /// are brought up to date once, where it stops: at the range's last
+    /// leaf, unscanned, for the caller to step with every check, or at the
+    /// last leaf scanned, for the caller's move to the next leaf. A leaf
+    /// costs its entries and a bound from its parent, a parent its slot in
+    /// the grandparent.
     ///
     /// # Safety
-    /// The front path is valid for the version 's keeps alive, and the
-    /// leaf cache is its leaf, scanned to the end.
+    /// The front path and the parent cache are valid for the version 's
+    /// keeps alive, and the leaf state is their leaf, scanned to the end.
     #[inline]
-    unsafe fn fold_siblings<B>(
-        &mut self,
+    unsafe fn fold_parents<B>(
+        ends: &mut Ends,
         mut acc: B,
         f: &mut impl FnMut(B, RawEntry<Slot<T, S>>) -> B,
     ) -> B {
-        let len = self.ends.front.len;
-        if len < 2 {
+        let len = ends.front.len;
+        if len < 2 || ends.pn == 0 {
             return acc;
         }
-        let p = self.ends.front.lv[len - 2];
-        // SAFETY: a level above the leaf holds a valid internal node
-        // (caller), whose children are valid leaves of the same version.
-        let int = unsafe { &*p.node.cast::<Internal>() };
-        // `min`: the node's invariant, so that the pivot reads below need no
-        // bounds check.
-        let pn = (int.hdr.count as usize).min(INT_SLOTS);
-        let mut j = p.idx + 1;
-        let mut last = None;
-        let mut floor = self.ends.lo_floor;
-        while j < pn {
-            let (lo, lhi) = slot_range(&int.pivots, pn, j, p.lo, p.hi);
-            if lhi >= self.ends.hi || lo < floor {
+        // The first leaf to scan starts one past the scanned leaf's end,
+        // which the floor is at (`leaf_scanned`) unless it was above it.
+        let mut lo = ends.lhi + 1;
+        if lo < ends.lo_floor {
+            return acc;
+        }
+        let hi = ends.hi;
+        // SAFETY: the parent cache is valid (caller); children and
+        // grandparent below are valid nodes of the same version.
+        let mut par = unsafe { &*ends.par };
+        let mut pn = ends.pn;
+        let mut phi = ends.phi;
+        let mut plo = ends.front.lv[len - 2].lo;
+        let mut j = ends.pidx + 1;
+        loop {
+            // Children `..end` of the parent end below the range's last
+            // index; all but the last of them at their stored pivot.
+            let end = if phi < hi {
+                pn
+            } else {
+                children_below(par, pn, phi, hi)
+            };
+            let inner = end.min(pn - 1);
+            while j < inner {
+                // SAFETY (the unchecked reads in this loop): `j < inner <
+                // pn <= INT_SLOTS`, so child `j` and pivot `j` exist, and
+                // child `j + 2` where `j + 2 < pn`.
+                let lhi = unsafe { *par.pivots.get_unchecked(j) };
+                // Start fetching the leaf two ahead: this loop spends too
+                // little on a leaf to hide a miss behind it, so fetching
+                // one ahead (as `step_next_leaf` does) leaves it waiting
+                // on memory (a fold of 10^6 `XValue` entries: 3.9 ms one
+                // ahead, 2.2 ms two ahead, 3.1 ms three ahead, which
+                // leaves each parent's first leaves unfetched; 2.8 ms for
+                // the leaf-by-leaf path before).
+                if j + 2 < pn {
+                    prefetch_node(unsafe { par.child_unchecked(j + 2) });
+                }
+                // SAFETY: as above.
+                let leaf = unsafe { &*par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>() };
+                acc = scan_leaf(leaf, 0, lo, lhi, acc, f);
+                lo = lhi + 1;
+                j += 1;
+            }
+            if end < pn {
+                // Child `end` (the front's leaf was before it) is the
+                // range's last leaf: left to the checked steps.
+                debug_assert_eq!(j, end);
+                let lhi = if j + 1 < pn { par.pivots[j] } else { phi };
+                // SAFETY: as above.
+                unsafe { ends.set_front(par, pn, plo, phi, j, lo, lhi) };
+                ends.lo_floor = ends.lo_floor.max(lo);
+                return acc;
+            }
+            if j + 1 == pn {
+                // The last child, which ends with the parent.
+                // SAFETY: as above.
+                let leaf = unsafe { &*par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>() };
+                acc = scan_leaf(leaf, 0, lo, phi, acc, f);
+                lo = phi + 1;
+            }
+            // The parent is done: on to its next sibling, if any.
+            if len < 3 {
                 break;
             }
-            let node = int.child(j);
-            // Start fetching the leaf two ahead: this loop spends too little
-            // on a leaf to hide a miss behind it, so fetching one ahead (as
-            // `step_next_leaf` does) leaves it waiting on memory (a fold of
-            // 10^6 `XValue` entries: 3.9 ms one ahead, 2.2 ms two ahead,
-            // 3.1 ms three ahead, which leaves each parent's first leaves
-            // unfetched; 2.8 ms for the leaf-by-leaf path before).
-            if j + 2 < pn {
-                prefetch_node(int.child(j + 2));
-            }
+            let g = &mut ends.front.lv[len - 3];
             // SAFETY: as above.
-            let leaf = unsafe { &*node.cast::<Leaf<Slot<T, S>>>() };
-            acc = scan_leaf(leaf, 0, lo, lhi, acc, f);
-            floor = lhi + 1;
-            last = Some((node, lo, lhi));
-            j += 1;
+            let gint = unsafe { &*g.node.cast::<Internal>() };
+            // `min`: the node's invariant, so that the reads below need
+            // no bounds check.
+            let gn = (gint.hdr.count as usize).min(INT_SLOTS);
+            let gj = g.idx + 1;
+            if gj >= gn {
+                break;
+            }
+            g.idx = gj;
+            // Contiguous with the parent before.
+            plo = phi + 1;
+            phi = if gj + 1 < gn { gint.pivots[gj] } else { g.hi };
+            // SAFETY: as above.
+            par = unsafe { &*gint.child(gj).cast::<Internal>() };
+            pn = (par.hdr.count as usize).min(INT_SLOTS);
+            // The loop above fetches from the third child on; the parent
+            // after this one is fetched now, for the next time here.
+            prefetch_node(par.child(0));
+            if pn > 1 {
+                prefetch_node(par.child(1));
+            }
+            if gj + 1 < gn {
+                prefetch_node(gint.child(gj + 1));
+            }
+            j = 0;
         }
-        if let Some((node, lo, lhi)) = last {
-            self.ends.front.lv[len - 2].idx = j - 1;
-            self.ends.front.lv[len - 1] = Level {
-                node,
-                idx: 0,
-                lo,
-                hi: lhi,
-            };
-            // SAFETY: the path now ends at the last leaf scanned, a child of
-            // a valid node (caller).
-            unsafe { self.ends.load_leaf(&mut self.fr) };
-            self.leaf_scanned();
-        }
+        // Every leaf under the last parent is scanned: the front is at its
+        // last one, for the caller's move on.
+        let last = pn - 1;
+        let llo = if last == 0 {
+            plo
+        } else {
+            par.pivots[last - 1] + 1
+        };
+        // SAFETY: as above.
+        unsafe { ends.set_front(par, pn, plo, phi, last, llo, phi) };
+        Self::leaf_scanned(ends);
         acc
     }
 
-    /// Marks the cached leaf as scanned to its end by a fold, which handed
-    /// over every entry of it: the floor moves past the leaf's last index
-    /// (below `hi`, as the unchecked scans require), not just past its last
-    /// entry. Nothing the version the fold walks holds lies between the
-    /// two, so only an entry that a write made meanwhile can start there,
-    /// and the contract lets the iteration miss those.
+    /// Marks the front's leaf as scanned to its end by a fold, which
+    /// handed over every entry of it: the floor moves past the leaf's last
+    /// index (below `hi`, as the unchecked scans require), not just past
+    /// its last entry. Nothing the version the fold walks holds lies
+    /// between the two, so only an entry that a write made meanwhile can
+    /// start there, and the contract lets the iteration miss those.
     #[inline]
-    fn leaf_scanned(&mut self) {
-        self.fr.idx = self.ends.f_n;
-        self.fr.start = self.fr.lhi + 1;
-        self.ends.lo_floor = self.fr.start;
+    fn leaf_scanned(ends: &mut Ends) {
+        ends.idx = ends.f_n;
+        ends.start = ends.lhi + 1;
+        ends.lo_floor = ends.start;
     }
 
     /// The next entry from the front as its range and (non-null) value
@@ -666,92 +1072,68 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     ///
     /// The common step is here, inlined into the caller's loop: the next
     /// used slot of a leaf that ends before the range does, where no entry
-    /// needs a check (see [`Front::stop`]). It reads and writes only the
-    /// front's leaf state, which a `for` loop keeps in registers; anything
-    /// else goes to [`Iter::next_slow`].
+    /// needs a check (see [`UNCHECKED`]), taken from the cursor's mask; and
+    /// the move to the parent's next child when the mask runs out. The
+    /// step reads and writes only the cursor, which a `for` loop keeps in
+    /// registers; the move reads and writes the rest of the state on the
+    /// heap once a leaf; anything else goes to [`Iter::next_slow`].
     #[inline(always)]
     pub(crate) fn next_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
         let mut f = self.fr;
-        loop {
-            while f.idx < f.stop {
-                let k = f.idx;
-                debug_assert!(k >= 1 && f.stop < LEAF_SLOTS, "Front::stop's invariant");
-                // SAFETY: the cached leaf belongs to the version 's keeps
-                // alive; `1 <= k < stop <= LEAF_SLOTS - 1` (see
-                // `Front::stop`), so slot `k` and pivots `k - 1` and `k`
-                // exist.
-                let (v, leaf) = unsafe { ((*f.leaf).slot_unchecked(k), &*f.leaf) };
-                f.idx = k + 1;
-                if !v.is_null() {
-                    // A used slot starts one past its neighbour's stored
-                    // pivot and ends at its own, or, as the last used slot
-                    // (whose pivot is unused, `u64::MAX`), at the leaf's end.
-                    // SAFETY: as above.
-                    let (s, e) = unsafe {
+        // The leaf's end: move on until the mask has an entry (or an entry
+        // or the end comes back otherwise). Written as a loop of its own,
+        // so that the caller's loop has one way back to its top, through
+        // the step below, which keeps that step's code tight.
+        while f.mask == 0 {
+            let ends = &mut *self.ends;
+            let j = ends.pidx + 1;
+            if j < ends.sib_end {
+                // The unchecked step took the leaf to its end (so the front
+                // has yielded), and the parent's next child ends below the
+                // range's end too (`Ends::sib_end`): the common move, made
+                // here from the cached parent. The new leaf's first slot
+                // is taken here, the rest from the mask above.
+                debug_assert!(ends.idx == UNCHECKED && j < ends.pn);
+                let pn = ends.pn;
+                // SAFETY: the parent is a valid internal node of the version
+                // 's keeps alive, and `1 <= j < pn <= INT_SLOTS`
+                // (`Ends::pn`), so child `j` and pivot `j - 1` exist, and
+                // child `j + 2` where `j + 2 < pn`.
+                let (par, leaf) = unsafe {
+                    let par = &*ends.par;
+                    // Start fetching the leaf two ahead: a leaf's entries
+                    // take too little time to hide a miss on the next one
+                    // (as in `fold_parents`).
+                    if j + 2 < pn {
+                        prefetch_node(par.child_unchecked(j + 2));
+                    }
+                    (par, par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>())
+                };
+                // SAFETY: a child of a node of the version.
+                let used = unsafe { (*leaf).used() };
+                // (The rest of the leaf state waits for `Ends::sync_leaf`;
+                // its bounds are in `Ends::bounds`.)
+                ends.pidx = j;
+                f.leaf = leaf;
+                f.mask = used & !1;
+                if used & 1 != 0 {
+                    // Every slot before this leaf was yielded or was a gap,
+                    // and the leaf starts one past the last leaf's end.
+                    // SAFETY: as above; slot 0 and pivot 0 exist, and slot
+                    // 0 holds a value (`Header::used`).
+                    let (lo, v, e) = unsafe {
                         (
-                            *leaf.pivots.get_unchecked(k - 1) + 1,
-                            *leaf.pivots.get_unchecked(k),
+                            *par.pivots.get_unchecked(j - 1) + 1,
+                            (*leaf).slot(0),
+                            (*leaf).pivots[0].min(ends.leaf_hi()),
                         )
                     };
                     self.fr = f;
-                    return Some((s, e.min(f.lhi), v));
+                    return Some((lo, e, v));
                 }
+                continue;
             }
-            if f.stop != 0 && f.idx >= self.ends.f_n && f.pidx + 1 < f.pn {
-                // The unchecked step took the leaf to its end (so the front
-                // has yielded, and the leaf ended below the range's end).
-                // The common move, to the parent's next child, is made
-                // here from the cached parent; the first slot of a leaf
-                // that ends below the range too is taken here as well, and
-                // the rest by the loop above.
-                let j = f.pidx + 1;
-                // SAFETY: the parent is a valid internal node of the version
-                // 's keeps alive, and `j < pn <= INT_SLOTS` (`Front::pn`),
-                // so child `j` exists, and pivot `j` where `j + 1 < pn`.
-                let (node, lhi) = unsafe {
-                    let par = &*f.par;
-                    let lhi = if j + 1 < f.pn {
-                        *par.pivots.get_unchecked(j)
-                    } else {
-                        f.phi
-                    };
-                    (par.child_unchecked(j), lhi)
-                };
-                if j + 1 < f.pn {
-                    // SAFETY: as above, `j + 1 < pn`.
-                    prefetch_node(unsafe { (*f.par).child_unchecked(j + 1) });
-                }
-                let leaf = node.cast::<Leaf<Slot<T, S>>>();
-                // SAFETY: a child of a node of the version.
-                let (n, v, p0) = unsafe {
-                    let r = &*leaf;
-                    (r.hdr.count as usize, r.slot(0), r.pivots[0])
-                };
-                self.ends.f_n = n;
-                // Contiguous with the leaf before, under the same parent.
-                let lo = f.lhi + 1;
-                f.leaf = leaf;
-                f.pidx = j;
-                f.lo = lo;
-                f.lhi = lhi;
-                f.idx = 0;
-                f.stop = 0;
-                if lhi < self.ends.hi {
-                    // Every slot before this leaf was yielded or was a gap,
-                    // and the leaf's entries start at or above `lo`, one
-                    // past the last leaf's end.
-                    f.idx = 1;
-                    f.stop = n.min(LEAF_SLOTS - 1);
-                    if !v.is_null() {
-                        self.fr = f;
-                        return Some((lo, p0.min(lhi), v));
-                    }
-                    continue;
-                }
-                // The range's last leaf: stepped with every check.
-            }
-            self.ends.flush(&f);
-            let (nf, step) = Self::next_slow(&mut self.ends, f.leaf, f.idx, f.lo, f.lhi);
+            let (nf, step) = Self::next_slow(ends, f.leaf.cast_mut().cast());
             f = nf;
             match step {
                 Step::Entry(raw) => {
@@ -765,18 +1147,65 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 }
             }
         }
+        let k = f.mask.trailing_zeros() as usize;
+        f.mask &= !(1 << k);
+        debug_assert!(
+            self.ends.idx == UNCHECKED && (1..LEAF_SLOTS).contains(&k),
+            "Cursor::mask's invariant"
+        );
+        // SAFETY: the cursor's leaf belongs to the version 's keeps
+        // alive, and `1 <= k < LEAF_SLOTS` (see `Cursor::mask`), so
+        // slot `k` and pivot `k - 1` exist, and pivot `k` where
+        // `k < LEAF_SLOTS - 1`. Slot `k` holds a value: the leaf's
+        // used mask says so, and a published leaf's slots keep
+        // whether they hold one (`Header::used`).
+        let (v, s, e) = unsafe {
+            let leaf = &*f.leaf;
+            // A used slot starts one past its neighbour's stored
+            // pivot and ends at its own, or, as the last used slot
+            // (whose pivot is unused, `u64::MAX`, or absent for the
+            // last slot), at the leaf's end, which only a caller that
+            // uses the entry's end asks for (a stored pivot lies below
+            // its node's end, so below `u64::MAX`).
+            let lhi = self.ends.leaf_hi();
+            let e = if k < LEAF_SLOTS - 1 {
+                (*leaf.pivots.get_unchecked(k)).min(lhi)
+            } else {
+                lhi
+            };
+            (
+                leaf.slot_unchecked(k),
+                *leaf.pivots.get_unchecked(k - 1) + 1,
+                e,
+            )
+        };
+        debug_assert!(!v.is_null(), "Header::used's invariant");
+        self.fr = f;
+        Some((s, e, v))
     }
 
     /// The next entry from the back as its range and (non-null) value word.
     pub(crate) fn next_back_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
-        // SAFETY: the front's leaf belongs to the version 's keeps alive.
-        unsafe { self.fr.settle(self.ends.f_n) };
-        self.ends.sync_floor(&self.fr);
+        let i = self.pos();
+        // SAFETY: the front's leaf and parent belong to the version 's
+        // keeps alive.
+        unsafe {
+            if self.ends.idx == UNCHECKED {
+                self.ends.leaf = self.fr.leaf.cast_mut().cast();
+                self.ends.sync_leaf();
+            }
+            self.ends.start = self.ends.slot_start::<Slot<T, S>>(i);
+        }
+        self.ends.sync_floor();
         let r = self.back_step();
         // The back may have moved below the front's leaf end: the front's
-        // unchecked step then no longer holds there.
-        if self.fr.lhi >= self.ends.hi || self.ends.done {
-            self.fr.stop = 0;
+        // unchecked step then no longer holds there, nor the moves to
+        // siblings that end at or above the back.
+        if self.ends.lhi >= self.ends.hi || self.ends.done {
+            self.stop_fast();
+        } else if self.ends.idx == UNCHECKED {
+            // SAFETY: as above.
+            unsafe { self.ends.set_unchecked() };
         }
         r
     }
@@ -787,7 +1216,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             let (s, e, v) = unsafe { path_entry::<Slot<T, S>>(&self.ends.back) };
             if e < self.lo() || s < self.ends.lo_floor {
                 // Before the range, or overlapping what the front yielded.
-                self.ends.finish(&mut self.fr);
+                self.finish();
                 break;
             }
             // SAFETY: as above.
@@ -797,7 +1226,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             let stale = e > self.ends.hi_ceil;
             if !v.is_null() && !stale {
                 if s <= self.lo() || !more {
-                    self.ends.finish(&mut self.fr);
+                    self.finish();
                 } else {
                     self.ends.hi = s - 1;
                     self.ends.hi_ceil = s - 1;
@@ -805,10 +1234,16 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 return Some((s, e, v));
             }
             if !more {
-                self.ends.finish(&mut self.fr);
+                self.finish();
             }
         }
         None
+    }
+
+    /// Ends the iteration at both ends.
+    fn finish(&mut self) {
+        self.ends.finish();
+        self.fr.mask = 0;
     }
 }
 
@@ -848,15 +1283,12 @@ impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 /// that the leaf ends before the last index wanted and that `s` is at or
 /// above the floor, so inside the leaf no entry needs a check.
 ///
-/// It reads every slot up to [`LEAF_SLOTS`] without the leaf's count: an
-/// unused slot is null and an unused pivot `u64::MAX` (both checked by
-/// `validate`), so a slot past the count is skipped as a gap is, and the
-/// last used slot ends at its pivot capped at `lhi`. With the count out of
-/// the way, a whole leaf (`from` a constant 0) is a loop with a constant
-/// trip count, which unrolls completely: a gap costs its slot's load and a
-/// test, an entry its two bounds. (Slices of `n` slots and `n - 1` pivots,
-/// zipped, cost their lengths' arithmetic and a loop's control on every
-/// leaf.)
+/// It goes from entry to entry by the leaf's used mask
+/// ([`Header::used`](crate::node::Header::used)), lowest bit first: an
+/// entry costs its bit (find, clear) and its two bounds, a gap nothing.
+/// An entry after slot 0 starts one past its neighbour's stored pivot, and
+/// the last used slot (whose pivot is unused, `u64::MAX`, or absent for the
+/// last slot) ends at `lhi`.
 #[inline(always)]
 fn scan_leaf<V, B>(
     leaf: &Leaf<V>,
@@ -866,22 +1298,31 @@ fn scan_leaf<V, B>(
     mut acc: B,
     f: &mut impl FnMut(B, RawEntry<V>) -> B,
 ) -> B {
+    debug_assert!(from < LEAF_SLOTS);
     let pivots = &leaf.pivots;
-    let mut k = from;
-    while k < LEAF_SLOTS {
-        let v = leaf.slot(k);
-        if !v.is_null() {
-            // A used slot after the first starts one past its neighbour's
-            // stored pivot (every slot before a used one is used).
-            let start = if k == from { s } else { pivots[k - 1] + 1 };
-            let e = if k + 1 < LEAF_SLOTS {
-                pivots[k].min(lhi)
+    let mut m = leaf.used() & !((1u32 << from) - 1);
+    if from == 0 && m & 1 != 0 {
+        m &= !1;
+        acc = f(acc, (s, pivots[0].min(lhi), leaf.slot(0)));
+    }
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        m &= m - 1;
+        debug_assert!((1..LEAF_SLOTS).contains(&k));
+        // SAFETY: `1 <= k < LEAF_SLOTS` (bit 0 is handled above, and the
+        // mask has `LEAF_SLOTS` bits), so slot `k` and pivot `k - 1` exist,
+        // and pivot `k` where `k < LEAF_SLOTS - 1`; slot `k` holds a value
+        // (`Header::used`).
+        let (v, start, e) = unsafe {
+            let e = if k < LEAF_SLOTS - 1 {
+                (*pivots.get_unchecked(k)).min(lhi)
             } else {
                 lhi
             };
-            acc = f(acc, (start, e, v));
-        }
-        k += 1;
+            (leaf.slot_unchecked(k), *pivots.get_unchecked(k - 1) + 1, e)
+        };
+        debug_assert!(!v.is_null(), "Header::used's invariant");
+        acc = f(acc, (start, e, v));
     }
     acc
 }

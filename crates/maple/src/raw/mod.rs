@@ -482,12 +482,18 @@ impl<'a, V> Root<'a, V> {
     /// Checks that `[first, last]` is a valid, entirely free range.
     pub(crate) fn check_insert(self, first: u64, last: u64) -> Result<(), MapleError> {
         check_range(first, last)?;
-        if let Some((s, _, _)) = self.find(first) {
-            if s <= last {
-                return Err(MapleError::Occupied { first, last });
+        // A free run is one slot: no two gaps are adjacent in a leaf, and
+        // none runs past a node's end off the rightmost path (invariants 1
+        // and 2, `node.rs`). So the range is free exactly when the slot
+        // covering `first` is a gap that reaches `last`: one walk down, as
+        // a lookup makes, where looking for the next entry would keep a
+        // path and step to the next leaf.
+        match self.lookup_raw(first) {
+            Some((_, e, v)) if !v.is_null() || e < last => {
+                Err(MapleError::Occupied { first, last })
             }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Worst-case node allocations of one store of `[first, last]`.

@@ -146,4 +146,5 @@ pub(super) unsafe fn write_leaf<T>(p: NodePtr, out: &Out<T>, from: usize, to: us
         };
     }
     leaf.hdr.count = k as u8;
+    leaf.hdr.used = used_mask(&out.vals[from..to]);
 }

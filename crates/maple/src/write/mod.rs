@@ -37,8 +37,8 @@ use crate::epoch::Guard;
 
 use crate::mem::BlockPool;
 use crate::node::{
-    copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, Internal,
-    Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
+    copy_node, init_internal, init_leaf, internal_gap, leaf_gap, slot_in, slot_range, used_mask,
+    Internal, Leaf, NodePtr, FRESH, INT_SLOTS, KIND_LEAF, LEAF_SLOTS, MIN_INTERNAL, MIN_LEAF,
 };
 use crate::read::{count, descend, is_leaf, walk, walk_from, Descent, KnownPath, Level, Path};
 use crate::value::{Cloner, Owned, SlotOps};

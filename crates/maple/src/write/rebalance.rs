@@ -86,6 +86,8 @@ impl<T> Txn<'_, T> {
         leaf.set_slot(n - 1, ptr::null_mut());
         leaf.pivots[n - 2] = u64::MAX;
         leaf.hdr.count = (n - 1) as u8;
+        // (The dropped slot was a gap: the used mask has no bit for it.)
+        debug_assert_eq!(leaf.hdr.used >> (n - 1), 0);
         // Lowest ancestor where the leaf's subtree is not the last child.
         let mut d = d_leaf - 1;
         // SAFETY: path nodes are fresh and valid.

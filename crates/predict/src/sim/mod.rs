@@ -254,6 +254,9 @@ enum CStep {
 enum CpuState {
     Running,
     Holding,
+    /// The hold is over and the release waits for the lock word's line;
+    /// the lock stays held until the release takes effect.
+    Releasing,
     Spinning,
     Sleeping,
     Waking,
@@ -336,6 +339,8 @@ enum Kind {
     Attempt,
     /// An rwsem writer stops spinning on a reader-owned lock.
     SpinTimeout,
+    /// A releasing CPU has the lock word's line: the release takes effect.
+    Release,
 }
 
 #[derive(Clone, Copy)]
@@ -618,8 +623,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// `c` releases its current hold's lock at `t`; returns when `c` can
-    /// go on (after the release's own cost and any wake-up it makes).
+    /// `c` releases its current hold's lock at `t`, when it has the lock
+    /// word's line (the caller took it); returns when `c` can go on (after
+    /// the release's own cost and any wake-up it makes).
     fn release(&mut self, c: u32, t: f64) -> f64 {
         let h = self.cur_hold(c);
         let li = h.lock as usize;
@@ -681,11 +687,28 @@ impl<'a> Sim<'a> {
         let t = ev.t;
         match ev.kind {
             Kind::Done => {
-                let next = if self.cpus[c as usize].state == CpuState::Holding {
-                    self.release(c, t)
+                if self.cpus[c as usize].state == CpuState::Holding {
+                    // The release's atomic needs the lock word's line: until
+                    // it has it (another CPU's failed attempt or poll may
+                    // have taken it), the lock is still held.
+                    let h = self.cur_hold(c);
+                    let li = h.lock as usize;
+                    let got = self.access(c, self.locks[li].line, true, t);
+                    if got > t {
+                        self.lock_acc[li].hold += got - t;
+                        self.site_acc[h.site as usize].hold += got - t;
+                        self.cpus[c as usize].state = CpuState::Releasing;
+                        self.push(got, c, Kind::Release);
+                        return;
+                    }
+                    let next = self.release(c, t);
+                    self.advance(c, next);
                 } else {
-                    t
-                };
+                    self.advance(c, t);
+                }
+            }
+            Kind::Release => {
+                let next = self.release(c, t);
                 self.advance(c, next);
             }
             Kind::Attempt => {
@@ -909,7 +932,8 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         if ev.t >= end {
             break;
         }
-        if ev.gen != sim.cpus[ev.cpu as usize].gen && ev.kind != Kind::Done {
+        if ev.gen != sim.cpus[ev.cpu as usize].gen && !matches!(ev.kind, Kind::Done | Kind::Release)
+        {
             // A stale attempt or timeout of an acquisition that moved on.
             continue;
         }

@@ -103,6 +103,7 @@ impl Sim<'_> {
     /// `c` releases parking_lot lock `li` at `t`; returns when `c` may go
     /// on.
     pub(super) fn parking_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
+        // The caller took the lock word's line for the unlock's atomic.
         let line = self.locks[li].line;
         {
             let l = &mut self.locks[li];
@@ -111,12 +112,12 @@ impl Sim<'_> {
             } else {
                 l.readers -= 1;
                 if l.readers > 0 {
-                    return self.access(c, line, true, t);
+                    return t;
                 }
             }
         }
         if self.locks[li].waitq.is_empty() {
-            return self.access(c, line, true, t);
+            return t;
         }
         let bucket = self.locks[li].bucket_line;
         let mut at = self.access(c, bucket, true, t);

@@ -23,7 +23,8 @@
 //!   or a hand-off is pending; otherwise they sleep on the wait queue
 //!   (reader optimistic spinning was removed from the kernel).
 //! * **Release.** The owner's atomic on the lock line (a transfer when a
-//!   spinner polled it). With waiters queued, `rwsem_wake`: the first
+//!   spinner polled it or a newcomer's failed attempt took it); the lock
+//!   stays held until the owner has the line, so nobody takes it between. With waiters queued, `rwsem_wake`: the first
 //!   waiter is woken, a writer alone or every reader up to the next
 //!   writer (readers are granted the lock as they are woken); the releaser
 //!   pays [`crate::Machine::futex_wake`] (the kernel's `wake_up_q`), the
@@ -158,10 +159,10 @@ impl Sim<'_> {
         self.sleep(c, at);
     }
 
-    /// `c` releases rwsem `li` at `t`; returns when `c` may go on.
-    pub(super) fn rwsem_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
-        let line = self.locks[li].line;
-        let mut at = self.access(c, line, true, t);
+    /// `c` releases rwsem `li` at `t` (it has the lock word's line);
+    /// returns when `c` may go on.
+    pub(super) fn rwsem_release(&mut self, _c: u32, li: usize, write: bool, t: f64) -> f64 {
+        let mut at = t;
         {
             let l = &mut self.locks[li];
             if write {
