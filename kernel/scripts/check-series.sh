@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # check-series.sh: check that every prefix of the series stands on its own.
 #
-# Usage: check-series.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-k FROM[-TO]] [-n] [SERIES_DIR]
+# Usage: check-series.sh [-C CONFIG] [-c CPUS] [-d DESIGNS] [-o TESTS] [-k FROM[-TO]] [-n]
+#                        [SERIES_DIR]
 #   SERIES_DIR  a directory with `series` and its patches (default $ASPACE_PATCHES)
+#   -C  the build: test (default; lockdep, DEBUG_VM, KASAN) or smoke (the same
+#       without KASAN: shorter to build and to boot), see configure.sh
 #   -c  vCPUs of the smoke boots (default 2, over two NUMA nodes)
 #   -d  boot only these designs (comma-separated), where the patch has them
 #       (default: every design the patched tree accepts, plus aspace:eager)
@@ -16,8 +19,11 @@
 #  2. scripts/checkpatch.pl --strict on patch k: any ERROR fails; every
 #     WARNING or CHECK must be justified in the commit message, which must
 #     name its type as --show-types prints it (e.g. MACRO_ARG_REUSE);
-#  3. configure and build the test config (lockdep, KASAN, DEBUG_VM; with
-#     ccache): a compiler warning in the build log fails;
+#  3. configure and build CONFIG (with ccache): a compiler warning in the
+#     build log fails (the log of this build only: a file compiled by an
+#     earlier build of the same tree is not compiled again, so a tree's
+#     first build is the one that sees every file; ccache replays a
+#     cached file's warnings, so a new tree always sees them all);
 #  4. boot it under TCG (boot.sh) once per design the tree accepts
 #     (i_mmap_design=...; before patch 2 the tree has no design and must print
 #     no design line), check the one line "i_mmap: design <name>", run the
@@ -27,10 +33,11 @@
 # touches in trees k.. (about 2 GB of disk each, build included).
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: check-series.sh [-c CPUS] [-d DESIGNS] [-o TESTS] [-k FROM[-TO]] [-n] [SERIES_DIR]"
-cpus=2 only_designs='' tests=filemap,fork_exec range='' nobuild=0
-while getopts c:d:o:k:n o; do
+usage="usage: check-series.sh [-C CONFIG] [-c CPUS] [-d DESIGNS] [-o TESTS] [-k FROM[-TO]] [-n] [SERIES_DIR]"
+cfg=test cpus=2 only_designs='' tests=filemap,fork_exec range='' nobuild=0
+while getopts C:c:d:o:k:n o; do
 	case $o in
+	C) cfg=$OPTARG ;;
 	c) cpus=$OPTARG ;;
 	d) only_designs=$OPTARG ;;
 	o) tests=$OPTARG ;;
@@ -104,7 +111,7 @@ checkpatch() { # tree patch
 smoke() { # tree-name kernel design
 	local tname=$1 kernel=$2 d=$3 name variant args lines logf rc=0 bad='' t r
 	name=${d%%:*} variant=${d#*:}
-	logf=$ASPACE_KCACHE/logs/$tname/smoke-${d/:/-}-c$cpus.log
+	logf=$ASPACE_KCACHE/logs/$tname/smoke-$cfg-${d/:/-}-c$cpus.log
 	mkdir -p "$(dirname "$logf")"
 	args=(rcupdate.rcu_cpu_stall_timeout=300)
 	if [ "$tests" = none ]; then
@@ -161,10 +168,10 @@ for ((k = from; k <= to; k++)); do
 	cp_cell=$(checkpatch "$tree" "$p") || row_bad=1
 	build_cell=- boot_cell=-
 	if ((!nobuild)); then
-		"$S/configure.sh" "$tname" test
+		"$S/configure.sh" "$tname" "$cfg"
 		start=$SECONDS
-		if kernel=$("$S/build.sh" "$tname" test); then
-			blog=$(builddir "$tname" test)/build.log
+		if kernel=$("$S/build.sh" "$tname" "$cfg"); then
+			blog=$(builddir "$tname" "$cfg")/build.log
 			nw=$(grep -c 'warning:' "$blog" || true)
 			build_cell="ok $((SECONDS - start))s"
 			if ((nw)); then
@@ -196,7 +203,7 @@ for ((k = from; k <= to; k++)); do
 		else
 			build_cell=FAILED
 			row_bad=1
-			note "$tname: build failed: $(builddir "$tname" test)/build.log"
+			note "$tname: build failed: $(builddir "$tname" "$cfg")/build.log"
 		fi
 	fi
 	((row_bad == 0)) || failed=1
@@ -204,8 +211,8 @@ for ((k = from; k <= to; k++)); do
 done
 
 echo
-echo "check-series: $series_dir on $KVERSION; smoke boots at $cpus vCPUs, tests: $tests"
-printf '%2s  %-52s  %-14s  %-16s  %s\n' '#' patch 'checkpatch E/W/C' 'build (test)' 'boot: design line, tests, log'
+echo "check-series: $series_dir on $KVERSION; build: $cfg config; smoke boots at $cpus vCPUs, tests: $tests"
+printf '%2s  %-52s  %-14s  %-16s  %s\n' '#' patch 'checkpatch E/W/C' "build ($cfg)" 'boot: design line, tests, log'
 printf '%s\n' "${rows[@]}"
 if [ -s "$notes" ]; then
 	echo

@@ -3,7 +3,9 @@
 #
 # Usage: configure.sh TREE CONFIG
 #   TREE    a tree name from apply.sh (unpatched, patched, ...)
-#   CONFIG  test     base + debug (lockdep, KASAN, DEBUG_VM): the test build
+#   CONFIG  test     base + debug + KASAN (lockdep, DEBUG_VM, KASAN): the test build
+#           smoke    base + debug (lockdep, DEBUG_VM, no KASAN): the per-patch
+#                    build of check-series.sh (shorter to build and to boot)
 #           lockstat base + lock_stat: the measuring build
 # The build directory is $ASPACE_KCACHE/build/TREE-CONFIG. Where the tree's
 # Kconfig has I_MMAP_SPLIT, split.config is added. Every option a fragment
@@ -11,17 +13,18 @@
 # The .config is rewritten only when a fragment or Kconfig changed.
 . "$(dirname "$0")/lib.sh"
 
-tname=${1:?usage: configure.sh TREE test|lockstat}
-cfg=${2:?usage: configure.sh TREE test|lockstat}
+tname=${1:?usage: configure.sh TREE test|smoke|lockstat}
+cfg=${2:?usage: configure.sh TREE test|smoke|lockstat}
 tree=$KTREES/$tname
 out=$(builddir "$tname" "$cfg")
 [ -f "$tree/Makefile" ] || die "no tree $tree: run apply.sh $tname"
 
 frags=("$KDIR/config/base.config")
 case $cfg in
-test) frags+=("$KDIR/config/debug.config") ;;
+test) frags+=("$KDIR/config/debug.config" "$KDIR/config/kasan.config") ;;
+smoke) frags+=("$KDIR/config/debug.config") ;;
 lockstat) frags+=("$KDIR/config/lockstat.config") ;;
-*) die "unknown config $cfg (test, lockstat)" ;;
+*) die "unknown config $cfg (test, smoke, lockstat)" ;;
 esac
 if grep -qs '^config I_MMAP_SPLIT$' "$tree"/mm/Kconfig "$tree"/init/Kconfig; then
 	frags+=("$KDIR/config/split.config")
