@@ -1078,10 +1078,11 @@ pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn point(cpus: u32, per_s: f64) -> Prediction {
+    /// A prediction of `per_s` at `cpus` with no breakdown (also used by `compare`'s tests).
+    pub(crate) fn point(cpus: u32, per_s: f64) -> Prediction {
         Prediction {
             cpus,
             per_s,

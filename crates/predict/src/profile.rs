@@ -221,6 +221,19 @@ pub struct CpuProfile {
     pub steps: Vec<Step>,
 }
 
+impl CpuProfile {
+    /// The slot's time outside holds and touches: the sum of its work steps, in recorded ns.
+    pub fn work_ns(&self) -> f64 {
+        self.steps
+            .iter()
+            .map(|st| match st {
+                Step::Work(t) => *t,
+                _ => 0.0,
+            })
+            .sum()
+    }
+}
+
 /// A recorded profile of one design and call pattern.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -420,14 +433,7 @@ impl Profile {
         }
         let mut out = self.clone();
         for s in &mut out.slots {
-            let work: f64 = s
-                .steps
-                .iter()
-                .map(|st| match st {
-                    Step::Work(t) => *t,
-                    _ => 0.0,
-                })
-                .sum();
+            let work = s.work_ns();
             if work > 0.0 {
                 let f = (work + ns) / work;
                 for st in &mut s.steps {

@@ -245,24 +245,9 @@ pub fn table(o: &PredictOutput, m: &Measured, source: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::predict::tests::point;
     use crate::predict::Curve;
-    use predict::{Machine, Prediction};
-
-    fn point(cpus: u32, per_s: f64) -> Prediction {
-        Prediction {
-            cpus,
-            per_s,
-            spin_share: 0.0,
-            wait_share: 0.0,
-            hold_share: 0.0,
-            transfer_share: 0.0,
-            contended_pct: 0.0,
-            locks: vec![],
-            sites: vec![],
-            lines: vec![],
-            events: 0,
-        }
-    }
+    use predict::Machine;
 
     fn output(curves: Vec<Curve>) -> PredictOutput {
         let m = Machine::by_name("device-16").unwrap();

@@ -70,14 +70,7 @@ pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
     }
     visits.sort_by(|a, b| a.0.total_cmp(&b.0));
     for s in &mut out.slots {
-        let work: f64 = s
-            .steps
-            .iter()
-            .map(|st| match st {
-                Step::Work(t) => *t,
-                _ => 0.0,
-            })
-            .sum();
+        let work = s.work_ns();
         let touch = |&(_, l, w): &(f64, u32, bool)| {
             Step::Touch(Touch {
                 written: if w { vec![l] } else { vec![] },
