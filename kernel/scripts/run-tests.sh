@@ -121,7 +121,7 @@ boot_one() { # design mode cpus kernel extra-args...
 	local d=$1 mode=$2 c=$3 k=$4 rc=0
 	local name=${d%%:*} variant=${d#*:}
 	shift 4
-	log=$logs/$mode-${d/:/-}-c$c.log
+	log=$logs/$mode-${d/:/-}-c$c${logsuffix:-}.log
 	local args=(aspace.run="$mode" rcupdate.rcu_cpu_stall_timeout=300 "$@")
 	[ "$d" = unpatched ] || args+=("i_mmap_design=$name")
 	[ "$variant" != eager ] || args+=(aspace.promote=eager)
@@ -224,9 +224,41 @@ if ((selftests)); then
 			{ got[$1] = $2 }
 			END { for (p in held) if (got[p] != "0")
 				printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$res")
+		# A program that ran and failed gets one more chance, alone, in a
+		# second boot: some (ksm_tests-U, KSM's unmerging, anonymous
+		# memory) depend on ksmd's timing and failed once under a loaded
+		# host on one design and passed on every rerun. A regression of
+		# the series fails both times; one that passes the second time is
+		# named in the notes as a flake, never hidden. A program that
+		# did not run (missing) gets no second chance.
+		flaky=''
+		if [ -n "$reg" ]; then
+			again=$(awk -v list="$passing" 'BEGIN { n = split(list, l, ","); for (i = 1; i <= n; i++) held[l[i]] = 1 }
+				$1 in held && $2 != "0" { printf "%s%s", s, $1; s = "," }' "$res")
+			if [ -n "$again" ]; then
+				first=$log
+				logsuffix=-rerun boot_one "$d" selftests "$cpus" "$(kernel_of "$d" test)" \
+					aspace.timeout="${ASPACE_SELFTEST_TIMEOUT:-180}" aspace.only="$again"
+				{ grep -a '^SELFTEST ' "$log" || true; } | tr -d '\r' | awk '{print $2, $3, $4}' >"$res.rerun"
+				flaky=$(awk '$2 == 0 { printf "%s ", $1 }' "$res.rerun")
+				# the first run's results, with the flakes' reruns
+				awk 'NR == FNR { if ($2 == 0) ok[$1] = 1; next }
+					$1 in ok { $2 = 0 } { print }' "$res.rerun" "$res" >"$res.merged"
+				mv "$res.merged" "$res"
+				pass=$(awk '$2 == 0' "$res" | wc -l)
+				log=$first
+				reg=$(awk -v list="$passing" 'BEGIN { n = split(list, l, ","); for (i = 1; i <= n; i++) held[l[i]] = 1 }
+					{ got[$1] = $2 }
+					END { for (p in held) if (got[p] != "0")
+						printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$res")
+			fi
+		fi
+		[ -z "$flaky" ] || notes+=("$d: selftests/mm failed once, then passed alone in a second boot (a flake, not counted): $flaky")
 		if [ -n "$reg" ]; then
 			cell[selftests,$d]="$pass/$total REGRESSED"
 			flag "$d" "selftests/mm pass on unpatched, not here: $reg"
+		elif [ -n "$flaky" ]; then
+			cell[selftests,$d]="$pass/$total ok, rerun"
 		else
 			cell[selftests,$d]="$pass/$total ok"
 		fi
