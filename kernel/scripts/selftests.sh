@@ -31,6 +31,7 @@ nice -n "${ASPACE_NICE:-5}" make -k -C "$tree/tools/testing/selftests/mm" \
 rm -rf "$out"
 mkdir -p "$out"
 : >"$out/list"
+unbuilt=0
 for p in $(make -s -C "$tree/tools/testing/selftests/mm" OUTPUT="$build" \
 	-f Makefile -f - print-gen <<<'print-gen: ; @echo $(notdir $(TEST_GEN_FILES))' 2>/dev/null); do
 	if [ -x "$build/$p" ]; then
@@ -38,7 +39,14 @@ for p in $(make -s -C "$tree/tools/testing/selftests/mm" OUTPUT="$build" \
 		echo "$p" >>"$out/list"
 	else
 		log "not built: $p (see $build/build.log)"
+		unbuilt=$((unbuilt + 1))
 	fi
 done
-echo "$stamp" >"$out/.stamp"
+# stamped only when complete: a program that did not build (a missing
+# library, installed since) is tried again by the next run
+if ((unbuilt)); then
+	log "$unbuilt program(s) not built: not stamped, the next run builds again"
+else
+	echo "$stamp" >"$out/.stamp"
+fi
 log "$(wc -l <"$out/list") programs in $out"
