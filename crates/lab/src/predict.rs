@@ -137,9 +137,24 @@ pub struct PredictArgs {
     #[arg(long)]
     pub busy_ok: bool,
     /// Also write each recorded profile here as `<design>.profile.json`
-    /// (input of `predict`'s `simbench` example, for profiling the simulator).
+    /// (as simulated: input of `predict`'s `simbench` example, for profiling
+    /// the simulator) and `<design>.recorded.json` (as recorded and scaled,
+    /// before the exec's other shared lines are added: input of
+    /// `--profiles`).
     #[arg(long)]
     pub save_profiles: Option<PathBuf>,
+    /// Simulate the profiles recorded by an earlier run (its
+    /// `--save-profiles` folder's `<design>.recorded.json`) instead of
+    /// recording: the same recordings under a changed model or machine,
+    /// without the recording's noise. The other shared lines are added as
+    /// in a recording run.
+    #[arg(long)]
+    pub profiles: Option<PathBuf>,
+    /// With --model-cost: the model's other shared lines from this file (as
+    /// `scripts/model-shared-lines.sh` writes it) instead of the recording
+    /// built into this binary.
+    #[arg(long)]
+    pub model_share: Option<PathBuf>,
 }
 
 /// One design's predicted curve.
@@ -361,6 +376,9 @@ pub struct Plan {
     /// The host's own speed, measured where the plan needs it (so that a
     /// missing `--host` does not leave a nominal clock): `Some` once set.
     pub measure_host: bool,
+    /// The model's other shared lines (`--model-share`; default: the
+    /// recording built into this binary, [`model::recorded`]).
+    pub model_share: Option<model::ModelShare>,
     /// What a real exec of the binary maps (measured once, on first use).
     exec_share: std::sync::OnceLock<Result<kernel::ExecShare, String>>,
     /// The scale (measured once, on first use).
@@ -398,6 +416,7 @@ impl Plan {
             own_binary: false,
             target_iteration_ns,
             measure_host: false,
+            model_share: None,
             exec_share: std::sync::OnceLock::new(),
             scale: std::sync::OnceLock::new(),
         }
@@ -500,6 +519,13 @@ impl Plan {
     /// and, with `kernel_work`, the rest of a real exec as the bench adds
     /// it.
     pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
+        let p = self.record(design, pattern)?;
+        self.finish(p)
+    }
+
+    /// Records `design`'s profile as the recorder gives it, with its times
+    /// scaled to the target (`recorded_ghz`), nothing added.
+    pub fn record(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
         let cfg = recorder::RecordConfig {
             design,
             pattern,
@@ -519,8 +545,19 @@ impl Plan {
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
         p.recorded_ghz = self.machine.core_ghz * scale;
+        Ok(p)
+    }
+
+    /// Adds to a [`Plan::record`]ed profile what this plan's cost adds:
+    /// the model's own shared lines, or the real exec's cost and its other
+    /// shared lines.
+    pub fn finish(&self, mut p: Profile) -> Result<Profile, String> {
         if self.model_cost {
-            p = model::add_model_share(&p, &model::recorded()?);
+            let share = match &self.model_share {
+                Some(s) => s.clone(),
+                None => model::recorded()?,
+            };
+            p = model::add_model_share(&p, &share);
             if self.kernel_work {
                 // As the bench: the real exec's CPU time beyond the model's
                 // own exec without a reverse map, spun, and its shared lines.
@@ -738,7 +775,38 @@ pub fn svg(o: &PredictOutput) -> String {
 }
 
 /// Runs `aspace predict`.
+/// The numeric arguments' ranges, checked before anything runs: each bad
+/// value gets an error naming its flag, the value and the range.
+pub fn check_numbers(a: &PredictArgs) -> Result<(), String> {
+    for (flag, v) in [
+        ("--exec-ns", a.exec_ns),
+        ("--model-exec-ns", a.model_exec_ns),
+    ] {
+        if let Some(ns) = v {
+            if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
+                return Err(format!(
+                    "{flag}: {ns} must be a time per iteration in [1000, 1e9] ns (1 us to 1 s)"
+                ));
+            }
+        }
+    }
+    if a.exec_ns.is_some() && a.model_cost && !a.kernel_work {
+        return Err(
+            "--exec-ns: the real kernel's cost of an iteration is not used with --model-cost (without --kernel-work): give --model-exec-ns for the model's own exec"
+                .into(),
+        );
+    }
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 100.0) {
+        return Err(format!("--seconds: {} must be in (0, 100]", a.seconds));
+    }
+    if a.resident > 100_000 {
+        return Err(format!("--resident: {} is more than 100000", a.resident));
+    }
+    Ok(())
+}
+
 pub fn run(a: PredictArgs) -> Result<(), String> {
+    check_numbers(&a)?;
     if a.validate {
         return validate::run(&a);
     }
@@ -760,11 +828,6 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let mut m = machine_arg(&a.machine)?;
     if let Some(ns) = a.model_exec_ns {
-        if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
-            return Err(format!(
-                "--model-exec-ns: {ns} must be a time per exec in [1000, 1e9] ns"
-            ));
-        }
         m.model_exec_ns = Some(ns);
         // Timed here with --binary, as given for the target.
         m.model_exec_binary = None;
@@ -778,6 +841,13 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let pattern = pattern_arg(&a.call_pattern)?;
     let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
+    let model_share = match &a.model_share {
+        Some(_) if !a.model_cost => {
+            return Err("--model-share: the model's shared lines apply with --model-cost".into())
+        }
+        Some(f) => Some(model::load(f)?),
+        None => None,
+    };
     // Read before the work, so that a bad file fails at once.
     let measured = match &a.measured {
         Some(p) => Some((p, compare::load(p, pattern.name())?)),
@@ -792,14 +862,14 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         "shell" => true,
         w => return Err(format!("--workload: {w:?} is not execl or shell")),
     };
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 100.0) {
-        return Err(format!("--seconds: {} must be in (0, 100]", a.seconds));
-    }
-    if a.resident > 100_000 {
-        return Err(format!("--resident: {} is more than 100000", a.resident));
-    }
     recorder::check(&a.binary)?;
-    let busy = busy_gate(a.busy_ok)?;
+    // Nothing is recorded from saved profiles: the host's load does not
+    // enter (their own recording's caveats are in their notes).
+    let busy = if a.profiles.is_some() {
+        None
+    } else {
+        busy_gate(a.busy_ok)?
+    };
     let host = if a.model_cost {
         match &a.host {
             Some(p) => Machine::load(p).map_err(|e| e.to_string())?,
@@ -821,6 +891,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         plan.target_iteration_ns = Some(ns);
     }
     plan.kernel_work = a.kernel_work;
+    plan.model_share = model_share;
     plan.lock = a.lock.as_deref().map(|l| {
         if l == "rwsem" {
             LockKind::KernelRwsem
@@ -831,7 +902,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // Without a host calibration the host's clock is measured, never
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
-    let scale = plan.scale()?.clone();
+    // Saved profiles carry their own scale (`recorded_ghz`): nothing is
+    // timed here.
+    let scale = match &a.profiles {
+        Some(dir) => Scale {
+            factor: 1.0,
+            source: format!(
+                "as saved in {} (each profile's recorded_ghz), nothing recorded or timed here",
+                dir.display()
+            ),
+        },
+        None => plan.scale()?.clone(),
+    };
     eprintln!(
         "aspace predict: recorded times x {:.3} ({})",
         scale.factor, scale.source
@@ -843,17 +925,27 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         cpus.len(),
         m.name
     );
-    let profiles: Vec<Profile> = designs
+    let recorded: Vec<Profile> = designs
         .iter()
-        .map(|&d| plan.profile(d, pattern))
+        .map(|&d| match &a.profiles {
+            Some(dir) => load_recorded(dir, d),
+            None => plan.record(d, pattern),
+        })
+        .collect::<Result<_, _>>()?;
+    let profiles: Vec<Profile> = recorded
+        .iter()
+        .map(|p| plan.finish(p.clone()))
         .collect::<Result<_, _>>()?;
     if let Some(dir) = &a.save_profiles {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        for p in &profiles {
-            let f = dir.join(format!("{}.profile.json", p.label));
-            let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
-            std::fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        for (name, list) in [("profile", &profiles), ("recorded", &recorded)] {
+            for p in list {
+                let f = dir.join(format!("{}.{name}.json", p.label));
+                let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
+                std::fs::write(&f, text)
+                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            }
         }
     }
     let t0 = std::time::Instant::now();
@@ -937,6 +1029,25 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         html_path.display()
     );
     Ok(())
+}
+
+/// Reads `design`'s profile as an earlier run recorded it (`--profiles`).
+fn load_recorded(dir: &Path, design: Design) -> Result<Profile, String> {
+    let f = dir.join(format!("{}.recorded.json", design.name()));
+    let text = crate::input::read_text(&f, "--profiles", crate::input::RESULTS_CAP)?;
+    let p: Profile = serde_json::from_str(&text)
+        .map_err(|e| format!("--profiles: {} is not a recorded profile: {e}", f.display()))?;
+    p.validate()
+        .map_err(|e| format!("--profiles: {}: {e}", f.display()))?;
+    if p.label != design.name() {
+        return Err(format!(
+            "--profiles: {} holds design {:?}, not {}",
+            f.display(),
+            p.label,
+            design.name()
+        ));
+    }
+    Ok(p)
 }
 
 /// Checks that this host is quiet enough to record on: waits up to three

@@ -611,6 +611,49 @@ mod tests {
         }
     }
 
+    /// `bench --lock`: a point's maps take its lock for the whole run (seen
+    /// from the progress callback, which runs inside it), and the setting
+    /// before it is restored after.
+    #[test]
+    fn a_point_runs_under_its_lock_and_restores_the_previous_one() {
+        if crate::predict::recorder::check(std::path::Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let before = rmap::lock_impl();
+        let other = match before {
+            rmap::LockImpl::Rwsem => rmap::LockImpl::ParkingLot,
+            rmap::LockImpl::ParkingLot => rmap::LockImpl::Rwsem,
+        };
+        let p = Point {
+            workload: Workload::Execl,
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            threads: 1,
+            repeat: 0,
+            oversubscribed: false,
+            duration: Duration::from_millis(120),
+            resident: 0,
+            walk_rate: 0.0,
+            topology: Topology::Os,
+            topology_name: "os".into(),
+            binary: "/bin/true".into(),
+            kernel: None,
+            lock: other,
+        };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let run = run_point(&p, &|_| seen.lock().unwrap().push(rmap::lock_impl()))
+            .expect("the point runs");
+        assert!(run.ops > 0);
+        let seen = seen.into_inner().unwrap();
+        assert!(!seen.is_empty(), "the callback ran");
+        assert!(
+            seen.iter().all(|&l| l == other),
+            "{seen:?}, wanted {other:?}"
+        );
+        assert_eq!(rmap::lock_impl(), before, "restored");
+    }
+
     #[test]
     fn kernel_spin_stretches_with_the_calibrated_speed() {
         let point = |cpus, speed| predict::SpeedPoint { cpus, speed };
