@@ -581,18 +581,39 @@ impl Plan {
     }
 }
 
+/// The CPUs where the scheduler's scan may begin for `cpus` unpinned
+/// copies on `m`: every core of a machine of one last-level cache when the
+/// copies leave some idle (each equally likely: where the starting thread
+/// ran), else only the placement's own ([`predict::SimConfig::first_cpu`]).
+pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
+    if m.single_llc() && cpus < m.cpus() {
+        (0..m.cores_per_node.max(1)).collect()
+    } else {
+        vec![0]
+    }
+}
+
 /// Simulates every (profile, CPU count) pair on `m`, on all host CPUs.
+/// Where the copies may start on several CPUs ([`first_cpus`]), each start
+/// gets an equal share of the simulated time and the point is the run of
+/// the median rate (as the bench's median sample comes from one placement).
 pub fn simulate_all(
     m: &Machine,
     profiles: &[Profile],
     cpus: &[u32],
     seconds: f64,
 ) -> Result<Vec<Vec<Prediction>>, String> {
-    let jobs: Vec<(usize, usize)> = (0..profiles.len())
-        .flat_map(|p| (0..cpus.len()).map(move |c| (p, c)))
+    let jobs: Vec<(usize, usize, u32, usize)> = (0..profiles.len())
+        .flat_map(|p| {
+            (0..cpus.len()).flat_map(move |c| {
+                let starts = first_cpus(m, cpus[c]);
+                let n = starts.len();
+                starts.into_iter().map(move |f| (p, c, f, n))
+            })
+        })
         .collect();
-    let out: Mutex<Vec<Vec<Option<Prediction>>>> =
-        Mutex::new(vec![vec![None; cpus.len()]; profiles.len()]);
+    type Runs = Vec<Vec<Vec<Prediction>>>;
+    let out: Mutex<Runs> = Mutex::new(vec![vec![Vec::new(); cpus.len()]; profiles.len()]);
     let next = AtomicUsize::new(0);
     let err: Mutex<Option<String>> = Mutex::new(None);
     let workers = crate::machine::nproc().clamp(1, 16);
@@ -601,13 +622,16 @@ pub fn simulate_all(
             s.spawn(|| loop {
                 // Relaxed: a work counter; results go through the mutex.
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(p, c)) = jobs.get(i) else { break };
+                let Some(&(p, c, first, n)) = jobs.get(i) else {
+                    break;
+                };
                 let mut cfg = SimConfig::new(cpus[c]);
-                cfg.duration_ns = seconds * 1e9;
+                cfg.duration_ns = seconds * 1e9 / n as f64;
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
+                cfg.first_cpu = first;
                 match simulate(m, &profiles[p], &cfg) {
-                    Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c] = Some(r),
+                    Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
                 }
             });
@@ -620,8 +644,18 @@ pub fn simulate_all(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
-        .map(|v| v.into_iter().flatten().collect())
+        .map(|v| v.into_iter().filter_map(median_run).collect())
         .collect())
+}
+
+/// The run of the median rate (the lower of the two middle ones), with
+/// every run's events.
+fn median_run(mut runs: Vec<Prediction>) -> Option<Prediction> {
+    let events: u64 = runs.iter().map(|r| r.events).sum();
+    runs.sort_by(|a, b| a.per_s.total_cmp(&b.per_s));
+    let mut r = runs.get(runs.len().saturating_sub(1) / 2)?.clone();
+    r.events = events;
+    Some(r)
 }
 
 fn rate(x: f64) -> String {
