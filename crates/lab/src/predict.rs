@@ -581,22 +581,28 @@ impl Plan {
     }
 }
 
-/// The CPUs where the scheduler's scan may begin for `cpus` unpinned
-/// copies on `m`: every core of a machine of one last-level cache when the
-/// copies leave some idle (each equally likely: where the starting thread
-/// ran), else only the placement's own ([`predict::SimConfig::first_cpu`]).
+/// The CPUs where the scheduler's scan for idle CPUs begins for `cpus`
+/// unpinned copies on `m` ([`predict::SimConfig::first_cpu`]): on a machine
+/// of one last-level cache whose CPUs the copies do not all fill, the CPU
+/// after the one of the thread that built the shared state and starts the
+/// copies (Linux's `select_idle_cpu()` scans from the waker's CPU + 1). In
+/// a recording that thread is CPU 0: the recorder's main thread builds the
+/// residents (for a design that groups CPUs, in CPU 0's group) before the
+/// slots run, as the bench's main thread builds them on its own CPU before
+/// it starts the workers. Elsewhere the placement's own (0).
 pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
     if m.single_llc() && cpus < m.cpus() {
-        (0..m.cores_per_node.max(1)).collect()
+        vec![1 % m.cores_per_node.max(1)]
     } else {
         vec![0]
     }
 }
 
-/// Simulates every (profile, CPU count) pair on `m`, on all host CPUs.
-/// Where the copies may start on several CPUs ([`first_cpus`]), each start
-/// gets an equal share of the simulated time and the point is the run of
-/// the median rate (as the bench's median sample comes from one placement).
+/// Simulates every (profile, CPU count) pair on `m`, on all host CPUs,
+/// from the starting CPU [`first_cpus`] gives. Where it gives several, each
+/// start gets an equal share of the simulated time and the point is the
+/// run of the median rate (as the bench's median sample comes from one
+/// placement).
 pub fn simulate_all(
     m: &Machine,
     profiles: &[Profile],
