@@ -232,6 +232,16 @@ enum LockArg {
     ParkingLot,
 }
 
+/// The designs' locks for `bench`: `--lock` where given, else the
+/// kernel's rwsem-like lock with `--cost kernel` and parking_lot's with
+/// `--cost model`.
+fn lock_for(lock: Option<LockArg>, cost: CostArg) -> rmap::LockImpl {
+    match (lock, cost) {
+        (Some(LockArg::Rwsem), _) | (None, CostArg::Kernel) => rmap::LockImpl::Rwsem,
+        (Some(LockArg::ParkingLot), _) | (None, CostArg::Model) => rmap::LockImpl::ParkingLot,
+    }
+}
+
 /// `--cost`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum CostArg {
@@ -473,10 +483,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             Some(std::sync::Arc::new(k))
         }
     };
-    let lock = match (a.lock, a.cost) {
-        (Some(LockArg::Rwsem), _) | (None, CostArg::Kernel) => rmap::LockImpl::Rwsem,
-        (Some(LockArg::ParkingLot), _) | (None, CostArg::Model) => rmap::LockImpl::ParkingLot,
-    };
+    let lock = lock_for(a.lock, a.cost);
     let mut workloads = a.workload.clone();
     workloads.dedup();
     let patterns = a.call_pattern.patterns();
@@ -779,6 +786,14 @@ fn predict_checked(a: &predict::PredictArgs) -> Result<(), String> {
     if let Some(d) = &a.save_profiles {
         input::check_output_dir(d, "--save-profiles")?;
     }
+    if let Some(d) = &a.profiles {
+        if !d.is_dir() {
+            return Err(format!(
+                "--profiles: {} is not a folder (give an earlier run's --save-profiles folder)",
+                d.display()
+            ));
+        }
+    }
     if !a.validate && ::predict::Machine::by_name(&a.machine).is_none() {
         let p = Path::new(&a.machine);
         if std::fs::symlink_metadata(p).is_ok() {
@@ -900,5 +915,22 @@ mod tests {
         assert!(parse_designs("linux,nope").is_err());
         assert_eq!(parse_designs("exclude").unwrap(), vec![Design::Exclude]);
         assert_eq!(parse_designs("aspace").unwrap(), vec![Design::Aspace]);
+    }
+
+    #[test]
+    fn bench_lock_is_the_flag_else_the_costs_default() {
+        use rmap::LockImpl::{ParkingLot, Rwsem};
+        assert_eq!(lock_for(None, CostArg::Model), ParkingLot);
+        assert_eq!(lock_for(None, CostArg::Kernel), Rwsem);
+        assert_eq!(lock_for(Some(LockArg::Rwsem), CostArg::Model), Rwsem);
+        assert_eq!(
+            lock_for(Some(LockArg::ParkingLot), CostArg::Kernel),
+            ParkingLot
+        );
+        assert_eq!(lock_for(Some(LockArg::Rwsem), CostArg::Kernel), Rwsem);
+        assert_eq!(
+            lock_for(Some(LockArg::ParkingLot), CostArg::Model),
+            ParkingLot
+        );
     }
 }

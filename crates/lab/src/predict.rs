@@ -137,9 +137,24 @@ pub struct PredictArgs {
     #[arg(long)]
     pub busy_ok: bool,
     /// Also write each recorded profile here as `<design>.profile.json`
-    /// (input of `predict`'s `simbench` example, for profiling the simulator).
+    /// (as simulated: input of `predict`'s `simbench` example, for profiling
+    /// the simulator) and `<design>.recorded.json` (as recorded and scaled,
+    /// before the exec's other shared lines are added: input of
+    /// `--profiles`).
     #[arg(long)]
     pub save_profiles: Option<PathBuf>,
+    /// Simulate the profiles recorded by an earlier run (its
+    /// `--save-profiles` folder's `<design>.recorded.json`) instead of
+    /// recording: the same recordings under a changed model or machine,
+    /// without the recording's noise. The other shared lines are added as
+    /// in a recording run.
+    #[arg(long)]
+    pub profiles: Option<PathBuf>,
+    /// With --model-cost: the model's other shared lines from this file (as
+    /// `scripts/model-shared-lines.sh` writes it) instead of the recording
+    /// built into this binary.
+    #[arg(long)]
+    pub model_share: Option<PathBuf>,
 }
 
 /// One design's predicted curve.
@@ -361,6 +376,9 @@ pub struct Plan {
     /// The host's own speed, measured where the plan needs it (so that a
     /// missing `--host` does not leave a nominal clock): `Some` once set.
     pub measure_host: bool,
+    /// The model's other shared lines (`--model-share`; default: the
+    /// recording built into this binary, [`model::recorded`]).
+    pub model_share: Option<model::ModelShare>,
     /// What a real exec of the binary maps (measured once, on first use).
     exec_share: std::sync::OnceLock<Result<kernel::ExecShare, String>>,
     /// The scale (measured once, on first use).
@@ -398,6 +416,7 @@ impl Plan {
             own_binary: false,
             target_iteration_ns,
             measure_host: false,
+            model_share: None,
             exec_share: std::sync::OnceLock::new(),
             scale: std::sync::OnceLock::new(),
         }
@@ -500,6 +519,13 @@ impl Plan {
     /// and, with `kernel_work`, the rest of a real exec as the bench adds
     /// it.
     pub fn profile(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
+        let p = self.record(design, pattern)?;
+        self.finish(p)
+    }
+
+    /// Records `design`'s profile as the recorder gives it, with its times
+    /// scaled to the target (`recorded_ghz`), nothing added.
+    pub fn record(&self, design: Design, pattern: CallPattern) -> Result<Profile, String> {
         let cfg = recorder::RecordConfig {
             design,
             pattern,
@@ -519,8 +545,19 @@ impl Plan {
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
         p.recorded_ghz = self.machine.core_ghz * scale;
+        Ok(p)
+    }
+
+    /// Adds to a [`Plan::record`]ed profile what this plan's cost adds:
+    /// the model's own shared lines, or the real exec's cost and its other
+    /// shared lines.
+    pub fn finish(&self, mut p: Profile) -> Result<Profile, String> {
         if self.model_cost {
-            p = model::add_model_share(&p, &model::recorded()?);
+            let share = match &self.model_share {
+                Some(s) => s.clone(),
+                None => model::recorded()?,
+            };
+            p = model::add_model_share(&p, &share);
             if self.kernel_work {
                 // As the bench: the real exec's CPU time beyond the model's
                 // own exec without a reverse map, spun, and its shared lines.
@@ -544,18 +581,45 @@ impl Plan {
     }
 }
 
-/// Simulates every (profile, CPU count) pair on `m`, on all host CPUs.
+/// The CPUs where the scheduler's scan for idle CPUs begins for `cpus`
+/// unpinned copies on `m` ([`predict::SimConfig::first_cpu`]): on a machine
+/// of one last-level cache whose CPUs the copies do not all fill, the CPU
+/// after the one of the thread that built the shared state and starts the
+/// copies (Linux's `select_idle_cpu()` scans from the waker's CPU + 1). In
+/// a recording that thread is CPU 0: the recorder's main thread builds the
+/// residents (for a design that groups CPUs, in CPU 0's group) before the
+/// slots run, as the bench's main thread builds them on its own CPU before
+/// it starts the workers. Elsewhere the placement's own (0).
+pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
+    if m.single_llc() && cpus < m.cpus() {
+        vec![1 % m.cores_per_node.max(1)]
+    } else {
+        vec![0]
+    }
+}
+
+/// Simulates every (profile, CPU count) pair on `m`, on all host CPUs,
+/// from the starting CPU [`first_cpus`] gives. Where it gives several, each
+/// start gets an equal share of the simulated time and the point is the
+/// run of the median rate (as the bench's median sample comes from one
+/// placement).
 pub fn simulate_all(
     m: &Machine,
     profiles: &[Profile],
     cpus: &[u32],
     seconds: f64,
 ) -> Result<Vec<Vec<Prediction>>, String> {
-    let jobs: Vec<(usize, usize)> = (0..profiles.len())
-        .flat_map(|p| (0..cpus.len()).map(move |c| (p, c)))
+    let jobs: Vec<(usize, usize, u32, usize)> = (0..profiles.len())
+        .flat_map(|p| {
+            (0..cpus.len()).flat_map(move |c| {
+                let starts = first_cpus(m, cpus[c]);
+                let n = starts.len();
+                starts.into_iter().map(move |f| (p, c, f, n))
+            })
+        })
         .collect();
-    let out: Mutex<Vec<Vec<Option<Prediction>>>> =
-        Mutex::new(vec![vec![None; cpus.len()]; profiles.len()]);
+    type Runs = Vec<Vec<Vec<Prediction>>>;
+    let out: Mutex<Runs> = Mutex::new(vec![vec![Vec::new(); cpus.len()]; profiles.len()]);
     let next = AtomicUsize::new(0);
     let err: Mutex<Option<String>> = Mutex::new(None);
     let workers = crate::machine::nproc().clamp(1, 16);
@@ -564,13 +628,16 @@ pub fn simulate_all(
             s.spawn(|| loop {
                 // Relaxed: a work counter; results go through the mutex.
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(p, c)) = jobs.get(i) else { break };
+                let Some(&(p, c, first, n)) = jobs.get(i) else {
+                    break;
+                };
                 let mut cfg = SimConfig::new(cpus[c]);
-                cfg.duration_ns = seconds * 1e9;
+                cfg.duration_ns = seconds * 1e9 / n as f64;
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
+                cfg.first_cpu = first;
                 match simulate(m, &profiles[p], &cfg) {
-                    Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c] = Some(r),
+                    Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
                 }
             });
@@ -583,8 +650,18 @@ pub fn simulate_all(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
-        .map(|v| v.into_iter().flatten().collect())
+        .map(|v| v.into_iter().filter_map(median_run).collect())
         .collect())
+}
+
+/// The run of the median rate (the lower of the two middle ones), with
+/// every run's events.
+fn median_run(mut runs: Vec<Prediction>) -> Option<Prediction> {
+    let events: u64 = runs.iter().map(|r| r.events).sum();
+    runs.sort_by(|a, b| a.per_s.total_cmp(&b.per_s));
+    let mut r = runs.get(runs.len().saturating_sub(1) / 2)?.clone();
+    r.events = events;
+    Some(r)
 }
 
 fn rate(x: f64) -> String {
@@ -738,7 +815,38 @@ pub fn svg(o: &PredictOutput) -> String {
 }
 
 /// Runs `aspace predict`.
+/// The numeric arguments' ranges, checked before anything runs: each bad
+/// value gets an error naming its flag, the value and the range.
+pub fn check_numbers(a: &PredictArgs) -> Result<(), String> {
+    for (flag, v) in [
+        ("--exec-ns", a.exec_ns),
+        ("--model-exec-ns", a.model_exec_ns),
+    ] {
+        if let Some(ns) = v {
+            if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
+                return Err(format!(
+                    "{flag}: {ns} must be a time per iteration in [1000, 1e9] ns (1 us to 1 s)"
+                ));
+            }
+        }
+    }
+    if a.exec_ns.is_some() && a.model_cost && !a.kernel_work {
+        return Err(
+            "--exec-ns: the real kernel's cost of an iteration is not used with --model-cost (without --kernel-work): give --model-exec-ns for the model's own exec"
+                .into(),
+        );
+    }
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 100.0) {
+        return Err(format!("--seconds: {} must be in (0, 100]", a.seconds));
+    }
+    if a.resident > 100_000 {
+        return Err(format!("--resident: {} is more than 100000", a.resident));
+    }
+    Ok(())
+}
+
 pub fn run(a: PredictArgs) -> Result<(), String> {
+    check_numbers(&a)?;
     if a.validate {
         return validate::run(&a);
     }
@@ -760,11 +868,6 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let mut m = machine_arg(&a.machine)?;
     if let Some(ns) = a.model_exec_ns {
-        if !(ns.is_finite() && (1e3..=1e9).contains(&ns)) {
-            return Err(format!(
-                "--model-exec-ns: {ns} must be a time per exec in [1000, 1e9] ns"
-            ));
-        }
         m.model_exec_ns = Some(ns);
         // Timed here with --binary, as given for the target.
         m.model_exec_binary = None;
@@ -778,6 +881,13 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     }
     let pattern = pattern_arg(&a.call_pattern)?;
     let cpus = cpus_arg(a.cpus.as_deref(), &m)?;
+    let model_share = match &a.model_share {
+        Some(_) if !a.model_cost => {
+            return Err("--model-share: the model's shared lines apply with --model-cost".into())
+        }
+        Some(f) => Some(model::load(f)?),
+        None => None,
+    };
     // Read before the work, so that a bad file fails at once.
     let measured = match &a.measured {
         Some(p) => Some((p, compare::load(p, pattern.name())?)),
@@ -792,14 +902,14 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         "shell" => true,
         w => return Err(format!("--workload: {w:?} is not execl or shell")),
     };
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 100.0) {
-        return Err(format!("--seconds: {} must be in (0, 100]", a.seconds));
-    }
-    if a.resident > 100_000 {
-        return Err(format!("--resident: {} is more than 100000", a.resident));
-    }
     recorder::check(&a.binary)?;
-    let busy = busy_gate(a.busy_ok)?;
+    // Nothing is recorded from saved profiles: the host's load does not
+    // enter (their own recording's caveats are in their notes).
+    let busy = if a.profiles.is_some() {
+        None
+    } else {
+        busy_gate(a.busy_ok)?
+    };
     let host = if a.model_cost {
         match &a.host {
             Some(p) => Machine::load(p).map_err(|e| e.to_string())?,
@@ -821,6 +931,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         plan.target_iteration_ns = Some(ns);
     }
     plan.kernel_work = a.kernel_work;
+    plan.model_share = model_share;
     plan.lock = a.lock.as_deref().map(|l| {
         if l == "rwsem" {
             LockKind::KernelRwsem
@@ -831,7 +942,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // Without a host calibration the host's clock is measured, never
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
-    let scale = plan.scale()?.clone();
+    // Saved profiles carry their own scale (`recorded_ghz`): nothing is
+    // timed here.
+    let scale = match &a.profiles {
+        Some(dir) => Scale {
+            factor: 1.0,
+            source: format!(
+                "as saved in {} (each profile's recorded_ghz), nothing recorded or timed here",
+                dir.display()
+            ),
+        },
+        None => plan.scale()?.clone(),
+    };
     eprintln!(
         "aspace predict: recorded times x {:.3} ({})",
         scale.factor, scale.source
@@ -843,17 +965,27 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         cpus.len(),
         m.name
     );
-    let profiles: Vec<Profile> = designs
+    let recorded: Vec<Profile> = designs
         .iter()
-        .map(|&d| plan.profile(d, pattern))
+        .map(|&d| match &a.profiles {
+            Some(dir) => load_recorded(dir, d),
+            None => plan.record(d, pattern),
+        })
+        .collect::<Result<_, _>>()?;
+    let profiles: Vec<Profile> = recorded
+        .iter()
+        .map(|p| plan.finish(p.clone()))
         .collect::<Result<_, _>>()?;
     if let Some(dir) = &a.save_profiles {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        for p in &profiles {
-            let f = dir.join(format!("{}.profile.json", p.label));
-            let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
-            std::fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        for (name, list) in [("profile", &profiles), ("recorded", &recorded)] {
+            for p in list {
+                let f = dir.join(format!("{}.{name}.json", p.label));
+                let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
+                std::fs::write(&f, text)
+                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            }
         }
     }
     let t0 = std::time::Instant::now();
@@ -937,6 +1069,25 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         html_path.display()
     );
     Ok(())
+}
+
+/// Reads `design`'s profile as an earlier run recorded it (`--profiles`).
+fn load_recorded(dir: &Path, design: Design) -> Result<Profile, String> {
+    let f = dir.join(format!("{}.recorded.json", design.name()));
+    let text = crate::input::read_text(&f, "--profiles", crate::input::RESULTS_CAP)?;
+    let p: Profile = serde_json::from_str(&text)
+        .map_err(|e| format!("--profiles: {} is not a recorded profile: {e}", f.display()))?;
+    p.validate()
+        .map_err(|e| format!("--profiles: {}: {e}", f.display()))?;
+    if p.label != design.name() {
+        return Err(format!(
+            "--profiles: {} holds design {:?}, not {}",
+            f.display(),
+            p.label,
+            design.name()
+        ));
+    }
+    Ok(p)
 }
 
 /// Checks that this host is quiet enough to record on: waits up to three

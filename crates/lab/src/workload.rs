@@ -210,16 +210,28 @@ impl KernelCost {
         self.spin_ns / self.speed.speed_at(busy.max(1)).max(0.01)
     }
 
-    /// One iteration's addition: `spin_ns` spun (see [`KernelCost::spin_at`])
-    /// and the writes, interleaved.
+    /// One iteration's addition: `spin_ns` of this thread's CPU time spun
+    /// (see [`KernelCost::spin_at`]) and the writes, interleaved.
+    ///
+    /// CPU time, not wall-clock time: `exec_ns` is the real exec's CPU time,
+    /// and a real exec's work takes longer on the wall clock whenever its
+    /// CPU is taken away (preemption, interrupts, another process on a
+    /// shared host), while a spin to a wall-clock deadline would not. On
+    /// the 2-vCPU development host at load 4.7 the wall-clock spin ran
+    /// `linux` 1.16x the real execl at one copy and 1.12x at two
+    /// (docs/results/predict/README.md, "--cost kernel on this host").
     fn run(&self, spin_ns: f64) {
         let per = self.writes.len().div_ceil(SPIN_CHUNKS).max(1);
-        let spin = Duration::from_nanos((spin_ns / SPIN_CHUNKS as f64) as u64);
+        let spin = spin_ns / SPIN_CHUNKS as f64;
         let mut chunks = self.writes.chunks(per);
         for _ in 0..SPIN_CHUNKS {
-            let until = Instant::now() + spin;
-            while Instant::now() < until {
-                std::hint::spin_loop();
+            let until = thread_cpu_ns() + spin;
+            // The thread's CPU clock is a system call: read it every 64
+            // pauses (a microsecond or two), well inside a chunk.
+            while thread_cpu_ns() < until {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
             }
             if let Some(c) = chunks.next() {
                 for &l in c {
@@ -609,6 +621,49 @@ mod tests {
             lines: Vec::new(),
             writes: Vec::new(),
         }
+    }
+
+    /// `bench --lock`: a point's maps take its lock for the whole run (seen
+    /// from the progress callback, which runs inside it), and the setting
+    /// before it is restored after.
+    #[test]
+    fn a_point_runs_under_its_lock_and_restores_the_previous_one() {
+        if crate::predict::recorder::check(std::path::Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let before = rmap::lock_impl();
+        let other = match before {
+            rmap::LockImpl::Rwsem => rmap::LockImpl::ParkingLot,
+            rmap::LockImpl::ParkingLot => rmap::LockImpl::Rwsem,
+        };
+        let p = Point {
+            workload: Workload::Execl,
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            threads: 1,
+            repeat: 0,
+            oversubscribed: false,
+            duration: Duration::from_millis(120),
+            resident: 0,
+            walk_rate: 0.0,
+            topology: Topology::Os,
+            topology_name: "os".into(),
+            binary: "/bin/true".into(),
+            kernel: None,
+            lock: other,
+        };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let run = run_point(&p, &|_| seen.lock().unwrap().push(rmap::lock_impl()))
+            .expect("the point runs");
+        assert!(run.ops > 0);
+        let seen = seen.into_inner().unwrap();
+        assert!(!seen.is_empty(), "the callback ran");
+        assert!(
+            seen.iter().all(|&l| l == other),
+            "{seen:?}, wanted {other:?}"
+        );
+        assert_eq!(rmap::lock_impl(), before, "restored");
     }
 
     #[test]

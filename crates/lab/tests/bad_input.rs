@@ -412,6 +412,49 @@ fn negative_numbers_get_range_errors() {
         None,
         "--model-exec-ns: -1",
     );
+    for (v, shown) in [
+        ("-1", "-1"),
+        ("0", "0"),
+        ("NaN", "NaN"),
+        ("inf", "inf"),
+        ("999", "999"),
+        ("2e9", "2000000000"),
+    ] {
+        refused(
+            &["predict", "--exec-ns", v],
+            None,
+            &format!("--exec-ns: {shown} must be a time per iteration in [1000, 1e9] ns"),
+        );
+    }
+    refused(
+        &["predict", "--profiles", "/no/such/folder"],
+        None,
+        "--profiles: /no/such/folder is not a folder",
+    );
+    let dir = common::tmpdir("bad-model-share");
+    let f = dir.join("share.json");
+    std::fs::write(
+        &f,
+        r#"{"source":"t","lines":[{"what":"l","write_visits":1.0,"read_visits":0.0}],"execs":[[[0.5,3,1]]]}"#,
+    )
+    .unwrap();
+    refused(
+        &[
+            "predict",
+            "--model-cost",
+            "--model-share",
+            s(&f),
+            "--cpus",
+            "1",
+        ],
+        None,
+        "a touch at 0.5 of line 3",
+    );
+    refused(
+        &["predict", "--model-cost", "--exec-ns", "400000"],
+        None,
+        "--exec-ns: the real kernel's cost of an iteration is not used with --model-cost",
+    );
     refused(
         &["bench", "--repeat", "-2"],
         None,

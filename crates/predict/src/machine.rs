@@ -439,6 +439,35 @@ impl Machine {
         order
     }
 
+    /// One last-level cache holds every CPU (one node, every core of it in
+    /// one cache): where unpinned threads go is then Linux's scan for an
+    /// idle CPU inside that cache ([`Machine::placement_from`]).
+    pub fn single_llc(&self) -> bool {
+        self.nodes == 1 && self.cores_per_llc >= self.cores_per_node
+    }
+
+    /// The CPUs `n` unpinned copies run on in a machine of one last-level
+    /// cache when the scheduler's scan begins at CPU `first`: `first`,
+    /// `first + 1`, ... wrapping at [`Machine::cpus`] (the kernel's
+    /// `select_idle_cpu()` walks the cache's CPUs with
+    /// `for_each_cpu_wrap()` from the one after the waker's and takes the
+    /// first idle one, so threads started one after another by one thread
+    /// land on consecutive CPUs; where that thread ran is anybody's).
+    /// SMT siblings, where the machine has them, come after every core, as
+    /// in [`Machine::placement`]. `n` is capped at [`Machine::cpus`].
+    pub fn placement_from(&self, first: u32, n: u32) -> Vec<u32> {
+        let n = n.min(self.cpus());
+        let cores = self.cores_per_node.max(1);
+        let mut order = Vec::with_capacity(self.cpus() as usize);
+        for thread in 0..self.smt {
+            for k in 0..cores {
+                order.push(thread * cores + (first + k) % cores);
+            }
+        }
+        order.truncate(n as usize);
+        order
+    }
+
     /// The CPUs `n` copies pinned in order run on, as a lock microbenchmark
     /// binds its threads: every core of node 0 (in order, so that the
     /// first copies share a last-level cache), then node 1's, and so on,

@@ -462,3 +462,33 @@ fn bad_config_is_an_error() {
     cfg.duration_ns = f64::INFINITY;
     assert!(simulate(&m, &p, &cfg).is_err());
 }
+
+/// Unpinned copies on a machine of one cache sit on consecutive CPUs from
+/// where the scheduler's scan began, wrapping; from CPU 0 that is the
+/// placement every machine uses.
+#[test]
+fn unpinned_copies_start_where_the_scan_begins() {
+    let m = flat(16, 50.0);
+    assert!(m.single_llc());
+    assert_eq!(m.placement_from(0, 5), m.placement(5));
+    assert_eq!(m.placement_from(3, 4), vec![3, 4, 5, 6]);
+    assert_eq!(m.placement_from(14, 4), vec![14, 15, 0, 1]);
+    assert_eq!(m.placement_from(5, 40).len(), 16, "capped at the machine");
+    let hygon = Machine::by_name("hygon-384").expect("built in");
+    assert!(!hygon.single_llc());
+    // Slots 0-7 take lock 0, slots 8-15 lock 1 (a lock per group of CPUs):
+    // 8 copies from CPU 0 all meet on lock 0; from CPU 4 they split 4 / 4
+    // over both locks and, with the lock the bottleneck, make about twice
+    // the iterations.
+    let p = rwsem(16, 100.0, 400.0, 1, |c| c / 8, 2);
+    let at = |first| {
+        let mut cfg = SimConfig::new(8);
+        cfg.duration_ns = 2e7;
+        cfg.warmup_ns = 2e6;
+        cfg.first_cpu = first;
+        simulate(&m, &p, &cfg).unwrap().per_s
+    };
+    let (one, two) = (at(0), at(4));
+    assert!(close(two / one, 2.0, 0.15), "one lock {one}/s, two {two}/s");
+    assert!(close(at(8), one, 0.05), "from CPU 8: all on lock 1");
+}

@@ -39,12 +39,63 @@ pub struct ModelShare {
     pub source: String,
     /// The lines.
     pub lines: Vec<SharedLine>,
+    /// Every measured exec's touches of the lines, in order: `(place,
+    /// line, write)`, the place being the touch's index over the exec's
+    /// memory accesses (0..1), the line an index into `lines`, write 1
+    /// when the touch stores. Empty in a recording made before they were
+    /// kept: the visits are then spread evenly.
+    #[serde(default)]
+    pub execs: Vec<Vec<(f64, usize, u8)>>,
 }
 
 /// The recording built into this binary.
 pub fn recorded() -> Result<ModelShare, String> {
-    serde_json::from_str(include_str!("model_shared.json"))
-        .map_err(|e| format!("model_shared.json: {e}"))
+    let s: ModelShare = serde_json::from_str(include_str!("model_shared.json"))
+        .map_err(|e| format!("model_shared.json: {e}"))?;
+    s.check().map_err(|e| format!("model_shared.json: {e}"))?;
+    Ok(s)
+}
+
+/// A recording in a file (`--model-share`), checked: every touch names one
+/// of its lines, at a place in 0..1.
+pub fn load(path: &std::path::Path) -> Result<ModelShare, String> {
+    let text = crate::input::read_text(path, "--model-share", crate::input::RESULTS_CAP)?;
+    let s: ModelShare = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--model-share: {} is not a model_shared.json: {e}",
+            path.display()
+        )
+    })?;
+    s.check()
+        .map_err(|e| format!("--model-share: {}: {e}", path.display()))?;
+    Ok(s)
+}
+
+impl ModelShare {
+    /// Every count finite and non-negative, every touch on a line of
+    /// `lines` at a place in 0..1.
+    pub fn check(&self) -> Result<(), String> {
+        for l in &self.lines {
+            if !(l.write_visits.is_finite()
+                && l.read_visits.is_finite()
+                && l.write_visits >= 0.0
+                && l.read_visits >= 0.0)
+            {
+                return Err(format!("{}: visit counts must be finite and >= 0", l.what));
+            }
+        }
+        for (i, e) in self.execs.iter().enumerate() {
+            for &(at, line, _) in e {
+                if !(0.0..=1.0).contains(&at) || line >= self.lines.len() {
+                    return Err(format!(
+                        "exec {i}: a touch at {at} of line {line} (places are in 0..1, lines 0..{})",
+                        self.lines.len()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Adds the model's other shared lines to a model-cost profile: each
@@ -56,20 +107,40 @@ pub fn recorded() -> Result<ModelShare, String> {
 /// a line written thirty times an exec moves up to thirty times an exec.
 pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
     let mut out = p.clone();
-    // (line, write) per visit, each line's visits spread over the order.
-    let mut visits: Vec<(f64, u32, bool)> = Vec::new();
+    let first = out.lines.len() as u32;
+    // (place, line, write) per visit, each line's visits spread over the
+    // order: the old recordings' way, without the execs' own places.
+    let mut even: Vec<(f64, u32, bool)> = Vec::new();
     for l in &share.lines {
         out.lines.push(LineKind::ExecShared);
         let id = (out.lines.len() - 1) as u32;
         for (n, write) in [(l.write_visits, true), (l.read_visits, false)] {
             let n = n.round() as usize;
             for k in 0..n {
-                visits.push(((k as f64 + 0.5) / n as f64, id, write));
+                even.push(((k as f64 + 0.5) / n as f64, id, write));
             }
         }
     }
-    visits.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for s in &mut out.slots {
+    even.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Each slot runs one measured exec's touches where that exec made
+    // them (slot i the exec i modulo their number: the execs differ, an
+    // exec that advanced the epoch touches more).
+    let recorded: Vec<Vec<(f64, u32, bool)>> = share
+        .execs
+        .iter()
+        .map(|e| {
+            e.iter()
+                .filter(|&&(_, l, _)| l < share.lines.len())
+                .map(|&(at, l, w)| (at.clamp(0.0, 1.0), first + l as u32, w != 0))
+                .collect()
+        })
+        .collect();
+    for (i, s) in out.slots.iter_mut().enumerate() {
+        let visits = if recorded.is_empty() {
+            &even
+        } else {
+            &recorded[i % recorded.len()]
+        };
         let work = s.work_ns();
         let touch = |&(_, l, w): &(f64, u32, bool)| {
             Step::Touch(Touch {
@@ -213,36 +284,66 @@ mod tests {
             notes: String::new(),
             exit_vmas_per_hold: 0.0,
         };
-        let q = add_model_share(&p, &share);
-        q.validate().unwrap();
-        let touched = |slot: usize| -> usize {
+        let touches_of = |q: &Profile, slot: usize| -> Vec<Touch> {
             q.slots[slot]
                 .steps
                 .iter()
-                .map(|s| match s {
-                    Step::Touch(t) => t.written.len() + t.read.len(),
-                    _ => 0,
+                .filter_map(|s| match s {
+                    Step::Touch(t) => Some(t.clone()),
+                    _ => None,
                 })
-                .sum()
+                .collect()
         };
-        let want: f64 = share
+        // The built-in recording keeps each exec's own touches: slot i runs
+        // exec i, each touch where the exec made it.
+        assert!(share.execs.len() >= 2, "the execs' touches are recorded");
+        let q = add_model_share(&p, &share);
+        q.validate().unwrap();
+        assert_eq!(q.lines.len(), share.lines.len());
+        for slot in 0..2 {
+            let t = touches_of(&q, slot);
+            let e = &share.execs[slot];
+            assert_eq!(t.len(), e.len(), "one touch per recorded touch");
+            for (t, &(_, line, w)) in t.iter().zip(e) {
+                let (want_w, want_r) = if w != 0 {
+                    (vec![line as u32], vec![])
+                } else {
+                    (vec![], vec![line as u32])
+                };
+                assert_eq!((&t.written, &t.read), (&want_w, &want_r));
+            }
+        }
+        // Placed by the recorded places: the first touch of exec 0 comes
+        // after its share of the slot's 200 ns of work.
+        let before: f64 = q.slots[0]
+            .steps
+            .iter()
+            .take_while(|s| !matches!(s, Step::Touch(_)))
+            .map(|s| match s {
+                Step::Work(w) => *w,
+                _ => 0.0,
+            })
+            .sum();
+        assert!((before - share.execs[0][0].0 * 200.0).abs() < 1e-6);
+        assert_eq!(q.times(), p.times(), "no time added");
+
+        // A recording without the execs: every line's visits spread evenly.
+        let old = ModelShare {
+            execs: vec![],
+            ..share.clone()
+        };
+        let q = add_model_share(&p, &old);
+        q.validate().unwrap();
+        let want: f64 = old
             .lines
             .iter()
             .map(|l| l.write_visits.round() + l.read_visits.round())
             .sum();
-        assert_eq!(touched(0) as f64, want);
-        assert_eq!(touched(0), touched(1));
+        let touches = touches_of(&q, 0);
+        assert_eq!(touches.len() as f64, want);
+        assert_eq!(touches_of(&q, 1).len(), touches.len());
         // Every visit is a touch of its own (two visits of one line in one
         // touch would move the line once), spread between work.
-        let touches: Vec<&Touch> = q.slots[0]
-            .steps
-            .iter()
-            .filter_map(|s| match s {
-                Step::Touch(t) => Some(t),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(touches.len() as f64, want);
         assert!(touches.iter().all(|t| t.written.len() + t.read.len() == 1));
         let works = q.slots[0]
             .steps

@@ -876,6 +876,45 @@ mod tests {
         }
     }
 
+    /// The warm-up's hand-over phase: every turn it counts made one link
+    /// and one unlink on every shared file (two holds of each file's lock),
+    /// no turn's work is left uncounted, and the maps end as they began.
+    #[test]
+    fn the_warm_up_hand_over_counts_its_turns_and_leaves_the_maps_as_they_were() {
+        if check(Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        assert_eq!(alternate(&[]), (0, Duration::ZERO), "nothing shared");
+        let files = std::sync::Arc::new(Files::new(
+            Design::Linux,
+            rmap::Topology::Os,
+            CallPattern::PerVma,
+        ));
+        let prog = files.program(Path::new("/bin/true")).expect("a program");
+        // One process keeps the program mapped, as the residents do.
+        let resident = looper(&files, false, &prog);
+        let shared = prog.mapped_files();
+        assert!(!shared.is_empty());
+        let lens: Vec<usize> = shared.iter().map(|f| f.rmap().len()).collect();
+        let before = files.lock_stats().acquisitions;
+        let (turns, took) = alternate(&shared);
+        let after = files.lock_stats().acquisitions;
+        assert!(turns > 0, "two threads on one host make some turns");
+        assert!(
+            turns >= ALTERNATE_TURNS || took >= ALTERNATE_MAX,
+            "it stops at its turns or at its time: {turns} turns in {took:?}"
+        );
+        assert_eq!(
+            after - before,
+            2 * (turns * shared.len()) as u64,
+            "each counted turn: one link and one unlink per shared file, nothing else"
+        );
+        let now: Vec<usize> = shared.iter().map(|f| f.rmap().len()).collect();
+        assert_eq!(now, lens, "every link was unlinked");
+        resident.exit();
+    }
+
     #[test]
     fn a_shell_iteration_forks_a_process_that_maps_the_program() {
         let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);

@@ -12,7 +12,10 @@
 //!
 //! * **CPUs.** `P` copies run on the CPUs [`Machine::placement`] picks (nodes,
 //!   then caches, then SMT siblings), or, for a benchmark that pins its
-//!   threads, those of [`Machine::placement_packed`]. Recorded times are scaled by
+//!   threads, those of [`Machine::placement_packed`]; on a machine of one
+//!   last-level cache, the `P` CPUs from [`SimConfig::first_cpu`] on
+//!   ([`Machine::placement_from`], where Linux's scan for an idle CPU puts
+//!   unpinned threads). Recorded times are scaled by
 //!   `profile.recorded_ghz / machine.core_ghz`, by `2 / smt_yield` on a
 //!   core whose sibling is also used, and by `1 / speed_at(P)`
 //!   ([`Machine::speed_at`]: the measured per-CPU speed of private work
@@ -114,6 +117,12 @@ pub struct SimConfig {
     /// microbenchmarks bind their threads) instead of spread as the
     /// scheduler places processes ([`Machine::placement`]).
     pub packed: bool,
+    /// Unpinned copies on a machine of one last-level cache: the hardware
+    /// CPU where the scheduler's scan for idle CPUs begins; the copies run
+    /// on the `cpus` CPUs from it on, wrapping (see
+    /// [`Machine::placement_from`]). Ignored when packed or on a machine of
+    /// several caches.
+    pub first_cpu: u32,
 }
 
 impl SimConfig {
@@ -127,6 +136,7 @@ impl SimConfig {
             random_work: false,
             work_jitter: 0.0,
             packed: false,
+            first_cpu: 0,
         }
     }
 }
@@ -817,6 +827,8 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
 
     let used = if cfg.packed {
         m.placement_packed(cfg.cpus)
+    } else if m.single_llc() {
+        m.placement_from(cfg.first_cpu, cfg.cpus)
     } else {
         m.placement(cfg.cpus)
     };
