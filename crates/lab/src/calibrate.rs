@@ -981,13 +981,23 @@ mod tests {
             .map(|d| d.join("aspace"))
             .filter(|p| p.is_file())
             .expect("cargo test builds target/<profile>/aspace for the integration tests");
-        let m = calibrate(&CalibrateConfig {
+        let m = match calibrate(&CalibrateConfig {
             binary: "/bin/true".into(),
             scale: 0.01,
             self_exe: lab,
             speed: true,
-        })
-        .unwrap();
+        }) {
+            Ok(m) => m,
+            // On a loaded host a measured wait can leave the range a
+            // machine file allows (a 10 ms wake-up median was seen at load
+            // 11): calibrate must then refuse with the value named, never
+            // write an invalid machine. Any other error fails the test.
+            Err(e) if e.contains("_ns") && e.contains("must be") => {
+                eprintln!("calibration refused on this host, as it should be: {e}");
+                return;
+            }
+            Err(e) => panic!("calibrate: {e}"),
+        };
         m.validate().unwrap();
         assert_eq!(m.name, "host");
         assert!(m.exec_ns.unwrap() > 1_000.0, "an exec takes more than 1 us");
