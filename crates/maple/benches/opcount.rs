@@ -299,6 +299,26 @@ mod scans {
         }
     }
     #[inline(never)]
+    pub fn measure_for_entries_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in t.iter() {
+                acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_entries_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                t.iter()
+                    .map(|(r, v)| r.start() ^ v.get() as u64)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
     pub fn measure_for_rangemap(m: &RangeInclusiveMap<u64, u64>, rounds: u64) {
         for _ in 0..rounds {
             let mut acc = 0u64;
@@ -587,6 +607,8 @@ fn main() {
         "fold_inline" => scans::measure_fold_inline(&scans::inline(n), iters),
         "for_entries" => scans::measure_for_entries(&scans::boxed(n), iters),
         "fold_entries" => scans::measure_fold_entries(&scans::boxed(n), iters),
+        "for_entries_inline" => scans::measure_for_entries_inline(&scans::inline(n), iters),
+        "fold_entries_inline" => scans::measure_fold_entries_inline(&scans::inline(n), iters),
         "for_rangemap" => scans::measure_for_rangemap(&scans::rangemap(n), iters),
         "fold_rangemap" => scans::measure_fold_rangemap(&scans::rangemap(n), iters),
         "for_btreemap" => scans::measure_for_btreemap(&scans::btreemap(n), iters),
