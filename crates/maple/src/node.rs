@@ -230,13 +230,26 @@ const _: () = assert!(std::mem::size_of::<Internal>() == NODE_BYTES);
 // fits its block.)
 const _: () = assert!(std::mem::align_of::<Internal>() == 64);
 
+/// The number of bits set in each byte.
+static BITS_SET: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = (i as u32).count_ones() as u8;
+        i += 1;
+    }
+    t
+};
+
 impl Header {
     /// Sets a leaf's [`Header::used`] mask and its count of entries
     /// ([`Header::entries`]).
     #[inline]
     pub(crate) fn set_used(&mut self, used: u16) {
         self.used = used;
-        self.entries = used.count_ones() as u8;
+        // Two lookups: `count_ones` is a dozen instructions on a CPU
+        // without `popcnt` (the default target), 1-2% of an insert.
+        self.entries = BITS_SET[usize::from(used & 0xff)] + BITS_SET[usize::from(used >> 8)];
     }
 
     pub(crate) fn new(kind: u8) -> Self {

@@ -460,11 +460,12 @@ impl SharedPinRef {
     }
 
     /// Adds the holds for a sibling leaf's `n` entries, unchecked: the
-    /// count is at most [`HOLDERS_CHECKED`] after every checked
-    /// [`hold_n`](SharedPinRef::hold_n) (the only other way it grows), and
-    /// between two of those, `next` announces at most `INT_SLOTS - 1`
-    /// sibling leaves of at most `LEAF_SLOTS` entries ([`Announce`]), so it
-    /// cannot wrap.
+    /// count starts at one and is at most [`HOLDERS_CHECKED`] after every
+    /// checked [`hold_n`](SharedPinRef::hold_n); between two of those,
+    /// `next` announces at most `INT_SLOTS - 1` sibling leaves of at most
+    /// `LEAF_SLOTS` entries ([`Announce`]), so it cannot wrap. (The only
+    /// other holds, [`hold_in_fold`](SharedPinRef::hold_in_fold)'s, come
+    /// once the iterator is consumed, when no sibling hold follows.)
     ///
     /// # Safety
     /// The caller holds a reference to `p`; `n <= LEAF_SLOTS`, announced
@@ -594,11 +595,9 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
         }
     }
 
-    /// Takes a hold for the item about to be made, where it is not one the
-    /// front queued: `next_back` and `fold`'s loop take it first thing,
-    /// before they read the tree, so that in `fold` the drop of the item
-    /// yielded last and this increment are adjacent with nothing read in
-    /// between, and the compiler folds the pair (see [`SharedPin`]).
+    /// Takes a hold for the item that `next_back` is about to make (the
+    /// front's holds are taken a leaf at a time, and `fold`'s with
+    /// [`SharedPinRef::hold_in_fold`]).
     #[inline]
     fn hold(&self) {
         // SAFETY: the iterator is a holder.
