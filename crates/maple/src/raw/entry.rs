@@ -666,9 +666,9 @@ impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
 
 impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     type Item = Item<'a, T, S>;
-    /// An entry queued in the front's leaf, whose hold was taken with the
-    /// leaf's (see [`SharedPin`]), or a step that takes the holds for what
-    /// it yields and queues.
+    // An entry queued in the front's leaf, whose hold was taken with the
+    // leaf's (see `SharedPin`), or a step that takes the holds for what it
+    // yields and queues.
     #[inline(always)]
     fn next(&mut self) -> Option<Item<'a, T, S>> {
         // The holds announced are the entries', each passed to its item
