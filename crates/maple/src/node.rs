@@ -241,15 +241,23 @@ static BITS_SET: [u8; 256] = {
     t
 };
 
+/// The number of bits set in a leaf's slot mask (`m < 2^LEAF_SLOTS`), by
+/// two lookups: `count_ones` is a dozen instructions on a CPU without
+/// `popcnt` (the default target).
+#[inline(always)]
+pub(crate) fn bits_set(m: u32) -> u32 {
+    debug_assert!(m >> LEAF_SLOTS == 0);
+    u32::from(BITS_SET[(m & 0xff) as usize]) + u32::from(BITS_SET[(m >> 8 & 0xff) as usize])
+}
+
 impl Header {
     /// Sets a leaf's [`Header::used`] mask and its count of entries
     /// ([`Header::entries`]).
     #[inline]
     pub(crate) fn set_used(&mut self, used: u16) {
         self.used = used;
-        // Two lookups: `count_ones` is a dozen instructions on a CPU
-        // without `popcnt` (the default target), 1-2% of an insert.
-        self.entries = BITS_SET[usize::from(used & 0xff)] + BITS_SET[usize::from(used >> 8)];
+        // (`count_ones` would be 1-2% of an insert.)
+        self.entries = bits_set(u32::from(used)) as u8;
     }
 
     pub(crate) fn new(kind: u8) -> Self {

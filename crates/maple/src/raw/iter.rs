@@ -6,7 +6,9 @@ use std::ptr;
 
 use super::entry::{EntryPin, Item, Ref};
 use super::Root;
-use crate::node::{prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS};
+use crate::node::{
+    bits_set, prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS,
+};
 use crate::read::{descend, path_entry, step_next_leaf, step_prev, Level, Path, RawEntry};
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -224,21 +226,12 @@ impl Drop for EndsBox {
     // Inlined, so that dropping an iterator passes the box, not the
     // iterator's address, to anything out of line (that address escaping
     // would keep the iterator in memory: see [`Iter::fr`]).
-    // The thread-local part is out of line, so that the drop glue of an
-    // iterator holding this stays small enough to be inlined.
-    #[inline(always)]
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `self.0` is not used again.
         let b = unsafe { std::mem::ManuallyDrop::take(&mut self.0) };
-        EndsBox::keep(b);
-    }
-}
-
-impl EndsBox {
-    /// Keeps `b` for the thread's next iteration (one that was kept drops
-    /// here); frees it if the thread is exiting.
-    #[inline(never)]
-    fn keep(b: Box<Ends>) {
+        // Kept for the thread's next iteration (one that was kept drops
+        // here); freed if the thread is exiting.
         let _ = SPARE_ENDS.try_with(|c| c.set(Some(b)));
     }
 }
@@ -878,7 +871,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             Some(raw) => {
                 // SAFETY: as above.
                 let mask = unsafe { ends.allow_fast::<Slot<T, S>>() };
-                (ends.cursor(mask), Step::Entry(raw), mask.count_ones() + 1)
+                (ends.cursor(mask), Step::Entry(raw), bits_set(mask) + 1)
             }
             None => (ends.cursor(0), Step::End, 0),
         }
@@ -1120,7 +1113,17 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// yields without announcing it again.
     #[inline]
     pub(crate) fn queued(&self) -> u32 {
-        self.fr.mask.count_ones()
+        bits_set(self.fr.mask)
+    }
+
+    /// Drops the iterator, its heap block given back out of line: the
+    /// caller's loop passes the block's pointer, not its own address (see
+    /// [`Iter::fr`]).
+    #[inline(always)]
+    pub(crate) fn drop_out_of_line(self) {
+        #[inline(never)]
+        fn give_back(_: EndsBox) {}
+        give_back(self.ends);
     }
 
     /// The entries [`queued`](Iter::queued), one bit each.
