@@ -62,6 +62,8 @@ row "for loop, start ^ value, XValue in slot"    for_inline 100000 5 500000
 row "fold, start ^ value, XValue in slot"        fold_inline 100000 5 500000
 row "for loop over tree.iter(), boxed u64"       for_entries 100000 5 500000
 row "fold over tree.iter(), boxed u64"           fold_entries 100000 5 500000
+row "for loop over tree.iter(), XValue in slot"  for_entries_inline 100000 5 500000
+row "fold over tree.iter(), XValue in slot"      fold_entries_inline 100000 5 500000
 row "for loop, rangemap (reference)"             for_rangemap 100000 5 500000
 row "fold, rangemap (reference)"                 fold_rangemap 100000 5 500000
 row "for loop, BTreeMap (reference)"             for_btreemap 100000 5 500000

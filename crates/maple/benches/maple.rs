@@ -472,6 +472,13 @@ fn bench_iter(c: &mut Criterion) {
                 }
                 acc
             }),
+            ("maple_entries_inline", |(_, t)| {
+                let mut acc = 0u64;
+                for (r, v) in t {
+                    acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+                }
+                acc
+            }),
             ("rangemap", |((_, m, _), _)| {
                 let mut acc = 0u64;
                 for (r, v) in m.iter() {

@@ -171,6 +171,20 @@ fn measure_insert(t: &MapleTree<u64>, ks: &[u64]) {
     }
 }
 
+/// A short range query through `tree.range` (the three entries that meet
+/// `[10k, 10k + 25]`), stepped by a `for` loop: what an iteration costs
+/// to set up and tear down beside its steps.
+#[inline(never)]
+fn measure_range_short(t: &MapleTree<u64>, ks: &[u64]) {
+    for &k in ks {
+        let mut acc = 0u64;
+        for (r, v) in t.range(first(k)..=first(k) + 25) {
+            acc = acc.wrapping_add(r.start() ^ *v);
+        }
+        black_box(acc);
+    }
+}
+
 #[inline(never)]
 fn measure_erase(t: &MapleTree<u64>, ks: &[u64]) {
     for &k in ks {
@@ -294,6 +308,26 @@ mod scans {
             black_box(
                 t.iter()
                     .map(|(r, v)| r.start() ^ *v)
+                    .fold(0, u64::wrapping_add),
+            );
+        }
+    }
+    #[inline(never)]
+    pub fn measure_for_entries_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            let mut acc = 0u64;
+            for (r, v) in t.iter() {
+                acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+            }
+            black_box(acc);
+        }
+    }
+    #[inline(never)]
+    pub fn measure_fold_entries_inline(t: &MapleTree<XValue, Inline>, rounds: u64) {
+        for _ in 0..rounds {
+            black_box(
+                t.iter()
+                    .map(|(r, v)| r.start() ^ v.get() as u64)
                     .fold(0, u64::wrapping_add),
             );
         }
@@ -544,6 +578,7 @@ fn main() {
     let ks = keys(n, iters);
     match op {
         "load" => measure_load(&build(n), &ks),
+        "range_short" => measure_range_short(&build(n), &ks),
         "reader_load" => measure_reader_load(&build(n), &ks),
         "overwrite_shared" => measure_overwrite_shared(&build(n), &ks),
         "overwrite_mut" => measure_overwrite_mut(&mut build(n), &ks),
@@ -587,6 +622,8 @@ fn main() {
         "fold_inline" => scans::measure_fold_inline(&scans::inline(n), iters),
         "for_entries" => scans::measure_for_entries(&scans::boxed(n), iters),
         "fold_entries" => scans::measure_fold_entries(&scans::boxed(n), iters),
+        "for_entries_inline" => scans::measure_for_entries_inline(&scans::inline(n), iters),
+        "fold_entries_inline" => scans::measure_fold_entries_inline(&scans::inline(n), iters),
         "for_rangemap" => scans::measure_for_rangemap(&scans::rangemap(n), iters),
         "fold_rangemap" => scans::measure_fold_rangemap(&scans::rangemap(n), iters),
         "for_btreemap" => scans::measure_for_btreemap(&scans::btreemap(n), iters),

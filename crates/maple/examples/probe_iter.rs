@@ -18,7 +18,8 @@
 //! layout of `benches/maple.rs`, a slot pattern the branch predictor
 //! learns); `PATTERN=random` puts a gap after an entry with probability 1/2.
 //! `LOOP=for` sums with a `for` loop (the iterator's `next`) instead of a
-//! fold. `all` (or `both`, its old name) runs all four.
+//! fold, over a `Reader`; `LOOP=entries` with a `for` loop over the tree
+//! itself (`tree.iter()`, whose items hold a share of its pin). `all` (or `both`, its old name) runs all four.
 //! For instruction counts, run it under
 //! `valgrind --tool=callgrind --toggle-collect='*measure_*'`.
 
@@ -76,6 +77,24 @@ fn measure_for_inline(t: &MapleTree<XValue, Inline>) -> u64 {
 }
 
 #[inline(never)]
+fn measure_entries_boxed(t: &MapleTree<u64>) -> u64 {
+    let mut acc = 0u64;
+    for (r, v) in t {
+        acc = acc.wrapping_add(r.start() ^ *v);
+    }
+    acc
+}
+
+#[inline(never)]
+fn measure_entries_inline(t: &MapleTree<XValue, Inline>) -> u64 {
+    let mut acc = 0u64;
+    for (r, v) in t {
+        acc = acc.wrapping_add(r.start() ^ v.get() as u64);
+    }
+    acc
+}
+
+#[inline(never)]
 fn measure_for_rangemap(m: &RangeInclusiveMap<u64, u64>) -> u64 {
     let mut acc = 0u64;
     for (r, v) in m.iter() {
@@ -94,7 +113,9 @@ fn measure_for_btreemap(m: &BTreeMap<u64, (u64, u64)>) -> u64 {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: [LOOP=for] probe_iter all|boxed|inline|rangemap|btreemap N ROUNDS");
+    eprintln!(
+        "usage: [LOOP=fold|for|entries] probe_iter all|boxed|inline|rangemap|btreemap N ROUNDS"
+    );
     std::process::exit(2)
 }
 
@@ -114,9 +135,12 @@ fn main() {
         usage();
     }
     let random = std::env::var("PATTERN").is_ok_and(|p| p == "random");
-    let for_loop = match std::env::var("LOOP").as_deref() {
-        Ok("for") => true,
-        Ok("fold") | Err(_) => false,
+    // 0: fold, 1: `for` loop over a `Reader`, 2: `for` loop over
+    // `tree.iter()` (the peers' `for` loops for both).
+    let pass_kind = match std::env::var("LOOP").as_deref() {
+        Ok("for") => 1,
+        Ok("entries") => 2,
+        Ok("fold") | Err(_) => 0,
         Ok(_) => usage(),
     };
     // xorshift64: the same pattern every run.
@@ -159,15 +183,17 @@ fn main() {
                 continue;
             }
             let t0 = Instant::now();
-            let x = match (k, for_loop) {
-                (0, false) => measure_boxed(&boxed),
-                (1, false) => measure_inline(&inline),
-                (2, false) => measure_rangemap(&ranges),
-                (_, false) => measure_btreemap(&btree),
-                (0, true) => measure_for_boxed(&boxed),
-                (1, true) => measure_for_inline(&inline),
-                (2, true) => measure_for_rangemap(&ranges),
-                (_, true) => measure_for_btreemap(&btree),
+            let x = match (k, pass_kind) {
+                (0, 0) => measure_boxed(&boxed),
+                (1, 0) => measure_inline(&inline),
+                (2, 0) => measure_rangemap(&ranges),
+                (_, 0) => measure_btreemap(&btree),
+                (0, 1) => measure_for_boxed(&boxed),
+                (1, 1) => measure_for_inline(&inline),
+                (0, _) => measure_entries_boxed(&boxed),
+                (1, _) => measure_entries_inline(&inline),
+                (2, _) => measure_for_rangemap(&ranges),
+                (_, _) => measure_for_btreemap(&btree),
             };
             black_box(x);
             best[k] = best[k].min(t0.elapsed().as_secs_f64() * 1e6);
@@ -175,7 +201,11 @@ fn main() {
     }
     for (k, name) in NAMES.into_iter().enumerate() {
         if best[k].is_finite() {
-            let pass = if for_loop { "for loop" } else { "fold" };
+            let pass = match (pass_kind, k) {
+                (0, _) => "fold",
+                (2, 0 | 1) => "for loop over tree.iter()",
+                _ => "for loop",
+            };
             println!("{name}: {:.1} us per {pass} of {n}", best[k]);
         }
     }

@@ -188,8 +188,9 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// iterator here yields, `(range, value)` pairs ([`Item`]). Consumed by
     /// `fold`, `for_each`, `sum` and the like it costs what a [`Reader`]'s
     /// iteration does (an item dropped inside the closure keeps no count);
-    /// stepped by a `for` loop, a count per item is kept (see
-    /// `BENCHMARKS.md` for the instructions).
+    /// stepped by a `for` loop, it takes the holds for a leaf's items when
+    /// it enters the leaf, and an item's drop gives its hold back (one
+    /// decrement; see `BENCHMARKS.md` for the instructions).
     ///
     /// ```
     /// let tree: aspace_maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();

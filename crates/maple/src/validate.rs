@@ -27,10 +27,13 @@ unsafe fn check<T>(
     // SAFETY: forwarded from the caller.
     let hdr = unsafe { *p };
     w.nodes += 1;
-    if hdr.flags != 0 || hdr.dirty != 0 || (hdr.kind != KIND_LEAF && hdr.used != 0) {
+    if hdr.flags != 0
+        || hdr.dirty != 0
+        || (hdr.kind != KIND_LEAF && (hdr.used != 0 || hdr.entries != 0))
+    {
         return Err(format!(
-            "node at depth {depth} has flags {} dirty {:#x} used {:#x}",
-            hdr.flags, hdr.dirty, hdr.used
+            "node at depth {depth} has flags {} dirty {:#x} used {:#x} entries {}",
+            hdr.flags, hdr.dirty, hdr.used, hdr.entries
         ));
     }
     let n = hdr.count as usize;
@@ -69,6 +72,13 @@ unsafe fn check<T>(
             return Err(format!(
                 "leaf [{lo:#x}, {hi:#x}] used mask {:#06x}, slots in use {used:#06x}",
                 hdr.used
+            ));
+        }
+        if u32::from(hdr.entries) != used.count_ones() {
+            return Err(format!(
+                "leaf [{lo:#x}, {hi:#x}] counts {} entries, holds {}",
+                hdr.entries,
+                used.count_ones()
             ));
         }
         if !rightmost && leaf.slot(n - 1).is_null() {

@@ -553,6 +553,78 @@ fn iteration_entries_share_one_pin_released_by_the_last() {
     settle(c, &HashSet::new());
 }
 
+/// `tree.iter()`'s `next` takes the holds on its pin a leaf at a time, for
+/// the entries it will yield from that leaf: stopped anywhere in a leaf
+/// (or between leaves, or at the end), by dropping the iterator, by a
+/// `next_back` that reaches the front's leaf, or by a fold, every entry
+/// yielded keeps its value alive past a write that replaces it, and once
+/// the entries and the iterator are gone nothing stays pinned (the holds
+/// queued for the rest of the leaf were given back, no more and no less).
+#[test]
+fn iteration_holds_taken_a_leaf_at_a_time_are_given_back() {
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    let fill = |round: u64| {
+        // Entries with gaps between them (half a leaf's slots are gaps).
+        for i in 0..120 {
+            t.store_range(i * 4, i * 4 + 1, c.make(round * 1_000 + i))
+                .unwrap();
+        }
+    };
+    let stops: &[usize] = if cfg!(miri) {
+        &[0, 3, 8, 120]
+    } else {
+        &[0, 1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 40, 63, 64, 65, 119, 120]
+    };
+    let mut round = 0u64;
+    fill(round);
+    for &stop in stops {
+        for how in 0..4 {
+            let mut it = t.iter();
+            let mut kept: Vec<_> = it.by_ref().take(stop).collect();
+            match how {
+                // Dropped where it stopped.
+                0 => drop(it),
+                // The back walks into the front's leaf (or stops at once).
+                1 => {
+                    kept.extend(it.by_ref().rev().take(200));
+                    assert_eq!(kept.len(), 120, "every entry once");
+                    assert!(it.next().is_none());
+                    drop(it);
+                }
+                // A fold takes the rest, keeping every third.
+                2 => it.enumerate().for_each(|(k, e)| {
+                    if k % 3 == 0 {
+                        kept.push(e);
+                    }
+                }),
+                // One step from the back, then the front again.
+                _ => {
+                    kept.extend(it.next_back());
+                    kept.extend(it.next());
+                    drop(it);
+                }
+            }
+            t.store_range(0, 100_000, c.make(100_000 + round)).unwrap();
+            for (r, v) in &kept {
+                assert!(c.is_live(v.serial), "a kept entry's value was dropped");
+                assert_eq!((v.tag / 1_000, v.tag % 1_000 * 4), (round, *r.start()));
+            }
+            // The last half first, then the rest.
+            let rest = kept.split_off(kept.len() / 2);
+            drop(rest);
+            drop(kept);
+            settle(c, &held(&t));
+            t.clear();
+            settle(c, &HashSet::new());
+            round += 1;
+            fill(round);
+        }
+    }
+    drop(t);
+    settle(c, &HashSet::new());
+}
+
 /// Iterations that overlap on one thread (here of two trees): an entry of
 /// either keeps its value alive after both iterators are gone, a writer
 /// replaced everything and the other's entry was dropped (whichever goes

@@ -14,7 +14,9 @@ use std::ptr::NonNull;
 
 use crate::epoch::{self, Guard};
 
+use super::iter::Announce;
 use super::{Core, Iter, Writer};
+use crate::node::{INT_SLOTS, LEAF_SLOTS};
 use crate::read::RawEntry;
 use crate::value::{Boxed, Cloner, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -362,38 +364,72 @@ pub(crate) enum EntryPin {
 /// yields, counted by hand, and released when the iterator and the last
 /// item it yielded are all gone.
 ///
-/// `holders` counts the iterator and each `Ref` alive (and, for a moment,
-/// the hold a `Ref` is about to be made with); whoever brings it to zero
-/// unpins. The hold for an item is taken at the very start of the call
-/// that yields it (`next`, `next_back`), or, inside `fold`, right after
-/// `f` returns for the item before. So when an item is dropped at the end
-/// of a loop body (`for (r, v) in tree.iter()`, `sum`, `for_each` ...), its
-/// decrement is followed by the next hold's increment with nothing read in
-/// between, and the compiler can fold the pair away: it knows the count is
-/// at least two when the item is made (the iterator and the hold), so that
-/// drop is never the last. An item that escapes (kept in a `Vec`, say)
-/// pays one increment and one decrement.
+/// `holders` counts the iterator, each `Ref` alive, and each entry the
+/// iterator has queued to yield next from its front's leaf
+/// ([`Iter::queued`]); whoever brings it to zero unpins. A queued entry's
+/// hold passes to its item when it is yielded, so `next` takes its holds
+/// a leaf at a time: one addition of the leaf's entry count as the front
+/// enters a leaf ([`Iter::next_raw_announced`]), none per item. What an
+/// item costs is its drop's decrement; when it is dropped inside a loop's
+/// body (`for (r, v) in tree.iter()`), the compiler knows it is not the
+/// last (the count was at least two when the item was made: the iterator
+/// and the item's hold), so that is one decrement in memory and no test.
+/// The holds still queued are given back wherever the mask is emptied
+/// otherwise (`next_back`, `fold`, the iterator's drop). Inside `fold`,
+/// each item's hold is taken right after `f` returns for the item before,
+/// so that the drop of an item consumed in `f` and the next hold meet
+/// with nothing read in between, and the compiler folds the pair away.
+/// An item that escapes (kept in a `Vec`, say) keeps its hold until it is
+/// dropped.
 ///
 /// The count is a `Cell`: the iterator and its items are neither `Send`
 /// nor `Sync`, so all of them stay on the thread that pinned. It is a
-/// `u64` even where `usize` is narrower, and an increment at `u64::MAX`
-/// aborts, as `Rc`'s does, so items leaked with `mem::forget` cannot wrap
-/// it.
+/// `u64` even where `usize` is narrower, and an increment past
+/// `u64::MAX` aborts, as `Rc`'s does, so items leaked with `mem::forget`
+/// cannot wrap it.
 struct SharedPin {
     holders: Cell<u64>,
     _guard: Guard,
+}
+
+/// The most holders that a checked hold leaves on a [`SharedPin`]; the
+/// unchecked holds of `next`'s moves to sibling leaves stay far below
+/// `u64::MAX` from there ([`SharedPinRef::hold_sibling`]).
+const HOLDERS_CHECKED: u64 = u64::MAX / 2;
+
+/// Announces the entries that `next` will yield by taking their holds
+/// ([`Iter::next_raw_announced`]).
+struct Holds(NonNull<SharedPin>);
+
+impl Announce for Holds {
+    #[inline(always)]
+    fn sibling(&mut self, n: u32) {
+        // SAFETY: the iterator, which announces, is a holder; `Announce`
+        // bounds `n` and the moves between two `slow` calls.
+        unsafe { SharedPinRef::hold_sibling(self.0, n) }
+    }
+    #[inline]
+    fn slow(&mut self, n: u32) {
+        // SAFETY: the iterator, which announces, is a holder.
+        unsafe { SharedPinRef::hold_n(self.0, n) }
+    }
 }
 
 /// A reference to a [`SharedPin`] held by one [`Ref`].
 pub(crate) struct SharedPinRef(NonNull<SharedPin>);
 
 impl SharedPinRef {
-    /// Adds a holder: a hold for the item about to be made.
+    /// Adds a holder: a hold for the item about to be made, inside a
+    /// `fold`, which consumes the iterator, so that no unchecked hold
+    /// follows ([`SharedPinRef::hold_sibling`]): it stops the process only
+    /// rather than let the count wrap, a test that the compiler drops
+    /// where the item before was dropped just before (the count was at
+    /// least two when it was made, so at most `u64::MAX - 1` after).
     ///
     /// # Safety
     /// The caller holds a reference to `p`.
     #[inline]
-    unsafe fn hold(p: NonNull<SharedPin>) {
+    unsafe fn hold_in_fold(p: NonNull<SharedPin>) {
         // SAFETY: the pin lives while the caller's reference does.
         let holders = unsafe { &(*p.as_ptr()).holders };
         let n = holders.get();
@@ -403,6 +439,43 @@ impl SharedPinRef {
             std::process::abort();
         }
         holders.set(n + 1);
+    }
+
+    /// Adds `n` holders: holds for items to be made. Stops the process
+    /// rather than let the count pass [`HOLDERS_CHECKED`].
+    ///
+    /// # Safety
+    /// The caller holds a reference to `p`.
+    #[inline]
+    unsafe fn hold_n(p: NonNull<SharedPin>, n: u32) {
+        // SAFETY: the pin lives while the caller's reference does.
+        let holders = unsafe { &(*p.as_ptr()).holders };
+        let m = holders.get() + u64::from(n);
+        if m > HOLDERS_CHECKED {
+            // Only items leaked by the quintillion get here; as `Rc`
+            // does, stop rather than let the count wrap.
+            std::process::abort();
+        }
+        holders.set(m);
+    }
+
+    /// Adds the holds for a sibling leaf's `n` entries, unchecked: the
+    /// count starts at one and is at most [`HOLDERS_CHECKED`] after every
+    /// checked [`hold_n`](SharedPinRef::hold_n); between two of those,
+    /// `next` announces at most `INT_SLOTS - 1` sibling leaves of at most
+    /// `LEAF_SLOTS` entries ([`Announce`]), so it cannot wrap. (The only
+    /// other holds, [`hold_in_fold`](SharedPinRef::hold_in_fold)'s, come
+    /// once the iterator is consumed, when no sibling hold follows.)
+    ///
+    /// # Safety
+    /// The caller holds a reference to `p`; `n <= LEAF_SLOTS`, announced
+    /// as [`Announce::sibling`] says.
+    #[inline(always)]
+    unsafe fn hold_sibling(p: NonNull<SharedPin>, n: u32) {
+        // SAFETY: the pin lives while the caller's reference does.
+        let holders = unsafe { &(*p.as_ptr()).holders };
+        debug_assert!(holders.get() < HOLDERS_CHECKED + (INT_SLOTS * LEAF_SLOTS) as u64);
+        holders.set(holders.get() + u64::from(n));
     }
 
     /// Tells the compiler that `p` has at least two holders (the caller's
@@ -426,19 +499,40 @@ impl SharedPinRef {
     /// The caller is a holder of `p` and gives that up.
     #[inline]
     unsafe fn release(p: NonNull<SharedPin>) {
+        // SAFETY: forwarded.
+        unsafe { SharedPinRef::release_n(p, 1) }
+    }
+
+    /// Takes `n` holders away; unpins and frees the pin when none is left.
+    ///
+    /// # Safety
+    /// The caller has `n` holds on `p` and gives them up.
+    #[inline]
+    unsafe fn release_n(p: NonNull<SharedPin>, n: u32) {
         // SAFETY: the pin lives while a holder (the caller) does.
         let holders = unsafe { &(*p.as_ptr()).holders };
-        let left = holders.get() - 1;
+        let left = holders.get() - u64::from(n);
         if left == 0 {
             // SAFETY: the last holder: nobody else can reach the pin.
             unsafe { SharedPinRef::free(p) };
         } else {
             // Stored only here, so that where a hold is taken right after
-            // (the next item's), this store is dead on every path and
-            // goes, even before the compiler has seen that this branch is
-            // the only one taken.
+            // (the next item's, in `fold`), this store is dead on every
+            // path and goes, even before the compiler has seen that this
+            // branch is the only one taken.
             holders.set(left);
         }
+    }
+
+    /// The iterator's drop: takes its hold away, and those of the `queued`
+    /// entries (one a bit).
+    ///
+    /// # Safety
+    /// The caller is the iterator, and holds one hold a bit of `queued`.
+    #[inline(always)]
+    unsafe fn release_iterator(p: NonNull<SharedPin>, queued: u32) {
+        // SAFETY: forwarded.
+        unsafe { SharedPinRef::release_n(p, 1 + crate::node::bits_set(queued)) }
     }
 
     /// Unpins and frees the pin.
@@ -479,7 +573,8 @@ pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
     /// The iteration walks the version the pin keeps alive, and each value
     /// it yields is tied to a hold on the pin before it escapes.
     pin: NonNull<SharedPin>,
-    iter: Iter<'a, T, S>,
+    /// Dropped in `Drop`, out of line, after the pin's count.
+    iter: std::mem::ManuallyDrop<Iter<'a, T, S>>,
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
@@ -497,19 +592,33 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
         });
         Entries {
             pin: NonNull::from(Box::leak(pin)),
-            iter,
+            iter: std::mem::ManuallyDrop::new(iter),
         }
     }
 
-    /// Takes a hold for the item about to be made. `next`, `next_back`
-    /// and `fold`'s loop take it first thing, before they read the tree,
-    /// so that the drop of the item yielded last (at the end of a loop's
-    /// body) and this increment are adjacent with nothing read in between,
-    /// and the compiler folds the pair (see [`SharedPin`]).
+    /// Takes a hold for the item that `next_back` is about to make (the
+    /// front's holds are taken a leaf at a time, and `fold`'s with
+    /// [`SharedPinRef::hold_in_fold`]).
     #[inline]
     fn hold(&self) {
         // SAFETY: the iterator is a holder.
-        unsafe { SharedPinRef::hold(self.pin) };
+        unsafe { SharedPinRef::hold_n(self.pin, 1) };
+    }
+
+    /// Brings the holds for the front's queued entries to what
+    /// [`Iter::queued`] says now, from `before`, what it said when they
+    /// last matched: a call that empties or refills the front's mask other
+    /// than `next`'s steps (`next_back`'s) calls this after.
+    #[inline]
+    fn requeue(&self, before: u32) {
+        let after = self.iter.queued();
+        if after > before {
+            // SAFETY: the iterator is a holder.
+            unsafe { SharedPinRef::hold_n(self.pin, after - before) };
+        } else if after < before {
+            // SAFETY: the iterator holds one hold per entry queued before.
+            unsafe { SharedPinRef::release_n(self.pin, before - after) };
+        }
     }
 
     /// Makes the item for `raw` (or gives the hold back if there is none)
@@ -517,13 +626,8 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
     #[inline]
     fn with_hold(&self, raw: Option<RawEntry<Slot<T, S>>>) -> Option<Item<'a, T, S>> {
         match raw {
-            // SAFETY: the iterator and the hold are two holders; the hold
-            // passes to the item; a yielded word is never null and belongs
-            // to the version the pin keeps alive.
-            Some(raw) => unsafe {
-                SharedPinRef::assume_two(self.pin);
-                Some(Ref::item(EntryPin::Shared(SharedPinRef(self.pin)), raw))
-            },
+            // SAFETY: the hold passes to the item.
+            Some(raw) => Some(unsafe { self.item(raw) }),
             None => {
                 // SAFETY: the hold is the caller's, and unused.
                 unsafe { SharedPinRef::release(self.pin) };
@@ -531,23 +635,54 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
             }
         }
     }
+
+    /// Makes the item for `raw` with a hold the caller has.
+    ///
+    /// # Safety
+    /// The caller has a hold on the pin, besides the iterator's, and gives
+    /// it to the item; `raw` was yielded by the iteration.
+    #[inline(always)]
+    unsafe fn item(&self, raw: RawEntry<Slot<T, S>>) -> Item<'a, T, S> {
+        // SAFETY: the iterator and the hold are two holders; a yielded
+        // word is never null and belongs to the version the pin keeps
+        // alive.
+        unsafe {
+            SharedPinRef::assume_two(self.pin);
+            Ref::item(EntryPin::Shared(SharedPinRef(self.pin)), raw)
+        }
+    }
 }
 
 impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
-    #[inline]
+    /// Inlined, with the heap block's give-back out of line, so that the
+    /// drop is small enough to be inlined where it is called and the
+    /// iterator's address does not escape the caller's loop (see
+    /// [`Iter`]'s `fr`; with the block's give-back inline, a `for` loop
+    /// stored its cursor every entry: 20.6 instructions an entry against
+    /// 17.1).
+    #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: the iterator is a holder until now.
-        unsafe { SharedPinRef::release(self.pin) }
+        // SAFETY: the iterator is a holder until now, and holds one hold
+        // per entry its front has queued.
+        unsafe { SharedPinRef::release_iterator(self.pin, self.iter.queued_mask()) }
+        // SAFETY: `iter` is not used again.
+        unsafe { std::mem::ManuallyDrop::take(&mut self.iter) }.drop_out_of_line();
     }
 }
 
 impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     type Item = Item<'a, T, S>;
+    // An entry queued in the front's leaf, whose hold was taken with the
+    // leaf's (see `SharedPin`), or a step that takes the holds for what it
+    // yields and queues.
     #[inline(always)]
     fn next(&mut self) -> Option<Item<'a, T, S>> {
-        self.hold();
-        let raw = self.iter.next_raw();
-        self.with_hold(raw)
+        // The holds announced are the entries', each passed to its item
+        // when it is yielded (or given back when the queue is emptied).
+        let raw = self.iter.next_raw_announced(&mut Holds(self.pin));
+        // SAFETY: every entry yielded was announced, and its hold is
+        // passed to the item.
+        raw.map(|raw| unsafe { self.item(raw) })
     }
 
     /// The loop of `sum`, `for_each`, `count`, ...: [`Iter`]'s leaf-at-a-time
@@ -558,7 +693,13 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     #[inline]
     fn fold<B, F: FnMut(B, Item<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
         let pin = self.pin;
-        self.hold();
+        // The fold takes its entries one by one, from the checked steps
+        // and its own scans: give back the holds of those queued.
+        let queued = self.iter.queued();
+        self.iter.unqueue();
+        self.requeue(queued);
+        // SAFETY: the iterator is a holder.
+        unsafe { SharedPinRef::hold_in_fold(pin) };
         let acc = self.iter.fold_raw(init, |acc, raw| {
             // SAFETY: the iterator and the hold are two holders.
             unsafe { SharedPinRef::assume_two(pin) };
@@ -568,7 +709,7 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
                 Ref::item(EntryPin::Shared(SharedPinRef(pin)), raw)
             });
             // The next item's hold. SAFETY: the iterator is a holder.
-            unsafe { SharedPinRef::hold(pin) };
+            unsafe { SharedPinRef::hold_in_fold(pin) };
             acc
         });
         // SAFETY: the hold taken after the last item, unused.
@@ -580,8 +721,12 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
 impl<'a, T: 'a, S: Repr<T>> DoubleEndedIterator for Entries<'a, T, S> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
+        // The back's step may empty the front's queue (where it reaches
+        // the front's leaf): the holds follow it.
+        let queued = self.iter.queued();
         self.hold();
         let raw = self.iter.next_back_raw();
+        self.requeue(queued);
         self.with_hold(raw)
     }
 }

@@ -6,7 +6,9 @@ use std::ptr;
 
 use super::entry::{EntryPin, Item, Ref};
 use super::Root;
-use crate::node::{prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS};
+use crate::node::{
+    bits_set, prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS,
+};
 use crate::read::{descend, path_entry, step_next_leaf, step_prev, Level, Path, RawEntry};
 use crate::value::{Boxed, Repr, Slot};
 #[allow(unused_imports)] // intra-doc links
@@ -79,9 +81,32 @@ impl<V> Copy for Cursor<V> {}
 /// holds every used slot from there on.
 const UNCHECKED: usize = LEAF_SLOTS + 1;
 
-/// What [`Iter::next_slow`] hands back: the front's cursor, and what it
-/// found.
-type Slow<V> = (Cursor<V>, Step<V>);
+/// What [`Iter::next_slow`] hands back: the front's cursor, what it
+/// found, and how many entries the two hold (the cursor's mask's bits,
+/// and one for [`Step::Entry`]), for [`Announce::slow`].
+type Slow<V> = (Cursor<V>, Step<V>, u32);
+
+/// Told ahead of the entries that [`Iter::next_raw_announced`] yields:
+/// each entry it yields other than from the cursor's mask, and each bit it
+/// puts into the mask, is announced once, before that entry is yielded.
+pub(crate) trait Announce {
+    /// `n` entries, at most [`LEAF_SLOTS`], on the move to a sibling leaf
+    /// (the leaf's entry count, [`Leaf::entries`]: its first slot's,
+    /// yielded at once, and the rest, queued). These moves stay under one
+    /// parent: between two calls of [`Announce::slow`] (the move to the
+    /// next parent is `next_slow`'s) come at most `INT_SLOTS - 1` of them.
+    fn sibling(&mut self, n: u32);
+    /// `n` entries, at most `LEAF_SLOTS + 1`, after any other step.
+    fn slow(&mut self, n: u32);
+}
+
+/// Nothing to tell: a [`Reader`]'s iteration.
+impl Announce for () {
+    #[inline(always)]
+    fn sibling(&mut self, _: u32) {}
+    #[inline(always)]
+    fn slow(&mut self, _: u32) {}
+}
 
 /// What [`Iter::next_slow`] found.
 enum Step<V> {
@@ -806,7 +831,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // SAFETY: as above.
                 if unsafe { !step_next_leaf(&mut ends.front) } {
                     ends.finish();
-                    return (ends.cursor(0), Step::End);
+                    return (ends.cursor(0), Step::End, 0);
                 }
                 // SAFETY: as above.
                 unsafe { ends.load_front::<Slot<T, S>>() };
@@ -819,18 +844,19 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 let leaf = ends.leaf::<Slot<T, S>>();
                 // SAFETY: as above (the parent cache and the leaf state are
                 // the new leaf's).
-                let used = unsafe {
+                let (used, entries) = unsafe {
                     ends.set_unchecked();
-                    (*leaf).used()
+                    ((*leaf).used(), (*leaf).entries())
                 };
                 let cursor = ends.cursor(used & !1);
                 if used & 1 != 0 {
                     // SAFETY: as above; slot 0 holds a value
                     // (`Header::used`).
                     let (v, p0) = unsafe { ((*leaf).slot(0), (*leaf).pivots[0]) };
-                    return (cursor, Step::Entry((ends.lo, p0.min(ends.lhi), v)));
+                    let e = (ends.lo, p0.min(ends.lhi), v);
+                    return (cursor, Step::Entry(e), entries);
                 }
-                return (cursor, Step::Resume);
+                return (cursor, Step::Resume, entries);
             }
             // The range's last leaf: step it with every check.
         } else {
@@ -845,9 +871,9 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             Some(raw) => {
                 // SAFETY: as above.
                 let mask = unsafe { ends.allow_fast::<Slot<T, S>>() };
-                (ends.cursor(mask), Step::Entry(raw))
+                (ends.cursor(mask), Step::Entry(raw), bits_set(mask) + 1)
             }
-            None => (ends.cursor(0), Step::End),
+            None => (ends.cursor(0), Step::End, 0),
         }
     }
 
@@ -1079,6 +1105,53 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// heap once a leaf; anything else goes to [`Iter::next_slow`].
     #[inline(always)]
     pub(crate) fn next_raw(&mut self) -> Option<RawEntry<Slot<T, S>>> {
+        self.next_raw_announced(&mut ())
+    }
+
+    /// How many entries the front's unchecked step has queued: the bits of
+    /// the cursor's mask, each an entry that [`Iter::next_raw_announced`]
+    /// yields without announcing it again.
+    #[inline]
+    pub(crate) fn queued(&self) -> u32 {
+        bits_set(self.fr.mask)
+    }
+
+    /// Drops the iterator, its heap block given back out of line: the
+    /// caller's loop passes the block's pointer, not its own address (see
+    /// [`Iter::fr`]).
+    #[inline(always)]
+    pub(crate) fn drop_out_of_line(self) {
+        #[inline(never)]
+        fn give_back(_: EndsBox) {}
+        give_back(self.ends);
+    }
+
+    /// The entries [`queued`](Iter::queued), one bit each.
+    #[inline]
+    pub(crate) fn queued_mask(&self) -> u32 {
+        self.fr.mask
+    }
+
+    /// Hands the rest of the front's leaf back to the checked steps
+    /// ([`Iter::stop_fast`]): nothing stays [`queued`](Iter::queued).
+    #[inline]
+    pub(crate) fn unqueue(&mut self) {
+        self.stop_fast();
+    }
+
+    /// [`Iter::next_raw`], announcing the entries it will yield ahead
+    /// (see [`Announce`]): before an entry is yielded, it was announced
+    /// once, by this call or an earlier one, and where nothing else
+    /// touches the cursor's mask, [`Iter::queued`] counts the entries
+    /// announced and not yet yielded. A
+    /// [`MapleTree::iter`](crate::MapleTree::iter) takes a share of its
+    /// pin per entry announced, once a leaf rather than once an entry
+    /// (`raw::entry`).
+    #[inline(always)]
+    pub(crate) fn next_raw_announced(
+        &mut self,
+        announce: &mut impl Announce,
+    ) -> Option<RawEntry<Slot<T, S>>> {
         let mut f = self.fr;
         // The leaf's end: move on until the mask has an entry (or an entry
         // or the end comes back otherwise). Written as a loop of its own,
@@ -1110,7 +1183,9 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                     (par, par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>())
                 };
                 // SAFETY: a child of a node of the version.
-                let used = unsafe { (*leaf).used() };
+                let (used, entries) = unsafe { ((*leaf).used(), (*leaf).entries()) };
+                // Its entries: slot 0's below, the rest queued in the mask.
+                announce.sibling(entries);
                 // (The rest of the leaf state waits for `Ends::sync_leaf`;
                 // its bounds are in `Ends::bounds`.)
                 ends.pidx = j;
@@ -1133,7 +1208,12 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 }
                 continue;
             }
-            let (nf, step) = Self::next_slow(ends, f.leaf.cast_mut().cast());
+            let (nf, step, announced) = Self::next_slow(ends, f.leaf.cast_mut().cast());
+            debug_assert_eq!(
+                announced,
+                nf.mask.count_ones() + u32::from(matches!(step, Step::Entry(_)))
+            );
+            announce.slow(announced);
             f = nf;
             match step {
                 Step::Entry(raw) => {

@@ -189,7 +189,7 @@ unsafe fn splice<T>(leaf: &mut Leaf<T>, n: usize, x0: usize, x1: usize, mid: &Mi
         (u32::from(!v0.is_null()) | u32::from(!v1.is_null()) << 1 | u32::from(!v2.is_null()) << 2)
             << x0;
     let moved = (old >> from) << to;
-    leaf.hdr.used = (kept | middle | moved) as u16;
+    leaf.hdr.set_used((kept | middle | moved) as u16);
     debug_assert_eq!(
         leaf.hdr.used,
         used_mask(&std::array::from_fn::<_, LEAF_SLOTS, _>(|i| leaf.slot(i))),

@@ -146,5 +146,5 @@ pub(super) unsafe fn write_leaf<T>(p: NodePtr, out: &Out<T>, from: usize, to: us
         };
     }
     leaf.hdr.count = k as u8;
-    leaf.hdr.used = used_mask(&out.vals[from..to]);
+    leaf.hdr.set_used(used_mask(&out.vals[from..to]));
 }
