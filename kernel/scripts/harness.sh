@@ -47,7 +47,11 @@ t0=$SECONDS
 # CPU seconds (user + system) of the finished children so far: on a busy
 # host a step's wall time says little, its CPU time divided by the cores
 # of an idle machine bounds what it takes there
-cpu_s() { times | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) {
+# (`times` itself must run in this shell, not in a $(...) subshell, which
+# has no finished children of its own: it writes to a file)
+times_file=$(mktemp)
+trap 'rm -f "$times_file"' EXIT
+cpu_s() { tail -n 1 "$times_file" | awk '{ for (i = 1; i <= 2; i++) {
 	split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }'; }
 last=$SECONDS lastname='' lastcpu=0
 times=()
@@ -55,6 +59,7 @@ times=()
 # CPU time for the summary
 step() {
 	local c
+	times >"$times_file"
 	c=$(cpu_s)
 	[ -z "$lastname" ] || times+=("$lastname=$((SECONDS - last))s(cpu $((c - lastcpu))s)")
 	last=$SECONDS lastname=${1// /_} lastcpu=$c
