@@ -8,7 +8,7 @@
 
 PKGS=(linux-source-6.12 qemu-system-x86 busybox-static ccache flex bison bc
       libelf-dev libssl-dev cpio gcc make xz-utils git libc6-dev libnuma-dev
-      file)
+      file rsync)
 
 missing=()
 for p in "${PKGS[@]}"; do
