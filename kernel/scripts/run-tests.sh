@@ -60,8 +60,11 @@ kernel_of() { # design config
 	[ -f "$k" ] || die "no $2 kernel for $t: run configure.sh $t $2 && build.sh $t $2"
 	echo "$k"
 }
-kernel_of "" test >/dev/null
-[ -z "$utree" ] || kernel_of unpatched test >/dev/null
+# the test build boots only for the tests and selftests (-N -L: lockstat only)
+if ((!notests || selftests)); then
+	kernel_of "" test >/dev/null
+	[ -z "$utree" ] || kernel_of unpatched test >/dev/null
+fi
 logs=$ASPACE_KCACHE/logs/$tname
 mkdir -p "$logs"
 S=$(dirname "$0")
@@ -279,6 +282,14 @@ if ((lockstat)); then
 		cell[ls-acq,$d]=${acq:--}
 		cell[ls-wait,$d]=${wt:--}
 		cell[ls-hold,$d]=${ht:--}
+		# LOCKSTAT-PROMOTIONS <before> <after> <churn-guest-ms> (aspace's
+		# debugfs counter; -1 where there is none)
+		read -r _ p0 p1 gms < <(grep -a '^LOCKSTAT-PROMOTIONS ' "$log" | tr -d '\r' | tail -n 1) || true
+		cell[ls-prom,$d]=-
+		if [ -n "${p0:-}" ] && ((p0 >= 0)); then
+			cell[ls-prom,$d]=$((p1 - p0))
+		fi
+		cell[ls-ms,$d]=${gms:--}
 		if [ -n "${ex:-}" ] && ((ex > 0)); then
 			cell[ls-cpe,$d]=$(awk -v c="$con" -v e="$ex" 'BEGIN { printf "%.3f", c / e }')
 		fi
@@ -319,6 +330,8 @@ if ((lockstat)); then
 	row "  contentions per exec" ls-cpe
 	row "  ... relative to linux" ls-rel
 	row "  acquisitions" ls-acq
+	row "  promotions (aspace)" ls-prom
+	row "  churn, guest ms" ls-ms
 	row "  wait total (us)" ls-wait
 	row "  hold total (us)" ls-hold
 	row "  kernel log" log-lockstat

@@ -8,13 +8,38 @@
  * Prints, besides the usual RESULT line:
  *   LOCKSTAT-CLASS <class> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
  *   LOCKSTAT <execs> <contentions> <acquisitions> <wait-total-us> <hold-total-us>
+ *   LOCKSTAT-PROMOTIONS <before> <after> <churn-guest-ms>
  * and the contention points of those classes as lock_stat lists them.
  * Under TCG the times are not those of real hardware: compare designs
- * within one run, by counts first.
+ * within one run, by counts first. LOCKSTAT-PROMOTIONS is the aspace
+ * design's debugfs i_mmap/promotions counter around the churn (-1 where
+ * there is none) and the churn's length in the guest's clock, to tell
+ * whether the default promotion rule fired and at what rate the churn
+ * took the locks in guest time.
  *
  * Usage: lockstat HELPER [-c COPIES_PER_CPU] [-n EXECS]
  */
 #include "common.h"
+#include <time.h>
+
+static long promotions(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/kernel/debug/i_mmap/promotions", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 struct totals {
 	double con, acq, wait, hold;
@@ -81,6 +106,8 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct churn churn;
 	struct totals t;
+	long p0, p1;
+	double t0, t1;
 
 	test_start("lockstat");
 	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
@@ -99,14 +126,19 @@ int main(int argc, char **argv)
 	if (write_str("/proc/lock_stat", "0") ||
 	    write_str("/proc/sys/kernel/lock_stat", "1"))
 		die("enable lock_stat");
+	p0 = promotions();
+	t0 = now_ms();
 	churn_start(&churn, argv[optind], per_cpu * ncpu, execs);
 	churn_wait(&churn);
+	t1 = now_ms();
+	p1 = promotions();
 	if (write_str("/proc/sys/kernel/lock_stat", "0"))
 		die("disable lock_stat");
 	if (!report(&t))
 		fail("no lock class named i_mmap in /proc/lock_stat");
 	printf("LOCKSTAT %d %.0f %.0f %.2f %.2f\n", churn.n * execs, t.con, t.acq,
 	       t.wait, t.hold);
+	printf("LOCKSTAT-PROMOTIONS %ld %ld %.0f\n", p0, p1, t1 - t0);
 	note("%d copies x %d execs on %ld CPUs", churn.n, execs, ncpu);
 	return test_end("i_mmap lock classes under the exec churn");
 }
