@@ -749,4 +749,42 @@ static void churn_wait(struct churn *c)
 	unlink(c->path);
 }
 
+/* aspace's debugfs files (promotions, promote_handoffs, promote_window_ns) */
+#define I_MMAP_DEBUGFS "/sys/kernel/debug/i_mmap/"
+
+/* A number read from a (debugfs or proc) file; -1 when it cannot be read. */
+static long read_long(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/* Is the kernel running the design that promotes (i_mmap_design=aspace)? */
+static int promoting_design(void)
+{
+	char line[1024] = "";
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	line[n] = 0;
+	return !!strstr(line, "i_mmap_design=aspace ") ||
+	       !!strstr(line, "i_mmap_design=aspace\n");
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 #endif

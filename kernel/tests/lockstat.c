@@ -24,13 +24,7 @@
 
 static long promotions(void)
 {
-	char buf[32] = "";
-	int fd = open("/sys/kernel/debug/i_mmap/promotions", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
+	return read_long(I_MMAP_DEBUGFS "promotions");
 }
 
 static double now_ms(void)

@@ -41,8 +41,6 @@
 #define NPAGES 8
 #define PUNCHED (NPAGES - 1)	/* the page the puncher punches */
 #define MAX_WORKERS 16
-#define DBG "/sys/kernel/debug/i_mmap/"
-
 enum { CHURN = 1, HOLD, TRUNCATED };
 
 struct race {
@@ -223,40 +221,6 @@ static int puncher(void *p)
 	return 0;
 }
 
-static long read_long(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
-}
-
-/* Is the kernel running the design that promotes (i_mmap_design=aspace)? */
-static int promoting_design(void)
-{
-	char line[1024] = "";
-	int fd = open("/proc/cmdline", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	line[n] = 0;
-	return !!strstr(line, "i_mmap_design=aspace ") ||
-	       !!strstr(line, "i_mmap_design=aspace\n");
-}
-
-static void pause_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static void wait_count(struct race *r, int *count, int want, const char *what,
 		       int round)
 {
@@ -293,17 +257,17 @@ int main(int argc, char **argv)
 		die("usage: promote_race DIR [-f FILES] (FILES >= 2)");
 	if (!promoting_design())
 		test_skip("not the aspace design: nothing promotes");
-	p0 = read_long(DBG "promotions");
-	handoffs0 = read_long(DBG "promote_handoffs");
-	window0 = read_long(DBG "promote_window_ns");
+	p0 = read_long(I_MMAP_DEBUGFS "promotions");
+	handoffs0 = read_long(I_MMAP_DEBUGFS "promote_handoffs");
+	window0 = read_long(I_MMAP_DEBUGFS "promote_window_ns");
 	if (p0 < 0 || handoffs0 < 0 || window0 < 0)
-		die("no %s{promotions,promote_handoffs,promote_window_ns}", DBG);
+		die("no %s{promotions,promote_handoffs,promote_window_ns}", I_MMAP_DEBUGFS);
 	/*
 	 * 8 handoffs within 2 s: a file is promoted once the workers of
 	 * every CPU churn it, not at its first two links.
 	 */
-	if (write_str(DBG "promote_handoffs", "8") ||
-	    write_str(DBG "promote_window_ns", "2000000000"))
+	if (write_str(I_MMAP_DEBUGFS "promote_handoffs", "8") ||
+	    write_str(I_MMAP_DEBUGFS "promote_window_ns", "2000000000"))
 		die("lower the promotion rule");
 
 	r = shared_alloc(sizeof(*r));
@@ -326,15 +290,15 @@ int main(int argc, char **argv)
 		__atomic_store_n(&r->held, 0, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&r->checked, 0, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&r->punching, 1, __ATOMIC_SEQ_CST);
-		p1 = read_long(DBG "promotions");
+		p1 = read_long(I_MMAP_DEBUGFS "promotions");
 		/* the phase first: a worker that sees the round sees CHURN */
 		__atomic_store_n(&r->phase, CHURN, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&r->round, round, __ATOMIC_SEQ_CST);
 		wait_count(r, &r->started, n, "started", round);
 		/* churn until the file is promoted (up to 10 s), then 20 ms more */
-		for (ms = 0; ms < 10000 && read_long(DBG "promotions") == p1; ms++)
+		for (ms = 0; ms < 10000 && read_long(I_MMAP_DEBUGFS "promotions") == p1; ms++)
 			pause_ms(1);
-		if (read_long(DBG "promotions") > p1)
+		if (read_long(I_MMAP_DEBUGFS "promotions") > p1)
 			promoted++;
 		pause_ms(20);
 		__atomic_store_n(&r->phase, HOLD, __ATOMIC_SEQ_CST);
@@ -357,12 +321,12 @@ int main(int argc, char **argv)
 	reap(punch, "puncher");
 
 	snprintf(num, sizeof(num), "%ld", handoffs0);
-	write_str(DBG "promote_handoffs", num);
+	write_str(I_MMAP_DEBUGFS "promote_handoffs", num);
 	snprintf(num, sizeof(num), "%ld", window0);
-	write_str(DBG "promote_window_ns", num);
+	write_str(I_MMAP_DEBUGFS "promote_window_ns", num);
 
 	note("%d files, %d seen promoted while they churned (promotions %ld -> %ld); %d workers on %ld CPUs made %ld mappings; %ld punches",
-	     files, promoted, p0, read_long(DBG "promotions"), n, ncpu,
+	     files, promoted, p0, read_long(I_MMAP_DEBUGFS "promotions"), n, ncpu,
 	     r->maps, r->punches);
 	check(r->stale_punch == 0,
 	      "%ld reads of a punched page returned its data", r->stale_punch);

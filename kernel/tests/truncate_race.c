@@ -140,42 +140,6 @@ static int walker(void *p)
 	return 0;
 }
 
-#define DBG "/sys/kernel/debug/i_mmap/"
-
-static long read_long(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
-}
-
-/* Is the kernel running the design that promotes (i_mmap_design=aspace)? */
-static int promoting_design(void)
-{
-	char line[1024] = "";
-	int fd = open("/proc/cmdline", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	line[n] = 0;
-	return !!strstr(line, "i_mmap_design=aspace ") ||
-	       !!strstr(line, "i_mmap_design=aspace\n");
-}
-
-static void pause_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 int main(int argc, char **argv)
 {
 	int rounds = 30, execs = 30, opt, i, n = 0, fd;
@@ -197,14 +161,14 @@ int main(int argc, char **argv)
 	if (promote) {
 		if (!promoting_design())
 			test_skip("not the aspace design: nothing promotes");
-		promotions0 = read_long(DBG "promotions");
-		handoffs0 = read_long(DBG "promote_handoffs");
-		window0 = read_long(DBG "promote_window_ns");
+		promotions0 = read_long(I_MMAP_DEBUGFS "promotions");
+		handoffs0 = read_long(I_MMAP_DEBUGFS "promote_handoffs");
+		window0 = read_long(I_MMAP_DEBUGFS "promote_window_ns");
 		if (promotions0 < 0 || handoffs0 < 0 || window0 < 0)
-			die("no %s{promotions,promote_handoffs,promote_window_ns}", DBG);
+			die("no %s{promotions,promote_handoffs,promote_window_ns}", I_MMAP_DEBUGFS);
 		/* two handoffs within a second promote a file */
-		if (write_str(DBG "promote_handoffs", "2") ||
-		    write_str(DBG "promote_window_ns", "1000000000"))
+		if (write_str(I_MMAP_DEBUGFS "promote_handoffs", "2") ||
+		    write_str(I_MMAP_DEBUGFS "promote_window_ns", "1000000000"))
 			die("lower the promotion rule");
 	}
 	while ((opt = getopt(argc, argv, "r:n:")) != -1) {
@@ -258,16 +222,16 @@ int main(int argc, char **argv)
 	check(r->stale == 0, "%ld reads of a truncated file's page did not fault",
 	      r->stale);
 	if (promote) {
-		long promotions = read_long(DBG "promotions");
+		long promotions = read_long(I_MMAP_DEBUGFS "promotions");
 
 		note("promotions: %ld before, %ld after", promotions0, promotions);
 		check(promotions > promotions0,
 		      "no file was promoted during the churn (%ld before, %ld after)",
 		      promotions0, promotions);
 		snprintf(num, sizeof(num), "%ld", handoffs0);
-		write_str(DBG "promote_handoffs", num);
+		write_str(I_MMAP_DEBUGFS "promote_handoffs", num);
 		snprintf(num, sizeof(num), "%ld", window0);
-		write_str(DBG "promote_window_ns", num);
+		write_str(I_MMAP_DEBUGFS "promote_window_ns", num);
 	}
 	note("%d truncates; %d mappers on %ld CPUs made %ld mappings, saw %ld SIGBUS after a truncate; %d exec churners x %d execs",
 	     rounds, n, ncpu, r->maps, r->sigbus, churn.n, execs);
