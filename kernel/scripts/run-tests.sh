@@ -186,6 +186,16 @@ for c in "${clist[@]}"; do
 	done
 done
 
+# The held programs (comma-separated) that did not pass in a results file
+# (`program status seconds` lines), as "name(status) ", status "missing"
+# for one that did not run.
+regressions() { # held results
+	awk -v list="$1" 'BEGIN { n = split(list, l, ","); for (i = 1; i <= n; i++) held[l[i]] = 1 }
+		{ got[$1] = $2 }
+		END { for (p in held) if (got[p] != "0")
+			printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$2"
+}
+
 if ((selftests)); then
 	# A design is held only to the programs that pass on the unpatched
 	# kernel, so only those run (the others, failing or timing out under
@@ -223,10 +233,7 @@ if ((selftests)); then
 		[ -f "$expected" ] || die "no $expected: record it (run-tests.sh -s -R unpatched)"
 		# every program this column had to pass (those that pass on the
 		# unpatched kernel, within ASPACE_SELFTEST_MAX_S if set) passed
-		reg=$(awk -v list="$passing" 'BEGIN { n = split(list, l, ","); for (i = 1; i <= n; i++) held[l[i]] = 1 }
-			{ got[$1] = $2 }
-			END { for (p in held) if (got[p] != "0")
-				printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$res")
+		reg=$(regressions "$passing" "$res")
 		# A program that ran and failed gets one more chance, alone, in a
 		# second boot: some (ksm_tests-U, KSM's unmerging, anonymous
 		# memory) depend on ksmd's timing and failed once under a loaded
@@ -250,10 +257,7 @@ if ((selftests)); then
 				mv "$res.merged" "$res"
 				pass=$(awk '$2 == 0' "$res" | wc -l)
 				log=$first
-				reg=$(awk -v list="$passing" 'BEGIN { n = split(list, l, ","); for (i = 1; i <= n; i++) held[l[i]] = 1 }
-					{ got[$1] = $2 }
-					END { for (p in held) if (got[p] != "0")
-						printf "%s(%s) ", p, (p in got) ? got[p] : "missing" }' "$res")
+				reg=$(regressions "$passing" "$res")
 			fi
 		fi
 		[ -z "$flaky" ] || notes+=("$d: selftests/mm failed once, then passed alone in a second boot (a flake, not counted): $flaky")
