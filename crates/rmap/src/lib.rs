@@ -81,6 +81,7 @@ pub mod bench;
 pub mod designs;
 pub(crate) mod interval_tree;
 pub mod multimap;
+mod probe;
 pub mod stats;
 pub(crate) mod sync;
 pub mod topology;

@@ -61,7 +61,7 @@
 
 use std::cell::RefCell;
 
-use crate::stats::CallSite;
+use crate::probe::CallSite;
 
 /// One lock hold, as recorded by [`record`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,14 +167,14 @@ pub fn record_lines<R>(work: impl FnOnce() -> R) -> (R, Vec<TracedHold>) {
     }
     impl Drop for Restore {
         fn drop(&mut self) {
-            crate::stats::set_recording(self.was);
+            crate::probe::set_recording(self.was);
             if let Some(saved) = self.saved.take() {
                 REC.with(|r| r.borrow_mut().events = saved);
             }
         }
     }
     let saved = REC.with(|r| std::mem::take(&mut r.borrow_mut().events));
-    let was = crate::stats::set_recording(true);
+    let was = crate::probe::set_recording(true);
     let mut restore = Restore {
         was,
         saved: Some(saved),
@@ -247,7 +247,7 @@ pub(crate) fn finish_pending(hold_ns: u64) {
 /// True when the calling thread records.
 #[inline]
 pub(crate) fn recording() -> bool {
-    crate::stats::ctx() & crate::stats::RECORDING != 0
+    crate::probe::ctx() & crate::probe::RECORDING != 0
 }
 
 /// Notes that the innermost open hold touched the lines `ids` (if a hold
