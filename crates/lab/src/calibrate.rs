@@ -661,7 +661,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     let fork_exec = fork_exec_ns(&cfg.binary, n(500.0), 5)?;
     let fork_only = fork_only_ns(n(500.0), 5)?;
     let exec = (fork_exec - fork_only).max(fork_exec * 0.5);
-    let model_exec = crate::workload::model_exec_ns(&cfg.binary)?;
+    let model_exec = crate::model_exec::model_exec_ns(&cfg.binary)?;
     // Many short batches, the fastest kept: on a loaded host (or a VM whose
     // vCPUs are descheduled) only a batch during which both threads ran
     // throughout measures the hardware rather than the scheduler.

@@ -7,6 +7,7 @@ mod calibrate;
 mod html;
 mod input;
 mod machine;
+mod model_exec;
 mod plot;
 mod predict;
 mod predicted;

@@ -439,7 +439,7 @@ impl Plan {
                         .map(Path::new)
                         .filter(|b| b.exists())
                         .unwrap_or(&self.binary);
-                    let here = crate::workload::model_exec_ns(bin)?;
+                    let here = crate::model_exec::model_exec_ns(bin)?;
                     return Ok(Scale {
                         factor: t / here,
                         source: format!(
@@ -564,7 +564,7 @@ impl Plan {
                 let real = self.real_iteration_ns().ok_or(
                     "the host calibration has no exec cost: run aspace calibrate, or pass --exec-ns",
                 )?;
-                let own = crate::workload::model_exec_ns(&self.binary)?;
+                let own = crate::model_exec::model_exec_ns(&self.binary)?;
                 p = p
                     .with_added_work((real - own).max(0.0))
                     .map_err(|e| e.to_string())?;

@@ -22,6 +22,7 @@
 //! everything else an exec does is there in time and in shared lines, so
 //! that each design is measured under the kernel's conditions.
 
+use crate::model_exec::{fault_plan, model_exec_ns, thread_cpu_ns};
 use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
 use mm::{Access, CallPattern, Files, Linkage, Mm, Program, RmapCalls};
 use rmap::stats::{set_call_site, CallSite};
@@ -244,53 +245,6 @@ impl KernelCost {
     }
 }
 
-/// The model's own execl iteration (exec, faults, exit) without a reverse
-/// map, ns of thread CPU time: the median of 7 batches on one thread
-/// (`aspace calibrate`'s `model_exec_ns`, and the bench's and predictor's
-/// measure of the same loop on their host).
-pub fn model_exec_ns(binary: &Path) -> Result<f64, String> {
-    let files = Files::new(Design::Exclude, Topology::detect(), CallPattern::PerVma);
-    let prog = files
-        .program(binary)
-        .map_err(|e| format!("cannot exec {}: {e}", binary.display()))?;
-    let mm = Mm::new(files.clone());
-    mm.exec_program(&prog);
-    let faults = fault_plan(&mm);
-    let one = || {
-        mm.exec_program(&prog);
-        for &(addr, access) in &faults {
-            let _ = std::hint::black_box(mm.page_fault(addr, access));
-        }
-    };
-    for _ in 0..50 {
-        one();
-    }
-    let mut v: Vec<f64> = (0..7)
-        .map(|_| {
-            let t = thread_cpu_ns();
-            for _ in 0..100 {
-                one();
-            }
-            (thread_cpu_ns() - t) / 100.0
-        })
-        .collect();
-    mm.exit();
-    v.sort_by(f64::total_cmp);
-    Ok(v[v.len() / 2])
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> f64 {
-    // SAFETY: timespec is plain data; clock_gettime writes one through the
-    // valid pointer.
-    let ts = unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        ts
-    };
-    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
-}
-
 /// Resolves `binary` once to check it before a sweep: a clear error for a missing,
 /// non-ELF or truncated file or a missing library. Returns how it is linked.
 pub fn check_binary(binary: &Path) -> Result<Linkage, String> {
@@ -315,28 +269,6 @@ pub fn check_bench_binary(binary: &Path) -> Result<(), String> {
             other.name()
         )),
     }
-}
-
-/// Addresses a freshly exec'd process faults on: (address, access).
-fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
-    let vmas = mm.vmas();
-    let mut out = Vec::new();
-    // The first executable page of each file: the entry point, ld.so, libc.
-    let mut seen: Vec<*const mm::File> = Vec::new();
-    for v in &vmas {
-        if let Some((f, _)) = v.file() {
-            if v.prot.exec && !seen.contains(&Arc::as_ptr(f)) {
-                seen.push(Arc::as_ptr(f));
-                out.push((v.start, Access::Exec));
-            }
-        }
-    }
-    out.push((mm::layout::STACK_TOP - 8, Access::Write));
-    let (start, brk) = mm.brk_range();
-    if brk > start {
-        out.push((start, Access::Write));
-    }
-    out
 }
 
 /// Runs one point; `tick` is called about every 100 ms with the fraction done.
