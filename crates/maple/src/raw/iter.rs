@@ -722,6 +722,22 @@ impl Ends {
     }
 }
 
+/// Stops the process if dropped: held across a step that must not unwind
+/// ([`Iter::next_slow`]), and forgotten at its end.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    #[cold]
+    fn drop(&mut self) {
+        std::process::abort()
+    }
+}
+
+/// Marks the path that calls it as the unlikely one.
+#[cold]
+#[inline(always)]
+fn cold_path() {}
+
 /// How many of the first children of `par` (`pn >= 1` children, the last
 /// ending at `phi`) end below `hi`. The stored pivots increase and the
 /// unused ones are `u64::MAX`, so the children before the first pivot at or
@@ -803,8 +819,26 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// Takes the rest of the state by a pointer to the heap and the
     /// cursor's leaf, and hands the cursor back by value, so that no
     /// pointer to the caller's cursor escapes its loop (see [`Iter::fr`]).
+    ///
+    /// `extern "C"`, so that it cannot unwind (a panic in it, which would
+    /// be a bug, stops the process: [`AbortOnUnwind`], and on Rust 1.81 and
+    /// later the ABI itself): the caller's loop then has no cleanup path
+    /// through this call, so nothing there needs the caller's iterator in
+    /// memory. A cleanup path drops the iterator through its address,
+    /// which keeps an [`Entries`](super::Entries) (pin pointer and cursor)
+    /// in memory, stored and reloaded on every entry of a `for` loop.
     #[inline(never)]
-    fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
+    #[allow(improper_ctypes_definitions)] // called from Rust only
+    extern "C" fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
+        let guard = AbortOnUnwind;
+        let r = Self::next_slow_body(ends, leaf);
+        std::mem::forget(guard);
+        r
+    }
+
+    /// [`Iter::next_slow`]'s work.
+    #[inline(always)]
+    fn next_slow_body(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
         if ends.idx == UNCHECKED {
             // (The cursor's leaf: `next_raw`'s moves leave `Ends::leaf`.)
             ends.leaf = leaf;
@@ -1158,6 +1192,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         // so that the caller's loop has one way back to its top, through
         // the step below, which keeps that step's code tight.
         while f.mask == 0 {
+            cold_path();
             let ends = &mut *self.ends;
             let j = ends.pidx + 1;
             if j < ends.sib_end {
@@ -1228,7 +1263,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             }
         }
         let k = f.mask.trailing_zeros() as usize;
-        f.mask &= !(1 << k);
+        f.mask &= f.mask - 1;
         debug_assert!(
             self.ends.idx == UNCHECKED && (1..LEAF_SLOTS).contains(&k),
             "Cursor::mask's invariant"
