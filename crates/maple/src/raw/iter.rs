@@ -1263,7 +1263,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             }
         }
         let k = f.mask.trailing_zeros() as usize;
-        f.mask &= f.mask - 1;
+        f.mask &= !(1 << k);
         debug_assert!(
             self.ends.idx == UNCHECKED && (1..LEAF_SLOTS).contains(&k),
             "Cursor::mask's invariant"
