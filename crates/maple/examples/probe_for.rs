@@ -169,7 +169,10 @@ fn main() {
     };
     // Every loop computes the same sum.
     let sums: Vec<u64> = LOOPS.iter().map(|(_, f)| f(&peers)).collect();
-    assert!(sums.iter().all(|&s| s == sums[0]), "loops disagree: {sums:?}");
+    assert!(
+        sums.iter().all(|&s| s == sums[0]),
+        "loops disagree: {sums:?}"
+    );
     let mut best = [f64::INFINITY; LOOPS.len()];
     for _ in 0..rounds {
         for (k, (_, f)) in LOOPS.iter().enumerate() {
