@@ -923,7 +923,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// other leaf (the range's last one, or one found stale) is stepped by
     /// [`Ends::step_checked`], which has every check. After a scanned leaf,
     /// the leaves that follow it under the same parent are taken from the
-    /// parent's slots ([`Iter::fold_siblings`]) rather than through the
+    /// parent's slots ([`Iter::fold_parents`]) rather than through the
     /// path, which is updated once per run of them.
     ///
     /// If `f` panics, the iterator's state is left behind at some earlier
@@ -1392,7 +1392,7 @@ impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
 
 impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
-/// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_siblings`]):
+/// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_parents`]):
 /// hands `f` every entry of the leaf's slots `from..`, in order; slot
 /// `from` starts at `s` and the leaf ends at `lhi`. The caller has checked
 /// that the leaf ends before the last index wanted and that `s` is at or
