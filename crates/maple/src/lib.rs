@@ -43,8 +43,8 @@
 //!
 //! Iteration streams: a `for` loop keeps its place in registers and steps
 //! a leaf without checks, taking its entries from the leaf's mask of used
-//! slots (15.8 instructions an entry at 10^5, boxed `u64`, summing
-//! `start ^ value`; 17.1 through `tree.iter()`, whose items may outlive
+//! slots (17.0 instructions an entry at 10^5, boxed `u64`, summing
+//! `start ^ value`; 18.4 through `tree.iter()`, whose items may outlive
 //! it, and which takes its pin's holds for them once a leaf), and a
 //! consuming adapter (`fold`, `for_each`, `sum`, `collect`, ...) scans a
 //! whole leaf at a time (14.5). `BENCHMARKS.md` has the figures.

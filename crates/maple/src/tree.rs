@@ -98,7 +98,7 @@ pub use crate::raw::{Entry, Item, Iter, Ref, Removed};
 /// threads borrow values, and replaced values are dropped later, possibly
 /// on another thread. [`store_range`](Self::store_range) and the other
 /// writes that may cut an entry in two also need `T: Clone` (through
-/// [`SplitValue`](crate::SplitValue)): the right-hand part gets a clone. A
+/// [`SplitValue`]): the right-hand part gets a clone. A
 /// value that cannot be cloned goes in an `Arc`, or is written with
 /// [`insert_range`](Self::insert_range) /
 /// [`try_insert`](Self::try_insert), which never split.

@@ -54,13 +54,27 @@ struct Cursor<V> {
     leaf: *const Leaf<V>,
     /// The used slots of the leaf that the unchecked step yields next, in
     /// order, one bit each (from the leaf's
-    /// [`used`](crate::node::Header::used) mask): the step takes the lowest
-    /// bit and clears it, so it neither tests the gaps nor counts slots.
-    /// Non-empty only where [`Ends::idx`] is [`UNCHECKED`] (the front's
-    /// position is then the lowest bit: [`Iter::pos`]); every bit is at
-    /// least 1 (slot 0's start is the leaf's `lo`, not a stored pivot),
-    /// which the step's reads rely on.
+    /// [`used`](crate::node::Header::used) mask), above one more bit, the
+    /// lowest: the slot the step yielded last, or a placeholder (bit 0)
+    /// where it has yielded none in this leaf. The step clears the lowest
+    /// bit and takes the new lowest, which it keeps: `m & (m - 1)`, whose
+    /// zero test is the clear's own flags, and whose chain from one entry
+    /// to the next is two instructions of one cycle (clearing the bit after
+    /// taking it, `btr`, is longer: 15-20% on a `for` loop's time, see
+    /// `BENCHMARKS.md`). Only the bits above the lowest are queued
+    /// ([`Cursor::queued`]), and only where [`Ends::idx`] is [`UNCHECKED`]
+    /// (the front's position is then the lowest of them: [`Iter::pos`]);
+    /// every queued bit is at least 1 (slot 0's start is the leaf's `lo`,
+    /// not a stored pivot), which the step's reads rely on.
     mask: u32,
+}
+
+impl<V> Cursor<V> {
+    /// The slots queued, one bit each: the mask without its lowest bit.
+    #[inline(always)]
+    fn queued(&self) -> u32 {
+        self.mask & self.mask.wrapping_sub(1)
+    }
 }
 
 impl<V> Clone for Cursor<V> {
@@ -286,9 +300,11 @@ impl Ends {
     /// A cursor on the front's leaf with the given mask.
     #[inline(always)]
     fn cursor<V>(&self, mask: u32) -> Cursor<V> {
+        debug_assert!(mask & 1 == 0, "slot 0 is never queued");
         Cursor {
             leaf: self.leaf(),
-            mask,
+            // Bit 0, below the queued slots, as the slot last yielded.
+            mask: mask | 1,
         }
     }
 
@@ -722,6 +738,22 @@ impl Ends {
     }
 }
 
+/// Stops the process if dropped: held across a step that must not unwind
+/// ([`Iter::next_slow`]), and forgotten at its end.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    #[cold]
+    fn drop(&mut self) {
+        std::process::abort()
+    }
+}
+
+/// Marks the path that calls it as the unlikely one.
+#[cold]
+#[inline(always)]
+fn cold_path() {}
+
 /// How many of the first children of `par` (`pn >= 1` children, the last
 /// ending at `phi`) end below `hi`. The stored pivots increase and the
 /// unused ones are `u64::MAX`, so the children before the first pivot at or
@@ -769,8 +801,9 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// `idx` and the mask's lowest bit are gaps).
     #[inline]
     fn pos(&self) -> usize {
-        if self.fr.mask != 0 {
-            self.fr.mask.trailing_zeros() as usize
+        let queued = self.fr.queued();
+        if queued != 0 {
+            queued.trailing_zeros() as usize
         } else {
             self.ends.idx
         }
@@ -803,8 +836,26 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// Takes the rest of the state by a pointer to the heap and the
     /// cursor's leaf, and hands the cursor back by value, so that no
     /// pointer to the caller's cursor escapes its loop (see [`Iter::fr`]).
+    ///
+    /// `extern "C"`, so that it cannot unwind (a panic in it, which would
+    /// be a bug, stops the process: [`AbortOnUnwind`], and on Rust 1.81 and
+    /// later the ABI itself): the caller's loop then has no cleanup path
+    /// through this call, so nothing there needs the caller's iterator in
+    /// memory. A cleanup path drops the iterator through its address,
+    /// which keeps an [`Entries`](super::Entries) (pin pointer and cursor)
+    /// in memory, stored and reloaded on every entry of a `for` loop.
     #[inline(never)]
-    fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
+    #[allow(improper_ctypes_definitions)] // called from Rust only
+    extern "C" fn next_slow(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
+        let guard = AbortOnUnwind;
+        let r = Self::next_slow_body(ends, leaf);
+        std::mem::forget(guard);
+        r
+    }
+
+    /// [`Iter::next_slow`]'s work.
+    #[inline(always)]
+    fn next_slow_body(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
         if ends.idx == UNCHECKED {
             // (The cursor's leaf: `next_raw`'s moves leave `Ends::leaf`.)
             ends.leaf = leaf;
@@ -889,7 +940,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// other leaf (the range's last one, or one found stale) is stepped by
     /// [`Ends::step_checked`], which has every check. After a scanned leaf,
     /// the leaves that follow it under the same parent are taken from the
-    /// parent's slots ([`Iter::fold_siblings`]) rather than through the
+    /// parent's slots ([`Iter::fold_parents`]) rather than through the
     /// path, which is updated once per run of them.
     ///
     /// If `f` panics, the iterator's state is left behind at some earlier
@@ -1113,7 +1164,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// yields without announcing it again.
     #[inline]
     pub(crate) fn queued(&self) -> u32 {
-        bits_set(self.fr.mask)
+        bits_set(self.fr.queued())
     }
 
     /// Drops the iterator, its heap block given back out of line: the
@@ -1129,7 +1180,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// The entries [`queued`](Iter::queued), one bit each.
     #[inline]
     pub(crate) fn queued_mask(&self) -> u32 {
-        self.fr.mask
+        self.fr.queued()
     }
 
     /// Hands the rest of the front's leaf back to the checked steps
@@ -1153,11 +1204,19 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         announce: &mut impl Announce,
     ) -> Option<RawEntry<Slot<T, S>>> {
         let mut f = self.fr;
-        // The leaf's end: move on until the mask has an entry (or an entry
-        // or the end comes back otherwise). Written as a loop of its own,
-        // so that the caller's loop has one way back to its top, through
-        // the step below, which keeps that step's code tight.
-        while f.mask == 0 {
+        // The leaf's end: move on until the mask has an entry queued (or
+        // an entry or the end comes back otherwise), so that the caller's
+        // loop has one way back to its top, through the step below, which
+        // keeps that step's code tight.
+        let k = loop {
+            // The slot yielded last is the lowest bit: the next is the
+            // lowest of the rest, kept in its place (see `Cursor::mask`).
+            let rest = f.queued();
+            if rest != 0 {
+                f.mask = rest;
+                break rest.trailing_zeros() as usize;
+            }
+            cold_path();
             let ends = &mut *self.ends;
             let j = ends.pidx + 1;
             if j < ends.sib_end {
@@ -1190,7 +1249,9 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // its bounds are in `Ends::bounds`.)
                 ends.pidx = j;
                 f.leaf = leaf;
-                f.mask = used & !1;
+                // Slot 0, yielded below, or in its place bit 0 as the
+                // placeholder, below the rest (queued).
+                f.mask = used | 1;
                 if used & 1 != 0 {
                     // Every slot before this leaf was yielded or was a gap,
                     // and the leaf starts one past the last leaf's end.
@@ -1211,7 +1272,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
             let (nf, step, announced) = Self::next_slow(ends, f.leaf.cast_mut().cast());
             debug_assert_eq!(
                 announced,
-                nf.mask.count_ones() + u32::from(matches!(step, Step::Entry(_)))
+                nf.queued().count_ones() + u32::from(matches!(step, Step::Entry(_)))
             );
             announce.slow(announced);
             f = nf;
@@ -1226,9 +1287,7 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                     return None;
                 }
             }
-        }
-        let k = f.mask.trailing_zeros() as usize;
-        f.mask &= !(1 << k);
+        };
         debug_assert!(
             self.ends.idx == UNCHECKED && (1..LEAF_SLOTS).contains(&k),
             "Cursor::mask's invariant"
@@ -1357,7 +1416,7 @@ impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
 
 impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
-/// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_siblings`]):
+/// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_parents`]):
 /// hands `f` every entry of the leaf's slots `from..`, in order; slot
 /// `from` starts at `s` and the leaf ends at `lhi`. The caller has checked
 /// that the leaf ends before the last index wanted and that `s` is at or
