@@ -89,9 +89,10 @@
 //!
 //! # Memory
 //!
-//! Central: the struct (lock word, tree header, handoff window and mode
-//! pointer on one padded line; the per-call-site counters on two more; the
-//! topology and id on a fourth: 512 bytes) plus 56 bytes per arena slot.
+//! Central: the struct (lock word, tree header, the promotion rule's counts
+//! and mode pointer on one padded line; the per-call-site counters on two
+//! more; the topology and id on a fourth: 512 bytes) plus 56 bytes per arena
+//! slot.
 //! [`linux`](super::linux)'s struct is 640 bytes (a line for the lock, a
 //! line for the tree header, the same counters); with 5 mappings aspace
 //! takes 960 bytes and linux 1,024, so the target "at most `linux` + 64
@@ -110,8 +111,8 @@
 //! [`PROMOTE_WAITS`] waits within [`PROMOTE_WAIT_PERIOD`] holds), after which
 //! the line is only read (the mode pointer). Until then the map is, by that
 //! measure, not hot, and one line per hold is cheaper than two: the
-//! uncontended hold touches the lock word, the header and the window in
-//! one line, and the memory target above keeps its margin. What the shared
+//! uncontended hold touches the lock word, the header and the rule's counts
+//! in one line, and the memory target above keeps its margin. What the shared
 //! line costs in the short time before promotion is part of the "promoted
 //! after" time measured by `--example promo` (BENCHMARKS.md).
 
