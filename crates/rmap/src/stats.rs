@@ -441,40 +441,22 @@ impl LockCounters {
         lock_word: *const u8,
         write: bool,
     ) -> Held<'_, G> {
-        self.acquire_in_waited(ctx, try_lock, lock, lock_word, write)
-            .0
-    }
-
-    /// [`LockCounters::acquire_in`], also telling whether the hold had to
-    /// wait (its try failed first: the event `aspace`'s promotion counts).
-    #[inline(always)]
-    pub(crate) fn acquire_in_waited<G>(
-        &self,
-        ctx: u8,
-        try_lock: impl FnOnce() -> Option<G>,
-        lock: impl FnOnce() -> G,
-        lock_word: *const u8,
-        write: bool,
-    ) -> (Held<'_, G>, bool) {
         if is_timed_or_recorded(ctx) {
             return self.acquire_slow(ctx, try_lock, lock, lock_word, write);
         }
-        let (guard, waited) = match try_lock() {
-            Some(g) => (g, false),
+        let guard = match try_lock() {
+            Some(g) => g,
             None => {
                 self.contended(ctx);
-                (lock(), true)
+                lock()
             }
         };
         self.acquired(ctx, write);
-        (
-            Held {
-                guard,
-                ctx,
-                counters: PhantomData,
-            },
-            waited,
-        )
+        Held {
+            guard,
+            ctx,
+            counters: PhantomData,
+        }
     }
 
     #[cold]
@@ -486,13 +468,13 @@ impl LockCounters {
         lock: impl FnOnce() -> G,
         lock_word: *const u8,
         write: bool,
-    ) -> (Held<'_, G>, bool) {
+    ) -> Held<'_, G> {
         let t0 = now_ns();
-        let (guard, waited) = match try_lock() {
-            Some(g) => (g, false),
+        let guard = match try_lock() {
+            Some(g) => g,
             None => {
                 self.contended(ctx);
-                (lock(), true)
+                lock()
             }
         };
         self.acquired(ctx, write);
@@ -524,14 +506,11 @@ impl LockCounters {
                 crate::trace::touch_counter(self.hold_ns.as_ptr().cast(), true);
             }
         }
-        (
-            Held {
-                guard,
-                ctx,
-                counters: PhantomData,
-            },
-            waited,
-        )
+        Held {
+            guard,
+            ctx,
+            counters: PhantomData,
+        }
     }
 
     /// Write-locks `lock` under the operation's context byte `ctx`

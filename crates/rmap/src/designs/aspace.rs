@@ -157,7 +157,8 @@ pub const PROMOTE_WAITS: u32 = 1;
 /// would cost memory for good and a lock each per walk. A count over a
 /// period, not a ratio since creation, so history cannot veto it.
 pub const PROMOTE_WAIT_PERIOD: u32 = 1 << 16;
-const _: () = assert!(PROMOTE_WAIT_PERIOD.is_power_of_two());
+// `Heat::holds` is a u16 that wraps at the period's end.
+const _: () = assert!(PROMOTE_WAIT_PERIOD == 1 << u16::BITS);
 
 /// Promotion on handoffs: this many *handoffs* (an exclusive hold whose
 /// thread differs from the previous holder's: the lock word and tree header
@@ -205,8 +206,9 @@ struct Heat {
     /// Monotonic ns of the window's first handoff.
     since: u64,
     /// Exclusive holds in the current period, modulo
-    /// [`PROMOTE_WAIT_PERIOD`]: 0 again ends the period.
-    holds: u32,
+    /// [`PROMOTE_WAIT_PERIOD`] (2^16, the range of a `u16`): 0 again ends
+    /// the period.
+    holds: u16,
     /// Holds of the current period that waited.
     waits: u32,
 }
@@ -345,50 +347,62 @@ impl Aspace {
     }
 
     /// Counts an exclusive hold of the central lock by the thread with
-    /// token `me`, which `waited` for it or not. The uncontended case (same
-    /// thread as last time, at once, inside a period) is one add and two
-    /// compares; anything else goes to [`Aspace::contention`].
+    /// token `me`. The uncontended case (the same thread as last time,
+    /// inside a period) is one add and two compares; a handoff or a
+    /// period's end goes to [`Aspace::contention`]. A wait was counted
+    /// before, by [`Aspace::waited`], on the blocking path.
     #[inline(always)]
-    fn note_hold(&self, d: &mut CentralData, me: usize, waited: bool) {
-        d.hot.holds = (d.hot.holds + 1) & (PROMOTE_WAIT_PERIOD - 1);
-        if d.hot.last != me || waited || d.hot.holds == 0 {
-            self.contention(d, me, waited);
+    fn note_hold(&self, d: &mut CentralData, me: usize) {
+        let holds = d.hot.holds.wrapping_add(1);
+        d.hot.holds = holds;
+        if d.hot.last != me || holds == 0 {
+            self.contention(d, me);
+        }
+    }
+
+    /// The hold just taken had to wait (its `try_write` failed): counts
+    /// the wait, and promotes at the [`PROMOTE_WAITS`]-th of the period.
+    /// Called on the blocking path only, so the uncontended hold never
+    /// tests for a wait.
+    #[cold]
+    #[inline(never)]
+    fn waited(&self, d: &mut CentralData) {
+        if !self.promotes {
+            return;
+        }
+        d.hot.waits += 1;
+        if d.hot.waits >= PROMOTE_WAITS {
+            self.promote_locked(d);
         }
     }
 
     /// The thread with token `me` holds the central lock exclusively, and
-    /// its hold waited, or is a handoff, or ended a period of holds: counts
-    /// the wait and the handoff, and promotes when either rule is met. Out
-    /// of line: a single-threaded map gets here once per period.
+    /// its hold is a handoff or ended a period of holds: starts a new
+    /// period, or counts the handoff and promotes when the window has
+    /// enough. Out of line: a single-threaded map gets here once per
+    /// period.
     #[cold]
     #[inline(never)]
-    fn contention(&self, d: &mut CentralData, me: usize, waited: bool) {
+    fn contention(&self, d: &mut CentralData, me: usize) {
         let first = d.hot.last == 0;
         let handoff = !first && d.hot.last != me;
         d.hot.last = me;
-        if !self.promotes {
-            return;
-        }
         if d.hot.holds == 0 {
-            // PROMOTE_WAIT_PERIOD holds: a new period.
+            // PROMOTE_WAIT_PERIOD holds: a new period (a wait of this very
+            // hold was counted in the period that ends).
             d.hot.waits = 0;
         }
-        let mut promote = false;
-        if waited {
-            d.hot.waits += 1;
-            promote |= d.hot.waits >= PROMOTE_WAITS;
+        if !handoff || !self.promotes {
+            return;
         }
-        if handoff {
-            let now = crate::stats::now_ns();
-            if d.hot.count == 0 || now.saturating_sub(d.hot.since) > PROMOTE_WINDOW_NS {
-                // A new window starts with this handoff.
-                d.hot.count = 0;
-                d.hot.since = now;
-            }
-            d.hot.count += 1;
-            promote |= d.hot.count >= PROMOTE_HANDOFFS;
+        let now = crate::stats::now_ns();
+        if d.hot.count == 0 || now.saturating_sub(d.hot.since) > PROMOTE_WINDOW_NS {
+            // A new window starts with this handoff.
+            d.hot.count = 0;
+            d.hot.since = now;
         }
-        if promote {
+        d.hot.count += 1;
+        if d.hot.count >= PROMOTE_HANDOFFS {
             self.promote_locked(d);
         }
     }
@@ -420,14 +434,20 @@ impl Aspace {
             return Mode::Sharded(s);
         }
         let lock = &self.central.lock;
-        let (mut g, waited) = self.counters.acquire_in_waited(
+        let mut g = self.counters.acquire_in(
             c,
             || lock.try_write(),
-            || lock.write(),
+            // Only when the try failed: a wait, counted here so that the
+            // uncontended hold never tests for one.
+            || {
+                let mut g = lock.write();
+                self.waited(&mut g);
+                g
+            },
             (lock as *const RwLock<CentralData>).cast(),
             true,
         );
-        self.note_hold(&mut g, crate::stats::thread_token(), waited);
+        self.note_hold(&mut g, crate::stats::thread_token());
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
@@ -747,7 +767,7 @@ mod tests {
         fn hold_as(&self, token: usize) {
             if let Mode::Central(mut g) = self.write_mode(crate::stats::op_ctx()) {
                 if g.hot.last != token {
-                    self.contention(&mut g, token, false);
+                    self.contention(&mut g, token);
                 }
             }
         }
@@ -757,7 +777,10 @@ mod tests {
         /// sees only what the test says).
         fn hold_waiting(&self, waited: bool) {
             let mut g = self.central.lock.write();
-            self.note_hold(&mut g, crate::stats::thread_token(), waited);
+            if waited {
+                self.waited(&mut g);
+            }
+            self.note_hold(&mut g, crate::stats::thread_token());
         }
     }
 
