@@ -71,8 +71,10 @@ fn main() {
     let single = Arc::new(Aspace::new(Topology::Os));
     let (ops1, when1, _) = run(single.clone(), &one);
     println!(
-        "1 thread: {ops1:.0} ops/s, promoted: {} (handoff window: {} in {} ns)",
+        "1 thread: {ops1:.0} ops/s, promoted: {} (rule: {} waits within {} holds, or {} handoffs in {} ns)",
         when1.is_some(),
+        rmap::designs::aspace::PROMOTE_WAITS,
+        rmap::designs::aspace::PROMOTE_WAIT_PERIOD,
         rmap::designs::aspace::PROMOTE_HANDOFFS,
         rmap::designs::aspace::PROMOTE_WINDOW_NS
     );

@@ -14,16 +14,28 @@
 //!   the handle, with no rebalancing.
 //! * "must not cost memory on the millions of files that are never
 //!   contended, must not slow the uncontended path, and needs no knob":
-//!   the map starts as one lock and one tree on one cache line, and watches
-//!   *handoffs*: exclusive holds taken by a different thread than the
-//!   previous one, which is when the lock word and tree header lines move
-//!   between CPUs (a failed `try_lock` is one, but at 2 threads the line
-//!   moves on every acquisition while `try_lock` almost never fails). Once
-//!   [`PROMOTE_HANDOFFS`] handoffs fall within [`PROMOTE_WINDOW_NS`] (a
-//!   recent window: a long uncontended history cannot veto it), the map
-//!   promotes itself (once, never back) to shards. A single thread never
-//!   hands off, so it never promotes, and its only cost is one compare of
-//!   a thread token per hold. Both constants are internal, not knobs.
+//!   the map starts as one lock and one tree on one cache line, and
+//!   promotes itself (once, never back) to shards on either of two signals
+//!   of contention, both counted on its exclusive holds:
+//!   - *waits*, holds whose `try_lock` failed before the blocking lock:
+//!     [`PROMOTE_WAITS`] of them within a period of [`PROMOTE_WAIT_PERIOD`]
+//!     holds promote. Counted in events, not time, so the rule reads the
+//!     same on real cores, an overcommitted VM or an emulator (the kernel
+//!     port's lock_stat runs under QEMU TCG, where the rate rule below
+//!     never fires). The constants come from costs, as ski rental (see
+//!     [`PROMOTE_WAITS`]).
+//!   - *handoffs*, holds taken by a different thread than the previous
+//!     one, which is when the lock word and tree header lines move between
+//!     CPUs (at 2 threads the line moves on every acquisition while
+//!     `try_lock` almost never fails): [`PROMOTE_HANDOFFS`] within
+//!     [`PROMOTE_WINDOW_NS`] promote.
+//!
+//!   Both counts restart (a period of holds, a window of time), so a long
+//!   uncontended history cannot veto a promotion (the ratio rule that came
+//!   first could: BENCHMARKS.md). A single thread never waits and never
+//!   hands off, so it never promotes; its cost is one compare of a thread
+//!   token and one add per hold, in the line the hold already writes. The
+//!   constants are internal, not knobs.
 //! * "shards per group of cores (about 8 CPUs each)", helping one-node
 //!   machines too: see the mapping below.
 //! * The outer lock with inverted meaning (modifiers shared, stable walk
@@ -77,9 +89,10 @@
 //!
 //! # Memory
 //!
-//! Central: the struct (lock word, tree header, handoff window and mode
-//! pointer on one padded line; the per-call-site counters on two more; the
-//! topology and id on a fourth: 512 bytes) plus 56 bytes per arena slot.
+//! Central: the struct (lock word, tree header, the promotion rule's counts
+//! and mode pointer on one padded line; the per-call-site counters on two
+//! more; the topology and id on a fourth: 512 bytes) plus 56 bytes per arena
+//! slot.
 //! [`linux`](super::linux)'s struct is 640 bytes (a line for the lock, a
 //! line for the tree header, the same counters); with 5 mappings aspace
 //! takes 960 bytes and linux 1,024, so the target "at most `linux` + 64
@@ -92,13 +105,14 @@
 //! That is the layout `linux_shared_line` models as Linux's mistake, and it
 //! is one here on purpose. The mistake costs only while other CPUs spin on
 //! the lock word as the holder writes the tree header beside it, that is
-//! while the lock is handed between CPUs at a high rate; that is exactly
-//! the signal on which aspace stops using the central line (after
-//! [`PROMOTE_HANDOFFS`] handoffs within [`PROMOTE_WINDOW_NS`]), after which
+//! while the lock is handed between CPUs at a high rate, or waited for;
+//! those are exactly the signals on which aspace stops using the central
+//! line ([`PROMOTE_HANDOFFS`] handoffs within [`PROMOTE_WINDOW_NS`], or
+//! [`PROMOTE_WAITS`] waits within [`PROMOTE_WAIT_PERIOD`] holds), after which
 //! the line is only read (the mode pointer). Until then the map is, by that
 //! measure, not hot, and one line per hold is cheaper than two: the
-//! uncontended hold touches the lock word, the header and the window in
-//! one line, and the memory target above keeps its margin. What the shared
+//! uncontended hold touches the lock word, the header and the rule's counts
+//! in one line, and the memory target above keeps its margin. What the shared
 //! line costs in the short time before promotion is part of the "promoted
 //! after" time measured by `--example promo` (BENCHMARKS.md).
 
@@ -111,9 +125,44 @@ use crate::stats::{Held, LockCounters, PaddedCounters};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering, ReadGuard, RwLock, WriteGuard};
 use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology, VmaId};
 
-/// Promotion needs this many *handoffs* (an exclusive hold whose thread
-/// differs from the previous holder's: the lock word and tree header lines
-/// moved between CPUs) ...
+/// Promotion on waits: this many exclusive holds of the central lock that
+/// could not be taken at once (the `try_lock` before the blocking lock
+/// failed) within one period of [`PROMOTE_WAIT_PERIOD`] holds promote the
+/// map. The same constant as the kernel port's `ASPACE_PROMOTE_WAITS`.
+///
+/// Ski rental: each wait pays rent, at least a sleep and a wake-up (2.8 us:
+/// `wake_ns` 2,761 calibrated on the 16-core Xeon,
+/// `shared/measurements/device-16-2026-11-27/calib.json`), or a spin as
+/// long as the hold waited out; promotion is the purchase, paid once: the
+/// shards (a padded line each, for the map's life), the move of the tree
+/// under the lock (the kernel moves every VMA, one grouped-tree insert
+/// each: about 120 instructions by the callgrind count of BENCHMARKS.md,
+/// 44 ns at the Xeon's 2.74 GHz), and a lock per shard on every stable walk
+/// after. Buy once the rent paid reaches the price: 16 waits are 44 us, the
+/// price of moving about 1,000 VMAs (200 processes mapping libc's five
+/// segments). A smaller file overpays at most those 16 waits, once; a
+/// larger one is bought early, where each wait queues behind many holders
+/// and costs more than one wake-up. Not fitted to any measurement of this
+/// rule.
+#[cfg(not(loom))]
+pub const PROMOTE_WAITS: u32 = 16;
+/// Promotion on waits (1 under loom, so that the models reach promotion).
+#[cfg(loom)]
+pub const PROMOTE_WAITS: u32 = 1;
+/// ... counted over periods of this many exclusive holds (the kernel's
+/// `ASPACE_HOLDS_BITS`, 2^16): a map that waits less than once in
+/// `PROMOTE_WAIT_PERIOD / PROMOTE_WAITS` (4,096) holds never promotes. Its
+/// rent is then under 1 ns a hold (2.8 us / 4,096), a tenth of the hold's
+/// own atomic (`atomic_rmw_ns` 9.1 in the same calibration), while shards
+/// would cost memory for good and a lock each per walk. A count over a
+/// period, not a ratio since creation, so history cannot veto it.
+pub const PROMOTE_WAIT_PERIOD: u32 = 1 << 16;
+// `Heat::holds` is a u16 that wraps at the period's end.
+const _: () = assert!(PROMOTE_WAIT_PERIOD == 1 << u16::BITS);
+
+/// Promotion on handoffs: this many *handoffs* (an exclusive hold whose
+/// thread differs from the previous holder's: the lock word and tree header
+/// lines moved between CPUs) ...
 #[cfg(not(loom))]
 pub const PROMOTE_HANDOFFS: u32 = 64;
 /// Promotion needs this many handoffs (1 under loom, so that the models
@@ -138,23 +187,30 @@ pub const PROMOTE_WINDOW_NS: u64 = 10_000_000_000;
 
 type Shards = ShardSet<GroupTree>;
 
-/// What the central lock protects: the tree, and the handoff window (only
-/// written under the exclusive lock, so plain fields).
+/// What the central lock protects: the tree, and the promotion rule's
+/// counts (only written under the exclusive lock, so plain fields).
 #[derive(Debug, Default)]
 struct CentralData {
     tree: GroupTree,
-    hot: Handoffs,
+    hot: Heat,
 }
 
-/// The recent-handoff window.
+/// The promotion rule's state: the recent-handoff window and the waits of
+/// the current period of holds.
 #[derive(Debug, Default)]
-struct Handoffs {
+struct Heat {
     /// Token of the last exclusive holder's thread (0: none yet).
     last: usize,
     /// Handoffs in the current window.
     count: u32,
     /// Monotonic ns of the window's first handoff.
     since: u64,
+    /// Exclusive holds in the current period, modulo
+    /// [`PROMOTE_WAIT_PERIOD`] (2^16, the range of a `u16`): 0 again ends
+    /// the period.
+    holds: u16,
+    /// Holds of the current period that waited.
+    waits: u32,
 }
 
 impl std::ops::Deref for CentralData {
@@ -227,7 +283,7 @@ impl Aspace {
             central: CachePadded::new(Central {
                 lock: RwLock::new(CentralData {
                     tree: GroupTree::new(),
-                    hot: Handoffs::default(),
+                    hot: Heat::default(),
                 }),
                 sharded: AtomicPtr::new(std::ptr::null_mut()),
             }),
@@ -290,16 +346,53 @@ impl Aspace {
         self.promotions.load(Ordering::Relaxed)
     }
 
-    /// Notes that the thread with token `me` holds the central lock
-    /// exclusively; promotes when the handoffs of the recent window say the
-    /// lock's lines are hot. Out of line: a single-threaded map never gets
-    /// here (its holder never changes).
+    /// Counts an exclusive hold of the central lock by the thread with
+    /// token `me`. The uncontended case (the same thread as last time,
+    /// inside a period) is one add and two compares; a handoff or a
+    /// period's end goes to [`Aspace::contention`]. A wait was counted
+    /// before, by [`Aspace::waited`], on the blocking path.
+    #[inline(always)]
+    fn note_hold(&self, d: &mut CentralData, me: usize) {
+        let holds = d.hot.holds.wrapping_add(1);
+        d.hot.holds = holds;
+        if d.hot.last != me || holds == 0 {
+            self.contention(d, me);
+        }
+    }
+
+    /// The hold just taken had to wait (its `try_write` failed): counts
+    /// the wait, and promotes at the [`PROMOTE_WAITS`]-th of the period.
+    /// Called on the blocking path only, so the uncontended hold never
+    /// tests for a wait.
     #[cold]
     #[inline(never)]
-    fn handoff(&self, d: &mut CentralData, me: usize) {
+    fn waited(&self, d: &mut CentralData) {
+        if !self.promotes {
+            return;
+        }
+        d.hot.waits += 1;
+        if d.hot.waits >= PROMOTE_WAITS {
+            self.promote_locked(d);
+        }
+    }
+
+    /// The thread with token `me` holds the central lock exclusively, and
+    /// its hold is a handoff or ended a period of holds: starts a new
+    /// period, or counts the handoff and promotes when the window has
+    /// enough. Out of line: a single-threaded map gets here once per
+    /// period.
+    #[cold]
+    #[inline(never)]
+    fn contention(&self, d: &mut CentralData, me: usize) {
         let first = d.hot.last == 0;
+        let handoff = !first && d.hot.last != me;
         d.hot.last = me;
-        if first || !self.promotes {
+        if d.hot.holds == 0 {
+            // PROMOTE_WAIT_PERIOD holds: a new period (a wait of this very
+            // hold was counted in the period that ends).
+            d.hot.waits = 0;
+        }
+        if !handoff || !self.promotes {
             return;
         }
         let now = crate::stats::now_ns();
@@ -344,14 +437,17 @@ impl Aspace {
         let mut g = self.counters.acquire_in(
             c,
             || lock.try_write(),
-            || lock.write(),
+            // Only when the try failed: a wait, counted here so that the
+            // uncontended hold never tests for one.
+            || {
+                let mut g = lock.write();
+                self.waited(&mut g);
+                g
+            },
             (lock as *const RwLock<CentralData>).cast(),
             true,
         );
-        let me = crate::stats::thread_token();
-        if g.hot.last != me {
-            self.handoff(&mut g, me);
-        }
+        self.note_hold(&mut g, crate::stats::thread_token());
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
@@ -671,9 +767,20 @@ mod tests {
         fn hold_as(&self, token: usize) {
             if let Mode::Central(mut g) = self.write_mode(crate::stats::op_ctx()) {
                 if g.hot.last != token {
-                    self.handoff(&mut g, token);
+                    self.contention(&mut g, token);
                 }
             }
+        }
+
+        /// One exclusive hold of the central lock by this thread, counted
+        /// as if it had `waited` (the lock taken directly, so the rule
+        /// sees only what the test says).
+        fn hold_waiting(&self, waited: bool) {
+            let mut g = self.central.lock.write();
+            if waited {
+                self.waited(&mut g);
+            }
+            self.note_hold(&mut g, crate::stats::thread_token());
         }
     }
 
@@ -750,5 +857,96 @@ mod tests {
         }
         assert!(!a.is_promoted());
         assert_eq!(a.design(), Design::AspaceCentral);
+    }
+
+    /// Real waits promote: the test holds the central lock while a worker
+    /// thread's insert finds it taken (its failed try is counted before it
+    /// blocks), PROMOTE_WAITS times. One worker, so no handoffs but its
+    /// first: the waits alone promote, at the PROMOTE_WAITS-th.
+    #[test]
+    fn waits_promote() {
+        let a = Aspace::new(Topology::Os);
+        let (go, jobs) = std::sync::mpsc::channel::<u64>();
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for v in jobs {
+                    a.insert(iv(), v).unwrap();
+                    done_tx.send(()).unwrap();
+                }
+            });
+            for v in 0..u64::from(PROMOTE_WAITS) {
+                assert!(!a.is_promoted(), "promoted after {v} waits");
+                let held = a.central.lock.write();
+                let before = a.stats().contended;
+                go.send(v).unwrap();
+                // The worker's try failed once the count moves; it is then
+                // blocked on (or about to take) the lock we hold.
+                while a.stats().contended == before {
+                    std::thread::yield_now();
+                }
+                drop(held);
+                done.recv().unwrap();
+            }
+            drop(go);
+        });
+        assert!(a.is_promoted());
+        assert_eq!(a.promotions(), 1);
+        assert_eq!(a.len(), PROMOTE_WAITS as usize);
+    }
+
+    /// Waits promote at the PROMOTE_WAITS-th within one period, whatever
+    /// the history; fewer per period never do, however many periods pass.
+    #[test]
+    #[cfg_attr(miri, ignore = "2^16 holds per period: too slow interpreted")]
+    fn rare_waits_do_not_promote() {
+        let period = PROMOTE_WAIT_PERIOD as usize;
+        let a = Aspace::new(Topology::Os);
+        // Waits every `every` holds: at most PROMOTE_WAITS - 1 in any run
+        // of PROMOTE_WAIT_PERIOD holds, for three periods.
+        let every = period / (PROMOTE_WAITS as usize - 1) + 1;
+        for k in 0..3 * period {
+            a.hold_waiting(k % every == every - 1);
+        }
+        assert!(!a.is_promoted());
+        // Straddling a period's end: from a fresh period, PROMOTE_WAITS - 1
+        // waits at its end, the last at the start of the next.
+        let holds = |a: &Aspace| a.central.lock.read().hot.holds as usize;
+        while holds(&a) != 0 {
+            a.hold_waiting(false);
+        }
+        while holds(&a) != period - PROMOTE_WAITS as usize {
+            a.hold_waiting(false);
+        }
+        for _ in 1..PROMOTE_WAITS {
+            a.hold_waiting(true);
+        }
+        a.hold_waiting(false);
+        assert_eq!(holds(&a), 0, "a new period began");
+        a.hold_waiting(true);
+        assert!(!a.is_promoted());
+        // Then PROMOTE_WAITS waits in one period promote, exactly once.
+        for _ in 1..PROMOTE_WAITS {
+            a.hold_waiting(true);
+        }
+        assert!(a.is_promoted());
+        assert_eq!(a.promotions(), 1);
+    }
+
+    /// One thread that never waits holds for many periods and never
+    /// promotes, and the waits rule is off in the central ablation.
+    #[test]
+    #[cfg_attr(miri, ignore = "2^16 holds per period: too slow interpreted")]
+    fn holds_without_waits_do_not_promote() {
+        let a = Aspace::new(Topology::Os);
+        for _ in 0..4 * PROMOTE_WAIT_PERIOD {
+            a.hold_waiting(false);
+        }
+        assert!(!a.is_promoted());
+        let c = Aspace::new_central(Topology::Os);
+        for _ in 0..2 * PROMOTE_WAITS {
+            c.hold_waiting(true);
+        }
+        assert!(!c.is_promoted());
     }
 }
