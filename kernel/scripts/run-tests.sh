@@ -294,6 +294,17 @@ if ((lockstat)); then
 			cell[ls-prom,$d]=$((p1 - p0))
 		fi
 		cell[ls-ms,$d]=${gms:--}
+		# LOCKSTAT-WARMUP <execs> <contentions> <acquisitions> <promotions>:
+		# the churn before the counters were cleared (where aspace promotes)
+		read -r _ wex wcon _ wprom < <(grep -a '^LOCKSTAT-WARMUP ' "$log" | tr -d '\r' | tail -n 1) || true
+		cell[ls-wexecs,$d]=${wex:--}
+		cell[ls-wprom,$d]=-
+		if [ -n "${wprom:-}" ] && ((wprom >= 0)); then
+			cell[ls-wprom,$d]=$wprom
+		fi
+		if [ -n "${wex:-}" ] && ((wex > 0)); then
+			cell[ls-wcpe,$d]=$(awk -v c="$wcon" -v e="$wex" 'BEGIN { printf "%.3f", c / e }')
+		fi
 		if [ -n "${ex:-}" ] && ((ex > 0)); then
 			cell[ls-cpe,$d]=$(awk -v c="$con" -v e="$ex" 'BEGIN { printf "%.3f", c / e }')
 		fi
@@ -315,7 +326,11 @@ row() { # label key
 	printf '\n'
 }
 echo
-printf '%-26s' "$tname, $(IFS=/; echo "${clist[*]:-$cpus}") vCPUs"
+if ((notests && !selftests)); then
+	printf '%-26s' "$tname" # only the lock_stat pass, which has its own vCPU count
+else
+	printf '%-26s' "$tname, $(IFS=/; echo "${clist[*]:-$cpus}") vCPUs"
+fi
 for d in "${dlist[@]}"; do printf ' %-14s' "$d"; done
 printf '\n'
 if ((!notests)); then
@@ -329,6 +344,10 @@ if ((selftests)); then
 fi
 if ((lockstat)); then
 	echo "lock_stat, exec churn at 4 vCPUs (TCG: relative figures only):"
+	row "  warm-up execs" ls-wexecs
+	row "  warm-up cont. per exec" ls-wcpe
+	row "  warm-up promotions" ls-wprom
+	echo "  then, counters cleared, the measured churn:"
 	row "  execs" ls-execs
 	row "  i_mmap contentions" ls-con
 	row "  contentions per exec" ls-cpe
