@@ -369,6 +369,29 @@ fn a_parking_lock_loses_hand_offs_to_wake_ups() {
 }
 
 #[test]
+fn a_parking_unlock_holds_the_lock_while_it_walks_the_queue() {
+    // parking_lot's unlock with parked waiters (`unpark_filter`) takes the
+    // bucket and reads the first queued threads' `ThreadData` before its
+    // callback stores the free state: the lock stays held through lines
+    // that parkers wrote last. With free transfers a hold lasts its own
+    // time; with 100 ns transfers a saturated lock's mean hold carries the
+    // bucket, the queue's head (and next) and the lock word: at least
+    // 2.5 transfers more (before: the lock word's one).
+    let h = 200.0;
+    let p = one_lock_profile(16, 400.0, h, 0, |_| 0, 1, false, LockKind::ParkingLot);
+    let mean_hold = |lat: f64| {
+        let r = run(&flat(16, lat), &p, 16);
+        let l = &r.locks[0];
+        assert!(l.sleep_ns > 0.0, "nobody parked at {lat} ns");
+        l.hold_ns / l.acquisitions as f64
+    };
+    let free = mean_hold(0.0);
+    assert!(close(free, h, 0.02), "free transfers: {free}");
+    let slow = mean_hold(100.0);
+    assert!(slow >= h + 250.0, "100 ns transfers: {slow}");
+}
+
+#[test]
 fn a_shared_line_caps_throughput_at_its_transfer_rate() {
     // Every iteration updates one reference count (no lock): the line
     // moves at most once per latency, so 64 CPUs run at about one

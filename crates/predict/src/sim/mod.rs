@@ -292,6 +292,10 @@ struct Cpu {
     osq_ready: f64,
     /// parking_lot: a fair unlock handed this waker the lock.
     handed: bool,
+    /// parking_lot: this releaser has walked the parking queue (its
+    /// bucket and `ThreadData` lines are paid); the lock word is released
+    /// when its `Release` event comes.
+    unpark_walked: bool,
 }
 
 /// One lock's state (the fields each model uses are in its module).
@@ -317,6 +321,9 @@ struct LockSt {
     next_fair: f64,
     /// parking_lot: the line of the lock's parking bucket.
     bucket_line: u32,
+    /// parking_lot: when the bucket's own lock (a `WordLock`, held while
+    /// a thread parks or an unlocker walks the queue) is next free.
+    bucket_free_at: f64,
 }
 
 #[derive(Clone, Default)]
@@ -463,6 +470,10 @@ struct Sim<'a> {
     pause_ns: f64,
     yield_ns: f64,
     futex_wake_ns: f64,
+    /// parking_lot: each simulated CPU's thread's `ThreadData` line (the
+    /// parking queue's links, its park and unpark tokens); empty without
+    /// parking_lot locks.
+    td_line: Vec<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -635,12 +646,13 @@ impl<'a> Sim<'a> {
 
     /// `c` releases its current hold's lock at `t`, when it has the lock
     /// word's line (the caller took it); returns when `c` can go on (after
-    /// the release's own cost and any wake-up it makes).
-    fn release(&mut self, c: u32, t: f64) -> f64 {
+    /// the release's own cost and any wake-up it makes), or `None` when the
+    /// release takes effect later (a `Release` event is pending).
+    fn release(&mut self, c: u32, t: f64) -> Option<f64> {
         let h = self.cur_hold(c);
         let li = h.lock as usize;
         match self.locks[li].kind {
-            LockKind::KernelRwsem => self.rwsem_release(c, li, h.write, t),
+            LockKind::KernelRwsem => Some(self.rwsem_release(c, li, h.write, t)),
             LockKind::ParkingLot => self.parking_release(c, li, h.write, t),
         }
     }
@@ -711,15 +723,17 @@ impl<'a> Sim<'a> {
                         self.push(got, c, Kind::Release);
                         return;
                     }
-                    let next = self.release(c, t);
-                    self.advance(c, next);
+                    if let Some(next) = self.release(c, t) {
+                        self.advance(c, next);
+                    }
                 } else {
                     self.advance(c, t);
                 }
             }
             Kind::Release => {
-                let next = self.release(c, t);
-                self.advance(c, next);
+                if let Some(next) = self.release(c, t) {
+                    self.advance(c, next);
+                }
             }
             Kind::Attempt => {
                 let st = self.cpus[c as usize].state;
@@ -864,6 +878,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                 spins: 0,
                 osq_ready: 0.0,
                 handed: false,
+                unpark_walked: false,
             }
         })
         .collect();
@@ -890,10 +905,24 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                 last_poller: NONE,
                 next_fair: 0.0,
                 bucket_line,
+                bucket_free_at: 0.0,
             }
         })
         .collect();
     let nlocks = locks.len();
+    // parking_lot's parking queue links each parked thread's `ThreadData`
+    // (parking_lot_core): a line per thread, written by the thread as it
+    // parks and by whoever parks behind it or unparks it.
+    let td_line: Vec<u32> = if locks.iter().any(|l| l.kind == LockKind::ParkingLot) {
+        (0..cfg.cpus)
+            .map(|_| {
+                line_kind.push(LineKind::LockWord.index() as u8);
+                (line_kind.len() - 1) as u32
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut sim = Sim {
         m,
         steps,
@@ -913,6 +942,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         pause_ns: m.pause().ns,
         yield_ns: m.yield_cost().ns,
         futex_wake_ns: m.futex_wake().ns,
+        td_line,
     };
     for li in 0..nlocks {
         let first = sim.rand01() * parking::FAIR_TIMEOUT_MAX_NS;

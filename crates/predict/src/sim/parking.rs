@@ -10,12 +10,21 @@
 //!   and tries again.
 //! * **Park.** After ten failures, or at once when a thread is already
 //!   parked: the parked bit is set on the lock word, the parking bucket's
-//!   lock taken (a line of its own), and the thread sleeps on a futex (its
-//!   entry costs a system call, taken as one `sched_yield`). If the lock is
-//!   free by then, the park is abandoned and the thread tries again.
+//!   lock taken (a line of its own, and a lock: one parker or unparker at
+//!   a time), the thread's own `ThreadData` written and linked behind the
+//!   queue's tail (the tail's `ThreadData` line: `parking_lot_core`'s
+//!   `park`), and the thread sleeps on a futex (its entry costs a system
+//!   call, taken as one `sched_yield`). If the lock is free by then, the
+//!   park is abandoned and the thread tries again.
 //! * **Unlock.** With nobody parked, a `cmpxchg` on the word. Otherwise the
 //!   unlocker takes the bucket's lock and unparks, in queue order, the
-//!   readers up to and including the first writer; it pays the wake-up
+//!   readers up to and including the first writer. A writer's unlock keeps
+//!   the lock (writer bit set) until `unpark_filter`'s callback stores the
+//!   new state, that is through the bucket, the queue's head and the
+//!   thread after it (the filter stops there) and the lock word: each a
+//!   transfer when another CPU wrote it last (since 2026-11-28; before,
+//!   the lock was free at once). Then it writes each wakee's unpark token
+//!   (its `ThreadData` line), unlocks the bucket and pays the wake-up
 //!   ([`crate::Machine::futex_wake`]), and each wakee runs `wake_ns` later.
 //!   Normally the lock is released and the wakee must win it again (a
 //!   loser parks again, at the back of the queue); but when the lock's fair
@@ -81,10 +90,20 @@ impl Sim<'_> {
             self.push(at + delay, c, Kind::Attempt);
             return;
         }
-        // Park: the parked bit (on the word, taken above), the bucket, the
-        // futex system call.
+        // Park: the parked bit (on the word, taken above), the bucket; under
+        // it (parking_lot_core's `park`) the thread writes its own
+        // `ThreadData` (key, token, queue link) and links it behind the
+        // queue's tail (the tail's `next_in_queue`); then the futex system
+        // call.
         let bucket = self.locks[li].bucket_line;
-        let parked_at = self.access(c, bucket, true, at) + self.yield_ns;
+        let from = at.max(self.locks[li].bucket_free_at);
+        let mut parked_at = self.access(c, bucket, true, from);
+        parked_at = self.access(c, self.td_line[c as usize], true, parked_at);
+        if let Some(&tail) = self.locks[li].waitq.back() {
+            parked_at = self.access(c, self.td_line[tail as usize], true, parked_at);
+        }
+        self.locks[li].bucket_free_at = parked_at;
+        parked_at += self.yield_ns;
         if self.parking_free_for(li, h.write) {
             // validate() failed: the lock is free, try again.
             self.cpus[c as usize].spins = 0;
@@ -101,10 +120,46 @@ impl Sim<'_> {
     }
 
     /// `c` releases parking_lot lock `li` at `t`; returns when `c` may go
-    /// on.
-    pub(super) fn parking_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
+    /// on, or `None` when the release takes effect at a `Release` event
+    /// pushed here.
+    pub(super) fn parking_release(
+        &mut self,
+        c: u32,
+        li: usize,
+        write: bool,
+        t: f64,
+    ) -> Option<f64> {
         // The caller took the lock word's line for the unlock's atomic.
         let line = self.locks[li].line;
+        if write && !self.locks[li].waitq.is_empty() && !self.cpus[c as usize].unpark_walked {
+            // `unlock_exclusive`'s `cmpxchg` fails on the parked bit; the slow
+            // path (`unpark_filter`) takes the bucket and reads the queue's
+            // first thread and the one after it (the filter stops there:
+            // a writer was found) *before* its callback stores the new
+            // state: the lock stays held, writer bit set, until then.
+            let from = t.max(self.locks[li].bucket_free_at);
+            let mut at = self.access(c, self.locks[li].bucket_line, true, from);
+            let head = self.locks[li].waitq[0];
+            at = self.access(c, self.td_line[head as usize], false, at);
+            if let Some(&next) = self.locks[li].waitq.get(1) {
+                at = self.access(c, self.td_line[next as usize], false, at);
+            }
+            at = self.access(c, line, true, at);
+            // The bucket stays locked until the wakee's token is written
+            // (below); until then no other thread parks or unparks.
+            self.locks[li].bucket_free_at = at;
+            if at > t {
+                let site = self.cur_hold(c).site as usize;
+                self.lock_acc[li].hold += at - t;
+                self.site_acc[site].hold += at - t;
+                let cpu = &mut self.cpus[c as usize];
+                cpu.unpark_walked = true;
+                cpu.state = CpuState::Releasing;
+                self.push(at, c, Kind::Release);
+                return None;
+            }
+        }
+        let walked = std::mem::replace(&mut self.cpus[c as usize].unpark_walked, false);
         {
             let l = &mut self.locks[li];
             if write {
@@ -112,15 +167,20 @@ impl Sim<'_> {
             } else {
                 l.readers -= 1;
                 if l.readers > 0 {
-                    return t;
+                    return Some(t);
                 }
             }
         }
         if self.locks[li].waitq.is_empty() {
-            return t;
+            return Some(t);
         }
         let bucket = self.locks[li].bucket_line;
-        let mut at = self.access(c, bucket, true, t);
+        let mut at = if walked {
+            t
+        } else {
+            let from = t.max(self.locks[li].bucket_free_at);
+            self.access(c, bucket, true, from)
+        };
         // Unpark readers up to and including the first writer.
         let mut woken = Vec::new();
         let mut writer = NONE;
@@ -137,8 +197,16 @@ impl Sim<'_> {
             let next = at + self.rand01() * FAIR_TIMEOUT_MAX_NS;
             self.locks[li].next_fair = next;
         }
-        at = self.access(c, line, true, at);
+        if !walked {
+            at = self.access(c, line, true, at);
+        }
         let wake = self.m.wake_ns;
+        for &w in &woken {
+            // Its unpark token and futex word (`unpark_lock`), in its
+            // `ThreadData`, before the bucket is unlocked.
+            at = self.access(c, self.td_line[w as usize], true, at);
+        }
+        self.locks[li].bucket_free_at = at;
         for &w in &woken {
             // A fair unlock hands the lock to the readers it woke, or to
             // the writer when it woke no reader.
@@ -157,6 +225,6 @@ impl Sim<'_> {
             cpu.gen = cpu.gen.wrapping_add(1);
             self.push(at + wake, w, Kind::Attempt);
         }
-        at + self.futex_wake_ns
+        Some(at + self.futex_wake_ns)
     }
 }
