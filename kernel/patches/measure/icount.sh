@@ -131,16 +131,17 @@ echo
 echo "guest instructions per iteration (QEMU -icount shift=0, 1 vCPU, plain config;"
 echo "median of $((runs * 3)) loops over $runs boots; spread = (max - min) / median)"
 awk '
-	{ v[$1 " " $3][++n[$1 " " $3]] = $6 }
+	# one-dimensional arrays only (v[k, i]): POSIX awk, mawk and gawk alike
+	{ k = $1 " " $3; v[k, ++n[k]] = $6 }
 	END {
 		for (k in n) {
 			m = n[k]
 			# insertion sort
-			for (i = 2; i <= m; i++) { x = v[k][i]; j = i - 1
-				while (j > 0 && v[k][j] > x) { v[k][j + 1] = v[k][j]; j-- }
-				v[k][j + 1] = x }
-			med[k] = m % 2 ? v[k][(m + 1) / 2] : (v[k][m / 2] + v[k][m / 2 + 1]) / 2
-			spread[k] = (v[k][m] - v[k][1]) / med[k] * 100
+			for (i = 2; i <= m; i++) { x = v[k, i]; j = i - 1
+				while (j > 0 && v[k, j] > x) { v[k, j + 1] = v[k, j]; j-- }
+				v[k, j + 1] = x }
+			med[k] = m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2
+			spread[k] = (v[k, m] - v[k, 1]) / med[k] * 100
 		}
 		printf "%-16s %14s %8s %7s %14s %8s %7s\n", "kernel", "mmap+munmap", "vs unp.", "spread", "exec", "vs unp.", "spread"
 		split("unpatched '"${designs//,/ }"'", order, " ")
