@@ -780,6 +780,46 @@ static int promoting_design(void)
 	       !!strstr(line, "i_mmap_design=aspace\n");
 }
 
+/* aspace's rate rule as debugfs holds it (promote_handoffs, promote_window_ns) */
+struct promote_rule {
+	long handoffs, window_ns;
+};
+
+/*
+ * Lowers aspace's rate rule to @handoffs within @window_ns, so that a
+ * test's churn promotes its files, and keeps the rule in force in
+ * @saved for restore_promote_rule().  Returns the promotions so far.
+ */
+static long lower_promote_rule(struct promote_rule *saved, long handoffs,
+			       long window_ns)
+{
+	long promotions = read_long(I_MMAP_DEBUGFS "promotions");
+	char num[32];
+
+	saved->handoffs = read_long(I_MMAP_DEBUGFS "promote_handoffs");
+	saved->window_ns = read_long(I_MMAP_DEBUGFS "promote_window_ns");
+	if (promotions < 0 || saved->handoffs < 0 || saved->window_ns < 0)
+		die("no %s{promotions,promote_handoffs,promote_window_ns}", I_MMAP_DEBUGFS);
+	snprintf(num, sizeof(num), "%ld", handoffs);
+	if (write_str(I_MMAP_DEBUGFS "promote_handoffs", num))
+		die("lower the promotion rule");
+	snprintf(num, sizeof(num), "%ld", window_ns);
+	if (write_str(I_MMAP_DEBUGFS "promote_window_ns", num))
+		die("lower the promotion rule");
+	return promotions;
+}
+
+/* Puts back the rule that lower_promote_rule() saved. */
+static void restore_promote_rule(const struct promote_rule *saved)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%ld", saved->handoffs);
+	write_str(I_MMAP_DEBUGFS "promote_handoffs", num);
+	snprintf(num, sizeof(num), "%ld", saved->window_ns);
+	write_str(I_MMAP_DEBUGFS "promote_window_ns", num);
+}
+
 static void pause_ms(int ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };

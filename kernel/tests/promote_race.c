@@ -120,24 +120,39 @@ static int check_page(struct race *r, struct arg *a, char *p, int pg,
 	return 0;
 }
 
+/*
+ * Waits for @round's churn phase and opens that round's file; -1 once
+ * the test is told to stop.
+ */
+static int open_round(struct race *r, const char *dir, int round)
+{
+	char path[256];
+	int fd;
+
+	wait_phase(r, round, CHURN);
+	if (load(&r->stop))
+		return -1;
+	file_path(path, sizeof(path), dir, round);
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		die("open %s", path);
+	return fd;
+}
+
 static int worker(void *p)
 {
 	struct arg *a = p;
 	struct race *r = a->r;
 	long stale = 0, trunc = 0, maps = 0;
-	char path[256], c;
 	int round, pg, fd, i;
+	char c;
 
 	for (round = 0;; round++) {
 		char *keep;
 
-		wait_phase(r, round, CHURN);
-		if (load(&r->stop))
-			break;
-		file_path(path, sizeof(path), a->dir, round);
-		fd = open(path, O_RDWR);
+		fd = open_round(r, a->dir, round);
 		if (fd < 0)
-			die("open %s", path);
+			break;
 		/* made before the file is promoted: the promotion moves it */
 		keep = map_file(fd, NPAGES, 0);
 		for (pg = 0; pg < NPAGES; pg++)
@@ -187,19 +202,15 @@ static int puncher(void *p)
 {
 	struct arg *a = p;
 	struct race *r = a->r;
-	char path[256], buf[PAGE];
+	char buf[PAGE];
 	long punches = 0;
 	int round, fd;
 	size_t i;
 
 	for (round = 0;; round++) {
-		wait_phase(r, round, CHURN);
-		if (load(&r->stop))
-			break;
-		file_path(path, sizeof(path), a->dir, round);
-		fd = open(path, O_RDWR);
+		fd = open_round(r, a->dir, round);
 		if (fd < 0)
-			die("open %s", path);
+			break;
 		for (i = 0; i < PAGE; i++)
 			buf[i] = pattern(PUNCHED * PAGE + i, round);
 		while (load(&r->phase) == CHURN && load(&r->round) == round) {
@@ -238,11 +249,12 @@ static void wait_count(struct race *r, int *count, int want, const char *what,
 int main(int argc, char **argv)
 {
 	int files = 40, opt, i, n = 0, round, promoted = 0;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), handoffs0, window0, p0, p1;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), p0, p1;
 	pid_t pids[MAX_WORKERS], punch;
 	struct arg a = { .cpu = 0 };
 	struct race *r;
-	char path[256], num[32];
+	struct promote_rule rule;
+	char path[256];
 	int per_cpu = ncpu <= 4 ? 2 : 1;
 
 	test_start("promote_race");
@@ -257,18 +269,11 @@ int main(int argc, char **argv)
 		die("usage: promote_race DIR [-f FILES] (FILES >= 2)");
 	if (!promoting_design())
 		test_skip("not the aspace design: nothing promotes");
-	p0 = read_long(I_MMAP_DEBUGFS "promotions");
-	handoffs0 = read_long(I_MMAP_DEBUGFS "promote_handoffs");
-	window0 = read_long(I_MMAP_DEBUGFS "promote_window_ns");
-	if (p0 < 0 || handoffs0 < 0 || window0 < 0)
-		die("no %s{promotions,promote_handoffs,promote_window_ns}", I_MMAP_DEBUGFS);
 	/*
 	 * 8 handoffs within 2 s: a file is promoted once the workers of
 	 * every CPU churn it, not at its first two links.
 	 */
-	if (write_str(I_MMAP_DEBUGFS "promote_handoffs", "8") ||
-	    write_str(I_MMAP_DEBUGFS "promote_window_ns", "2000000000"))
-		die("lower the promotion rule");
+	p0 = lower_promote_rule(&rule, 8, 2000000000L);
 
 	r = shared_alloc(sizeof(*r));
 	a.r = r;
@@ -320,10 +325,7 @@ int main(int argc, char **argv)
 		reap(pids[i], "worker");
 	reap(punch, "puncher");
 
-	snprintf(num, sizeof(num), "%ld", handoffs0);
-	write_str(I_MMAP_DEBUGFS "promote_handoffs", num);
-	snprintf(num, sizeof(num), "%ld", window0);
-	write_str(I_MMAP_DEBUGFS "promote_window_ns", num);
+	restore_promote_rule(&rule);
 
 	note("%d files, %d seen promoted while they churned (promotions %ld -> %ld); %d workers on %ld CPUs made %ld mappings; %ld punches",
 	     files, promoted, p0, read_long(I_MMAP_DEBUGFS "promotions"), n, ncpu,

@@ -153,23 +153,16 @@ int main(int argc, char **argv)
 
 	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int promote = !strcmp(name, "promotion");
-	long promotions0 = 0, handoffs0 = 0, window0 = 0;
-	char num[32];
+	struct promote_rule rule = { 0 };
+	long promotions0 = 0;
 
 	test_start(promote ? "promotion" : "truncate_race");
 	spawn_init(argv);
 	if (promote) {
 		if (!promoting_design())
 			test_skip("not the aspace design: nothing promotes");
-		promotions0 = read_long(I_MMAP_DEBUGFS "promotions");
-		handoffs0 = read_long(I_MMAP_DEBUGFS "promote_handoffs");
-		window0 = read_long(I_MMAP_DEBUGFS "promote_window_ns");
-		if (promotions0 < 0 || handoffs0 < 0 || window0 < 0)
-			die("no %s{promotions,promote_handoffs,promote_window_ns}", I_MMAP_DEBUGFS);
 		/* two handoffs within a second promote a file */
-		if (write_str(I_MMAP_DEBUGFS "promote_handoffs", "2") ||
-		    write_str(I_MMAP_DEBUGFS "promote_window_ns", "1000000000"))
-			die("lower the promotion rule");
+		promotions0 = lower_promote_rule(&rule, 2, 1000000000L);
 	}
 	while ((opt = getopt(argc, argv, "r:n:")) != -1) {
 		if (opt == 'r')
@@ -228,10 +221,7 @@ int main(int argc, char **argv)
 		check(promotions > promotions0,
 		      "no file was promoted during the churn (%ld before, %ld after)",
 		      promotions0, promotions);
-		snprintf(num, sizeof(num), "%ld", handoffs0);
-		write_str(I_MMAP_DEBUGFS "promote_handoffs", num);
-		snprintf(num, sizeof(num), "%ld", window0);
-		write_str(I_MMAP_DEBUGFS "promote_window_ns", num);
+		restore_promote_rule(&rule);
 	}
 	note("%d truncates; %d mappers on %ld CPUs made %ld mappings, saw %ld SIGBUS after a truncate; %d exec churners x %d execs",
 	     rounds, n, ncpu, r->maps, r->sigbus, churn.n, execs);
