@@ -69,7 +69,8 @@ pub(crate) fn fault_plan(mm: &Mm) -> Vec<(u64, Access)> {
     out
 }
 
-/// CPU time of the calling thread, ns.
+/// CPU time of the calling thread, ns: unlike wall time, it leaves out the
+/// time other processes on a loaded host take the CPU away.
 pub(crate) fn thread_cpu_ns() -> f64 {
     // SAFETY: timespec is plain data; clock_gettime writes one through the
     // valid pointer.

@@ -18,6 +18,7 @@ use super::events::{
     call_site, coalesce_splits, correct_holds, label_calls, median_of, pool_times, record,
     step_holds, summarise, unnest, Event,
 };
+use crate::model_exec::thread_cpu_ns;
 use mm::{CallPattern, Files, Mm, Program};
 use predict::{CpuProfile, Hold, LineKind, LockDesc, LockKind, Machine, Profile, Site, Step};
 use rmap::{Design, Topology};
@@ -92,19 +93,6 @@ fn iteration(shell: bool, mm: &Mm, prog: &Program) {
     } else {
         mm.exec_program(prog);
     }
-}
-
-/// CPU time of the calling thread, ns: unlike wall time, it leaves out the
-/// time other processes on a loaded host take the CPU away.
-fn thread_cpu_ns() -> f64 {
-    // SAFETY: timespec is plain data; clock_gettime writes one through the
-    // valid pointer.
-    let ts = unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        ts
-    };
-    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
 }
 
 /// One link and one unlink of a one-page VMA `id` on `f`'s map (two holds
