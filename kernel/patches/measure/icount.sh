@@ -120,10 +120,11 @@ for ((r = 1; r <= runs; r++)); do
 		boot "$(builddir "$t" plain)/arch/x86/boot/bzImage" "${args[@]}" >"$out/$d-$r.log"
 		# -o: the firmware's screen-clearing escapes end without a
 		# newline, so the first LOOPCOST line may not start a line
-		n=$(grep -ao 'LOOPCOST [a-z]* [0-9 ]*' "$out/$d-$r.log" | wc -l)
+		loops=$(grep -ao 'LOOPCOST [a-z]* [0-9 ]*' "$out/$d-$r.log" || true)
+		n=$(grep -c . <<<"$loops" || true)
 		((n == 6)) || die "$d: $n of 6 loops finished (log $out/$d-$r.log)"
 		# (quiet hides the design line; check-series.sh checks it)
-		grep -ao 'LOOPCOST [a-z]* [0-9 ]*' "$out/$d-$r.log" | sed "s/^/$d /" >>"$res"
+		sed "s/^/$d /" <<<"$loops" >>"$res"
 	done
 done
 
