@@ -19,7 +19,8 @@
 //!   of contention, both counted on its exclusive holds:
 //!   - *waits*, holds whose `try_lock` failed before the blocking lock:
 //!     [`PROMOTE_WAITS`] of them within a period of [`PROMOTE_WAIT_PERIOD`]
-//!     holds promote. Counted in events, not time, so the rule reads the
+//!     *contended* holds (holds that waited or handed off, below) promote.
+//!     Counted in events, not time, so the rule reads the
 //!     same on real cores, an overcommitted VM or an emulator (the kernel
 //!     port's lock_stat runs under QEMU TCG, where the rate rule below
 //!     never fires). The constants come from costs, as ski rental (see
@@ -30,12 +31,12 @@
 //!     `try_lock` almost never fails): [`PROMOTE_HANDOFFS`] within
 //!     [`PROMOTE_WINDOW_NS`] promote.
 //!
-//!   Both counts restart (a period of holds, a window of time), so a long
-//!   uncontended history cannot veto a promotion (the ratio rule that came
-//!   first could: BENCHMARKS.md). A single thread never waits and never
-//!   hands off, so it never promotes; its cost is one compare of a thread
-//!   token and one add per hold, in the line the hold already writes. The
-//!   constants are internal, not knobs.
+//!   Both counts restart (a period of contended holds, a window of time),
+//!   so a long uncontended history cannot veto a promotion (the ratio rule
+//!   that came first could: BENCHMARKS.md). A single thread never waits
+//!   and never hands off, so it never promotes; its cost is one compare of
+//!   a thread token per hold, and it writes nothing (only contended holds
+//!   are counted). The constants are internal, not knobs.
 //! * "shards per group of cores (about 8 CPUs each)", helping one-node
 //!   machines too: see the mapping below.
 //! * The outer lock with inverted meaning (modifiers shared, stable walk
@@ -108,11 +109,12 @@
 //! while the lock is handed between CPUs at a high rate, or waited for;
 //! those are exactly the signals on which aspace stops using the central
 //! line ([`PROMOTE_HANDOFFS`] handoffs within [`PROMOTE_WINDOW_NS`], or
-//! [`PROMOTE_WAITS`] waits within [`PROMOTE_WAIT_PERIOD`] holds), after which
-//! the line is only read (the mode pointer). Until then the map is, by that
-//! measure, not hot, and one line per hold is cheaper than two: the
-//! uncontended hold touches the lock word, the header and the rule's counts
-//! in one line, and the memory target above keeps its margin. What the shared
+//! [`PROMOTE_WAITS`] waits within [`PROMOTE_WAIT_PERIOD`] contended
+//! holds), after which the line is only read (the mode pointer). Until then
+//! the map is, by that measure, not hot, and one line per hold is cheaper
+//! than two: the uncontended hold touches the lock word and the header, and
+//! reads the rule's last holder, in one line, and the memory target above
+//! keeps its margin. What the shared
 //! line costs in the short time before promotion is part of the "promoted
 //! after" time measured by `--example promo` (BENCHMARKS.md).
 
@@ -127,8 +129,9 @@ use crate::{Design, Handle, Interval, LockStats, ReverseMap, RmapError, Topology
 
 /// Promotion on waits: this many exclusive holds of the central lock that
 /// could not be taken at once (the `try_lock` before the blocking lock
-/// failed) within one period of [`PROMOTE_WAIT_PERIOD`] holds promote the
-/// map. The same constant as the kernel port's `ASPACE_PROMOTE_WAITS`.
+/// failed) within one period of [`PROMOTE_WAIT_PERIOD`] contended holds
+/// promote the map. The same constant as the kernel port's
+/// `ASPACE_PROMOTE_WAITS`.
 ///
 /// Ski rental: each wait pays rent, at least a sleep and a wake-up (2.8 us:
 /// `wake_ns` 2,761 calibrated on the 16-core Xeon,
@@ -149,12 +152,19 @@ pub const PROMOTE_WAITS: u32 = 16;
 /// Promotion on waits (1 under loom, so that the models reach promotion).
 #[cfg(loom)]
 pub const PROMOTE_WAITS: u32 = 1;
-/// ... counted over periods of this many exclusive holds (the kernel's
-/// `ASPACE_HOLDS_BITS`, 2^16): a map that waits less than once in
-/// `PROMOTE_WAIT_PERIOD / PROMOTE_WAITS` (4,096) holds never promotes. Its
-/// rent is then under 1 ns a hold (2.8 us / 4,096), a tenth of the hold's
-/// own atomic (`atomic_rmw_ns` 9.1 in the same calibration), while shards
-/// would cost memory for good and a lock each per walk. A count over a
+/// ... counted over periods of this many *contended* exclusive holds (the
+/// kernel's `ASPACE_HOLDS_BITS`, 2^16): holds that waited or were a
+/// handoff (a different thread than the previous holder). A hold by the
+/// previous holder's thread that did not wait is not counted at all, so
+/// the uncontended hold writes nothing. The period forgets only waits that
+/// are rare next to the handoffs: a map that waits less than once in
+/// `PROMOTE_WAIT_PERIOD / PROMOTE_WAITS` (4,096) contended holds never
+/// promotes, and its rent is then under 1 ns per handoff (2.8 us / 4,096),
+/// small beside the cache line transfer every handoff pays anyway, while
+/// shards would cost memory for good and a lock each per walk. Uncontended
+/// holds do not dilute the waits: a map that hands off rarely but waits on
+/// most handoffs promotes at its [`PROMOTE_WAITS`]-th wait, when the rent
+/// paid has reached the price, however long that took. A count over a
 /// period, not a ratio since creation, so history cannot veto it.
 pub const PROMOTE_WAIT_PERIOD: u32 = 1 << 16;
 // `Heat::holds` is a u16 that wraps at the period's end.
@@ -196,7 +206,7 @@ struct CentralData {
 }
 
 /// The promotion rule's state: the recent-handoff window and the waits of
-/// the current period of holds.
+/// the current period of contended holds.
 #[derive(Debug, Default)]
 struct Heat {
     /// Token of the last exclusive holder's thread (0: none yet).
@@ -205,9 +215,9 @@ struct Heat {
     count: u32,
     /// Monotonic ns of the window's first handoff.
     since: u64,
-    /// Exclusive holds in the current period, modulo
-    /// [`PROMOTE_WAIT_PERIOD`] (2^16, the range of a `u16`): 0 again ends
-    /// the period.
+    /// Contended exclusive holds (waited or handed off) in the current
+    /// period, modulo [`PROMOTE_WAIT_PERIOD`] (2^16, the range of a
+    /// `u16`): 0 again begins a new period.
     holds: u16,
     /// Holds of the current period that waited.
     waits: u32,
@@ -347,52 +357,57 @@ impl Aspace {
     }
 
     /// Counts an exclusive hold of the central lock by the thread with
-    /// token `me`. The uncontended case (the same thread as last time,
-    /// inside a period) is one add and two compares; a handoff or a
-    /// period's end goes to [`Aspace::contention`]. A wait was counted
-    /// before, by [`Aspace::waited`], on the blocking path.
+    /// token `me` that did not wait. The uncontended case (the same thread
+    /// as last time) is one compare and writes nothing; a handoff, or the
+    /// map's first hold, goes to [`Aspace::contention`]. A hold that waited
+    /// was counted before, by [`Aspace::waited`] on the blocking path,
+    /// which also made `me` the last holder, so it stops at the compare.
     #[inline(always)]
     fn note_hold(&self, d: &mut CentralData, me: usize) {
-        let holds = d.hot.holds.wrapping_add(1);
-        d.hot.holds = holds;
-        if d.hot.last != me || holds == 0 {
-            self.contention(d, me);
+        if d.hot.last != me {
+            self.contention(d, me, false);
         }
     }
 
-    /// The hold just taken had to wait (its `try_write` failed): counts
-    /// the wait, and promotes at the [`PROMOTE_WAITS`]-th of the period.
-    /// Called on the blocking path only, so the uncontended hold never
-    /// tests for a wait.
+    /// The hold just taken by the thread with token `me` had to wait (its
+    /// `try_write` failed): counts it. Called on the blocking path only,
+    /// so the uncontended hold never tests for a wait.
     #[cold]
     #[inline(never)]
-    fn waited(&self, d: &mut CentralData) {
-        if !self.promotes {
-            return;
-        }
-        d.hot.waits += 1;
-        if d.hot.waits >= PROMOTE_WAITS {
-            self.promote_locked(d);
-        }
+    fn waited(&self, d: &mut CentralData, me: usize) {
+        self.contention(d, me, true);
     }
 
     /// The thread with token `me` holds the central lock exclusively, and
-    /// its hold is a handoff or ended a period of holds: starts a new
-    /// period, or counts the handoff and promotes when the window has
-    /// enough. Out of line: a single-threaded map gets here once per
-    /// period.
+    /// its hold `waited`, or is a handoff, or is the map's first: the only
+    /// holds that come here. A hold that waited or handed off is a
+    /// contended hold: it advances the period (the
+    /// [`PROMOTE_WAIT_PERIOD`]-th begins a new one, which its own wait
+    /// then counts in). Counts the wait and the handoff, and promotes at
+    /// the [`PROMOTE_WAITS`]-th wait of the period or when the handoff
+    /// window has enough. Out of line: a single-threaded map gets here
+    /// once.
     #[cold]
     #[inline(never)]
-    fn contention(&self, d: &mut CentralData, me: usize) {
-        let first = d.hot.last == 0;
-        let handoff = !first && d.hot.last != me;
+    fn contention(&self, d: &mut CentralData, me: usize, waited: bool) {
+        let handoff = d.hot.last != 0 && d.hot.last != me;
         d.hot.last = me;
+        if !self.promotes || !(waited || handoff) {
+            return;
+        }
+        d.hot.holds = d.hot.holds.wrapping_add(1);
         if d.hot.holds == 0 {
-            // PROMOTE_WAIT_PERIOD holds: a new period (a wait of this very
-            // hold was counted in the period that ends).
+            // PROMOTE_WAIT_PERIOD contended holds: a new period.
             d.hot.waits = 0;
         }
-        if !handoff || !self.promotes {
+        if waited {
+            d.hot.waits += 1;
+            if d.hot.waits >= PROMOTE_WAITS {
+                self.promote_locked(d);
+                return;
+            }
+        }
+        if !handoff {
             return;
         }
         let now = crate::stats::now_ns();
@@ -434,6 +449,7 @@ impl Aspace {
             return Mode::Sharded(s);
         }
         let lock = &self.central.lock;
+        let me = crate::stats::thread_token();
         let mut g = self.counters.acquire_in(
             c,
             || lock.try_write(),
@@ -441,13 +457,13 @@ impl Aspace {
             // uncontended hold never tests for one.
             || {
                 let mut g = lock.write();
-                self.waited(&mut g);
+                self.waited(&mut g, me);
                 g
             },
             (lock as *const RwLock<CentralData>).cast(),
             true,
         );
-        self.note_hold(&mut g, crate::stats::thread_token());
+        self.note_hold(&mut g, me);
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
@@ -766,9 +782,7 @@ mod tests {
         /// Takes the central lock as if from the thread with `token`.
         fn hold_as(&self, token: usize) {
             if let Mode::Central(mut g) = self.write_mode(crate::stats::op_ctx()) {
-                if g.hot.last != token {
-                    self.contention(&mut g, token);
-                }
+                self.note_hold(&mut g, token);
             }
         }
 
@@ -776,11 +790,26 @@ mod tests {
         /// as if it had `waited` (the lock taken directly, so the rule
         /// sees only what the test says).
         fn hold_waiting(&self, waited: bool) {
+            self.hold_by(crate::stats::thread_token(), waited);
+        }
+
+        /// One exclusive hold of the central lock as if by the thread with
+        /// `token`, counted as write_mode() counts it, as if it had
+        /// `waited`. The handoff window is then emptied, so that the
+        /// handoff rate rule (tested above) never fires and a test sees
+        /// the waits rule alone.
+        fn hold_by(&self, token: usize, waited: bool) {
             let mut g = self.central.lock.write();
             if waited {
-                self.waited(&mut g);
+                self.waited(&mut g, token);
             }
-            self.note_hold(&mut g, crate::stats::thread_token());
+            self.note_hold(&mut g, token);
+            g.hot.count = 0;
+        }
+
+        /// Contended holds in the current period.
+        fn period_holds(&self) -> usize {
+            self.central.lock.read().hot.holds as usize
         }
     }
 
@@ -895,54 +924,87 @@ mod tests {
         assert_eq!(a.len(), PROMOTE_WAITS as usize);
     }
 
-    /// Waits promote at the PROMOTE_WAITS-th within one period, whatever
-    /// the history; fewer per period never do, however many periods pass.
+    /// Waits promote at the PROMOTE_WAITS-th within one period of
+    /// contended holds, whatever the history; fewer per period never do,
+    /// however many periods pass. The contended holds here are handoffs
+    /// between two tokens (the rate rule held off by `hold_by`).
     #[test]
     #[cfg_attr(miri, ignore = "2^16 holds per period: too slow interpreted")]
     fn rare_waits_do_not_promote() {
         let period = PROMOTE_WAIT_PERIOD as usize;
         let a = Aspace::new(Topology::Os);
-        // Waits every `every` holds: at most PROMOTE_WAITS - 1 in any run
-        // of PROMOTE_WAIT_PERIOD holds, for three periods.
+        let mut k = 0usize;
+        let mut hand_off = |a: &Aspace, waited: bool| {
+            a.hold_by(1 + k % 2, waited);
+            k += 1;
+        };
+        hand_off(&a, false); // the first hold: no handoff yet
+        assert_eq!(a.period_holds(), 0);
+        // Waits every `every` handoffs: at most PROMOTE_WAITS - 1 in any
+        // run of PROMOTE_WAIT_PERIOD contended holds, for three periods.
         let every = period / (PROMOTE_WAITS as usize - 1) + 1;
-        for k in 0..3 * period {
-            a.hold_waiting(k % every == every - 1);
+        for n in 0..3 * period {
+            hand_off(&a, n % every == every - 1);
         }
         assert!(!a.is_promoted());
-        // Straddling a period's end: from a fresh period, PROMOTE_WAITS - 1
-        // waits at its end, the last at the start of the next.
-        let holds = |a: &Aspace| a.central.lock.read().hot.holds as usize;
-        while holds(&a) != 0 {
-            a.hold_waiting(false);
-        }
-        while holds(&a) != period - PROMOTE_WAITS as usize {
-            a.hold_waiting(false);
+        assert_eq!(a.period_holds(), 0, "every handoff was counted");
+        // Straddling a period's end: PROMOTE_WAITS - 1 waits at the end of
+        // one period, the last as the first hold of the next.
+        while a.period_holds() != period - PROMOTE_WAITS as usize {
+            hand_off(&a, false);
         }
         for _ in 1..PROMOTE_WAITS {
-            a.hold_waiting(true);
+            hand_off(&a, true);
         }
-        a.hold_waiting(false);
-        assert_eq!(holds(&a), 0, "a new period began");
-        a.hold_waiting(true);
+        assert_eq!(a.period_holds(), period - 1);
+        assert!(!a.is_promoted());
+        hand_off(&a, true);
+        assert_eq!(a.period_holds(), 0, "a new period began");
         assert!(!a.is_promoted());
         // Then PROMOTE_WAITS waits in one period promote, exactly once.
-        for _ in 1..PROMOTE_WAITS {
+        for _ in 2..PROMOTE_WAITS {
+            hand_off(&a, true);
+        }
+        assert!(!a.is_promoted());
+        hand_off(&a, true);
+        assert!(a.is_promoted());
+        assert_eq!(a.promotions(), 1);
+    }
+
+    /// Uncontended holds are not counted: they neither end a period nor
+    /// dilute the waits. One thread that waits once every two periods'
+    /// worth of uncontended holds promotes at its PROMOTE_WAITS-th wait;
+    /// a rule that counted every hold would have forgotten the waits.
+    #[test]
+    #[cfg_attr(miri, ignore = "2^16 holds per period: too slow interpreted")]
+    fn uncontended_holds_do_not_dilute_waits() {
+        let a = Aspace::new(Topology::Os);
+        for w in 1..=PROMOTE_WAITS as usize {
+            for _ in 0..2 * PROMOTE_WAIT_PERIOD {
+                a.hold_waiting(false);
+            }
+            assert!(!a.is_promoted(), "promoted after {} waits", w - 1);
             a.hold_waiting(true);
+            if !a.is_promoted() {
+                assert_eq!(a.period_holds(), w, "only the waits are counted");
+            }
         }
         assert!(a.is_promoted());
         assert_eq!(a.promotions(), 1);
     }
 
-    /// One thread that never waits holds for many periods and never
-    /// promotes, and the waits rule is off in the central ablation.
+    /// One thread that never waits holds for many periods, counts nothing
+    /// (the uncontended hold writes nothing) and never promotes, and the
+    /// waits rule is off in the central ablation.
     #[test]
     #[cfg_attr(miri, ignore = "2^16 holds per period: too slow interpreted")]
     fn holds_without_waits_do_not_promote() {
         let a = Aspace::new(Topology::Os);
-        for _ in 0..4 * PROMOTE_WAIT_PERIOD {
+        for _ in 0..4 * PROMOTE_WAIT_PERIOD + 7 {
             a.hold_waiting(false);
         }
         assert!(!a.is_promoted());
+        assert_eq!(a.period_holds(), 0);
         let c = Aspace::new_central(Topology::Os);
         for _ in 0..2 * PROMOTE_WAITS {
             c.hold_waiting(true);
