@@ -449,7 +449,6 @@ impl Aspace {
             return Mode::Sharded(s);
         }
         let lock = &self.central.lock;
-        let me = crate::stats::thread_token();
         let mut g = self.counters.acquire_in(
             c,
             || lock.try_write(),
@@ -457,13 +456,13 @@ impl Aspace {
             // uncontended hold never tests for one.
             || {
                 let mut g = lock.write();
-                self.waited(&mut g, me);
+                self.waited(&mut g, crate::stats::thread_token());
                 g
             },
             (lock as *const RwLock<CentralData>).cast(),
             true,
         );
-        self.note_hold(&mut g, me);
+        self.note_hold(&mut g, crate::stats::thread_token());
         match self.promoted_under_lock() {
             Some(s) => Mode::Sharded(s),
             None => Mode::Central(g),
