@@ -1,10 +1,8 @@
 //! The ordered iteration over one version, from either end.
 
-use std::iter::FusedIterator;
 use std::marker::PhantomData;
 use std::ptr;
 
-use super::entry::{EntryPin, Item, Ref};
 use super::Root;
 use crate::node::{
     bits_set, prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS,
@@ -1413,36 +1411,6 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         self.fr.mask = 0;
     }
 }
-
-impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
-    type Item = Item<'s, T, S>;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
-        let raw = self.next_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive
-        // (the Reader's pin, which 's borrows).
-        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
-    }
-
-    #[inline]
-    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
-        self.fold_raw(init, |acc, raw| {
-            // SAFETY: as in `next`.
-            f(acc, unsafe { Ref::item(EntryPin::Borrowed, raw) })
-        })
-    }
-}
-
-impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let raw = self.next_back_raw()?;
-        // SAFETY: as in `next`.
-        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
-    }
-}
-
-impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
 /// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_parents`]):
 /// hands `f` every entry of the leaf's slots `from..`, in order; slot
