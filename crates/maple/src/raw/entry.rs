@@ -757,3 +757,36 @@ impl<T, S: Repr<T>> fmt::Debug for Entries<'_, T, S> {
         f.debug_struct("Entries").finish_non_exhaustive()
     }
 }
+
+// A `Reader`'s iterator ([`Iter`], `raw::iter`) yields the items defined
+// here; its `Iterator` impls live here, so that `raw::iter` depends on
+// nothing in this module (this module builds `Entries` on `Iter`).
+impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
+    type Item = Item<'s, T, S>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let raw = self.next_raw()?;
+        // SAFETY: the value lives as long as the version 's keeps alive
+        // (the Reader's pin, which 's borrows).
+        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
+    }
+
+    #[inline]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        self.fold_raw(init, |acc, raw| {
+            // SAFETY: as in `next`.
+            f(acc, unsafe { Ref::item(EntryPin::Borrowed, raw) })
+        })
+    }
+}
+
+impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let raw = self.next_back_raw()?;
+        // SAFETY: as in `next`.
+        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
+    }
+}
+
+impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}

@@ -1,10 +1,8 @@
 //! The ordered iteration over one version, from either end.
 
-use std::iter::FusedIterator;
 use std::marker::PhantomData;
 use std::ptr;
 
-use super::entry::{EntryPin, Item, Ref};
 use super::Root;
 use crate::node::{
     bits_set, prefetch_node, slot_in, Internal, Leaf, NodePtr, INT_SLOTS, LEAF_SLOTS,
@@ -754,6 +752,32 @@ impl Drop for AbortOnUnwind {
 #[inline(always)]
 fn cold_path() {}
 
+/// Uses `x` here, at no cost: an empty `asm!` block that takes `x` in a
+/// register (and emits nothing but a comment), so that the compiler keeps
+/// `x` alive up to this point. Steers one register choice (x86-64 only;
+/// elsewhere, and under Miri, which runs no `asm!`, it does nothing).
+///
+/// Why: the step's `m & (m - 1)` (see [`Cursor::mask`]) is `lea` into a
+/// second register, then `and` of the two, an instruction that overwrites
+/// one of its operands. LLVM picks the one that has no other use (`m - 1`),
+/// and the loop then needs its mask back in the register the loop carries
+/// it in: one `mov` an entry (`BENCHMARKS.md`, fifth pass). A use of
+/// `m - 1` past the `and`, on the leaf's end path (where the value is dead
+/// anyway, and its register is reused at once), makes the `and` overwrite
+/// the mask's register instead: the `mov` goes, nothing is added.
+#[inline(always)]
+fn keep_alive(x: u32) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: the asm block is empty (a comment): it reads and writes no
+    // memory, no register other than its input, which it only reads, and
+    // keeps the flags and the stack, as its options say.
+    unsafe {
+        std::arch::asm!("/* {0:e} */", in(reg) x, options(nomem, nostack, preserves_flags))
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = x;
+}
+
 /// How many of the first children of `par` (`pn >= 1` children, the last
 /// ending at `phi`) end below `hi`. The stored pivots increase and the
 /// unused ones are `u64::MAX`, so the children before the first pivot at or
@@ -1217,6 +1241,8 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 break rest.trailing_zeros() as usize;
             }
             cold_path();
+            // (No cost: it steers the step's registers, see `keep_alive`.)
+            keep_alive(f.mask.wrapping_sub(1));
             let ends = &mut *self.ends;
             let j = ends.pidx + 1;
             if j < ends.sib_end {
@@ -1385,36 +1411,6 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
         self.fr.mask = 0;
     }
 }
-
-impl<'s, T, S: Repr<T>> Iterator for Iter<'s, T, S> {
-    type Item = Item<'s, T, S>;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
-        let raw = self.next_raw()?;
-        // SAFETY: the value lives as long as the version 's keeps alive
-        // (the Reader's pin, which 's borrows).
-        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
-    }
-
-    #[inline]
-    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
-        self.fold_raw(init, |acc, raw| {
-            // SAFETY: as in `next`.
-            f(acc, unsafe { Ref::item(EntryPin::Borrowed, raw) })
-        })
-    }
-}
-
-impl<'s, T, S: Repr<T>> DoubleEndedIterator for Iter<'s, T, S> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let raw = self.next_back_raw()?;
-        // SAFETY: as in `next`.
-        Some(unsafe { Ref::item(EntryPin::Borrowed, raw) })
-    }
-}
-
-impl<T, S: Repr<T>> FusedIterator for Iter<'_, T, S> {}
 
 /// The unchecked scan of a fold ([`Iter::fold_raw`], [`Iter::fold_parents`]):
 /// hands `f` every entry of the leaf's slots `from..`, in order; slot
