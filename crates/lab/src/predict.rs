@@ -155,6 +155,53 @@ pub struct PredictArgs {
     /// built into this binary.
     #[arg(long)]
     pub model_share: Option<PathBuf>,
+    /// Overlap the transfers of lines a CPU touches independently (a hold's
+    /// written lines, a touch's locked updates) by the simulated machine's
+    /// calibrated factors (`line_overlap`, `rmw_overlap` of `aspace
+    /// calibrate`); a description without them stays serial. Without this
+    /// flag every transfer is serial.
+    #[arg(long)]
+    pub overlap: bool,
+    /// With --overlap: take the factors from this calibration instead (a
+    /// stand-in where the target's own calibration lacks them: the output
+    /// names the file and its host).
+    #[arg(long, requires = "overlap")]
+    pub overlap_from: Option<PathBuf>,
+}
+
+/// Applies `--overlap` / `--overlap-from` to the simulated machine `m`:
+/// without `--overlap` its factors are dropped (every transfer serial);
+/// with `--overlap-from` they are replaced by that calibration's, and the
+/// sources say so.
+pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
+    if !a.overlap {
+        m.line_overlap = None;
+        m.rmw_overlap = None;
+        return Ok(());
+    }
+    if let Some(f) = &a.overlap_from {
+        let from = Machine::load(f).map_err(|e| e.to_string())?;
+        if from.line_overlap.is_none() && from.rmw_overlap.is_none() {
+            return Err(format!(
+                "--overlap-from: {} has no line_overlap or rmw_overlap (calibrated before they were measured)",
+                f.display()
+            ));
+        }
+        m.line_overlap = from.line_overlap;
+        m.rmw_overlap = from.rmw_overlap;
+        for k in ["line_overlap", "rmw_overlap"] {
+            let src = from.sources.get(k).cloned().unwrap_or_default();
+            m.sources.insert(
+                k.into(),
+                format!(
+                    "STAND-IN, not measured on this machine: from {} ({}): {src}",
+                    f.display(),
+                    from.description
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One design's predicted curve.
@@ -636,6 +683,9 @@ pub fn simulate_all(
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
                 cfg.first_cpu = first;
+                // The machine's overlap factors where it has them (see
+                // `overlap_arg`: without --overlap they are dropped).
+                cfg.overlap = true;
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
@@ -867,6 +917,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         return Ok(());
     }
     let mut m = machine_arg(&a.machine)?;
+    overlap_arg(&a, &mut m)?;
     if let Some(ns) = a.model_exec_ns {
         m.model_exec_ns = Some(ns);
         // Timed here with --binary, as given for the target.
