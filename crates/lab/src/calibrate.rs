@@ -345,8 +345,10 @@ fn line_overlap(a: usize, b: usize, rounds: usize) -> Option<Overlap> {
             _ => {
                 for &i in &order {
                     // Relaxed: a locked add on x86 whatever the ordering;
-                    // what is timed is the transfer each one needs.
-                    lines[i].0.fetch_add(0, Ordering::Relaxed);
+                    // what is timed is the transfer each one needs. An add
+                    // of 1, not 0: LLVM may lower an idempotent RMW to a
+                    // fenced load, which would not take the line.
+                    lines[i].0.fetch_add(1, Ordering::Relaxed);
                 }
                 std::sync::atomic::fence(Ordering::SeqCst);
             }
