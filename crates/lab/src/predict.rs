@@ -167,13 +167,26 @@ pub struct PredictArgs {
     /// names the file and its host).
     #[arg(long, requires = "overlap")]
     pub overlap_from: Option<PathBuf>,
+    /// With --overlap: a hold's written tree nodes stay in its serial chain
+    /// too; only its other written lines overlap (a bracket: the recording
+    /// does not say which written nodes the walk loaded first).
+    #[arg(long, requires = "overlap")]
+    pub overlap_serial_tree: bool,
 }
+
+/// `--overlap-serial-tree` of this run ([`SimConfig::serial_tree`] of
+/// every simulation [`simulate_all`] makes).
+static OVERLAP_SERIAL_TREE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// Applies `--overlap` / `--overlap-from` to the simulated machine `m`:
 /// without `--overlap` its factors are dropped (every transfer serial);
 /// with `--overlap-from` they are replaced by that calibration's, and the
 /// sources say so.
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
+    // Relaxed: set once before any simulation thread is spawned (the spawn
+    // orders it before their reads).
+    OVERLAP_SERIAL_TREE.store(a.overlap_serial_tree, Ordering::Relaxed);
     if !a.overlap {
         m.line_overlap = None;
         m.rmw_overlap = None;
@@ -686,6 +699,8 @@ pub fn simulate_all(
                 // The machine's overlap factors where it has them (see
                 // `overlap_arg`: without --overlap they are dropped).
                 cfg.overlap = true;
+                // Relaxed: see `overlap_arg`.
+                cfg.serial_tree = OVERLAP_SERIAL_TREE.load(Ordering::Relaxed);
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),

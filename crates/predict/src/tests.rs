@@ -573,6 +573,19 @@ fn independent_writes_overlap_by_the_calibrated_factor_and_walks_stay_serial() {
     let (w, r) = holds(true);
     assert!(within(w, 425.0), "overlapped writer's hold {w}");
     assert!(within(r, 1100.0), "walker's hold {r} must stay serial");
+    // The bracket: written tree lines stay in the chain too.
+    let mut cfg = SimConfig::new(2);
+    cfg.duration_ns = 2e7;
+    cfg.warmup_ns = 2e6;
+    cfg.overlap = true;
+    cfg.serial_tree = true;
+    let h = mean_holds(&simulate(&m, &p, &cfg).unwrap());
+    let w = h
+        .iter()
+        .find(|(n, _)| n == Site::MmapLink.name())
+        .unwrap()
+        .1;
+    assert!(within(w, 1100.0), "tree lines kept serial: {w}");
 }
 
 #[test]

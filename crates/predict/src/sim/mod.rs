@@ -131,6 +131,12 @@ pub struct SimConfig {
     /// a description without the factors, every transfer is serial (the
     /// charge before they were measured), and the answer is the same.
     pub overlap: bool,
+    /// With `overlap`: a hold's written tree lines stay in its serial chain
+    /// too, and only its other written lines (the lab's counters, a lock
+    /// word's line written as data) overlap. A bracket, not a second
+    /// model: the recording keeps one entry a line, so it does not say
+    /// which written nodes the walk loaded first (see `sim/lines.rs`).
+    pub serial_tree: bool,
 }
 
 impl SimConfig {
@@ -146,6 +152,7 @@ impl SimConfig {
             packed: false,
             first_cpu: 0,
             overlap: false,
+            serial_tree: false,
         }
     }
 }
@@ -483,6 +490,8 @@ struct Sim<'a> {
     /// written lines, a touch's written lines (1: serial).
     hold_overlap: f64,
     touch_overlap: f64,
+    /// [`SimConfig::serial_tree`].
+    serial_tree: bool,
     /// parking_lot: each simulated CPU's thread's `ThreadData` line (the
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
@@ -652,7 +661,19 @@ impl<'a> Sim<'a> {
                 let l = self.line_ids[i as usize];
                 at = self.access(c, l, false, at);
             }
-            at = self.access_overlapped(c, h.w_first, h.w_end, at, self.hold_overlap);
+            let mut first = h.w_first;
+            if self.serial_tree {
+                // The bracket: written tree lines first, in the chain (the
+                // compiled hold lists them before its other written lines).
+                while first < h.w_end
+                    && self.line_kind[self.line_ids[first as usize] as usize]
+                        == LineKind::Tree.index() as u8
+                {
+                    at = self.access(c, self.line_ids[first as usize], true, at);
+                    first += 1;
+                }
+            }
+            at = self.access_overlapped(c, first, h.w_end, at, self.hold_overlap);
         } else {
             for i in h.w_first..h.w_end {
                 let l = self.line_ids[i as usize];
@@ -870,7 +891,17 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                     Step::Hold(h) => {
                         let lock_line = profile.locks[h.lock as usize].line;
                         let w_first = line_ids.len() as u32;
-                        line_ids.extend(h.written.iter().filter(|&&l| l != lock_line));
+                        let written = || h.written.iter().filter(|&&l| l != lock_line);
+                        if cfg.overlap && cfg.serial_tree {
+                            // Written tree lines first (`serial_tree` takes
+                            // them as a prefix); otherwise the recording's
+                            // order, as before the overlap.
+                            let tree = LineKind::Tree.index() as u8;
+                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] == tree));
+                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] != tree));
+                        } else {
+                            line_ids.extend(written());
+                        }
                         let w_end = line_ids.len() as u32;
                         line_ids.extend(h.read.iter().filter(|&&l| l != lock_line));
                         CHold {
@@ -1020,6 +1051,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         } else {
             1.0
         },
+        serial_tree: cfg.serial_tree,
         td_line,
     };
     for li in 0..nlocks {
