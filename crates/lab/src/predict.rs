@@ -1291,7 +1291,35 @@ pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
             m.name
         ));
     }
+    out.push(transfer_rule(m));
     out
+}
+
+/// How this run charges line transfers, for the output: serial, or the
+/// overlap factors with their sources (which say STAND-IN where
+/// `--overlap-from` supplied them).
+fn transfer_rule(m: &Machine) -> String {
+    if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
+        return "line transfers: serial, one at a time (no --overlap, or the machine has no line_overlap / rmw_overlap)".into();
+    }
+    let f = |v: Option<f64>, k: &str| match v {
+        Some(v) => format!(
+            "{k} {v:.3} ({})",
+            m.sources.get(k).map_or("no source", String::as_str)
+        ),
+        None => format!("{k}: none, serial"),
+    };
+    // Relaxed: see `overlap_arg`.
+    let tree = if OVERLAP_SERIAL_TREE.load(Ordering::Relaxed) {
+        "; written tree nodes stay serial (--overlap-serial-tree)"
+    } else {
+        ""
+    };
+    format!(
+        "line transfers overlap (--overlap): {}; {}{tree}",
+        f(m.line_overlap, "line_overlap"),
+        f(m.rmw_overlap, "rmw_overlap")
+    )
 }
 
 #[cfg(test)]
@@ -1325,6 +1353,22 @@ pub(crate) mod tests {
             points: vec![point(16, per_s)],
             bound_per_s: vec![bound],
         }
+    }
+
+    /// The output says how transfers were charged: serial without factors;
+    /// with them, each factor and its source (a stand-in named as such).
+    #[test]
+    fn the_output_names_the_transfer_rule_and_a_stand_in() {
+        let mut m = Machine::by_name("device-16").unwrap();
+        assert!(transfer_rule(&m).starts_with("line transfers: serial"));
+        m.line_overlap = Some(0.033);
+        m.sources.insert(
+            "line_overlap".into(),
+            "STAND-IN, not measured on this machine: from h.json".into(),
+        );
+        let r = transfer_rule(&m);
+        assert!(r.contains("line_overlap 0.033 (STAND-IN"), "{r}");
+        assert!(r.contains("rmw_overlap: none, serial"), "{r}");
     }
 
     /// One answer per page: this run's figures labelled as predictions,
@@ -1366,6 +1410,7 @@ pub(crate) mod tests {
         assert!(text.contains("3.00") && !text.contains(">= 3.00"));
         assert!(text.contains("<= 15.00"), "the bound, at most");
         assert!(text.contains("CAVEAT: recorded on a busy host"));
+        assert!(text.contains("assumed: line transfers: serial"), "{text}");
         assert!(text.contains("STORED validation, not this run"));
         assert!(text.contains("2026-11-27") && text.contains("abc1234"));
         assert!(!text.contains("validation of these predictions"));
