@@ -7,6 +7,9 @@
 //!   chosen binary.
 //! * A cache line's transfer latency between two CPUs (ping-pong on one
 //!   atomic, half the round trip), and an uncontended atomic RMW.
+//! * How far one CPU's transfers of independent lines overlap (stores and
+//!   locked RMWs to lines another CPU just wrote, against a pointer chase
+//!   through the same lines): `line_overlap`, `rmw_overlap`.
 //! * A sleeping waiter's wake-up (mutex + condvar ping-pong, half the round
 //!   trip).
 //! * CPUs and nodes from the OS; the clock from `/proc/cpuinfo`.
@@ -245,6 +248,140 @@ mod crossbeam_line {
     #[repr(align(128))]
     #[derive(Default)]
     pub struct Padded(pub AtomicU64);
+}
+
+/// Lines of the overlap measurement ([`line_overlap`]).
+const OVERLAP_LINES: usize = 32;
+
+/// One line of the overlap measurement, on a 128-byte block of its own (the
+/// adjacent-line prefetcher pairs 64-byte lines; nothing else shares it).
+#[repr(align(128))]
+#[derive(Default)]
+struct OverlapLine(AtomicU64);
+
+/// What [`line_overlap`] measured, per line, ns: the extra time over the
+/// same accesses to lines the measuring CPU already owns.
+#[derive(Clone, Copy, Debug)]
+struct Overlap {
+    /// A pointer chase: each load's address comes from the line before.
+    dependent: f64,
+    /// Plain stores to the same lines, addresses known in advance, in the
+    /// same order; timed to the fence that waits for all of them.
+    stores: f64,
+    /// Locked `fetch_add`s to the same lines, addresses known in advance.
+    rmws: f64,
+}
+
+/// How far one CPU's transfers of independent lines overlap (memory-level
+/// parallelism): CPU `a` writes [`OVERLAP_LINES`] lines, then CPU `b`
+/// (a) follows them as a linked list in a random order (each load's address
+/// is the value the previous load returned: one transfer after another),
+/// (b) stores to them in the same order from an index it holds locally, or
+/// (c) `fetch_add`s them so. Each is timed again at once, the lines now
+/// `b`'s own, and the difference over the lines is the transfer's share;
+/// the median over `rounds` rounds (a round per access kind in turn).
+/// None with one CPU or when a chase moved nothing measurable.
+fn line_overlap(a: usize, b: usize, rounds: usize) -> Option<Overlap> {
+    if a == b {
+        return None;
+    }
+    let k = OVERLAP_LINES;
+    // A random cyclic order (xorshift, fixed seed): line order[i] links to
+    // order[i + 1].
+    let mut order: Vec<usize> = (0..k).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..k).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let mut next = vec![0u64; k];
+    for i in 0..k {
+        next[order[i]] = order[(i + 1) % k] as u64;
+    }
+    let lines: Arc<Vec<OverlapLine>> = Arc::new((0..k).map(|_| OverlapLine::default()).collect());
+    let flag = Arc::new(crossbeam_line::Padded::default());
+    let (l2, f2) = (lines.clone(), flag.clone());
+    let writer = std::thread::spawn(move || {
+        pin(a);
+        for r in 0..rounds as u64 + 1 {
+            // Acquire: b's accesses of the previous round are done.
+            while f2.0.load(Ordering::Acquire) != 2 * r {
+                if f2.0.load(Ordering::Relaxed) == u64::MAX {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+            for (i, l) in l2.iter().enumerate() {
+                // Relaxed: the flag's Release below publishes these stores.
+                l.0.store(next[i], Ordering::Relaxed);
+            }
+            f2.0.store(2 * r + 1, Ordering::Release);
+        }
+    });
+    pin(b);
+    let timed = |kind: usize| -> f64 {
+        let t = Instant::now();
+        match kind {
+            0 => {
+                let mut at = order[0];
+                for _ in 0..k {
+                    // Relaxed: the value is the next address; the chase's
+                    // order is its data dependence, not a fence.
+                    at = lines[at].0.load(Ordering::Relaxed) as usize;
+                }
+                std::hint::black_box(at);
+            }
+            1 => {
+                for &i in &order {
+                    // Relaxed stores; the SeqCst fence below waits for all
+                    // of them to reach the cache (an `mfence` drains the
+                    // store buffer, so every line must have been taken).
+                    lines[i].0.store(i as u64 ^ 1, Ordering::Relaxed);
+                }
+                std::sync::atomic::fence(Ordering::SeqCst);
+            }
+            _ => {
+                for &i in &order {
+                    // Relaxed: a locked add on x86 whatever the ordering;
+                    // what is timed is the transfer each one needs. An add
+                    // of 1, not 0: LLVM may lower an idempotent RMW to a
+                    // fenced load, which would not take the line.
+                    lines[i].0.fetch_add(1, Ordering::Relaxed);
+                }
+                std::sync::atomic::fence(Ordering::SeqCst);
+            }
+        }
+        t.elapsed().as_nanos() as f64
+    };
+    let mut per = [Vec::new(), Vec::new(), Vec::new()];
+    for r in 0..rounds as u64 {
+        let mut spins = 0u64;
+        while flag.0.load(Ordering::Acquire) != 2 * r + 1 {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins > 2_000_000_000 {
+                flag.0.store(u64::MAX, Ordering::Relaxed);
+                let _ = writer.join();
+                return None;
+            }
+        }
+        let kind = (r % 3) as usize;
+        let remote = timed(kind);
+        let local = timed(kind);
+        // The stores overwrote the links; the writer rewrites them before
+        // the next round.
+        per[kind].push((remote - local) / k as f64);
+        flag.0.store(2 * r + 2, Ordering::Release);
+    }
+    writer.join().ok()?;
+    let [dep, st, rmw] = per.map(median);
+    (dep > 0.5).then_some(Overlap {
+        dependent: dep,
+        stores: st.max(0.0),
+        rmws: rmw.max(0.0),
+    })
 }
 
 /// ns per uncontended `fetch_add` on a line this CPU owns.
@@ -667,6 +804,13 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     // throughout measures the hardware rather than the scheduler.
     let pairs = pair_latency_ns(cpus as usize, n(50.0) as usize);
     restore_affinity(&all_cpus);
+    restore_affinity(&all_cpus);
+    let overlap = if cpus > 1 {
+        line_overlap(0, 1, n(600.0).max(30) as usize)
+    } else {
+        None
+    };
+    restore_affinity(&all_cpus);
     let rmw = atomic_rmw_ns(n(5_000_000.0), 5);
     let wake = park_wake_ns(cpus as usize, n(200.0) as usize);
     restore_affinity(&all_cpus);
@@ -727,6 +871,22 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         "atomic_rmw_ns".into(),
         measured("uncontended SeqCst fetch_add loop (fastest of 5)"),
     );
+    if let Some(o) = overlap {
+        let how = format!(
+            "CPU 1 accesses {OVERLAP_LINES} lines (one per 128 bytes) just written by CPU 0, in a random order, each kind timed again at once on the lines it now owns and the difference taken, median of the rounds: a pointer chase (each load's address loaded from the line before) {:.1} ns a line, stores with addresses known in advance (to the fence that waits for them) {:.1} ns, locked fetch_adds {:.1} ns",
+            o.dependent, o.stores, o.rmws
+        );
+        sources.insert(
+            "line_overlap".into(),
+            measured(&format!("the stores' cost a line over the chase's ({how})")),
+        );
+        sources.insert(
+            "rmw_overlap".into(),
+            measured(&format!(
+                "the fetch_adds' cost a line over the chase's ({how})"
+            )),
+        );
+    }
     sources.insert(
         "wake_ns".into(),
         match wake {
@@ -838,6 +998,8 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         yield_ns: Some(yield_cost.max(1.0)),
         futex_wake_ns: wake.map(|w| w.0.max(1.0)),
         speed_by_cpus: speed,
+        line_overlap: overlap.map(|o| (o.stores / o.dependent).clamp(0.01, 2.0)),
+        rmw_overlap: overlap.map(|o| (o.rmws / o.dependent).clamp(0.01, 2.0)),
         busy_share: busy,
         sources,
     };
@@ -859,6 +1021,7 @@ pub fn text(m: &Machine) -> String {
          fork + exec + wait of the chosen binary: {:.0} us CPU/iteration\n\
          the model's exec without a reverse map, one thread: {}\n\
          cache-line transfer (ping-pong):  {:.0} ns\n\
+         independent transfers (stores / locked RMWs), each over a dependent one: {} / {}\n\
          uncontended atomic RMW:           {:.1} ns\n\
          pause / sched_yield:              {:.1} / {:.0} ns\n\
          wake-up of a parked thread:       {:.0} ns (the waker's unpark: {:.0} ns)\n\
@@ -874,6 +1037,10 @@ pub fn text(m: &Machine) -> String {
         m.model_exec_ns
             .map_or("not measured".to_owned(), |ns| format!("{:.1} us CPU/iteration", ns / 1e3)),
         m.latency_ns.same_llc,
+        m.line_overlap
+            .map_or("not measured".to_owned(), |f| format!("{f:.2}")),
+        m.rmw_overlap
+            .map_or("not measured".to_owned(), |f| format!("{f:.2}")),
         m.atomic_rmw_ns,
         m.pause().ns,
         m.yield_cost().ns,

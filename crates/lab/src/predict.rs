@@ -155,6 +155,66 @@ pub struct PredictArgs {
     /// built into this binary.
     #[arg(long)]
     pub model_share: Option<PathBuf>,
+    /// Overlap the transfers of lines a CPU touches independently (a hold's
+    /// written lines, a touch's locked updates) by the simulated machine's
+    /// calibrated factors (`line_overlap`, `rmw_overlap` of `aspace
+    /// calibrate`); a description without them stays serial. Without this
+    /// flag every transfer is serial.
+    #[arg(long)]
+    pub overlap: bool,
+    /// With --overlap: take the factors from this calibration instead (a
+    /// stand-in where the target's own calibration lacks them: the output
+    /// names the file and its host).
+    #[arg(long, requires = "overlap")]
+    pub overlap_from: Option<PathBuf>,
+    /// With --overlap: a hold's written tree nodes stay in its serial chain
+    /// too; only its other written lines overlap (a bracket: the recording
+    /// does not say which written nodes the walk loaded first).
+    #[arg(long, requires = "overlap")]
+    pub overlap_serial_tree: bool,
+}
+
+/// `--overlap-serial-tree` of this run ([`SimConfig::serial_tree`] of
+/// every simulation [`simulate_all`] makes).
+static OVERLAP_SERIAL_TREE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Applies `--overlap` / `--overlap-from` to the simulated machine `m`:
+/// without `--overlap` its factors are dropped (every transfer serial);
+/// with `--overlap-from` they are replaced by that calibration's, and the
+/// sources say so.
+pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
+    // Relaxed: set once before any simulation thread is spawned (the spawn
+    // orders it before their reads).
+    OVERLAP_SERIAL_TREE.store(a.overlap_serial_tree, Ordering::Relaxed);
+    if !a.overlap {
+        m.line_overlap = None;
+        m.rmw_overlap = None;
+        return Ok(());
+    }
+    if let Some(f) = &a.overlap_from {
+        let from = Machine::load(f).map_err(|e| e.to_string())?;
+        if from.line_overlap.is_none() && from.rmw_overlap.is_none() {
+            return Err(format!(
+                "--overlap-from: {} has no line_overlap or rmw_overlap (calibrated before they were measured)",
+                f.display()
+            ));
+        }
+        m.line_overlap = from.line_overlap;
+        m.rmw_overlap = from.rmw_overlap;
+        for k in ["line_overlap", "rmw_overlap"] {
+            let src = from.sources.get(k).cloned().unwrap_or_default();
+            m.sources.insert(
+                k.into(),
+                format!(
+                    "STAND-IN, not measured on this machine: from {} ({}): {src}",
+                    f.display(),
+                    from.description
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One design's predicted curve.
@@ -636,6 +696,11 @@ pub fn simulate_all(
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
                 cfg.first_cpu = first;
+                // The machine's overlap factors where it has them (see
+                // `overlap_arg`: without --overlap they are dropped).
+                cfg.overlap = true;
+                // Relaxed: see `overlap_arg`.
+                cfg.serial_tree = OVERLAP_SERIAL_TREE.load(Ordering::Relaxed);
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
@@ -867,6 +932,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         return Ok(());
     }
     let mut m = machine_arg(&a.machine)?;
+    overlap_arg(&a, &mut m)?;
     if let Some(ns) = a.model_exec_ns {
         m.model_exec_ns = Some(ns);
         // Timed here with --binary, as given for the target.
@@ -1225,7 +1291,35 @@ pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
             m.name
         ));
     }
+    out.push(transfer_rule(m));
     out
+}
+
+/// How this run charges line transfers, for the output: serial, or the
+/// overlap factors with their sources (which say STAND-IN where
+/// `--overlap-from` supplied them).
+fn transfer_rule(m: &Machine) -> String {
+    if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
+        return "line transfers: serial, one at a time (no --overlap, or the machine has no line_overlap / rmw_overlap)".into();
+    }
+    let f = |v: Option<f64>, k: &str| match v {
+        Some(v) => format!(
+            "{k} {v:.3} ({})",
+            m.sources.get(k).map_or("no source", String::as_str)
+        ),
+        None => format!("{k}: none, serial"),
+    };
+    // Relaxed: see `overlap_arg`.
+    let tree = if OVERLAP_SERIAL_TREE.load(Ordering::Relaxed) {
+        "; written tree nodes stay serial (--overlap-serial-tree)"
+    } else {
+        ""
+    };
+    format!(
+        "line transfers overlap (--overlap): {}; {}{tree}",
+        f(m.line_overlap, "line_overlap"),
+        f(m.rmw_overlap, "rmw_overlap")
+    )
 }
 
 #[cfg(test)]
@@ -1259,6 +1353,22 @@ pub(crate) mod tests {
             points: vec![point(16, per_s)],
             bound_per_s: vec![bound],
         }
+    }
+
+    /// The output says how transfers were charged: serial without factors;
+    /// with them, each factor and its source (a stand-in named as such).
+    #[test]
+    fn the_output_names_the_transfer_rule_and_a_stand_in() {
+        let mut m = Machine::by_name("device-16").unwrap();
+        assert!(transfer_rule(&m).starts_with("line transfers: serial"));
+        m.line_overlap = Some(0.033);
+        m.sources.insert(
+            "line_overlap".into(),
+            "STAND-IN, not measured on this machine: from h.json".into(),
+        );
+        let r = transfer_rule(&m);
+        assert!(r.contains("line_overlap 0.033 (STAND-IN"), "{r}");
+        assert!(r.contains("rmw_overlap: none, serial"), "{r}");
     }
 
     /// One answer per page: this run's figures labelled as predictions,
@@ -1300,6 +1410,7 @@ pub(crate) mod tests {
         assert!(text.contains("3.00") && !text.contains(">= 3.00"));
         assert!(text.contains("<= 15.00"), "the bound, at most");
         assert!(text.contains("CAVEAT: recorded on a busy host"));
+        assert!(text.contains("assumed: line transfers: serial"), "{text}");
         assert!(text.contains("STORED validation, not this run"));
         assert!(text.contains("2026-11-27") && text.contains("abc1234"));
         assert!(!text.contains("validation of these predictions"));

@@ -481,6 +481,28 @@ fn negative_numbers_get_range_errors() {
 }
 
 #[test]
+fn overlap_from_a_calibration_without_the_item_is_refused() {
+    // The device's survey calibration predates the overlap measurement.
+    let old = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results/device-16-survey/calib.json"
+    );
+    refused(
+        &[
+            "predict",
+            "--machine",
+            "device-16",
+            "--overlap",
+            "--overlap-from",
+            old,
+        ],
+        None,
+        "has no line_overlap or rmw_overlap",
+    );
+    refused(&["predict", "--overlap-from", old], None, "--overlap");
+}
+
+#[test]
 fn replay_refuses_zero_repeats_and_an_empty_maps_file() {
     refused(
         &["replay", s(&trace()), "--repeat", "0"],

@@ -24,6 +24,7 @@
 //! | line-transfer latency by distance | [`Machine::latency_ns`]: measured by `aspace calibrate` (ping-pong) or a cited public figure |
 //! | per-CPU speed with `P` CPUs busy | [`Machine::speed_by_cpus`]: measured by `aspace calibrate`; 1 where not measured (listed as an assumption) |
 //! | wake-up latency, the waker's cost, `pause`, `sched_yield` | [`Machine::wake_ns`], [`Machine::futex_wake`], [`Machine::pause`], [`Machine::yield_cost`]: measured by `aspace calibrate`, else the documented assumptions [`machine::ASSUMED_PAUSE_CYCLES`], [`machine::ASSUMED_YIELD_NS`], [`machine::ASSUMED_FUTEX_WAKE_SHARE`] |
+//! | how far one CPU's transfers of independent lines overlap | [`Machine::line_overlap`] (stores), [`Machine::rmw_overlap`] (locked RMWs): measured by `aspace calibrate`, used only with [`SimConfig::overlap`]; 1 (serial) where not measured |
 //! | rwsem spin bound on readers, hand-off timeout | [`Machine::reader_spin_ns`] (the kernel's bound), `RWSEM_WAIT_TIMEOUT` (4 ms, the kernel's) |
 //! | parking_lot's spin counts and fair-unlock interval | parking_lot 0.12's own constants (2, 4, 8 pauses; 7 yields; 0-1 ms) |
 //!
@@ -44,7 +45,7 @@ pub mod sim;
 #[cfg(test)]
 mod tests;
 
-pub use machine::{Cost, Latency, Machine, MachineError, SpeedPoint};
+pub use machine::{Cost, Latency, Machine, MachineError, Overlap, SpeedPoint};
 pub use profile::{
     CpuProfile, Hold, LineKind, LockDesc, LockKind, Profile, ProfileError, Site, Step, Touch,
 };

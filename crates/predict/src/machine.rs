@@ -109,6 +109,18 @@ pub struct Machine {
     /// by `cpus`; empty: every CPU keeps its speed ([`Machine::speed_at`]).
     #[serde(default)]
     pub speed_by_cpus: Vec<SpeedPoint>,
+    /// Memory-level parallelism of independent stores, where measured: the
+    /// cost of each further transfer in a run of stores to lines other CPUs
+    /// wrote (addresses known in advance), as a fraction of one transfer in
+    /// a dependent chain (1: one after another). `None` (every description
+    /// before it was measured): the simulator charges every line serially
+    /// ([`Machine::line_overlap`]).
+    #[serde(default)]
+    pub line_overlap: Option<f64>,
+    /// The same for locked read-modify-writes (`lock add`) of independent
+    /// lines, where measured ([`Machine::rmw_overlap`]).
+    #[serde(default)]
+    pub rmw_overlap: Option<f64>,
     /// The share of the machine's CPU time other work took while it was
     /// measured (0..1), where known: a calibration on a busy host times
     /// the scheduler as much as the hardware.
@@ -136,6 +148,36 @@ pub struct Cost {
     /// `None`: measured (in the description, with its source); else the
     /// documented assumption used instead.
     pub assumed: Option<&'static str>,
+}
+
+/// A memory-level-parallelism factor (see [`Machine::line_overlap`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Overlap {
+    /// Each further independent transfer costs this share of a serial one
+    /// (0 < factor <= 1).
+    pub factor: f64,
+    /// `None`: measured; else the assumption used instead.
+    pub assumed: Option<&'static str>,
+}
+
+impl Overlap {
+    fn of(v: Option<f64>, assumed: &'static str) -> Overlap {
+        match v {
+            Some(f) => Overlap {
+                factor: f.clamp(1e-3, 1.0),
+                assumed: None,
+            },
+            None => Overlap {
+                factor: 1.0,
+                assumed: Some(assumed),
+            },
+        }
+    }
+
+    /// Transfers overlap at all (a factor below 1).
+    pub fn overlaps(&self) -> bool {
+        self.factor < 1.0
+    }
 }
 
 /// `pause` latency assumed when not measured: 140 cycles, Intel's figure
@@ -280,6 +322,16 @@ impl Machine {
                 }
             }
         }
+        for (n, v) in [
+            ("line_overlap", self.line_overlap),
+            ("rmw_overlap", self.rmw_overlap),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0 && v <= 2.0) {
+                    return err(format!("{n} {v} must be in (0, 2]"));
+                }
+            }
+        }
         let mut last = 0;
         for p in &self.speed_by_cpus {
             if p.cpus <= last || p.cpus > self.cpus() {
@@ -336,6 +388,25 @@ impl Machine {
                 assumed: Some("the waker's share of a wake-up: half of wake_ns, not measured"),
             },
         }
+    }
+
+    /// The cost of each further independent line transfer of one CPU
+    /// (stores), as a fraction of a serial one: measured
+    /// ([`Machine::line_overlap`], at most 1), or 1 (serial, the charge
+    /// before it was measured) with the assumption named.
+    pub fn line_overlap(&self) -> Overlap {
+        Overlap::of(
+            self.line_overlap,
+            "line overlap: not measured, every transfer serial (1)",
+        )
+    }
+
+    /// [`Machine::line_overlap`] for locked read-modify-writes.
+    pub fn rmw_overlap(&self) -> Overlap {
+        Overlap::of(
+            self.rmw_overlap,
+            "RMW overlap: not measured, every transfer serial (1)",
+        )
     }
 
     /// Per-CPU speed of private work with `busy` CPUs running, relative to

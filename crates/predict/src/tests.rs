@@ -38,6 +38,8 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         yield_ns: Some(300.0),
         futex_wake_ns: Some(500.0),
         speed_by_cpus: Vec::new(),
+        line_overlap: None,
+        rmw_overlap: None,
         busy_share: None,
         sources: BTreeMap::new(),
     }
@@ -514,4 +516,139 @@ fn unpinned_copies_start_where_the_scan_begins() {
     let (one, two) = (at(0), at(4));
     assert!(close(two / one, 2.0, 0.15), "one lock {one}/s, two {two}/s");
     assert!(close(at(8), one, 0.05), "from CPU 8: all on lock 1");
+}
+
+/// Mean hold per call site: `(site name, ns per acquisition)`.
+fn mean_holds(r: &crate::Prediction) -> Vec<(String, f64)> {
+    r.sites
+        .iter()
+        .map(|s| (s.site.clone(), s.hold_ns / s.acquisitions.max(1) as f64))
+        .collect()
+}
+
+/// Two CPUs take one lock (work 10 us, hold 100 ns): slot 0's hold
+/// writes 10 lines, slot 1's reads the same 10 (each a line the other CPU
+/// wrote last, or of which it holds a copy). One lock, so that the holds
+/// never run at once (two locks would let one's transfers queue behind
+/// the other's).
+fn writer_and_walker() -> Profile {
+    let mut p = rwsem(2, 10_000.0, 100.0, 10, |_| 0, 1);
+    let Step::Hold(h) = &mut p.slots[1].steps[1] else {
+        unreachable!("rwsem() builds work then a hold")
+    };
+    h.read = std::mem::take(&mut h.written);
+    h.site = Site::ExitUnlink;
+    p
+}
+
+fn run_overlap(m: &Machine, p: &Profile, cpus: u32, overlap: bool) -> crate::Prediction {
+    let mut cfg = SimConfig::new(cpus);
+    cfg.duration_ns = 2e7;
+    cfg.warmup_ns = 2e6;
+    cfg.overlap = overlap;
+    simulate(m, p, &cfg).unwrap()
+}
+
+#[test]
+fn independent_writes_overlap_by_the_calibrated_factor_and_walks_stay_serial() {
+    let mut m = flat(2, 100.0);
+    m.line_overlap = Some(0.25);
+    let p = writer_and_walker();
+    let holds = |overlap| {
+        let r = run_overlap(&m, &p, 2, overlap);
+        let h = mean_holds(&r);
+        let get = |s: Site| h.iter().find(|(n, _)| n == s.name()).map(|x| x.1).unwrap();
+        (get(Site::MmapLink), get(Site::ExitUnlink))
+    };
+    // Serial: the writer's 10 lines are each a transfer (the walker holds
+    // a copy of each), one after another: 100 + 10 x 100. A hold whose
+    // release finds the other CPU polling the lock word pays one more
+    // transfer to take the word back (up to 100 more).
+    let within = |x: f64, lo: f64| x >= lo * 0.97 && x <= (lo + 100.0) * 1.03;
+    let (w, r) = holds(false);
+    assert!(within(w, 1100.0), "serial writer's hold {w}");
+    assert!(within(r, 1100.0), "walker's hold {r}");
+    // Overlapped: the first transfer in full, the other nine at a quarter:
+    // 100 + 100 + 9 x 25. The walker's chain is unchanged.
+    let (w, r) = holds(true);
+    assert!(within(w, 425.0), "overlapped writer's hold {w}");
+    assert!(within(r, 1100.0), "walker's hold {r} must stay serial");
+    // The bracket: written tree lines stay in the chain too.
+    let mut cfg = SimConfig::new(2);
+    cfg.duration_ns = 2e7;
+    cfg.warmup_ns = 2e6;
+    cfg.overlap = true;
+    cfg.serial_tree = true;
+    let h = mean_holds(&simulate(&m, &p, &cfg).unwrap());
+    let w = h
+        .iter()
+        .find(|(n, _)| n == Site::MmapLink.name())
+        .unwrap()
+        .1;
+    assert!(within(w, 1100.0), "tree lines kept serial: {w}");
+}
+
+#[test]
+fn a_calibration_without_the_overlap_item_gives_the_serial_answer() {
+    // Old descriptions have no `line_overlap` / `rmw_overlap`: the same
+    // prediction with the switch on or off, and the same as a description
+    // that has the factors with the switch off.
+    let old = flat(4, 80.0);
+    assert!(!old.line_overlap().overlaps() && old.line_overlap().assumed.is_some());
+    let p = rwsem(4, 1500.0, 150.0, 12, |_| 0, 1);
+    let serial = run_overlap(&old, &p, 4, false);
+    assert_eq!(run_overlap(&old, &p, 4, true), serial);
+    let mut new = old.clone();
+    new.line_overlap = Some(0.1);
+    new.rmw_overlap = Some(0.1);
+    assert_eq!(run_overlap(&new, &p, 4, false), serial);
+    assert!(
+        run_overlap(&new, &p, 4, true).per_s > serial.per_s * 1.2,
+        "overlap on, a lock-bound run gains"
+    );
+    // A JSON description written before the item loads without it.
+    let mut v = serde_json::to_value(&old).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("line_overlap");
+    o.remove("rmw_overlap");
+    let back: Machine = serde_json::from_value(v).unwrap();
+    assert_eq!(back.line_overlap, None);
+    let mut bad = old.clone();
+    bad.line_overlap = Some(0.0);
+    assert!(bad.validate().is_err(), "a factor of 0 is refused");
+}
+
+#[test]
+fn a_touch_s_locked_updates_overlap_by_the_rmw_factor() {
+    // Two CPUs each update the same 8 lines outside any lock, in turn.
+    let mut m = flat(2, 100.0);
+    let mut p = rwsem(2, 10_000.0, 0.0, 0, |_| 0, 1);
+    p.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(8));
+    for s in &mut p.slots {
+        s.steps = vec![
+            Step::Work(10_000.0),
+            Step::Touch(Touch {
+                written: (1..9).collect(),
+                read: vec![],
+            }),
+        ];
+    }
+    let cost = |m: &Machine, overlap| {
+        let r = run_overlap(m, &p, 2, overlap);
+        // `per_s` is both CPUs' rate.
+        2e9 / r.per_s - 10_000.0
+    };
+    assert!(
+        close(cost(&m, false), 800.0, 0.03),
+        "serial {}",
+        cost(&m, false)
+    );
+    m.rmw_overlap = Some(0.5);
+    // 100 + 7 x 50.
+    assert!(
+        close(cost(&m, true), 450.0, 0.03),
+        "overlapped {}",
+        cost(&m, true)
+    );
 }

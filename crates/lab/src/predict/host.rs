@@ -66,6 +66,10 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
         ),
     };
     host.name = "host".into();
+    // The bench's own prediction keeps every transfer serial (`aspace
+    // predict --overlap` is where the overlap factors are tried).
+    host.line_overlap = None;
+    host.rmw_overlap = None;
     let max = host.cpus() as usize;
     let threads: Vec<u32> = b
         .threads

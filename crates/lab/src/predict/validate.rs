@@ -597,7 +597,8 @@ fn civil_date(days: i64) -> (i64, u32, u32) {
 pub fn run(a: &PredictArgs) -> Result<(), String> {
     recorder::check(&a.binary)?;
     let busy = super::busy_gate(a.busy_ok)?;
-    let host = super::host_arg(a.host.as_deref(), &a.binary)?;
+    let mut host = super::host_arg(a.host.as_deref(), &a.binary)?;
+    super::overlap_arg(a, &mut host)?;
     let mut notes = super::caveats(busy, &[]);
     let checks = checks(a, &host, &mut notes)?;
     let md = markdown(&checks, &notes, &host, a);

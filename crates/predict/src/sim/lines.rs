@@ -22,6 +22,32 @@
 //! depend on each other; a critical section's stores are ordered by the
 //! lock's release), which is an upper bound on what a core's memory-level
 //! parallelism would overlap.
+//!
+//! **Overlap** (`SimConfig::overlap`, with a description that has the
+//! calibrated factors `line_overlap` / `rmw_overlap`): which lines are
+//! independent is decided from what the recorder keeps of a hold, its
+//! lines read only and its lines written (a line both read and written is
+//! recorded as written):
+//! * the lines a hold **only reads** are its walk from the root (each
+//!   node's address loaded from the node before): a dependent chain,
+//!   charged one after another as above, first;
+//! * the lines it **writes** (the lab's lock counters, the tree header,
+//!   the nodes the change wrote: rotations, recolourings, maxima, the new
+//!   entry's links) have addresses the hold already holds when it stores
+//!   to them, so their ownership requests go out together: each is
+//!   requested at once (queueing behind its line's current transfer as
+//!   above), the longest wait counts in full and every other at the
+//!   calibrated factor of itself;
+//! * a touch outside the locks (locked updates of reference counts and
+//!   struct pages) overlaps its written lines by `rmw_overlap` the same
+//!   way; its reads stay serial.
+//!
+//! What this rule gets wrong: a written node on the walk's path was also
+//! loaded in the chain, and the recording does not say which (it keeps
+//! one entry a line), so its load is not charged in the chain; the rule
+//! is a lower bound on a hold's transfers where the serial charge is an
+//! upper bound. The factors are measured on one machine's idle pair of
+//! CPUs with nothing else in flight (see `aspace calibrate`).
 
 use super::NONE;
 

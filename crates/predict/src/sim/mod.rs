@@ -67,8 +67,9 @@
 //! * Preemption, interrupts, oversubscription, frequency changes other
 //!   than [`Machine::speed_by_cpus`], memory bandwidth beyond it, the
 //!   hypervisor (a vCPU that is descheduled while it holds a lock).
-//! * A core's memory-level parallelism: a hold's line transfers are
-//!   charged one after another (see `sim/lines.rs`).
+//! * A core's memory-level parallelism, unless [`SimConfig::overlap`] is
+//!   set and the machine has the calibrated factors: a hold's line
+//!   transfers are then charged one after another (see `sim/lines.rs`).
 //! * Whether a waiter's polling reads delay the owner beyond the one
 //!   transfer above, and the rwsem's reader optimistic lock stealing.
 //! * `parking_lot`'s writer waiting for readers to leave after it took the
@@ -123,6 +124,19 @@ pub struct SimConfig {
     /// [`Machine::placement_from`]). Ignored when packed or on a machine of
     /// several caches.
     pub first_cpu: u32,
+    /// Overlap the transfers of lines a CPU touches independently, by the
+    /// machine's measured factors ([`Machine::line_overlap`] for a hold's
+    /// written lines, [`Machine::rmw_overlap`] for a touch's): see
+    /// `sim/lines.rs` for which lines are taken as independent. Off, or on
+    /// a description without the factors, every transfer is serial (the
+    /// charge before they were measured), and the answer is the same.
+    pub overlap: bool,
+    /// With `overlap`: a hold's written tree lines stay in its serial chain
+    /// too, and only its other written lines (the lab's counters, a lock
+    /// word's line written as data) overlap. A bracket, not a second
+    /// model: the recording keeps one entry a line, so it does not say
+    /// which written nodes the walk loaded first (see `sim/lines.rs`).
+    pub serial_tree: bool,
 }
 
 impl SimConfig {
@@ -137,6 +151,8 @@ impl SimConfig {
             work_jitter: 0.0,
             packed: false,
             first_cpu: 0,
+            overlap: false,
+            serial_tree: false,
         }
     }
 }
@@ -470,6 +486,12 @@ struct Sim<'a> {
     pause_ns: f64,
     yield_ns: f64,
     futex_wake_ns: f64,
+    /// Each further independent transfer's share of a serial one: a hold's
+    /// written lines, a touch's written lines (1: serial).
+    hold_overlap: f64,
+    touch_overlap: f64,
+    /// [`SimConfig::serial_tree`].
+    serial_tree: bool,
     /// parking_lot: each simulated CPU's thread's `ThreadData` line (the
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
@@ -520,6 +542,46 @@ impl<'a> Sim<'a> {
             self.kind_ns[self.line_kind[l as usize] as usize] += done - t;
         }
         done
+    }
+
+    /// CPU `c` writes the lines `line_ids[first..end]` from `t`, their
+    /// transfers overlapping: each is requested at `t` (and queues behind
+    /// its line's current transfer as in [`Lines::access`]); the longest
+    /// wait counts in full and every other one at `factor` of itself (the
+    /// calibrated cost of a further independent transfer over a dependent
+    /// one). Returns when the last is done; each line's kind is charged
+    /// its share. `factor` 1 would charge the sum of the waits, as a
+    /// serial chain does when no line queues.
+    fn access_overlapped(&mut self, c: u32, first: u32, end: u32, t: f64, factor: f64) -> f64 {
+        let places: &Vec<Cpu> = &self.cpus;
+        let m = self.m;
+        let lat = |a: u32, b: u32| {
+            if a == b {
+                0.0
+            } else {
+                m.latency(Machine::distance(
+                    &places[a as usize].place,
+                    &places[b as usize].place,
+                ))
+            }
+        };
+        let (mut sum, mut max) = (0.0f64, 0.0f64);
+        let mut by_kind = [0.0f64; 4];
+        for i in first..end {
+            let l = self.line_ids[i as usize];
+            let wait = self.lines.access(c, l, true, t, &lat) - t;
+            sum += wait;
+            max = max.max(wait);
+            by_kind[self.line_kind[l as usize] as usize] += wait;
+        }
+        if sum <= 0.0 {
+            return t;
+        }
+        let total = max + factor * (sum - max);
+        for (k, w) in by_kind.iter().enumerate() {
+            self.kind_ns[k] += w * total / sum;
+        }
+        t + total
     }
 
     fn cur_hold(&self, c: u32) -> CHold {
@@ -591,13 +653,36 @@ impl<'a> Sim<'a> {
             self.locks[li].writer = c;
         }
         let mut at = t;
-        for i in h.w_first..h.w_end {
-            let l = self.line_ids[i as usize];
-            at = self.access(c, l, true, at);
-        }
-        for i in h.w_end..h.r_end {
-            let l = self.line_ids[i as usize];
-            at = self.access(c, l, false, at);
+        if self.hold_overlap < 1.0 {
+            // The lines only read are the walk from the root, each address
+            // loaded from the line before: serial. Then the writes, whose
+            // addresses the hold has: overlapping (see `sim/lines.rs`).
+            for i in h.w_end..h.r_end {
+                let l = self.line_ids[i as usize];
+                at = self.access(c, l, false, at);
+            }
+            let mut first = h.w_first;
+            if self.serial_tree {
+                // The bracket: written tree lines first, in the chain (the
+                // compiled hold lists them before its other written lines).
+                while first < h.w_end
+                    && self.line_kind[self.line_ids[first as usize] as usize]
+                        == LineKind::Tree.index() as u8
+                {
+                    at = self.access(c, self.line_ids[first as usize], true, at);
+                    first += 1;
+                }
+            }
+            at = self.access_overlapped(c, first, h.w_end, at, self.hold_overlap);
+        } else {
+            for i in h.w_first..h.w_end {
+                let l = self.line_ids[i as usize];
+                at = self.access(c, l, true, at);
+            }
+            for i in h.w_end..h.r_end {
+                let l = self.line_ids[i as usize];
+                at = self.access(c, l, false, at);
+            }
         }
         if h.writes_lock_line {
             // A poller took the lock word's line after the hold wrote it:
@@ -679,9 +764,13 @@ impl<'a> Sim<'a> {
                 r_end,
             } => {
                 let mut at = t;
-                for i in first..w_end {
-                    let l = self.line_ids[i as usize];
-                    at = self.access(c, l, true, at);
+                if self.touch_overlap < 1.0 {
+                    at = self.access_overlapped(c, first, w_end, at, self.touch_overlap);
+                } else {
+                    for i in first..w_end {
+                        let l = self.line_ids[i as usize];
+                        at = self.access(c, l, true, at);
+                    }
                 }
                 for i in w_end..r_end {
                     let l = self.line_ids[i as usize];
@@ -802,7 +891,17 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                     Step::Hold(h) => {
                         let lock_line = profile.locks[h.lock as usize].line;
                         let w_first = line_ids.len() as u32;
-                        line_ids.extend(h.written.iter().filter(|&&l| l != lock_line));
+                        let written = || h.written.iter().filter(|&&l| l != lock_line);
+                        if cfg.overlap && cfg.serial_tree {
+                            // Written tree lines first (`serial_tree` takes
+                            // them as a prefix); otherwise the recording's
+                            // order, as before the overlap.
+                            let tree = LineKind::Tree.index() as u8;
+                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] == tree));
+                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] != tree));
+                        } else {
+                            line_ids.extend(written());
+                        }
                         let w_end = line_ids.len() as u32;
                         line_ids.extend(h.read.iter().filter(|&&l| l != lock_line));
                         CHold {
@@ -942,6 +1041,17 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         pause_ns: m.pause().ns,
         yield_ns: m.yield_cost().ns,
         futex_wake_ns: m.futex_wake().ns,
+        hold_overlap: if cfg.overlap {
+            m.line_overlap().factor
+        } else {
+            1.0
+        },
+        touch_overlap: if cfg.overlap {
+            m.rmw_overlap().factor
+        } else {
+            1.0
+        },
+        serial_tree: cfg.serial_tree,
         td_line,
     };
     for li in 0..nlocks {
