@@ -174,19 +174,11 @@ pub struct PredictArgs {
     pub overlap_serial_tree: bool,
 }
 
-/// `--overlap-serial-tree` of this run ([`SimConfig::serial_tree`] of
-/// every simulation [`simulate_all`] makes).
-static OVERLAP_SERIAL_TREE: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
 /// Applies `--overlap` / `--overlap-from` to the simulated machine `m`:
 /// without `--overlap` its factors are dropped (every transfer serial);
 /// with `--overlap-from` they are replaced by that calibration's, and the
 /// sources say so.
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
-    // Relaxed: set once before any simulation thread is spawned (the spawn
-    // orders it before their reads).
-    OVERLAP_SERIAL_TREE.store(a.overlap_serial_tree, Ordering::Relaxed);
     if !a.overlap {
         m.line_overlap = None;
         m.rmw_overlap = None;
@@ -663,11 +655,15 @@ pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
 /// start gets an equal share of the simulated time and the point is the
 /// run of the median rate (as the bench's median sample comes from one
 /// placement).
+///
+/// `serial_tree` is `--overlap-serial-tree` ([`SimConfig::serial_tree`]);
+/// it changes nothing on a machine without overlap factors.
 pub fn simulate_all(
     m: &Machine,
     profiles: &[Profile],
     cpus: &[u32],
     seconds: f64,
+    serial_tree: bool,
 ) -> Result<Vec<Vec<Prediction>>, String> {
     let jobs: Vec<(usize, usize, u32, usize)> = (0..profiles.len())
         .flat_map(|p| {
@@ -699,8 +695,7 @@ pub fn simulate_all(
                 // The machine's overlap factors where it has them (see
                 // `overlap_arg`: without --overlap they are dropped).
                 cfg.overlap = true;
-                // Relaxed: see `overlap_arg`.
-                cfg.serial_tree = OVERLAP_SERIAL_TREE.load(Ordering::Relaxed);
+                cfg.serial_tree = serial_tree;
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
@@ -1055,12 +1050,13 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         }
     }
     let t0 = std::time::Instant::now();
-    let preds = simulate_all(&m, &profiles, &cpus, a.seconds)?;
+    let preds = simulate_all(&m, &profiles, &cpus, a.seconds, a.overlap_serial_tree)?;
     // A profile that is all holds has no bound (nothing is left without
     // them): its curve gets none.
     let bound_of: Vec<Option<Profile>> = profiles.iter().map(|p| p.without_holds().ok()).collect();
     let bound_profiles: Vec<Profile> = bound_of.iter().flatten().cloned().collect();
-    let mut simulated = simulate_all(&m, &bound_profiles, &cpus, a.seconds)?.into_iter();
+    let mut simulated =
+        simulate_all(&m, &bound_profiles, &cpus, a.seconds, a.overlap_serial_tree)?.into_iter();
     let bounds: Vec<Vec<Prediction>> = bound_of
         .iter()
         .map(|b| match b {
@@ -1107,7 +1103,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .into(),
         scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
-        assumptions: assumptions(&m_for_notes, &profiles),
+        assumptions: assumptions(&m_for_notes, &profiles, a.overlap_serial_tree),
         validation: a.validation.display().to_string(),
         stored_validation: crate::predicted::StoredValidation::load(&a.validation),
         curves,
@@ -1271,7 +1267,7 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
 
 /// The costs `m` did not measure that a simulation of `profiles` uses,
 /// with the documented values taken instead.
-pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
+pub fn assumptions(m: &Machine, profiles: &[Profile], serial_tree: bool) -> Vec<String> {
     let mut out = Vec::new();
     let parking = profiles.iter().any(|p| {
         p.locks
@@ -1291,14 +1287,15 @@ pub fn assumptions(m: &Machine, profiles: &[Profile]) -> Vec<String> {
             m.name
         ));
     }
-    out.push(transfer_rule(m));
+    out.push(transfer_rule(m, serial_tree));
     out
 }
 
 /// How this run charges line transfers, for the output: serial, or the
 /// overlap factors with their sources (which say STAND-IN where
-/// `--overlap-from` supplied them).
-fn transfer_rule(m: &Machine) -> String {
+/// `--overlap-from` supplied them), and whether written tree nodes stay
+/// serial (`serial_tree`, `--overlap-serial-tree`).
+fn transfer_rule(m: &Machine, serial_tree: bool) -> String {
     if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
         return "line transfers: serial, one at a time (no --overlap, or the machine has no line_overlap / rmw_overlap)".into();
     }
@@ -1309,8 +1306,7 @@ fn transfer_rule(m: &Machine) -> String {
         ),
         None => format!("{k}: none, serial"),
     };
-    // Relaxed: see `overlap_arg`.
-    let tree = if OVERLAP_SERIAL_TREE.load(Ordering::Relaxed) {
+    let tree = if serial_tree {
         "; written tree nodes stay serial (--overlap-serial-tree)"
     } else {
         ""
@@ -1360,15 +1356,18 @@ pub(crate) mod tests {
     #[test]
     fn the_output_names_the_transfer_rule_and_a_stand_in() {
         let mut m = Machine::by_name("device-16").unwrap();
-        assert!(transfer_rule(&m).starts_with("line transfers: serial"));
+        assert!(transfer_rule(&m, false).starts_with("line transfers: serial"));
         m.line_overlap = Some(0.033);
         m.sources.insert(
             "line_overlap".into(),
             "STAND-IN, not measured on this machine: from h.json".into(),
         );
-        let r = transfer_rule(&m);
+        let r = transfer_rule(&m, false);
         assert!(r.contains("line_overlap 0.033 (STAND-IN"), "{r}");
         assert!(r.contains("rmw_overlap: none, serial"), "{r}");
+        assert!(!r.contains("--overlap-serial-tree"), "{r}");
+        let t = transfer_rule(&m, true);
+        assert!(t.contains("written tree nodes stay serial"), "{t}");
     }
 
     /// One answer per page: this run's figures labelled as predictions,
@@ -1395,7 +1394,7 @@ pub(crate) mod tests {
             lock: String::new(),
             scale: String::new(),
             caveats: caveats(Some(0.6), &[]),
-            assumptions: assumptions(&m, &[]),
+            assumptions: assumptions(&m, &[], false),
             validation: DEFAULT_VALIDATION.into(),
             stored_validation: Some(stored),
             curves: vec![

@@ -105,7 +105,7 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                     .iter()
                     .map(|&d| plan.profile(d, pattern))
                     .collect::<Result<Vec<_>, _>>()?;
-                let preds = simulate_all(&host, &profiles, &threads, 1.0)?;
+                let preds = simulate_all(&host, &profiles, &threads, 1.0, false)?;
                 for (d, curve) in designs.iter().zip(preds) {
                     for p in curve {
                         points.push(HostPoint {

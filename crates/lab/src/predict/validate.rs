@@ -69,7 +69,9 @@ impl Point {
 
     fn run(&self, profiles: &[Profile], cpus: u32) -> Result<Vec<Prediction>, String> {
         Ok(
-            simulate_all(&self.machine, profiles, &[cpus], self.plan.seconds)?
+            // The published machines have no overlap factors: every transfer
+            // serial, so `--overlap-serial-tree` changes nothing here.
+            simulate_all(&self.machine, profiles, &[cpus], self.plan.seconds, false)?
                 .into_iter()
                 .map(|mut v| v.remove(0))
                 .collect(),
@@ -371,7 +373,7 @@ pub fn checks(
         let designs = Design::ALL;
         let profiles = interleaved_profiles(&plan, &designs, per_vma, HOST_ROUNDS)?;
         let threads: Vec<u32> = [1u32, 2].into_iter().filter(|&t| t <= hm.cpus()).collect();
-        let preds = simulate_all(&hm, &profiles, &threads, secs)?;
+        let preds = simulate_all(&hm, &profiles, &threads, secs, a.overlap_serial_tree)?;
         let li = designs
             .iter()
             .position(|&d| d == Design::Linux)
@@ -651,7 +653,7 @@ mod tests {
             .iter()
             .map(|&d| plan.profile(d, CallPattern::PerVma).unwrap())
             .collect();
-        let r = simulate_all(&m, &profiles, &[384], 0.2).unwrap();
+        let r = simulate_all(&m, &profiles, &[384], 0.2, false).unwrap();
         let (linux, split, locks) = (r[0][0].per_s, r[1][0].per_s, r[2][0].per_s);
         assert!(split > linux, "numa_split {split} <= linux {linux}");
         assert!(locks > split, "numa_locks {locks} <= numa_split {split}");
@@ -661,7 +663,7 @@ mod tests {
             .iter()
             .map(|p| p.without_holds().unwrap())
             .collect();
-        let b = simulate_all(&m, &free, &[384], 0.2).unwrap();
+        let b = simulate_all(&m, &free, &[384], 0.2, false).unwrap();
         for (d, f) in r.iter().zip(&b) {
             assert!(
                 f[0].per_s >= d[0].per_s,
