@@ -525,18 +525,8 @@ impl<'a> Sim<'a> {
     /// CPU `c` accesses line `l` at `t`; returns when it has it, and
     /// charges the wait to the line's kind.
     fn access(&mut self, c: u32, l: u32, write: bool, t: f64) -> f64 {
-        let places: &Vec<Cpu> = &self.cpus;
-        let m = self.m;
-        let lat = |a: u32, b: u32| {
-            if a == b {
-                0.0
-            } else {
-                m.latency(Machine::distance(
-                    &places[a as usize].place,
-                    &places[b as usize].place,
-                ))
-            }
-        };
+        let (places, m) = (&self.cpus, self.m);
+        let lat = |a: u32, b: u32| transfer_ns(m, places, a, b);
         let done = self.lines.access(c, l, write, t, &lat);
         if done > t {
             self.kind_ns[self.line_kind[l as usize] as usize] += done - t;
@@ -553,18 +543,8 @@ impl<'a> Sim<'a> {
     /// its share. `factor` 1 would charge the sum of the waits, as a
     /// serial chain does when no line queues.
     fn access_overlapped(&mut self, c: u32, first: u32, end: u32, t: f64, factor: f64) -> f64 {
-        let places: &Vec<Cpu> = &self.cpus;
-        let m = self.m;
-        let lat = |a: u32, b: u32| {
-            if a == b {
-                0.0
-            } else {
-                m.latency(Machine::distance(
-                    &places[a as usize].place,
-                    &places[b as usize].place,
-                ))
-            }
-        };
+        let (places, m) = (&self.cpus, self.m);
+        let lat = |a: u32, b: u32| transfer_ns(m, places, a, b);
         let (mut sum, mut max) = (0.0f64, 0.0f64);
         let mut by_kind = [0.0f64; 4];
         for i in first..end {
@@ -1167,5 +1147,18 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
 impl From<CHold> for CStep {
     fn from(h: CHold) -> CStep {
         CStep::Hold(h)
+    }
+}
+
+/// The transfer latency of a line from CPU `a`'s cache to CPU `b`'s on
+/// `m` (0 for the same CPU).
+fn transfer_ns(m: &Machine, cpus: &[Cpu], a: u32, b: u32) -> f64 {
+    if a == b {
+        0.0
+    } else {
+        m.latency(Machine::distance(
+            &cpus[a as usize].place,
+            &cpus[b as usize].place,
+        ))
     }
 }
