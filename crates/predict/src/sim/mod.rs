@@ -534,6 +534,18 @@ impl<'a> Sim<'a> {
         done
     }
 
+    /// CPU `c` accesses the lines `line_ids[first..end]` one after another
+    /// from `t` (each waits for the one before: the serial charge); returns
+    /// when it has the last.
+    fn access_chain(&mut self, c: u32, first: u32, end: u32, write: bool, t: f64) -> f64 {
+        let mut at = t;
+        for i in first..end {
+            let l = self.line_ids[i as usize];
+            at = self.access(c, l, write, at);
+        }
+        at
+    }
+
     /// CPU `c` writes the lines `line_ids[first..end]` from `t`, their
     /// transfers overlapping: each is requested at `t` (and queues behind
     /// its line's current transfer as in [`Lines::access`]); the longest
@@ -632,38 +644,28 @@ impl<'a> Sim<'a> {
         if h.write {
             self.locks[li].writer = c;
         }
-        let mut at = t;
-        if self.hold_overlap < 1.0 {
+        let mut at = if self.hold_overlap < 1.0 {
             // The lines only read are the walk from the root, each address
             // loaded from the line before: serial. Then the writes, whose
             // addresses the hold has: overlapping (see `sim/lines.rs`).
-            for i in h.w_end..h.r_end {
-                let l = self.line_ids[i as usize];
-                at = self.access(c, l, false, at);
-            }
+            let mut at = self.access_chain(c, h.w_end, h.r_end, false, t);
             let mut first = h.w_first;
             if self.serial_tree {
                 // The bracket: written tree lines first, in the chain (the
                 // compiled hold lists them before its other written lines).
+                let tree = LineKind::Tree.index() as u8;
                 while first < h.w_end
-                    && self.line_kind[self.line_ids[first as usize] as usize]
-                        == LineKind::Tree.index() as u8
+                    && self.line_kind[self.line_ids[first as usize] as usize] == tree
                 {
-                    at = self.access(c, self.line_ids[first as usize], true, at);
                     first += 1;
                 }
+                at = self.access_chain(c, h.w_first, first, true, at);
             }
-            at = self.access_overlapped(c, first, h.w_end, at, self.hold_overlap);
+            self.access_overlapped(c, first, h.w_end, at, self.hold_overlap)
         } else {
-            for i in h.w_first..h.w_end {
-                let l = self.line_ids[i as usize];
-                at = self.access(c, l, true, at);
-            }
-            for i in h.w_end..h.r_end {
-                let l = self.line_ids[i as usize];
-                at = self.access(c, l, false, at);
-            }
-        }
+            let at = self.access_chain(c, h.w_first, h.w_end, true, t);
+            self.access_chain(c, h.w_end, h.r_end, false, at)
+        };
         if h.writes_lock_line {
             // A poller took the lock word's line after the hold wrote it:
             // the hold's next write to it takes it back.
@@ -743,19 +745,12 @@ impl<'a> Sim<'a> {
                 w_end,
                 r_end,
             } => {
-                let mut at = t;
-                if self.touch_overlap < 1.0 {
-                    at = self.access_overlapped(c, first, w_end, at, self.touch_overlap);
+                let at = if self.touch_overlap < 1.0 {
+                    self.access_overlapped(c, first, w_end, t, self.touch_overlap)
                 } else {
-                    for i in first..w_end {
-                        let l = self.line_ids[i as usize];
-                        at = self.access(c, l, true, at);
-                    }
-                }
-                for i in w_end..r_end {
-                    let l = self.line_ids[i as usize];
-                    at = self.access(c, l, false, at);
-                }
+                    self.access_chain(c, first, w_end, true, t)
+                };
+                let at = self.access_chain(c, w_end, r_end, false, at);
                 self.cpus[c as usize].state = CpuState::Running;
                 self.push(at, c, Kind::Done);
             }
