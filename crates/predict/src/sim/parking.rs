@@ -95,9 +95,7 @@ impl Sim<'_> {
         // `ThreadData` (key, token, queue link) and links it behind the
         // queue's tail (the tail's `next_in_queue`); then the futex system
         // call.
-        let bucket = self.locks[li].bucket_line;
-        let from = at.max(self.locks[li].bucket_free_at);
-        let mut parked_at = self.access(c, bucket, true, from);
+        let mut parked_at = self.lock_bucket(c, li, at);
         parked_at = self.access(c, self.td_line[c as usize], true, parked_at);
         if let Some(&tail) = self.locks[li].waitq.back() {
             parked_at = self.access(c, self.td_line[tail as usize], true, parked_at);
@@ -119,6 +117,15 @@ impl Sim<'_> {
         self.sleep(c, parked_at);
     }
 
+    /// `c` takes lock `li`'s parking bucket from `t`: once the bucket's own
+    /// lock is free (one parker or unparker at a time) and `c` has its
+    /// line; returns when it holds it. The caller sets `bucket_free_at`
+    /// when it lets go.
+    fn lock_bucket(&mut self, c: u32, li: usize, t: f64) -> f64 {
+        let from = t.max(self.locks[li].bucket_free_at);
+        self.access(c, self.locks[li].bucket_line, true, from)
+    }
+
     /// `c` releases parking_lot lock `li` at `t`; returns when `c` may go
     /// on, or `None` when the release takes effect at a `Release` event
     /// pushed here.
@@ -137,8 +144,7 @@ impl Sim<'_> {
             // first thread and the one after it (the filter stops there:
             // a writer was found) *before* its callback stores the new
             // state: the lock stays held, writer bit set, until then.
-            let from = t.max(self.locks[li].bucket_free_at);
-            let mut at = self.access(c, self.locks[li].bucket_line, true, from);
+            let mut at = self.lock_bucket(c, li, t);
             let head = self.locks[li].waitq[0];
             at = self.access(c, self.td_line[head as usize], false, at);
             if let Some(&next) = self.locks[li].waitq.get(1) {
@@ -174,12 +180,10 @@ impl Sim<'_> {
         if self.locks[li].waitq.is_empty() {
             return Some(t);
         }
-        let bucket = self.locks[li].bucket_line;
         let mut at = if walked {
             t
         } else {
-            let from = t.max(self.locks[li].bucket_free_at);
-            self.access(c, bucket, true, from)
+            self.lock_bucket(c, li, t)
         };
         // Unpark readers up to and including the first writer.
         let mut woken = Vec::new();
