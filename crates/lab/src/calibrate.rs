@@ -804,7 +804,6 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     // throughout measures the hardware rather than the scheduler.
     let pairs = pair_latency_ns(cpus as usize, n(50.0) as usize);
     restore_affinity(&all_cpus);
-    restore_affinity(&all_cpus);
     let overlap = if cpus > 1 {
         line_overlap(0, 1, n(600.0).max(30) as usize)
     } else {
