@@ -12,6 +12,9 @@
 //!   through the same lines): `line_overlap`, `rmw_overlap`.
 //! * A sleeping waiter's wake-up (mutex + condvar ping-pong, half the round
 //!   trip).
+//! * The hand-off under load: what a `parking_lot` write unlock that wakes
+//!   a parked thread costs the unlocker while a thread on every CPU
+//!   contends for the lock (`unlock_wake_ns`).
 //! * CPUs and nodes from the OS; the clock from `/proc/cpuinfo`.
 //!
 //! Exec costs are CPU time (getrusage), the median of 5 batches; the
@@ -557,6 +560,80 @@ fn park_wake_ns(cpus: usize, rounds: usize) -> Option<(f64, f64)> {
     Some((median(cost), median(latency)))
 }
 
+/// The hand-off under load: one thread on each of the first `cpus` CPUs
+/// (at most 64, at least 2) takes a `parking_lot::RwLock` for writing (the
+/// lab's lock), holds it `HANDOFF_HOLD_NS` (long enough that waiters run
+/// through `SpinWait` and park, on any number of CPUs), times its unlock
+/// (the guard's drop), works `HANDOFF_GAP_NS` and comes back, for `run`.
+/// An unlock that finds the parked bit walks the bucket's queue, reads the
+/// clock for the fair timeout and makes a futex wake system call; one
+/// without it is a single `cmpxchg`. The unlocks longer than `threshold_ns`
+/// (half the idle wake-up's unpark cost, measured before: a slow path
+/// that woke nobody costs a bucket and an atomic, far below it) are taken
+/// as those that woke a thread. Returns (their median, their share of all
+/// unlocks, how many), or None with one CPU or too few such unlocks.
+fn unlock_wake_ns(
+    cpus: usize,
+    run: std::time::Duration,
+    threshold_ns: f64,
+) -> Option<(f64, f64, usize)> {
+    let threads = cpus.min(64);
+    if threads < 2 {
+        return None;
+    }
+    let lock = Arc::new(parking_lot::RwLock::new(0u64));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let base = Instant::now();
+    let spin_until = move |ns: u64| {
+        let until = base.elapsed().as_nanos() as u64 + ns;
+        while (base.elapsed().as_nanos() as u64) < until {
+            std::hint::spin_loop();
+        }
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let (lock, stop) = (lock.clone(), stop.clone());
+            std::thread::spawn(move || {
+                pin(i);
+                let mut unlocks = Vec::with_capacity(1 << 16);
+                // Relaxed: a stop flag; nothing is published through it.
+                while !stop.load(Ordering::Relaxed) {
+                    let mut g = lock.write();
+                    *g += 1;
+                    spin_until(HANDOFF_HOLD_NS);
+                    let t0 = base.elapsed().as_nanos() as u64;
+                    drop(g);
+                    let t1 = base.elapsed().as_nanos() as u64;
+                    unlocks.push((t1 - t0) as f64);
+                    spin_until(HANDOFF_GAP_NS);
+                }
+                unlocks
+            })
+        })
+        .collect();
+    std::thread::sleep(run);
+    // Relaxed: see above.
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.join().ok()?);
+    }
+    let total = all.len();
+    let woke: Vec<f64> = all.into_iter().filter(|&ns| ns > threshold_ns).collect();
+    if woke.len() < 10 {
+        return None;
+    }
+    let n = woke.len();
+    Some((median(woke), n as f64 / total as f64, n))
+}
+
+/// The hand-off item's hold, ns: longer than `SpinWait`'s spinning (three
+/// short pause loops and seven `sched_yield`s, a few us) on any machine
+/// measured so far, so that waiters park.
+const HANDOFF_HOLD_NS: u64 = 10_000;
+/// The hand-off item's work between holds, ns.
+const HANDOFF_GAP_NS: u64 = 2_000;
+
 /// Transfer latency over the host's CPU pairs: half a ping-pong round trip
 /// between CPU 0 and each other CPU (at most 32 of them), each pair's
 /// fastest batch. Returns the mean, the lowest and the highest, or None
@@ -813,6 +890,13 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     let rmw = atomic_rmw_ns(n(5_000_000.0), 5);
     let wake = park_wake_ns(cpus as usize, n(200.0) as usize);
     restore_affinity(&all_cpus);
+    let handoff = wake.and_then(|w| {
+        unlock_wake_ns(
+            cpus as usize,
+            std::time::Duration::from_secs_f64((0.5 * cfg.scale).clamp(0.05, 5.0)),
+            0.5 * w.0,
+        )
+    });
     let pause = pause_ns(cfg.scale);
     let yield_cost = yield_ns(cfg.scale);
     let speed = if cfg.speed {
@@ -900,6 +984,19 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
                 measured("the same wake-ups: median time the waker spends in the unpark call")
             }
             None => "one CPU: not measured".into(),
+        },
+    );
+    sources.insert(
+        "unlock_wake_ns".into(),
+        match handoff {
+            Some((_, share, count)) => measured(&format!(
+                "the hand-off under load: a thread on each of {} CPUs takes a parking_lot::RwLock for writing, holds it {} us, unlocks, works {} us, again; median time in the unlocks longer than half the unpark cost above (those that woke a parked thread: {count}, {:.0}% of all unlocks)",
+                cpus.min(64),
+                HANDOFF_HOLD_NS / 1000,
+                HANDOFF_GAP_NS / 1000,
+                100.0 * share
+            )),
+            None => "not measured (one CPU, or too few unlocks woke a thread): the simulator takes futex_wake_ns".into(),
         },
     );
     sources.insert(
@@ -996,6 +1093,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         pause_ns: Some(pause.max(0.01)),
         yield_ns: Some(yield_cost.max(1.0)),
         futex_wake_ns: wake.map(|w| w.0.max(1.0)),
+        unlock_wake_ns: handoff.map(|h| h.0.max(1.0)),
         speed_by_cpus: speed,
         line_overlap: overlap.map(|o| (o.stores / o.dependent).clamp(0.01, 2.0)),
         rmw_overlap: overlap.map(|o| (o.rmws / o.dependent).clamp(0.01, 2.0)),
@@ -1024,6 +1122,7 @@ pub fn text(m: &Machine) -> String {
          uncontended atomic RMW:           {:.1} ns\n\
          pause / sched_yield:              {:.1} / {:.0} ns\n\
          wake-up of a parked thread:       {:.0} ns (the waker's unpark: {:.0} ns)\n\
+         the unlocker's wake-up under load: {}\n\
          per-CPU speed with k CPUs busy:   {}\n\
          other work during calibration:    {}\n",
         m.cpus(),
@@ -1045,6 +1144,8 @@ pub fn text(m: &Machine) -> String {
         m.yield_cost().ns,
         m.wake_ns,
         m.futex_wake().ns,
+        m.unlock_wake_ns
+            .map_or("not measured".to_owned(), |ns| format!("{ns:.0} ns")),
         if speed.is_empty() {
             "not measured".to_owned()
         } else {

@@ -102,6 +102,18 @@ pub struct Machine {
     /// ([`Machine::futex_wake`]).
     #[serde(default)]
     pub futex_wake_ns: Option<f64>,
+    /// What an unlock that wakes a parked thread costs the unlocker under
+    /// load, where measured (`aspace calibrate`'s hand-off item): the
+    /// real `parking_lot` write unlock's slow path (its bucket, the queue
+    /// walk, the fair-timeout clock read, the futex wake system call)
+    /// timed around the unlock while a thread on every CPU contends for
+    /// the lock and parks, median of the unlocks that woke a thread. The
+    /// idle-machine [`Machine::futex_wake_ns`] sees one waiter on a quiet
+    /// machine; this one sees the wake-ups a contended lock makes. `None`
+    /// (every description before it was measured): the simulator charges
+    /// `futex_wake_ns` as before ([`Machine::unlock_wake`]).
+    #[serde(default)]
+    pub unlock_wake_ns: Option<f64>,
     /// Per-CPU speed of private work (no shared line) with `cpus` CPUs busy
     /// at once, relative to one CPU alone, where measured: below 1 when
     /// the CPUs share a core's pipeline (SMT siblings, possibly hidden by a
@@ -315,6 +327,7 @@ impl Machine {
             ("pause_ns", self.pause_ns),
             ("yield_ns", self.yield_ns),
             ("futex_wake_ns", self.futex_wake_ns),
+            ("unlock_wake_ns", self.unlock_wake_ns),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0 && v < 1e10) {
@@ -387,6 +400,29 @@ impl Machine {
                 ns: ASSUMED_FUTEX_WAKE_SHARE * self.wake_ns,
                 assumed: Some("the waker's share of a wake-up: half of wake_ns, not measured"),
             },
+        }
+    }
+
+    /// What a `parking_lot` unlock that wakes a parked thread costs the
+    /// unlocker after it released the lock: the hand-off item measured
+    /// under load ([`Machine::unlock_wake_ns`]), or else
+    /// [`Machine::futex_wake`] (one waiter, quiet machine; the charge
+    /// before the item existed). The measured item also contains the
+    /// bucket and the queue walk, which the simulator charges line by
+    /// line before the release: those few transfers are counted twice
+    /// (about 0.1 us against the item's microseconds).
+    pub fn unlock_wake(&self) -> Cost {
+        match self.unlock_wake_ns {
+            Some(ns) => Cost { ns, assumed: None },
+            None => {
+                let f = self.futex_wake();
+                Cost {
+                    ns: f.ns,
+                    assumed: Some(f.assumed.unwrap_or(
+                        "the unlocker's wake-up under load: not measured, futex_wake_ns (one waiter, quiet machine) taken",
+                    )),
+                }
+            }
         }
     }
 

@@ -40,6 +40,7 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         speed_by_cpus: Vec::new(),
         line_overlap: None,
         rmw_overlap: None,
+        unlock_wake_ns: None,
         busy_share: None,
         sources: BTreeMap::new(),
     }

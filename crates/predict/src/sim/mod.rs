@@ -340,6 +340,10 @@ struct LockSt {
     /// parking_lot: when the bucket's own lock (a `WordLock`, held while
     /// a thread parks or an unlocker walks the queue) is next free.
     bucket_free_at: f64,
+    /// parking_lot: `PARKED_BIT` on the lock word (set by a thread about
+    /// to park, cleared by the unlock that empties the queue; see
+    /// `sim/parking.rs`).
+    parked_bit: bool,
 }
 
 #[derive(Clone, Default)]
@@ -980,6 +984,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                 next_fair: 0.0,
                 bucket_line,
                 bucket_free_at: 0.0,
+                parked_bit: false,
             }
         })
         .collect();

@@ -51,7 +51,11 @@ impl Sim<'_> {
         let h = self.cur_hold(c);
         let li = h.lock as usize;
         let line = self.locks[li].line;
+        let mut t = t;
         if self.cpus[c as usize].state == CpuState::Waking {
+            // Back from `futex_wait`: `park` returns the unpark token, which
+            // the unlocker wrote into this thread's `ThreadData`.
+            t = self.access(c, self.td_line[c as usize], false, t);
             if self.cpus[c as usize].handed {
                 // A fair unlock handed the lock over while we slept.
                 self.cpus[c as usize].handed = false;
@@ -68,13 +72,19 @@ impl Sim<'_> {
         if self.parking_free_for(li, h.write) {
             if !h.write {
                 self.locks[li].readers += 1;
+            } else if self.locks[li].parked_bit {
+                // The bench's `try_write` (`try_lock_exclusive`: a
+                // `cmpxchg` from 0) fails on the parked bit although the
+                // lock is free; `lock_common`'s `try_lock` then takes it.
+                // Counted as contended, as the bench counts it.
+                self.note_contended(c, t);
             }
             self.grant(c, at);
             return;
         }
         self.note_contended(c, t);
         let spins = self.cpus[c as usize].spins;
-        if self.locks[li].waitq.is_empty() && spins < SPIN_LIMIT {
+        if !self.locks[li].parked_bit && spins < SPIN_LIMIT {
             if self.cpus[c as usize].state != CpuState::Spinning {
                 self.cpus[c as usize].state = CpuState::Spinning;
                 self.locks[li].pollers += 1;
@@ -90,20 +100,18 @@ impl Sim<'_> {
             self.push(at + delay, c, Kind::Attempt);
             return;
         }
-        // Park: the parked bit (on the word, taken above), the bucket; under
-        // it (parking_lot_core's `park`) the thread writes its own
-        // `ThreadData` (key, token, queue link) and links it behind the
-        // queue's tail (the tail's `next_in_queue`); then the futex system
-        // call.
+        // Park: the parked bit (on the word, taken above: from now on
+        // newcomers skip spinning and unlocks take the slow path), the
+        // bucket; under it (parking_lot_core's `park`) `validate`, then the
+        // thread writes its own `ThreadData` (key, token, queue link) and
+        // links it behind the queue's tail (the tail's `next_in_queue`);
+        // then the futex system call.
+        self.locks[li].parked_bit = true;
         let mut parked_at = self.lock_bucket(c, li, at);
-        parked_at = self.access(c, self.td_line[c as usize], true, parked_at);
-        if let Some(&tail) = self.locks[li].waitq.back() {
-            parked_at = self.access(c, self.td_line[tail as usize], true, parked_at);
-        }
-        self.locks[li].bucket_free_at = parked_at;
-        parked_at += self.yield_ns;
         if self.parking_free_for(li, h.write) {
-            // validate() failed: the lock is free, try again.
+            // `validate` failed: the lock is free. `park` returns `Invalid`
+            // and leaves the parked bit set; try again.
+            self.locks[li].bucket_free_at = parked_at;
             self.cpus[c as usize].spins = 0;
             if self.cpus[c as usize].state != CpuState::Spinning {
                 self.cpus[c as usize].state = CpuState::Spinning;
@@ -113,6 +121,12 @@ impl Sim<'_> {
             self.push(parked_at, c, Kind::Attempt);
             return;
         }
+        parked_at = self.access(c, self.td_line[c as usize], true, parked_at);
+        if let Some(&tail) = self.locks[li].waitq.back() {
+            parked_at = self.access(c, self.td_line[tail as usize], true, parked_at);
+        }
+        self.locks[li].bucket_free_at = parked_at;
+        parked_at += self.yield_ns;
         self.locks[li].waitq.push_back(c);
         self.sleep(c, parked_at);
     }
@@ -138,15 +152,19 @@ impl Sim<'_> {
     ) -> Option<f64> {
         // The caller took the lock word's line for the unlock's atomic.
         let line = self.locks[li].line;
-        if write && !self.locks[li].waitq.is_empty() && !self.cpus[c as usize].unpark_walked {
-            // `unlock_exclusive`'s `cmpxchg` fails on the parked bit; the slow
-            // path (`unpark_filter`) takes the bucket and reads the queue's
-            // first thread and the one after it (the filter stops there:
-            // a writer was found) *before* its callback stores the new
-            // state: the lock stays held, writer bit set, until then.
+        if write && self.locks[li].parked_bit && !self.cpus[c as usize].unpark_walked {
+            // `unlock_exclusive`'s `cmpxchg` (from the writer bit alone)
+            // fails on the parked bit, even when the queue is empty (a
+            // thread whose `park` found the lock free left the bit set);
+            // the slow path (`unpark_filter`) takes the bucket and reads
+            // the queue's first thread and the one after it (the filter
+            // stops there: a writer was found) *before* its callback
+            // stores the new state: the lock stays held, writer bit set,
+            // until then.
             let mut at = self.lock_bucket(c, li, t);
-            let head = self.locks[li].waitq[0];
-            at = self.access(c, self.td_line[head as usize], false, at);
+            if let Some(&head) = self.locks[li].waitq.front() {
+                at = self.access(c, self.td_line[head as usize], false, at);
+            }
             if let Some(&next) = self.locks[li].waitq.get(1) {
                 at = self.access(c, self.td_line[next as usize], false, at);
             }
@@ -178,6 +196,11 @@ impl Sim<'_> {
             }
         }
         if self.locks[li].waitq.is_empty() {
+            if write {
+                // The slow path's callback found nobody: it stores 0 (no
+                // parked bit).
+                self.locks[li].parked_bit = false;
+            }
             return Some(t);
         }
         let mut at = if walked {
@@ -196,6 +219,9 @@ impl Sim<'_> {
                 break;
             }
         }
+        // `have_more_threads`: the callback keeps the parked bit only
+        // when someone is left in the queue.
+        self.locks[li].parked_bit = !self.locks[li].waitq.is_empty();
         let fair = at >= self.locks[li].next_fair;
         if fair {
             let next = at + self.rand01() * FAIR_TIMEOUT_MAX_NS;
@@ -229,6 +255,9 @@ impl Sim<'_> {
             cpu.gen = cpu.gen.wrapping_add(1);
             self.push(at + wake, w, Kind::Attempt);
         }
-        Some(at + self.futex_wake_ns)
+        // Then the futex wake system call, outside the bucket: the
+        // unlocker's cost of a wake-up, measured under load where the
+        // machine has it ([`crate::Machine::unlock_wake`]).
+        Some(at + self.m.unlock_wake().ns)
     }
 }
