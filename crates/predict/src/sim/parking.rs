@@ -170,8 +170,30 @@ impl Sim<'_> {
     /// lock is free (one parker or unparker at a time) and `c` has its
     /// line; returns when it holds it. The caller sets `bucket_free_at`
     /// when it lets go.
+    ///
+    /// The bucket's lock is a `WordLock`: a thread that finds it taken
+    /// re-reads it after each `SpinWait` step (2, 4, 8 pauses, then
+    /// `sched_yield`s) and takes it at the first read that finds it free;
+    /// after ten steps it sleeps on the `WordLock`'s own queue until the
+    /// holder's unlock wakes it (a wake-up, `wake_ns`).
     fn lock_bucket(&mut self, c: u32, li: usize, t: f64) -> f64 {
-        let from = t.max(self.locks[li].bucket_free_at);
+        let free = self.locks[li].bucket_free_at;
+        let mut from = t;
+        if free > t {
+            let mut k = 0;
+            while from < free {
+                if k == SPIN_LIMIT {
+                    from = free + self.m.wake_ns;
+                    break;
+                }
+                k += 1;
+                from += if k <= 3 {
+                    f64::from(1u32 << k) * self.pause_ns
+                } else {
+                    self.yield_ns
+                };
+            }
+        }
         self.access(c, self.locks[li].bucket_line, true, from)
     }
 
