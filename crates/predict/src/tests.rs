@@ -722,3 +722,25 @@ fn a_free_lock_with_parked_threads_counts_as_contended() {
     let r = parked_queue_run(None);
     assert!(r.contended_pct > 40.0, "{}% contended", r.contended_pct);
 }
+
+#[test]
+fn a_thread_waiting_for_the_parking_bucket_takes_it_at_its_next_spin_step() {
+    // The bucket's lock is a `WordLock`: a waiter re-reads it after each
+    // `SpinWait` step (2, 4, 8 pauses, then `sched_yield`s), so a wait that
+    // outlasts the pauses ends at a yield's boundary. An unlocker waiting so
+    // keeps the parking lock (writer bit) meanwhile: on a saturated lock with
+    // 100 ns transfers the mean hold (its queue walk included) grows with
+    // the yield's cost. Handing the bucket over the instant it is free
+    // (the model before s37) gave 799 ns at either cost.
+    let p = one_lock_profile(16, 400.0, 200.0, 0, |_| 0, 1, false, LockKind::ParkingLot);
+    let mean_hold = |yield_ns: f64| {
+        let mut m = flat(16, 100.0);
+        m.yield_ns = Some(yield_ns);
+        let r = run(&m, &p, 16);
+        let l = &r.locks[0];
+        assert!(l.sleep_ns > 0.0, "nobody parked");
+        l.hold_ns / l.acquisitions as f64
+    };
+    let (quick, slow) = (mean_hold(300.0), mean_hold(3000.0));
+    assert!(slow > quick + 1000.0, "yield 3 us: {slow}, 0.3 us: {quick}");
+}
