@@ -27,10 +27,11 @@
 //!   and tries again.
 //! * **Park.** After ten failures, or at once when the parked bit is set:
 //!   the bit is set, the parking bucket's lock taken (a line of its own,
-//!   and a lock: one parker or unparker at a time, served in turn; the
-//!   real `WordLock` spins, then sleeps on a futex of its own: that
-//!   sleep is not modelled, the bucket is busy about 13% of the time at
-//!   the device's rates and its holds are a few transfers), `validate`
+//!   and a lock: one parker or unparker at a time; its `WordLock` waiter
+//!   re-reads it at its own `SpinWait` steps and takes it at the first
+//!   read that finds it free, and after ten steps sleeps until the
+//!   holder wakes it, `wake_ns`; before s37 it got the bucket the
+//!   instant it was free), `validate`
 //!   checked (the bit still set and the lock still held; otherwise the
 //!   thread tries again), then the thread's own `ThreadData` written and
 //!   linked behind the queue's tail (the tail's `ThreadData` line:
@@ -55,8 +56,8 @@
 //!   wakee runs `wake_ns` later and first reads its token (its
 //!   `ThreadData` line, which the unlocker wrote). Not modelled: the
 //!   fair-timeout clock read (`Instant::now`, a vDSO call, tens of ns,
-//!   once per unlock that wakes) and the bucket `WordLock`'s own wake-up
-//!   when it has sleepers. Normally the lock is released and the wakee
+//!   once per unlock that wakes) and, when the bucket's `WordLock` has a
+//!   sleeper, its unlocker's wake system call. Normally the lock is released and the wakee
 //!   must win it again; but when the lock's fair time has come
 //!   (parking_lot's `FairTimeout`: a random 0-1 ms after the last fair
 //!   unlock) the lock is handed to the wakees and stays held while they
