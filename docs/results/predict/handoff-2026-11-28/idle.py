@@ -1,10 +1,11 @@
 """The busiest lock of each lock-bound design in a prediction: holds a second,
 simulated time held per hold (the hold, plus the unlock's queue walk with the
 lock still held), and the time it sits idle per hold (1 / rate - held).
-Usage: python3 idle.py predict.json [predict.json ...]"""
+Usage: python3 idle.py [label=]predict.json ..."""
 import json, sys, os
-runs = [json.load(open(p)) for p in sys.argv[1:]]
-names = [os.path.basename(os.path.dirname(p)) for p in sys.argv[1:]]
+args = [a.split('=', 1) if '=' in a else [os.path.basename(os.path.dirname(a)), a] for a in sys.argv[1:]]
+runs = [json.load(open(p)) for _, p in args]
+names = [n for n, _ in args]
 print('| design | threads | ' + ' | '.join(f'{n}: holds/s, held, idle (us)' for n in names) + ' |')
 print('|---|---:|' + '---|' * len(runs))
 for d in ['linux', 'numa_locks', 'aspace_central']:
