@@ -219,17 +219,20 @@ impl LockCounters {
         let start = now_ns();
         SLOW_HOLDS.with(|s| s.borrow_mut().push((start, self as *const LockCounters)));
         if ctx & RECORDING != 0 {
-            crate::trace::push_pending(crate::trace::LockEvent {
-                map: self.map,
-                shard: self.shard,
-                write,
-                site: CallSite::from_bits(ctx),
-                hold_ns: 0,
-                wait_ns: start.saturating_sub(t0),
-                lines_written: 0,
-                lines_read: 0,
-                lock_line_written_as_data: false,
-            });
+            crate::trace::push_pending(
+                crate::trace::LockEvent {
+                    map: self.map,
+                    shard: self.shard,
+                    write,
+                    site: CallSite::from_bits(ctx),
+                    hold_ns: 0,
+                    wait_ns: start.saturating_sub(t0),
+                    lines_written: 0,
+                    lines_read: 0,
+                    lock_line_written_as_data: false,
+                },
+                t0,
+            );
             // Acquiring a reader-writer lock writes its word either way, and
             // the hold counter beside it; an exclusive hold also stores the
             // entry count, and a timed one adds its time (each on a line of
@@ -336,7 +339,8 @@ fn end_slow(ctx: u8) {
     let Some((start, counters)) = SLOW_HOLDS.with(|s| s.borrow_mut().pop()) else {
         return;
     };
-    let ns = now_ns().saturating_sub(start);
+    let end = now_ns();
+    let ns = end.saturating_sub(start);
     if ctx & TIMING != 0 {
         // SAFETY: the pointer was pushed by acquire_slow from a
         // `&'a LockCounters` whose Held<'a, _> is being dropped now: crate
@@ -347,7 +351,7 @@ fn end_slow(ctx: u8) {
         c.hold_ns[(ctx & SITE_MASK) as usize].fetch_add(ns, Ordering::Relaxed);
     }
     if ctx & RECORDING != 0 {
-        crate::trace::finish_pending(ns);
+        crate::trace::finish_pending(ns, end);
     }
 }
 
