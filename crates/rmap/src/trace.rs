@@ -132,41 +132,6 @@ pub struct TracedHold {
     /// Each distinct line once (written if any touch wrote it): the lock
     /// word's line first, then in order of identity.
     pub lines: Vec<LineTouch>,
-    /// Where the hold fell in its recording: ns from the recording's start
-    /// to the hold's first acquisition attempt, on the recording's
-    /// timeline (see [`Recording`]).
-    pub start_ns: u64,
-    /// The same to the hold's end (its release).
-    pub end_ns: u64,
-}
-
-/// What [`record_timed`] recorded, besides the closure's value.
-///
-/// # Timeline
-///
-/// Each hold's start and end are read from the monotonic clock (the reads
-/// the hold timing already makes: before the acquisition attempt, and at
-/// the release) and given as ns from the recording's start, less the
-/// recorder's own time *between* holds: the time [`record_timed`] spends
-/// closing a hold after its release stamp (sorting its lines) is measured
-/// with one more clock read and taken off every later stamp, and so is one
-/// clock read per gap between two stamps ([`Recording::clock_ns`],
-/// measured on this thread before its first recording: the median of nine
-/// runs of 64 back-to-back reads). So the gap between one hold's end and
-/// the next hold's start is the code's own time between them, as run
-/// with recording on (the recorder does nothing else outside holds: a
-/// touch outside any hold is one test of an empty stack). Inside a hold
-/// the recorder's work stays in the stamps (hold times are corrected
-/// separately, by plain timed runs): the timeline places holds, it does
-/// not time them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recording {
-    /// Each hold, in the order the holds ended.
-    pub holds: Vec<TracedHold>,
-    /// The closure's whole run on the same timeline.
-    pub elapsed_ns: u64,
-    /// The cost of one clock read taken off each gap, ns.
-    pub clock_ns: u64,
 }
 
 const LINE: usize = 64;
@@ -178,49 +143,16 @@ struct Pending {
     /// Time the recorder itself spent inside the hold (arena copies and
     /// comparisons), taken off the hold's time.
     overhead_ns: u64,
-    /// The first acquisition attempt on the recording's timeline.
-    start_ns: u64,
 }
 
 #[derive(Default)]
 struct Recorder {
     events: Vec<TracedHold>,
     stack: Vec<Pending>,
-    /// The clock at the start of the innermost recording (absolute ns).
-    origin: u64,
-    /// The recorder's own time between holds so far, and the clock reads
-    /// taken off the gaps (see [`Recording`]), ns; only differences count.
-    own_ns: u64,
-    /// The cost of one clock read on this thread, ns (0: not measured yet).
-    clock_ns: u64,
-}
-
-impl Recorder {
-    /// `abs` (a clock reading) on the current recording's timeline.
-    fn at(&self, abs: u64) -> u64 {
-        abs.saturating_sub(self.origin).saturating_sub(self.own_ns)
-    }
 }
 
 thread_local! {
     static REC: RefCell<Recorder> = RefCell::new(Recorder::default());
-}
-
-/// The cost of one read of the hold timing's clock on this thread: the
-/// median of nine runs of 64 back-to-back reads, per read (at least 1 ns).
-fn clock_cost_ns() -> u64 {
-    let mut runs: Vec<u64> = (0..9)
-        .map(|_| {
-            let t0 = crate::stats::now_ns();
-            let mut last = t0;
-            for _ in 0..64 {
-                last = std::hint::black_box(crate::stats::now_ns());
-            }
-            last.saturating_sub(t0) / 64
-        })
-        .collect();
-    runs.sort_unstable();
-    runs[runs.len() / 2].max(1)
 }
 
 /// Runs `work` with this thread's lock holds recorded; returns the events.
@@ -237,97 +169,45 @@ pub fn record_with<R>(work: impl FnOnce() -> R) -> (R, Vec<LockEvent>) {
 
 /// Like [`record_with`], each hold with the lines it touched.
 pub fn record_lines<R>(work: impl FnOnce() -> R) -> (R, Vec<TracedHold>) {
-    let (out, rec) = record_timed(work);
-    (out, rec.holds)
-}
-
-/// Like [`record_lines`], with where each hold fell in the closure's run
-/// and how long the run took, on the timeline [`Recording`] describes.
-pub fn record_timed<R>(work: impl FnOnce() -> R) -> (R, Recording) {
     /// Puts the outer recording state back, also when `work` unwinds.
     struct Restore {
         was: bool,
-        saved: Option<(Vec<TracedHold>, u64)>,
+        saved: Option<Vec<TracedHold>>,
     }
     impl Drop for Restore {
         fn drop(&mut self) {
             crate::probe::set_recording(self.was);
-            if let Some((saved, origin)) = self.saved.take() {
-                REC.with(|r| {
-                    let mut r = r.borrow_mut();
-                    r.events = saved;
-                    r.origin = origin;
-                });
+            if let Some(saved) = self.saved.take() {
+                REC.with(|r| r.borrow_mut().events = saved);
             }
         }
     }
-    let clock_ns = REC.with(|r| r.borrow().clock_ns);
-    let clock_ns = if clock_ns == 0 {
-        let c = clock_cost_ns();
-        REC.with(|r| r.borrow_mut().clock_ns = c);
-        c
-    } else {
-        clock_ns
-    };
-    let saved = REC.with(|r| {
-        let mut r = r.borrow_mut();
-        let events = std::mem::take(&mut r.events);
-        let origin = r.origin;
-        // The recording's start: `own_ns` keeps counting across nested
-        // recordings, so the origin absorbs what it holds now.
-        r.origin = crate::stats::now_ns().saturating_sub(r.own_ns);
-        (events, origin)
-    });
+    let saved = REC.with(|r| std::mem::take(&mut r.borrow_mut().events));
     let was = crate::probe::set_recording(true);
     let mut restore = Restore {
         was,
         saved: Some(saved),
     };
     let out = work();
-    let end = crate::stats::now_ns();
-    let (elapsed_ns, mine) = REC.with(|r| {
-        let mut r = r.borrow_mut();
-        // The last gap's clock read, as every other gap's (see `push_pending`).
-        r.own_ns += r.clock_ns;
-        let elapsed = r.at(end);
-        let (saved, origin) = restore.saved.take().unwrap_or_default();
-        r.origin = origin;
-        (elapsed, std::mem::replace(&mut r.events, saved))
-    });
+    let saved = restore.saved.take().unwrap_or_default();
+    let mine = REC.with(|r| std::mem::replace(&mut r.borrow_mut().events, saved));
     drop(restore);
-    (
-        out,
-        Recording {
-            holds: mine,
-            elapsed_ns,
-            clock_ns,
-        },
-    )
+    (out, mine)
 }
 
-/// Opens the event of a hold whose first acquisition attempt read the
-/// clock at `began` (absolute ns, `stats::now_ns`).
-pub(crate) fn push_pending(event: LockEvent, began: u64) {
+/// Opens the event of a hold that just began.
+pub(crate) fn push_pending(event: LockEvent) {
     REC.with(|r| {
-        let mut r = r.borrow_mut();
-        // The gap that ends here holds about one clock read (the stamp
-        // before it was taken mid-read, and so is this one).
-        let c = r.clock_ns;
-        r.own_ns += c;
-        let start_ns = r.at(began);
-        r.stack.push(Pending {
+        r.borrow_mut().stack.push(Pending {
             event,
             touched: Vec::new(),
             overhead_ns: 0,
-            start_ns,
         })
     });
 }
 
-/// Closes the innermost open event with its hold time; `ended` is the
-/// clock at its release (absolute ns). The time spent here after `ended`
-/// is the recorder's own, taken off the timeline (see [`Recording`]).
-pub(crate) fn finish_pending(hold_ns: u64, ended: u64) {
+/// Closes the innermost open event with its hold time.
+pub(crate) fn finish_pending(hold_ns: u64) {
     REC.with(|r| {
         let mut r = r.borrow_mut();
         let Some(mut p) = r.stack.pop() else {
@@ -372,15 +252,10 @@ pub(crate) fn finish_pending(hold_ns: u64, ended: u64) {
         p.event.hold_ns = hold_ns.saturating_sub(p.overhead_ns);
         p.event.lines_written = written;
         p.event.lines_read = read;
-        let end_ns = r.at(ended).max(p.start_ns);
         r.events.push(TracedHold {
             event: p.event,
             lines,
-            start_ns: p.start_ns,
-            end_ns,
         });
-        let done = crate::stats::now_ns();
-        r.own_ns += done.saturating_sub(ended);
     });
 }
 
@@ -507,22 +382,19 @@ mod tests {
 
     /// The (written, read) lines of one hold that runs `touches`.
     fn lines_of(touches: impl FnOnce()) -> (u32, u32) {
-        push_pending(
-            LockEvent {
-                map: 0,
-                shard: 0,
-                write: true,
-                site: CallSite::MmapLink,
-                hold_ns: 0,
-                wait_ns: 0,
-                lines_written: 0,
-                lines_read: 0,
-                lock_line_written_as_data: false,
-            },
-            0,
-        );
+        push_pending(LockEvent {
+            map: 0,
+            shard: 0,
+            write: true,
+            site: CallSite::MmapLink,
+            hold_ns: 0,
+            wait_ns: 0,
+            lines_written: 0,
+            lines_read: 0,
+            lock_line_written_as_data: false,
+        });
         touches();
-        finish_pending(0, 0);
+        finish_pending(0);
         let e = REC
             .with(|r| r.borrow_mut().events.pop())
             .expect("one event");
@@ -575,20 +447,17 @@ mod tests {
     #[test]
     fn a_written_line_says_whether_the_hold_loaded_it_first() {
         let arena: Vec<Node48> = (0..4).map(|_| Node48([0; 6])).collect();
-        push_pending(
-            LockEvent {
-                map: 0,
-                shard: 0,
-                write: true,
-                site: CallSite::MmapLink,
-                hold_ns: 0,
-                wait_ns: 0,
-                lines_written: 0,
-                lines_read: 0,
-                lock_line_written_as_data: false,
-            },
-            0,
-        );
+        push_pending(LockEvent {
+            map: 0,
+            shard: 0,
+            write: true,
+            site: CallSite::MmapLink,
+            hold_ns: 0,
+            wait_ns: 0,
+            lines_written: 0,
+            lines_read: 0,
+            lock_line_written_as_data: false,
+        });
         // The walk loads 0, 1 and 2; the change writes 1 and 3 (3 never
         // loaded: a new entry), then 0 again as read.
         touch_node(&arena[0], false);
@@ -597,7 +466,7 @@ mod tests {
         touch_node(&arena[3], true);
         touch_node(&arena[1], true);
         touch_node(&arena[0], false);
-        finish_pending(0, 0);
+        finish_pending(0);
         let e = REC
             .with(|r| r.borrow_mut().events.pop())
             .expect("one event");
@@ -610,55 +479,6 @@ mod tests {
         assert_eq!(of(1), (true, true), "loaded by the walk, then written");
         assert_eq!(of(2), (false, true));
         assert_eq!(of(3), (true, false), "written without a load first");
-    }
-
-    #[test]
-    fn holds_are_placed_on_the_recordings_timeline() {
-        use crate::{Design, Interval, Topology};
-        let m = Design::Linux.build(&Topology::Os);
-        let pause = std::time::Duration::from_millis(1);
-        let (_, rec) = record_timed(|| {
-            let _s = crate::stats::set_call_site(CallSite::MmapLink);
-            m.insert(Interval::new(0, 9).unwrap(), 1).unwrap();
-            m.insert(Interval::new(5, 19).unwrap(), 2).unwrap();
-            std::thread::sleep(pause);
-            m.insert(Interval::new(7, 29).unwrap(), 3).unwrap();
-        });
-        let h = &rec.holds;
-        assert_eq!(h.len(), 3);
-        assert!(rec.clock_ns >= 1);
-        for (i, x) in h.iter().enumerate() {
-            assert!(x.start_ns <= x.end_ns, "hold {i}");
-            if i > 0 {
-                assert!(
-                    h[i - 1].end_ns <= x.start_ns,
-                    "holds {} and {i} in order",
-                    i - 1
-                );
-            }
-        }
-        assert!(h[2].end_ns <= rec.elapsed_ns);
-        // The sleep lies between holds 1 and 2: the recorder takes off only
-        // its own time and one clock read, never the code's.
-        let gap = h[2].start_ns - h[1].end_ns;
-        assert!(
-            gap + rec.clock_ns >= pause.as_nanos() as u64,
-            "gap {gap} ns around a sleep of {pause:?}"
-        );
-        // A nested recording keeps its own origin, and the outer one's
-        // timeline goes on after it.
-        let (_, outer) = record_timed(|| {
-            let _s = crate::stats::set_call_site(CallSite::MmapLink);
-            m.insert(Interval::new(1, 2).unwrap(), 4).unwrap();
-            std::thread::sleep(pause);
-            let (_, inner) = record_timed(|| {
-                m.insert(Interval::new(3, 4).unwrap(), 5).unwrap();
-            });
-            assert_eq!(inner.holds.len(), 1);
-            assert!(inner.holds[0].start_ns < pause.as_nanos() as u64);
-        });
-        assert_eq!(outer.holds.len(), 1);
-        assert!(outer.elapsed_ns + outer.clock_ns >= pause.as_nanos() as u64);
     }
 
     #[test]

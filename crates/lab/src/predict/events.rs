@@ -35,23 +35,60 @@ pub struct Event {
     pub call: u32,
     /// Each distinct line the hold touched, the lock word's first.
     pub lines: Vec<LineTouch>,
-    /// Where in its iteration the hold fell (`rmap::trace`'s timeline);
-    /// `None` where not recorded (the work outside holds is then spread
-    /// evenly, as before s37).
+    /// Where in its iteration the hold fell ([`place`]); `None` where not
+    /// known (the work outside holds is then spread evenly, as before s37).
     pub placed: Option<Placement>,
 }
 
-/// Where a hold fell in its recorded iteration, ns on `rmap::trace`'s
-/// timeline (the recorder's own time between holds taken off; see
-/// `rmap::trace::Recording`).
+/// Where a hold fell in an iteration, ns from the iteration's start, as
+/// [`place`] measures it (`rmap::stats::place_holds`: plain iterations,
+/// hold timing only).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Placement {
-    /// From the iteration's start to the hold's first acquisition attempt.
+    /// To the hold's first acquisition attempt.
     pub start_ns: f64,
-    /// From the iteration's start to the hold's release.
+    /// To the hold's release.
     pub end_ns: f64,
-    /// The whole iteration on the same timeline.
+    /// The whole iteration.
     pub iteration_ns: f64,
+    /// One clock read, taken off every gap between two stamps (each gap
+    /// holds about one).
+    pub clock_ns: f64,
+}
+
+/// Runs `iteration` `n` times on this thread with its holds placed
+/// (`rmap::stats::place_holds`) and returns, for the runs with the most
+/// common number of holds, each hold's placement: the median over those
+/// runs at its position (a run preempted in one gap moves only that run's
+/// stamps). Empty when no run had a hold.
+pub fn place(n: usize, mut iteration: impl FnMut()) -> Vec<Placement> {
+    let runs: Vec<rmap::stats::Placed> = (0..n)
+        .map(|_| rmap::stats::place_holds(&mut iteration).1)
+        .collect();
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for r in &runs {
+        *counts.entry(r.holds.len()).or_insert(0) += 1;
+    }
+    let Some(len) = counts
+        .iter()
+        .max_by_key(|&(l, c)| (*c, *l))
+        .map(|(&l, _)| l)
+    else {
+        return Vec::new();
+    };
+    let kept: Vec<&rmap::stats::Placed> = runs.iter().filter(|r| r.holds.len() == len).collect();
+    let med =
+        |f: &dyn Fn(&rmap::stats::Placed) -> f64| median_of(kept.iter().map(|r| f(r)).collect());
+    let iteration_ns = med(&|r| r.elapsed_ns as f64);
+    let clock_ns = med(&|r| r.clock_ns as f64);
+    (0..len)
+        .map(|i| Placement {
+            start_ns: med(&|r| r.holds[i].0 as f64),
+            end_ns: med(&|r| r.holds[i].1 as f64),
+            iteration_ns,
+            clock_ns,
+        })
+        .collect()
 }
 
 /// The per-field median of `v`'s placements, or `None` if any is missing.
@@ -65,6 +102,7 @@ fn median_placement(v: impl Iterator<Item = Option<Placement>>) -> Option<Placem
         start_ns: m(|p| p.start_ns),
         end_ns: m(|p| p.end_ns),
         iteration_ns: m(|p| p.iteration_ns),
+        clock_ns: m(|p| p.clock_ns),
     })
 }
 
@@ -75,19 +113,22 @@ fn median_placement(v: impl Iterator<Item = Option<Placement>>) -> Option<Placem
 ///
 /// `events` in the order the profile runs them ([`unnest`]ed: an outer
 /// hold before the inner holds it enclosed). A gap is the time from the
-/// latest release so far to the next hold's acquisition attempt (0 when
-/// that hold began inside an earlier one, as an inner hold does).
+/// latest release so far to the next hold's acquisition attempt, less one
+/// clock read (0 when that hold began inside an earlier one, as an inner
+/// hold does).
 pub fn recorded_gaps(events: &[Event]) -> Option<Vec<f64>> {
     let mut gaps = Vec::with_capacity(events.len() + 1);
     let mut cursor = 0.0f64;
     let mut iteration = 0.0f64;
+    let mut clock = 0.0f64;
     for e in events {
         let p = e.placed?;
-        gaps.push((p.start_ns - cursor).max(0.0));
+        gaps.push((p.start_ns - cursor - p.clock_ns).max(0.0));
         cursor = cursor.max(p.end_ns);
         iteration = iteration.max(p.iteration_ns);
+        clock = p.clock_ns;
     }
-    gaps.push((iteration - cursor).max(0.0));
+    gaps.push((iteration - cursor - clock).max(0.0));
     (gaps.iter().sum::<f64>() > 0.0).then_some(gaps)
 }
 
@@ -156,9 +197,8 @@ pub fn correct_holds(events: &mut [Event], plain_hold: &[f64]) {
 
 /// Runs `work` on this thread with its lock holds recorded (`rmap::trace`).
 pub fn record(work: impl FnOnce()) -> Vec<Event> {
-    let (_, rec) = rmap::trace::record_timed(work);
-    let iteration_ns = rec.elapsed_ns as f64;
-    rec.holds
+    rmap::trace::record_lines(work)
+        .1
         .into_iter()
         .map(|h| {
             let e = h.event;
@@ -173,11 +213,7 @@ pub fn record(work: impl FnOnce()) -> Vec<Event> {
                 lock_line_data: e.lock_line_written_as_data,
                 call: NO_CALL,
                 lines: h.lines,
-                placed: Some(Placement {
-                    start_ns: h.start_ns as f64,
-                    end_ns: h.end_ns as f64,
-                    iteration_ns,
-                }),
+                placed: None,
             }
         })
         .collect()

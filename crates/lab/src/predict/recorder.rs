@@ -15,8 +15,8 @@
 //! line in its cache), never from the turns.
 
 use super::events::{
-    call_site, coalesce_splits, correct_holds, label_calls, median_of, pool_times, record,
-    recorded_gaps, step_holds, summarise, unnest, Event,
+    call_site, coalesce_splits, correct_holds, label_calls, median_of, place, pool_times, record,
+    recorded_gaps, step_holds, summarise, unnest, Event, Placement,
 };
 use crate::model_exec::thread_cpu_ns;
 use mm::{CallPattern, Files, Mm, Program};
@@ -206,6 +206,8 @@ struct SlotRecord {
     cpu: u32,
     plain_ns: f64,
     plain_hold: Vec<f64>,
+    /// Where each hold of a plain iteration fell ([`place`]).
+    placed: Vec<Placement>,
     runs: Vec<(f64, Vec<Event>)>,
 }
 
@@ -393,13 +395,26 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             continue;
         }
         let (_, mut events) = summarise(r.runs);
+        // The plain iterations' placements, hold by hold, where they made
+        // the same holds as the recorded ones (else the work is spread
+        // evenly).
+        if r.placed.len() == events.len() {
+            for (e, p) in events.iter_mut().zip(&r.placed) {
+                e.placed = Some(*p);
+            }
+        }
         if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
+            // The timeline (placements): the iteration's length on it and
+            // its time between holds, beside the plain iteration's.
+            let gaps = recorded_gaps(&unnest(&events)).map_or(0.0, |g| g.iter().sum::<f64>());
             eprintln!(
-                "slot {}: plain {:.0} ns, plain holds {:.0} ns, recorded holds {:.0} ns",
+                "slot {}: plain {:.0} ns, plain holds {:.0} ns, recorded holds {:.0} ns; timeline {:.0} ns, {:.0} ns of it between holds",
                 r.cpu,
                 r.plain_ns,
                 r.plain_hold.iter().sum::<f64>(),
-                events.iter().map(|e| e.hold_ns as f64).sum::<f64>()
+                events.iter().map(|e| e.hold_ns as f64).sum::<f64>(),
+                events.first().and_then(|e| e.placed).map_or(0.0, |p| p.iteration_ns),
+                gaps
             );
         }
         correct_holds(&mut events, &r.plain_hold);
@@ -418,8 +433,8 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         recorded.push((r.cpu, r.plain_ns, events));
     }
     pool_times(&mut recorded);
-    // Every hold placed on its iteration's timeline (`steps_of` then puts
-    // the work where the recording found it).
+    // Every hold placed (`steps_of` then puts the work where the plain
+    // iterations did it).
     let work_placed = recorded
         .iter()
         .all(|(_, _, ev)| ev.iter().all(|e| e.placed.is_some()));
@@ -528,6 +543,7 @@ fn take_turns(
                         cpu,
                         plain_ns: 0.0,
                         plain_hold: Vec::new(),
+                        placed: Vec::new(),
                         runs: Vec::new(),
                     };
                     let mut mm: Option<Mm> = None;
@@ -640,6 +656,9 @@ fn measure_plain(
         })
         .collect();
     rec.plain_ns = median_of(plain);
+    // Where each hold falls: as many plain iterations again, each with
+    // its holds' clock stamps kept (hold timing only: nothing recorded).
+    rec.placed = place(n, || iteration(shell, mm, prog));
 }
 
 /// The profile's lines: each recorded line identity once, with its kind.
@@ -661,13 +680,13 @@ impl Lines {
 
 /// Builds one slot's steps from an iteration's events (see [`unnest`] and,
 /// for the kernel, [`coalesce_splits`]) and its total time. The work
-/// outside the holds (the total less the holds) lies where the recording
-/// found it: each gap gets the share of it that the gap had on the
-/// recording's timeline ([`recorded_gaps`]), so the exec's bursts of holds
-/// (one system call's) stay bursts; the timeline's own length does not
-/// matter, only its shape (the total comes from plain timed iterations, as
-/// the holds' times do). Events without a placement (a recorder before
-/// s37) get the work spread evenly over the gaps. Lock `(map, shard)`
+/// outside the holds (the total less the holds) lies where the plain
+/// iterations did it: each gap gets the share of it that the gap had in
+/// their placements ([`recorded_gaps`], [`place`]), so the exec's bursts
+/// of holds (one system call's) stay bursts; only the placements' shape
+/// counts, the total is the plain iterations' CPU time, as before. Events
+/// without a placement (a recorder before s37) get the work spread evenly
+/// over the gaps. Lock `(map, shard)`
 /// becomes one [`LockDesc`] (a parking_lot lock for the model, an rwsem
 /// for the kernel), its word the hold's first line; the kernel has no lab
 /// counters, so their lines are left out of its holds.
@@ -1039,7 +1058,6 @@ mod tests {
 
     #[test]
     fn recorded_bursts_place_the_work_where_the_recording_found_it() {
-        use super::super::events::Placement;
         // Four holds of 50 ns: all the work first (a 600 ns stretch), then
         // two bursts of two holds 20 ns apart with 100 ns between them, on
         // a timeline of 1000 ns (recording's own length: only its shape
@@ -1048,6 +1066,7 @@ mod tests {
             start_ns: start,
             end_ns: start + 50.0,
             iteration_ns: 1000.0,
+            clock_ns: 0.0,
         };
         let mut evs: Vec<Event> = (0..4).map(|i| ev(1, i, Site::MmapLink, 50)).collect();
         for (e, s) in evs.iter_mut().zip([600.0, 670.0, 820.0, 890.0]) {
@@ -1087,6 +1106,7 @@ mod tests {
                 start_ns: 2.0 * s,
                 end_ns: 2.0 * s + 100.0,
                 iteration_ns: 2000.0,
+                clock_ns: 0.0,
             });
         }
         assert_eq!(work_of(&evs).0, placed);
