@@ -156,10 +156,12 @@ pub struct PredictArgs {
     #[arg(long)]
     pub model_share: Option<PathBuf>,
     /// Overlap the transfers of lines a CPU touches independently (a hold's
-    /// written lines, a touch's locked updates) by the simulated machine's
-    /// calibrated factors (`line_overlap`, `rmw_overlap` of `aspace
-    /// calibrate`); a description without them stays serial. Without this
-    /// flag every transfer is serial.
+    /// written lines that it did not load first, a touch's locked updates)
+    /// by the simulated machine's calibrated factors (`line_overlap`,
+    /// `rmw_overlap` of `aspace calibrate`); a description without them
+    /// stays serial. Without this flag every transfer is serial. The one
+    /// switch: it sets `SimConfig::overlap` of every simulation this run
+    /// makes ([`simulate_all`]).
     #[arg(long)]
     pub overlap: bool,
     /// With --overlap: take the factors from this calibration instead (a
@@ -167,23 +169,12 @@ pub struct PredictArgs {
     /// names the file and its host).
     #[arg(long, requires = "overlap")]
     pub overlap_from: Option<PathBuf>,
-    /// With --overlap: a hold's written tree nodes stay in its serial chain
-    /// too; only its other written lines overlap (a bracket: the recording
-    /// does not say which written nodes the walk loaded first).
-    #[arg(long, requires = "overlap")]
-    pub overlap_serial_tree: bool,
 }
 
-/// Applies `--overlap` / `--overlap-from` to the simulated machine `m`:
-/// without `--overlap` its factors are dropped (every transfer serial);
-/// with `--overlap-from` they are replaced by that calibration's, and the
-/// sources say so.
+/// Applies `--overlap-from` to the simulated machine `m`: its factors are
+/// replaced by that calibration's, and the sources say so. Whether they
+/// are used at all is `--overlap` alone (passed to [`simulate_all`]).
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
-    if !a.overlap {
-        m.line_overlap = None;
-        m.rmw_overlap = None;
-        return Ok(());
-    }
     if let Some(f) = &a.overlap_from {
         let from = Machine::load(f).map_err(|e| e.to_string())?;
         if from.line_overlap.is_none() && from.rmw_overlap.is_none() {
@@ -656,14 +647,15 @@ pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
 /// run of the median rate (as the bench's median sample comes from one
 /// placement).
 ///
-/// `serial_tree` is `--overlap-serial-tree` ([`SimConfig::serial_tree`]);
-/// it changes nothing on a machine without overlap factors.
+/// `overlap` is `--overlap` ([`SimConfig::overlap`]: the machine's
+/// calibrated overlap factors are used); it changes nothing on a machine
+/// without them. The one place the switch reaches the simulator.
 pub fn simulate_all(
     m: &Machine,
     profiles: &[Profile],
     cpus: &[u32],
     seconds: f64,
-    serial_tree: bool,
+    overlap: bool,
 ) -> Result<Vec<Vec<Prediction>>, String> {
     let jobs: Vec<(usize, usize, u32, usize)> = (0..profiles.len())
         .flat_map(|p| {
@@ -692,10 +684,7 @@ pub fn simulate_all(
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
                 cfg.first_cpu = first;
-                // The machine's overlap factors where it has them (see
-                // `overlap_arg`: without --overlap they are dropped).
-                cfg.overlap = true;
-                cfg.serial_tree = serial_tree;
+                cfg.overlap = overlap;
                 match simulate(m, &profiles[p], &cfg) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
@@ -1050,13 +1039,12 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         }
     }
     let t0 = std::time::Instant::now();
-    let preds = simulate_all(&m, &profiles, &cpus, a.seconds, a.overlap_serial_tree)?;
+    let preds = simulate_all(&m, &profiles, &cpus, a.seconds, a.overlap)?;
     // A profile that is all holds has no bound (nothing is left without
     // them): its curve gets none.
     let bound_of: Vec<Option<Profile>> = profiles.iter().map(|p| p.without_holds().ok()).collect();
     let bound_profiles: Vec<Profile> = bound_of.iter().flatten().cloned().collect();
-    let mut simulated =
-        simulate_all(&m, &bound_profiles, &cpus, a.seconds, a.overlap_serial_tree)?.into_iter();
+    let mut simulated = simulate_all(&m, &bound_profiles, &cpus, a.seconds, a.overlap)?.into_iter();
     let bounds: Vec<Vec<Prediction>> = bound_of
         .iter()
         .map(|b| match b {
@@ -1103,7 +1091,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .into(),
         scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
-        assumptions: assumptions(&m_for_notes, &profiles, a.overlap_serial_tree),
+        assumptions: assumptions(&m_for_notes, &profiles, a.overlap),
         validation: a.validation.display().to_string(),
         stored_validation: crate::predicted::StoredValidation::load(&a.validation),
         curves,
@@ -1267,7 +1255,7 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
 
 /// The costs `m` did not measure that a simulation of `profiles` uses,
 /// with the documented values taken instead.
-pub fn assumptions(m: &Machine, profiles: &[Profile], serial_tree: bool) -> Vec<String> {
+pub fn assumptions(m: &Machine, profiles: &[Profile], overlap: bool) -> Vec<String> {
     let mut out = Vec::new();
     let parking = profiles.iter().any(|p| {
         p.locks
@@ -1287,17 +1275,50 @@ pub fn assumptions(m: &Machine, profiles: &[Profile], serial_tree: bool) -> Vec<
             m.name
         ));
     }
-    out.push(transfer_rule(m, serial_tree));
+    out.push(transfer_rule(m, overlap, profiles));
+    out.push(work_placement(profiles));
     out
+}
+
+/// Where the profiles put an exec's work between its holds, for the
+/// output: as recorded (s37 on), or spread evenly (older recordings).
+fn work_placement(profiles: &[Profile]) -> String {
+    let placed: Vec<&str> = profiles
+        .iter()
+        .filter(|p| p.work_placed)
+        .map(|p| p.label.as_str())
+        .collect();
+    if placed.len() == profiles.len() {
+        "work between holds: where the recording found it (each hold's place in the exec, recorded)"
+            .into()
+    } else if placed.is_empty() {
+        "work between holds: spread evenly over the gaps (recorded before holds were placed)".into()
+    } else {
+        format!(
+            "work between holds: where the recording found it for {}; spread evenly for the others (recorded before holds were placed)",
+            placed.join(", ")
+        )
+    }
 }
 
 /// How this run charges line transfers, for the output: serial, or the
 /// overlap factors with their sources (which say STAND-IN where
-/// `--overlap-from` supplied them), and whether written tree nodes stay
-/// serial (`serial_tree`, `--overlap-serial-tree`).
-fn transfer_rule(m: &Machine, serial_tree: bool) -> String {
+/// `--overlap-from` supplied them) and which written lines stay in a
+/// hold's chain (those its walk loaded first, where `profiles` recorded
+/// them; otherwise none, a lower bound).
+fn transfer_rule(m: &Machine, overlap: bool, profiles: &[Profile]) -> String {
     if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
-        return "line transfers: serial, one at a time (no --overlap, or the machine has no line_overlap / rmw_overlap)".into();
+        return format!(
+            "line transfers: serial, one at a time ({})",
+            if overlap {
+                "--overlap, but the machine has no line_overlap / rmw_overlap"
+            } else {
+                "no --overlap"
+            }
+        );
+    }
+    if !overlap {
+        return "line transfers: serial, one at a time (no --overlap; the machine's line_overlap / rmw_overlap unused)".into();
     }
     let f = |v: Option<f64>, k: &str| match v {
         Some(v) => format!(
@@ -1306,13 +1327,22 @@ fn transfer_rule(m: &Machine, serial_tree: bool) -> String {
         ),
         None => format!("{k}: none, serial"),
     };
-    let tree = if serial_tree {
-        "; written tree nodes stay serial (--overlap-serial-tree)"
+    let old: Vec<&str> = profiles
+        .iter()
+        .filter(|p| !p.loads_recorded)
+        .map(|p| p.label.as_str())
+        .collect();
+    let loads = if old.is_empty() {
+        "; a hold's written lines that its walk loaded first stay in its serial chain (recorded)"
+            .to_owned()
     } else {
-        ""
+        format!(
+            "; a hold's written lines that its walk loaded first stay in its serial chain, as recorded, except in {} (recorded before the loads were: every written line overlaps, a lower bound)",
+            old.join(", ")
+        )
     };
     format!(
-        "line transfers overlap (--overlap): {}; {}{tree}",
+        "line transfers overlap (--overlap): {}; {}{loads}",
         f(m.line_overlap, "line_overlap"),
         f(m.rmw_overlap, "rmw_overlap")
     )
@@ -1356,18 +1386,47 @@ pub(crate) mod tests {
     #[test]
     fn the_output_names_the_transfer_rule_and_a_stand_in() {
         let mut m = Machine::by_name("device-16").unwrap();
-        assert!(transfer_rule(&m, false).starts_with("line transfers: serial"));
+        let mut p = Profile {
+            label: "new".into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            locks: Vec::new(),
+            lines: Vec::new(),
+            slots: Vec::new(),
+            recorded_ghz: 1.0,
+            notes: String::new(),
+            exit_vmas_per_hold: 0.0,
+            work_placed: true,
+            loads_recorded: true,
+        };
+        let new = [p.clone()];
+        assert!(transfer_rule(&m, true, &new).starts_with("line transfers: serial"));
         m.line_overlap = Some(0.033);
         m.sources.insert(
             "line_overlap".into(),
             "STAND-IN, not measured on this machine: from h.json".into(),
         );
-        let r = transfer_rule(&m, false);
+        // The one switch: factors present, --overlap off, serial.
+        let off = transfer_rule(&m, false, &new);
+        assert!(
+            off.starts_with("line transfers: serial") && off.contains("unused"),
+            "{off}"
+        );
+        let r = transfer_rule(&m, true, &new);
         assert!(r.contains("line_overlap 0.033 (STAND-IN"), "{r}");
         assert!(r.contains("rmw_overlap: none, serial"), "{r}");
-        assert!(!r.contains("--overlap-serial-tree"), "{r}");
-        let t = transfer_rule(&m, true);
-        assert!(t.contains("written tree nodes stay serial"), "{t}");
+        assert!(
+            r.contains("loaded first stay in its serial chain (recorded)"),
+            "{r}"
+        );
+        // A profile recorded before the loads were: named, a lower bound.
+        p.loads_recorded = false;
+        p.label = "old".into();
+        let t = transfer_rule(&m, true, &[new[0].clone(), p]);
+        assert!(
+            t.contains("except in old") && t.contains("lower bound"),
+            "{t}"
+        );
     }
 
     /// One answer per page: this run's figures labelled as predictions,

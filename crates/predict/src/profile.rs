@@ -187,6 +187,13 @@ pub struct Hold {
     pub written: Vec<u32>,
     /// Lines it only reads.
     pub read: Vec<u32>,
+    /// The written lines (a subset of `written`) that the critical section
+    /// loaded before it wrote them: the nodes on its walk from the root
+    /// that the change then wrote. Their loads are part of the walk's
+    /// dependent chain (see the simulator's overlap rule). Recorded since
+    /// s37 (see [`Profile::loads_recorded`]); empty in older profiles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_first: Vec<u32>,
 }
 
 /// Shared lines an iteration updates outside any lock (atomic reference
@@ -259,6 +266,15 @@ pub struct Profile {
     /// `unbatch_exit`-style transforms read it.
     #[serde(default)]
     pub exit_vmas_per_hold: f64,
+    /// The work outside the holds lies where the recording found it
+    /// between them (recorded since s37: each hold's place in the exec).
+    /// False in older profiles, whose work is spread evenly over the gaps.
+    #[serde(default)]
+    pub work_placed: bool,
+    /// Each hold's [`Hold::loaded_first`] was recorded (since s37). False
+    /// in older profiles: their written lines say nothing of it.
+    #[serde(default)]
+    pub loads_recorded: bool,
 }
 
 /// What is wrong with a profile.
@@ -498,6 +514,7 @@ mod tests {
                         hold_ns: 50.0,
                         written: vec![1, 2],
                         read: vec![],
+                        loaded_first: vec![],
                     }),
                     Step::Touch(Touch {
                         written: vec![3],
@@ -508,6 +525,8 @@ mod tests {
             }],
             recorded_ghz: 2.0,
             exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
             notes: String::new(),
         }
     }
@@ -558,6 +577,7 @@ mod tests {
             hold_ns: 1.0,
             written: vec![],
             read: vec![],
+            loaded_first: vec![],
         }));
         assert!(p.validate().is_err());
         let mut p = tiny();
@@ -590,6 +610,7 @@ mod tests {
             hold_ns: 7.0,
             written: vec![],
             read: vec![],
+            loaded_first: vec![],
         }));
         let b = p.without_holds().unwrap();
         assert_eq!(b.times(), (7.0, 400.0));
@@ -610,5 +631,31 @@ mod tests {
         assert_eq!(p, q);
         assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 36);
         assert_eq!(p.lines_per_hold(), (2.0, 0.0));
+    }
+
+    #[test]
+    fn a_profile_recorded_before_placements_and_loads_still_loads() {
+        // An s36 recording's JSON: no `work_placed`, `loads_recorded` or
+        // `loaded_first` (its work is spread evenly; its written lines say
+        // nothing of the walk's loads).
+        let old = r#"{"label":"linux","workload":"execl","call_pattern":"per-vma",
+            "locks":[{"name":"map1#0","kind":"ParkingLot","line":0}],
+            "lines":["LockWord","Tree","Tree"],
+            "slots":[{"cpu":0,"steps":[{"Work":100.0},
+              {"Hold":{"lock":0,"write":true,"site":"MmapLink","hold_ns":50.0,"written":[1],"read":[2]}},
+              {"Work":100.0}]}],
+            "recorded_ghz":1.0,"notes":"","exit_vmas_per_hold":0.0}"#;
+        let p: Profile = serde_json::from_str(old).unwrap();
+        p.validate().unwrap();
+        assert!(!p.work_placed && !p.loads_recorded);
+        let Step::Hold(h) = &p.slots[0].steps[1] else {
+            panic!("a hold")
+        };
+        assert!(h.loaded_first.is_empty());
+        assert_eq!(p.times(), (50.0, 200.0), "the even spread, as saved");
+        // Written back, an empty `loaded_first` is left out: the same text
+        // as before for a hold without it.
+        let back = serde_json::to_string(&p).unwrap();
+        assert!(!back.contains("loaded_first"));
     }
 }

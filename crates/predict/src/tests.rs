@@ -94,6 +94,7 @@ fn one_lock_profile(
                             hold_ns: h,
                             written,
                             read: vec![],
+                            loaded_first: vec![],
                         }),
                     ],
                 }
@@ -101,6 +102,8 @@ fn one_lock_profile(
             .collect(),
         recorded_ghz: 1.0,
         exit_vmas_per_hold: 0.0,
+        work_placed: false,
+        loads_recorded: false,
         notes: String::new(),
     }
 }
@@ -418,6 +421,8 @@ fn a_shared_line_caps_throughput_at_its_transfer_rate() {
         }],
         recorded_ghz: 1.0,
         exit_vmas_per_hold: 0.0,
+        work_placed: false,
+        loads_recorded: false,
         notes: String::new(),
     };
     let one = run(&m, &p, 1).per_s;
@@ -574,19 +579,55 @@ fn independent_writes_overlap_by_the_calibrated_factor_and_walks_stay_serial() {
     let (w, r) = holds(true);
     assert!(within(w, 425.0), "overlapped writer's hold {w}");
     assert!(within(r, 1100.0), "walker's hold {r} must stay serial");
-    // The bracket: written tree lines stay in the chain too.
-    let mut cfg = SimConfig::new(2);
-    cfg.duration_ns = 2e7;
-    cfg.warmup_ns = 2e6;
-    cfg.overlap = true;
-    cfg.serial_tree = true;
-    let h = mean_holds(&simulate(&m, &p, &cfg).unwrap());
-    let w = h
-        .iter()
+}
+
+/// The writer's hold of [`writer_and_walker`] with `k` of its 10 written
+/// lines loaded first (recorded as such): its mean hold, overlap on.
+fn writer_hold_with_loaded(m: &Machine, k: usize) -> f64 {
+    let mut p = writer_and_walker();
+    p.loads_recorded = true;
+    let Step::Hold(h) = &mut p.slots[0].steps[1] else {
+        unreachable!("rwsem() builds work then a hold")
+    };
+    h.loaded_first = h.written[..k].to_vec();
+    let r = run_overlap(m, &p, 2, true);
+    mean_holds(&r)
+        .into_iter()
         .find(|(n, _)| n == Site::MmapLink.name())
         .unwrap()
-        .1;
-    assert!(within(w, 1100.0), "tree lines kept serial: {w}");
+        .1
+}
+
+#[test]
+fn written_lines_the_walk_loaded_first_stay_in_the_chain() {
+    let mut m = flat(2, 100.0);
+    m.line_overlap = Some(0.25);
+    let within = |x: f64, lo: f64| x >= lo * 0.97 && x <= (lo + 100.0) * 1.03;
+    // None loaded first: every write overlaps, 100 + 100 + 9 x 25 (the
+    // lower bracket of s36's `--overlap`).
+    let none = writer_hold_with_loaded(&m, 0);
+    assert!(within(none, 425.0), "{none}");
+    // All ten loaded first: a chain of ten, 100 + 10 x 100 (what the serial
+    // charge and s36's `--overlap-serial-tree` gave for this hold).
+    let all = writer_hold_with_loaded(&m, 10);
+    assert!(within(all, 1100.0), "{all}");
+    // Four loaded by the walk: 4 x 100 in the chain, then the other six
+    // together, 100 + 5 x 25: 100 + 400 + 225. Between the two brackets,
+    // and neither of them: the recording decides.
+    let four = writer_hold_with_loaded(&m, 4);
+    assert!(within(four, 725.0), "{four}");
+    assert!(
+        four > none * 1.3 && four < all / 1.3,
+        "{none} < {four} < {all}"
+    );
+    // Overlap off: the loads change nothing (the serial charge).
+    let mut p = writer_and_walker();
+    let serial = run_overlap(&m, &p, 2, false);
+    let Step::Hold(h) = &mut p.slots[0].steps[1] else {
+        unreachable!()
+    };
+    h.loaded_first = h.written[..4].to_vec();
+    assert_eq!(run_overlap(&m, &p, 2, false), serial);
 }
 
 #[test]

@@ -217,7 +217,10 @@ impl LockCounters {
         };
         self.acquired(ctx, write);
         let start = now_ns();
-        SLOW_HOLDS.with(|s| s.borrow_mut().push((start, self as *const LockCounters)));
+        SLOW_HOLDS.with(|s| {
+            s.borrow_mut()
+                .push((t0, start, self as *const LockCounters))
+        });
         if ctx & RECORDING != 0 {
             crate::trace::push_pending(crate::trace::LockEvent {
                 map: self.map,
@@ -325,18 +328,113 @@ thread_local! {
     /// Start time and counters of this thread's timed or recorded holds,
     /// innermost last (holds nest: `sharded`'s outer lock, then a shard's;
     /// guards drop in reverse order of acquisition).
-    static SLOW_HOLDS: std::cell::RefCell<Vec<(u64, *const LockCounters)>> =
+    static SLOW_HOLDS: std::cell::RefCell<Vec<(u64, u64, *const LockCounters)>> =
         const { std::cell::RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// [`place_holds`] runs on this thread: each timed hold's first
+    /// acquisition attempt and release go to [`PLACES`].
+    static PLACING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// (first acquisition attempt, release), absolute ns, in the order the
+    /// holds ended.
+    static PLACES: std::cell::RefCell<Vec<(u64, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// The cost of one clock read on this thread, ns (0: not measured yet).
+    static CLOCK_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Where the lock holds of one run of [`place_holds`]'s closure fell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// Each hold's first acquisition attempt and its release, ns from the
+    /// run's start, in the order the holds ended (as `trace::record`
+    /// lists them).
+    pub holds: Vec<(u64, u64)>,
+    /// The whole run, ns.
+    pub elapsed_ns: u64,
+    /// The cost of one clock read on this thread, ns: each gap between two
+    /// stamps holds about one read (a stamp is taken inside its read), for
+    /// the caller to take off.
+    pub clock_ns: u64,
+}
+
+/// The cost of one read of the hold timing's clock on this thread: the
+/// median of nine runs of 64 back-to-back reads, per read (at least 1 ns).
+fn clock_cost_ns() -> u64 {
+    let c = CLOCK_NS.get();
+    if c != 0 {
+        return c;
+    }
+    let mut runs: Vec<u64> = (0..9)
+        .map(|_| {
+            let t0 = now_ns();
+            let mut last = t0;
+            for _ in 0..64 {
+                last = std::hint::black_box(now_ns());
+            }
+            last.saturating_sub(t0) / 64
+        })
+        .collect();
+    runs.sort_unstable();
+    let c = runs[runs.len() / 2].max(1);
+    CLOCK_NS.set(c);
+    c
+}
+
+/// Runs `work` with hold timing on (see [`set_hold_timing`]; restored
+/// after) and returns, besides its value, where each of this thread's lock
+/// holds fell in the run: the clock reads the timing makes anyway (before
+/// the first acquisition attempt, at the release), kept per hold. Nothing
+/// else is recorded (no lines, no arena copies, unlike `trace::record`),
+/// so the time between two holds is the code's own plus the timing's few
+/// instructions and one clock read ([`Placed::clock_ns`]). The timing
+/// switch is global: other threads' holds are timed meanwhile, not placed.
+pub fn place_holds<R>(work: impl FnOnce() -> R) -> (R, Placed) {
+    /// Stops placing, also when `work` unwinds.
+    struct Stop(bool);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            PLACING.set(false);
+            set_hold_timing(self.0);
+        }
+    }
+    let clock_ns = clock_cost_ns();
+    PLACES.with(|p| p.borrow_mut().clear());
+    let stop = Stop(set_hold_timing(true));
+    PLACING.set(true);
+    let origin = now_ns();
+    let out = work();
+    let end = now_ns();
+    drop(stop);
+    let holds = PLACES.with(|p| {
+        p.borrow_mut()
+            .drain(..)
+            .map(|(a, b)| (a.saturating_sub(origin), b.saturating_sub(origin)))
+            .collect()
+    });
+    (
+        out,
+        Placed {
+            holds,
+            elapsed_ns: end.saturating_sub(origin),
+            clock_ns,
+        },
+    )
 }
 
 /// Ends the innermost timed or recorded hold of this thread.
 #[cold]
 #[inline(never)]
 fn end_slow(ctx: u8) {
-    let Some((start, counters)) = SLOW_HOLDS.with(|s| s.borrow_mut().pop()) else {
+    let Some((began, start, counters)) = SLOW_HOLDS.with(|s| s.borrow_mut().pop()) else {
         return;
     };
-    let ns = now_ns().saturating_sub(start);
+    let end = now_ns();
+    let ns = end.saturating_sub(start);
+    if PLACING.get() {
+        PLACES.with(|p| p.borrow_mut().push((began, end)));
+    }
     if ctx & TIMING != 0 {
         // SAFETY: the pointer was pushed by acquire_slow from a
         // `&'a LockCounters` whose Held<'a, _> is being dropped now: crate
@@ -430,5 +528,50 @@ impl LockStats {
             a.contended += b.contended;
             a.hold_ns += b.hold_ns;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Design, Interval, Topology};
+
+    #[test]
+    fn place_holds_stamps_each_hold_in_order_and_leaves_the_code_s_time_between() {
+        let m = Design::Sharded.build(&Topology::Os);
+        let pause = std::time::Duration::from_millis(1);
+        let ops = || {
+            let _s = set_call_site(CallSite::MmapLink);
+            m.insert(Interval::new(0, 9).unwrap(), 1).unwrap();
+            m.insert(Interval::new(5, 19).unwrap(), 2).unwrap();
+            std::thread::sleep(pause);
+            m.insert(Interval::new(7, 29).unwrap(), 3).unwrap();
+        };
+        let was = hold_timing();
+        let (_, p) = place_holds(ops);
+        assert_eq!(hold_timing(), was, "timing restored");
+        // The same holds as the recorder sees, in the same order (sharded:
+        // an outer lock around each shard's).
+        let traced = crate::trace::record(|| {
+            let _s = set_call_site(CallSite::MmapLink);
+            m.insert(Interval::new(40, 49).unwrap(), 4).unwrap();
+            m.insert(Interval::new(45, 59).unwrap(), 5).unwrap();
+            m.insert(Interval::new(47, 69).unwrap(), 6).unwrap();
+        });
+        assert_eq!(p.holds.len(), traced.len());
+        assert!(p.clock_ns >= 1);
+        for (i, &(a, b)) in p.holds.iter().enumerate() {
+            assert!(a <= b && b <= p.elapsed_ns, "hold {i}: {a}..{b}");
+        }
+        // Each insert's holds end before the next insert's begin; the
+        // sleep lies between the second insert's last hold and the
+        // third's first.
+        let per = p.holds.len() / 3;
+        let second_end = p.holds[2 * per - 1].1;
+        let third_start = p.holds[2 * per..].iter().map(|h| h.0).min().unwrap();
+        assert!(third_start >= second_end + pause.as_nanos() as u64);
+        // Nothing is placed outside a run.
+        let (_, q) = place_holds(|| ());
+        assert!(q.holds.is_empty());
     }
 }

@@ -99,6 +99,15 @@ pub struct LineTouch {
     pub line: usize,
     /// The hold wrote the line (else it only read it).
     pub written: bool,
+    /// The hold's first touch of the line was a read. For a written line:
+    /// the hold loaded it before it stored to it, as a walk from the root
+    /// loads the nodes on its path that the change then writes (its
+    /// address came from the load before, so the load is part of the
+    /// walk's dependent chain). False for a line first written: the lock
+    /// word, the lab's counters, a node the change wrote without the walk
+    /// having read it (a new entry, a rotated sibling). Always true for a
+    /// line only read.
+    pub loaded_first: bool,
 }
 
 impl LineTouch {
@@ -129,7 +138,7 @@ const LINE: usize = 64;
 
 struct Pending {
     event: LockEvent,
-    /// (line address, written)
+    /// (line address, written), in the order of the touches.
     touched: Vec<(usize, bool)>,
     /// Time the recorder itself spent inside the hold (arena copies and
     /// comparisons), taken off the hold's time.
@@ -211,14 +220,16 @@ pub(crate) fn finish_pending(hold_ns: u64) {
                 p.touched.iter().skip(2).any(|&(l, w)| w && l == lock_line);
         }
         let lock_line = p.touched.first().map(|&(l, _)| l);
-        p.touched.sort_unstable();
-        p.touched.dedup();
+        // Stable: each line's touches stay in the order they were made, so
+        // the first of a line's run is its first touch.
+        p.touched.sort_by_key(|&(l, _)| l);
         let mut written = 0u32;
         let mut read = 0u32;
         let mut lines = Vec::with_capacity(p.touched.len());
         let mut i = 0;
         while i < p.touched.len() {
             let line = p.touched[i].0;
+            let loaded_first = !p.touched[i].1;
             let mut w = false;
             while i < p.touched.len() && p.touched[i].0 == line {
                 w |= p.touched[i].1;
@@ -229,7 +240,11 @@ pub(crate) fn finish_pending(hold_ns: u64) {
             } else {
                 read += 1;
             }
-            lines.push(LineTouch { line, written: w });
+            lines.push(LineTouch {
+                line,
+                written: w,
+                loaded_first,
+            });
         }
         if let Some(k) = lock_line.and_then(|l| lines.iter().position(|t| t.line == l)) {
             lines[..=k].rotate_right(1);
@@ -427,6 +442,43 @@ mod tests {
         // By address, the same node is one line or two depending on its
         // index: what per-node counting removes.
         assert!(by_address.contains(&(1, 0)) && by_address.contains(&(2, 0)));
+    }
+
+    #[test]
+    fn a_written_line_says_whether_the_hold_loaded_it_first() {
+        let arena: Vec<Node48> = (0..4).map(|_| Node48([0; 6])).collect();
+        push_pending(LockEvent {
+            map: 0,
+            shard: 0,
+            write: true,
+            site: CallSite::MmapLink,
+            hold_ns: 0,
+            wait_ns: 0,
+            lines_written: 0,
+            lines_read: 0,
+            lock_line_written_as_data: false,
+        });
+        // The walk loads 0, 1 and 2; the change writes 1 and 3 (3 never
+        // loaded: a new entry), then 0 again as read.
+        touch_node(&arena[0], false);
+        touch_node(&arena[1], false);
+        touch_node(&arena[2], false);
+        touch_node(&arena[3], true);
+        touch_node(&arena[1], true);
+        touch_node(&arena[0], false);
+        finish_pending(0);
+        let e = REC
+            .with(|r| r.borrow_mut().events.pop())
+            .expect("one event");
+        let of = |i: usize| {
+            let id = NODE_LINE | (&arena[i] as *const Node48 as usize);
+            let t = e.lines.iter().find(|t| t.line == id).expect("touched");
+            (t.written, t.loaded_first)
+        };
+        assert_eq!(of(0), (false, true));
+        assert_eq!(of(1), (true, true), "loaded by the walk, then written");
+        assert_eq!(of(2), (false, true));
+        assert_eq!(of(3), (true, false), "written without a load first");
     }
 
     #[test]

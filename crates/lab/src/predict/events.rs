@@ -35,6 +35,101 @@ pub struct Event {
     pub call: u32,
     /// Each distinct line the hold touched, the lock word's first.
     pub lines: Vec<LineTouch>,
+    /// Where in its iteration the hold fell ([`place`]); `None` where not
+    /// known (the work outside holds is then spread evenly, as before s37).
+    pub placed: Option<Placement>,
+}
+
+/// Where a hold fell in an iteration, ns from the iteration's start, as
+/// [`place`] measures it (`rmap::stats::place_holds`: plain iterations,
+/// hold timing only).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// To the hold's first acquisition attempt.
+    pub start_ns: f64,
+    /// To the hold's release.
+    pub end_ns: f64,
+    /// The whole iteration.
+    pub iteration_ns: f64,
+    /// One clock read, taken off every gap between two stamps (each gap
+    /// holds about one).
+    pub clock_ns: f64,
+}
+
+/// Runs `iteration` `n` times on this thread with its holds placed
+/// (`rmap::stats::place_holds`) and returns, for the runs with the most
+/// common number of holds, each hold's placement: the median over those
+/// runs at its position (a run preempted in one gap moves only that run's
+/// stamps). Empty when no run had a hold.
+pub fn place(n: usize, mut iteration: impl FnMut()) -> Vec<Placement> {
+    let runs: Vec<rmap::stats::Placed> = (0..n)
+        .map(|_| rmap::stats::place_holds(&mut iteration).1)
+        .collect();
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for r in &runs {
+        *counts.entry(r.holds.len()).or_insert(0) += 1;
+    }
+    let Some(len) = counts
+        .iter()
+        .max_by_key(|&(l, c)| (*c, *l))
+        .map(|(&l, _)| l)
+    else {
+        return Vec::new();
+    };
+    let kept: Vec<&rmap::stats::Placed> = runs.iter().filter(|r| r.holds.len() == len).collect();
+    let med =
+        |f: &dyn Fn(&rmap::stats::Placed) -> f64| median_of(kept.iter().map(|r| f(r)).collect());
+    let iteration_ns = med(&|r| r.elapsed_ns as f64);
+    let clock_ns = med(&|r| r.clock_ns as f64);
+    (0..len)
+        .map(|i| Placement {
+            start_ns: med(&|r| r.holds[i].0 as f64),
+            end_ns: med(&|r| r.holds[i].1 as f64),
+            iteration_ns,
+            clock_ns,
+        })
+        .collect()
+}
+
+/// The per-field median of `v`'s placements, or `None` if any is missing.
+fn median_placement(v: impl Iterator<Item = Option<Placement>>) -> Option<Placement> {
+    let v: Vec<Placement> = v.collect::<Option<_>>()?;
+    if v.is_empty() {
+        return None;
+    }
+    let m = |f: fn(&Placement) -> f64| median_of(v.iter().map(f).collect());
+    Some(Placement {
+        start_ns: m(|p| p.start_ns),
+        end_ns: m(|p| p.end_ns),
+        iteration_ns: m(|p| p.iteration_ns),
+        clock_ns: m(|p| p.clock_ns),
+    })
+}
+
+/// The exec's work outside its holds, by gap: entry `i` the work before
+/// `events[i]`, the last entry the work after the last hold, as recorded
+/// ([`Event::placed`]), in the timeline's ns; `None` when some hold has no
+/// placement or the recording found no work outside the holds.
+///
+/// `events` in the order the profile runs them ([`unnest`]ed: an outer
+/// hold before the inner holds it enclosed). A gap is the time from the
+/// latest release so far to the next hold's acquisition attempt, less one
+/// clock read (0 when that hold began inside an earlier one, as an inner
+/// hold does).
+pub fn recorded_gaps(events: &[Event]) -> Option<Vec<f64>> {
+    let mut gaps = Vec::with_capacity(events.len() + 1);
+    let mut cursor = 0.0f64;
+    let mut iteration = 0.0f64;
+    let mut clock = 0.0f64;
+    for e in events {
+        let p = e.placed?;
+        gaps.push((p.start_ns - cursor - p.clock_ns).max(0.0));
+        cursor = cursor.max(p.end_ns);
+        iteration = iteration.max(p.iteration_ns);
+        clock = p.clock_ns;
+    }
+    gaps.push((iteration - cursor - clock).max(0.0));
+    (gaps.iter().sum::<f64>() > 0.0).then_some(gaps)
 }
 
 /// [`Event::call`] of a hold whose system call is not known.
@@ -118,6 +213,7 @@ pub fn record(work: impl FnOnce()) -> Vec<Event> {
                 lock_line_data: e.lock_line_written_as_data,
                 call: NO_CALL,
                 lines: h.lines,
+                placed: None,
             }
         })
         .collect()
@@ -130,9 +226,10 @@ pub fn median_of(mut v: Vec<f64>) -> f64 {
 }
 
 /// One typical iteration from several recorded ones: the runs with the
-/// most common number of holds; each hold's time the median over those
-/// runs at its position; its lines those of the last such run (the most
-/// recent state of the shared trees); the total the median total.
+/// most common number of holds; each hold's time and placement the median
+/// over those runs at its position; its lines those of the last such run
+/// (the most recent state of the shared trees); the total the median
+/// total.
 pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
     let mut counts: HashMap<usize, usize> = HashMap::new();
     for (_, e) in &runs {
@@ -151,6 +248,7 @@ pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
         .map(|i| {
             let mut e = kept[kept.len() - 1].1[i].clone();
             e.hold_ns = median_of(kept.iter().map(|r| r.1[i].hold_ns as f64).collect()) as u64;
+            e.placed = median_placement(kept.iter().map(|r| r.1[i].placed));
             e
         })
         .collect();
@@ -213,6 +311,14 @@ pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
             {
                 last.hold_ns += e.hold_ns;
                 last.lock_line_data |= e.lock_line_data;
+                // One hold from the first's start to the last's end.
+                last.placed = match (last.placed, e.placed) {
+                    (Some(a), Some(b)) => Some(Placement {
+                        end_ns: a.end_ns.max(b.end_ns),
+                        ..a
+                    }),
+                    _ => None,
+                };
                 merge_lines(&mut last.lines, &e.lines);
                 last.lines_written = last.lines.iter().filter(|l| l.written).count() as u32;
                 last.lines_read = last.lines.len() as u32 - last.lines_written;
@@ -323,8 +429,9 @@ pub fn label_calls(events: &mut [Event], steps: &[(bool, StepHolds)]) -> bool {
 
 /// Pools the times of slots whose iterations have the same shape (the
 /// same holds in order: site, mode, outer or not, system call): each
-/// hold's time becomes the median over those slots of its time at that
-/// position, and each slot's iteration time the median of theirs.
+/// hold's time and placement become the median over those slots of its
+/// own at that position, and each slot's iteration time the median of
+/// theirs.
 ///
 /// Every slot ran the same code on this host's few CPUs; the emulated CPU
 /// chooses only which lock (shard) each hold takes, and shards of one
@@ -351,10 +458,14 @@ pub fn pool_times(slots: &mut [(u32, f64, Vec<Event>)]) {
         let holds: Vec<u64> = (0..n)
             .map(|k| median_of(idx.iter().map(|&i| slots[i].2[k].hold_ns as f64).collect()) as u64)
             .collect();
+        let placed: Vec<Option<Placement>> = (0..n)
+            .map(|k| median_placement(idx.iter().map(|&i| slots[i].2[k].placed)))
+            .collect();
         for &i in idx {
             slots[i].1 = total;
-            for (e, &h) in slots[i].2.iter_mut().zip(&holds) {
+            for ((e, &h), &p) in slots[i].2.iter_mut().zip(&holds).zip(&placed) {
                 e.hold_ns = h;
+                e.placed = p;
             }
         }
     }
@@ -375,6 +486,7 @@ pub(crate) fn test_event(map: u32, shard: u32, site: Site, hold: u64) -> Event {
         lock_line_data: false,
         call: NO_CALL,
         lines: Vec::new(),
+        placed: None,
     }
 }
 

@@ -66,10 +66,6 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
         ),
     };
     host.name = "host".into();
-    // The bench's own prediction keeps every transfer serial (`aspace
-    // predict --overlap` is where the overlap factors are tried).
-    host.line_overlap = None;
-    host.rmw_overlap = None;
     let max = host.cpus() as usize;
     let threads: Vec<u32> = b
         .threads
@@ -105,6 +101,8 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                     .iter()
                     .map(|&d| plan.profile(d, pattern))
                     .collect::<Result<Vec<_>, _>>()?;
+                // The bench's own prediction keeps every transfer serial
+                // (`aspace predict --overlap` is where the overlap is tried).
                 let preds = simulate_all(&host, &profiles, &threads, 1.0, false)?;
                 for (d, curve) in designs.iter().zip(preds) {
                     for p in curve {

@@ -381,6 +381,7 @@ mod tests {
                             hold_ns: 10.0,
                             written: vec![],
                             read: vec![],
+                            loaded_first: vec![],
                         }),
                         Step::Work(100.0),
                     ],
@@ -389,6 +390,8 @@ mod tests {
             recorded_ghz: 1.0,
             notes: String::new(),
             exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
         }
     }
 

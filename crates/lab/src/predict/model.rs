@@ -283,6 +283,8 @@ mod tests {
             recorded_ghz: 1.0,
             notes: String::new(),
             exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
         };
         let touches_of = |q: &Profile, slot: usize| -> Vec<Touch> {
             q.slots[slot]

@@ -15,8 +15,8 @@
 //! line in its cache), never from the turns.
 
 use super::events::{
-    call_site, coalesce_splits, correct_holds, label_calls, median_of, pool_times, record,
-    step_holds, summarise, unnest, Event,
+    call_site, coalesce_splits, correct_holds, label_calls, median_of, place, pool_times, record,
+    recorded_gaps, step_holds, summarise, unnest, Event, Placement,
 };
 use crate::model_exec::thread_cpu_ns;
 use mm::{CallPattern, Files, Mm, Program};
@@ -206,6 +206,8 @@ struct SlotRecord {
     cpu: u32,
     plain_ns: f64,
     plain_hold: Vec<f64>,
+    /// Where each hold of a plain iteration fell ([`place`]).
+    placed: Vec<Placement>,
     runs: Vec<(f64, Vec<Event>)>,
 }
 
@@ -393,13 +395,26 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             continue;
         }
         let (_, mut events) = summarise(r.runs);
+        // The plain iterations' placements, hold by hold, where they made
+        // the same holds as the recorded ones (else the work is spread
+        // evenly).
+        if r.placed.len() == events.len() {
+            for (e, p) in events.iter_mut().zip(&r.placed) {
+                e.placed = Some(*p);
+            }
+        }
         if std::env::var_os("ASPACE_PREDICT_DEBUG").is_some() {
+            // The timeline (placements): the iteration's length on it and
+            // its time between holds, beside the plain iteration's.
+            let gaps = recorded_gaps(&unnest(&events)).map_or(0.0, |g| g.iter().sum::<f64>());
             eprintln!(
-                "slot {}: plain {:.0} ns, plain holds {:.0} ns, recorded holds {:.0} ns",
+                "slot {}: plain {:.0} ns, plain holds {:.0} ns, recorded holds {:.0} ns; timeline {:.0} ns, {:.0} ns of it between holds",
                 r.cpu,
                 r.plain_ns,
                 r.plain_hold.iter().sum::<f64>(),
-                events.iter().map(|e| e.hold_ns as f64).sum::<f64>()
+                events.iter().map(|e| e.hold_ns as f64).sum::<f64>(),
+                events.first().and_then(|e| e.placed).map_or(0.0, |p| p.iteration_ns),
+                gaps
             );
         }
         correct_holds(&mut events, &r.plain_hold);
@@ -418,6 +433,11 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         recorded.push((r.cpu, r.plain_ns, events));
     }
     pool_times(&mut recorded);
+    // Every hold placed (`steps_of` then puts the work where the plain
+    // iterations did it).
+    let work_placed = recorded
+        .iter()
+        .all(|(_, _, ev)| ev.iter().all(|e| e.placed.is_some()));
     let mut table = Lines::default();
     let mut locks: HashMap<(u32, u32), u32> = HashMap::new();
     let mut names: Vec<LockDesc> = Vec::new();
@@ -458,6 +478,10 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         slots,
         recorded_ghz: 1.0,
         exit_vmas_per_hold,
+        work_placed,
+        // `rmap::trace` says of each written line whether the hold loaded
+        // it first (`LineTouch::loaded_first`).
+        loads_recorded: true,
         notes: format!(
             "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
             warm.1,
@@ -519,6 +543,7 @@ fn take_turns(
                         cpu,
                         plain_ns: 0.0,
                         plain_hold: Vec::new(),
+                        placed: Vec::new(),
                         runs: Vec::new(),
                     };
                     let mut mm: Option<Mm> = None;
@@ -631,6 +656,9 @@ fn measure_plain(
         })
         .collect();
     rec.plain_ns = median_of(plain);
+    // Where each hold falls: as many plain iterations again, each with
+    // its holds' clock stamps kept (hold timing only: nothing recorded).
+    rec.placed = place(n, || iteration(shell, mm, prog));
 }
 
 /// The profile's lines: each recorded line identity once, with its kind.
@@ -651,8 +679,14 @@ impl Lines {
 }
 
 /// Builds one slot's steps from an iteration's events (see [`unnest`] and,
-/// for the kernel, [`coalesce_splits`]) and its total time: the work
-/// outside the holds is spread evenly over the gaps. Lock `(map, shard)`
+/// for the kernel, [`coalesce_splits`]) and its total time. The work
+/// outside the holds (the total less the holds) lies where the plain
+/// iterations did it: each gap gets the share of it that the gap had in
+/// their placements ([`recorded_gaps`], [`place`]), so the exec's bursts
+/// of holds (one system call's) stay bursts; only the placements' shape
+/// counts, the total is the plain iterations' CPU time, as before. Events
+/// without a placement (a recorder before s37) get the work spread evenly
+/// over the gaps. Lock `(map, shard)`
 /// becomes one [`LockDesc`] (a parking_lot lock for the model, an rwsem
 /// for the kernel), its word the hold's first line; the kernel has no lab
 /// counters, so their lines are left out of its holds.
@@ -669,9 +703,16 @@ fn steps_of(
         Cost::Kernel => coalesce_splits(&unnest(events)),
     };
     let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
-    let gap = (total_ns - hold).max(0.0) / (events.len() + 1) as f64;
+    let work = (total_ns - hold).max(0.0);
+    let gaps: Vec<f64> = match recorded_gaps(&events) {
+        Some(g) => {
+            let sum: f64 = g.iter().sum();
+            g.iter().map(|x| x * work / sum).collect()
+        }
+        None => vec![work / (events.len() + 1) as f64; events.len() + 1],
+    };
     let mut steps = Vec::with_capacity(2 * events.len() + 1);
-    for e in &events {
+    for (e, &gap) in events.iter().zip(&gaps) {
         steps.push(Step::Work(gap));
         let n = locks.len() as u32;
         let word = e.lines.first().map(|l| l.line);
@@ -697,6 +738,7 @@ fn steps_of(
         });
         let mut written = Vec::new();
         let mut read = Vec::new();
+        let mut loaded_first = Vec::new();
         for l in e.lines.iter().skip(1) {
             if l.is_counter() && cost == Cost::Kernel {
                 continue;
@@ -709,6 +751,9 @@ fn steps_of(
             let id = table.id(l.line, kind);
             if l.written {
                 written.push(id);
+                if l.loaded_first {
+                    loaded_first.push(id);
+                }
             } else {
                 read.push(id);
             }
@@ -723,9 +768,10 @@ fn steps_of(
             hold_ns: e.hold_ns as f64,
             written,
             read,
+            loaded_first,
         }));
     }
-    steps.push(Step::Work(gap));
+    steps.push(Step::Work(gaps[events.len()]));
     steps
 }
 
@@ -933,11 +979,13 @@ mod tests {
         std::iter::once(rmap::trace::LineTouch {
             line: word,
             written: true,
+            loaded_first: false,
         })
-        .chain(
-            rest.iter()
-                .map(|&(line, written)| rmap::trace::LineTouch { line, written }),
-        )
+        .chain(rest.iter().map(|&(line, written)| rmap::trace::LineTouch {
+            line,
+            written,
+            loaded_first: !written,
+        }))
         .collect()
     }
 
@@ -982,6 +1030,99 @@ mod tests {
         assert_ne!(names[0].line, names[1].line);
         assert_eq!(table.kinds.len(), 5);
         assert_eq!(table.kinds[names[0].line as usize], LineKind::LockWord);
+    }
+
+    /// Steps of `evs` (model cost, 1000 ns an iteration) and their work
+    /// steps.
+    fn work_of(evs: &[Event]) -> (Vec<Step>, Vec<f64>) {
+        let st = steps_of(
+            evs,
+            1000.0,
+            Cost::Model,
+            &mut HashMap::new(),
+            &mut Vec::new(),
+            &mut Lines::default(),
+        );
+        let w = st
+            .iter()
+            .filter_map(|s| {
+                if let Step::Work(t) = s {
+                    Some(*t)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        (st, w)
+    }
+
+    #[test]
+    fn recorded_bursts_place_the_work_where_the_recording_found_it() {
+        // Four holds of 50 ns: all the work first (a 600 ns stretch), then
+        // two bursts of two holds 20 ns apart with 100 ns between them, on
+        // a timeline of 1000 ns (recording's own length: only its shape
+        // counts).
+        let at = |start: f64| Placement {
+            start_ns: start,
+            end_ns: start + 50.0,
+            iteration_ns: 1000.0,
+            clock_ns: 0.0,
+        };
+        let mut evs: Vec<Event> = (0..4).map(|i| ev(1, i, Site::MmapLink, 50)).collect();
+        for (e, s) in evs.iter_mut().zip([600.0, 670.0, 820.0, 890.0]) {
+            e.placed = Some(at(s));
+        }
+        let (placed, work) = work_of(&evs);
+        // Gaps on the timeline: 600, 20, 100, 20, and 60 after the last
+        // hold (800 in all), scaled to the 800 ns of work outside holds.
+        let want = [600.0, 20.0, 100.0, 20.0, 60.0];
+        assert_eq!(work.len(), want.len());
+        for (w, x) in work.iter().zip(want) {
+            assert!((w - x).abs() < 1e-9, "{work:?}");
+        }
+        // The same holds without placements (an old recorder): even.
+        for e in &mut evs {
+            e.placed = None;
+        }
+        let (even, work) = work_of(&evs);
+        assert!(work.iter().all(|&w| (w - 160.0).abs() < 1e-9), "{work:?}");
+        assert_ne!(placed, even, "a burst is not an even spread");
+        // Same holds, same order; only the work moved.
+        let holds = |st: &[Step]| -> Vec<Hold> {
+            st.iter()
+                .filter_map(|s| {
+                    if let Step::Hold(h) = s {
+                        Some(h.clone())
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(holds(&placed), holds(&even));
+        // A timeline twice as long with the same shape: the same steps.
+        for (e, s) in evs.iter_mut().zip([600.0, 670.0, 820.0, 890.0]) {
+            e.placed = Some(Placement {
+                start_ns: 2.0 * s,
+                end_ns: 2.0 * s + 100.0,
+                iteration_ns: 2000.0,
+                clock_ns: 0.0,
+            });
+        }
+        assert_eq!(work_of(&evs).0, placed);
+    }
+
+    #[test]
+    fn a_written_line_the_hold_loaded_first_is_kept_as_such() {
+        let mut e = ev(1, 0, Site::MmapLink, 100);
+        e.lines = lines(10, &[(100, true), (101, true), (102, false)]);
+        e.lines[1].loaded_first = true; // 100: walked, then written
+        let (st, _) = work_of(std::slice::from_ref(&e));
+        let Step::Hold(h) = &st[1] else {
+            panic!("expected a hold")
+        };
+        assert_eq!(h.written.len(), 2);
+        assert_eq!(h.loaded_first, vec![h.written[0]]);
     }
 
     #[test]
@@ -1053,6 +1194,8 @@ mod tests {
             recorded_ghz: 1.0,
             notes: String::new(),
             exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
         };
         let q = unbatch_exit(&p);
         let exits: Vec<f64> = q.slots[0]

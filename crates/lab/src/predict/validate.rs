@@ -48,6 +48,8 @@ fn share_check(what: &str, setting: &str, published: f64, predicted: f64, tol: f
 struct Point {
     machine: Machine,
     plan: Plan,
+    /// `--overlap`.
+    overlap: bool,
 }
 
 impl Point {
@@ -64,17 +66,24 @@ impl Point {
                 a.seconds,
             ),
             machine,
+            overlap: a.overlap,
         }
     }
 
     fn run(&self, profiles: &[Profile], cpus: u32) -> Result<Vec<Prediction>, String> {
         Ok(
             // The published machines have no overlap factors: every transfer
-            // serial, so `--overlap-serial-tree` changes nothing here.
-            simulate_all(&self.machine, profiles, &[cpus], self.plan.seconds, false)?
-                .into_iter()
-                .map(|mut v| v.remove(0))
-                .collect(),
+            // serial, with --overlap or without.
+            simulate_all(
+                &self.machine,
+                profiles,
+                &[cpus],
+                self.plan.seconds,
+                self.overlap,
+            )?
+            .into_iter()
+            .map(|mut v| v.remove(0))
+            .collect(),
         )
     }
 
@@ -373,7 +382,7 @@ pub fn checks(
         let designs = Design::ALL;
         let profiles = interleaved_profiles(&plan, &designs, per_vma, HOST_ROUNDS)?;
         let threads: Vec<u32> = [1u32, 2].into_iter().filter(|&t| t <= hm.cpus()).collect();
-        let preds = simulate_all(&hm, &profiles, &threads, secs, a.overlap_serial_tree)?;
+        let preds = simulate_all(&hm, &profiles, &threads, secs, a.overlap)?;
         let li = designs
             .iter()
             .position(|&d| d == Design::Linux)
@@ -440,12 +449,15 @@ fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
                     hold_ns: 20.0,
                     written: vec![1],
                     read: vec![],
+                    loaded_first: vec![],
                 }),
             ],
         }],
         recorded_ghz: m.core_ghz,
         notes: String::new(),
         exit_vmas_per_hold: 0.0,
+        work_placed: false,
+        loads_recorded: false,
     };
     [4u32, 16, 64, 240]
         .iter()
@@ -699,12 +711,15 @@ mod tests {
                         hold_ns: 100.0,
                         written: vec![1],
                         read: vec![2],
+                        loaded_first: vec![],
                     }),
                 ],
             }],
             recorded_ghz: 1.0,
             notes: String::new(),
             exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
         }
     }
 

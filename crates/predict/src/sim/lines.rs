@@ -26,28 +26,30 @@
 //! **Overlap** (`SimConfig::overlap`, with a description that has the
 //! calibrated factors `line_overlap` / `rmw_overlap`): which lines are
 //! independent is decided from what the recorder keeps of a hold, its
-//! lines read only and its lines written (a line both read and written is
-//! recorded as written):
-//! * the lines a hold **only reads** are its walk from the root (each
-//!   node's address loaded from the node before): a dependent chain,
-//!   charged one after another as above, first;
-//! * the lines it **writes** (the lab's lock counters, the tree header,
-//!   the nodes the change wrote: rotations, recolourings, maxima, the new
-//!   entry's links) have addresses the hold already holds when it stores
-//!   to them, so their ownership requests go out together: each is
-//!   requested at once (queueing behind its line's current transfer as
-//!   above), the longest wait counts in full and every other at the
-//!   calibrated factor of itself;
+//! lines read only, its lines written (a line both read and written is
+//! recorded as written) and, of those, the ones it loaded before it wrote
+//! them (`Hold::loaded_first`: `rmap::trace` sees each line's first touch):
+//! * the lines a hold **only reads**, and the written lines it **loaded
+//!   first** (a node on its path that the change then wrote), are its walk
+//!   from the root, each node's address loaded from the node before: a
+//!   dependent chain, charged one after another as above, first (a loaded
+//!   written line is taken for writing at its load: one transfer);
+//! * the **other written lines** (the lab's lock counters, a lock word's
+//!   line written as data, nodes the change wrote without loading them
+//!   first: a new entry, a rotated sibling) have addresses the hold
+//!   already holds when it stores to them, so their ownership requests go
+//!   out together: each is requested at once (queueing behind its line's
+//!   current transfer as above), the longest wait counts in full and every
+//!   other at the calibrated factor of itself;
 //! * a touch outside the locks (locked updates of reference counts and
 //!   struct pages) overlaps its written lines by `rmw_overlap` the same
 //!   way; its reads stay serial.
 //!
-//! What this rule gets wrong: a written node on the walk's path was also
-//! loaded in the chain, and the recording does not say which (it keeps
-//! one entry a line), so its load is not charged in the chain; the rule
-//! is a lower bound on a hold's transfers where the serial charge is an
-//! upper bound. The factors are measured on one machine's idle pair of
-//! CPUs with nothing else in flight (see `aspace calibrate`).
+//! A profile recorded before s37 does not say which written lines were
+//! loaded first (`Profile::loads_recorded` false): every written line
+//! overlaps, a lower bound on its holds' transfers where the serial charge
+//! is an upper bound. The factors are measured on one machine's idle pair
+//! of CPUs with nothing else in flight (see `aspace calibrate`).
 
 use super::NONE;
 

@@ -127,16 +127,12 @@ pub struct SimConfig {
     /// Overlap the transfers of lines a CPU touches independently, by the
     /// machine's measured factors ([`Machine::line_overlap`] for a hold's
     /// written lines, [`Machine::rmw_overlap`] for a touch's): see
-    /// `sim/lines.rs` for which lines are taken as independent. Off, or on
-    /// a description without the factors, every transfer is serial (the
-    /// charge before they were measured), and the answer is the same.
+    /// `sim/lines.rs` for which lines are taken as independent (a hold's
+    /// written lines that it loaded first, [`crate::Hold::loaded_first`],
+    /// stay in its serial chain). Off, or on a description without the
+    /// factors, every transfer is serial (the charge before they were
+    /// measured), and the answer is the same.
     pub overlap: bool,
-    /// With `overlap`: a hold's written tree lines stay in its serial chain
-    /// too, and only its other written lines (the lab's counters, a lock
-    /// word's line written as data) overlap. A bracket, not a second
-    /// model: the recording keeps one entry a line, so it does not say
-    /// which written nodes the walk loaded first (see `sim/lines.rs`).
-    pub serial_tree: bool,
 }
 
 impl SimConfig {
@@ -152,7 +148,6 @@ impl SimConfig {
             packed: false,
             first_cpu: 0,
             overlap: false,
-            serial_tree: false,
         }
     }
 }
@@ -261,8 +256,11 @@ struct CHold {
     write: bool,
     site: u8,
     hold_ns: f64,
-    /// `line_ids[w_first..w_end]` written, `[w_end..r_end]` read.
+    /// `line_ids[w_first..w_end]` written, `[w_end..r_end]` read. With
+    /// overlap, `[w_first..w_loaded]` are the written lines the hold
+    /// loaded first (its chain's), the rest of the written ones after them.
     w_first: u32,
+    w_loaded: u32,
     w_end: u32,
     r_end: u32,
     /// The hold writes its lock word's line as data.
@@ -494,8 +492,6 @@ struct Sim<'a> {
     /// written lines, a touch's written lines (1: serial).
     hold_overlap: f64,
     touch_overlap: f64,
-    /// [`SimConfig::serial_tree`].
-    serial_tree: bool,
     /// parking_lot: each simulated CPU's thread's `ThreadData` line (the
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
@@ -649,23 +645,14 @@ impl<'a> Sim<'a> {
             self.locks[li].writer = c;
         }
         let mut at = if self.hold_overlap < 1.0 {
-            // The lines only read are the walk from the root, each address
-            // loaded from the line before: serial. Then the writes, whose
-            // addresses the hold has: overlapping (see `sim/lines.rs`).
-            let mut at = self.access_chain(c, h.w_end, h.r_end, false, t);
-            let mut first = h.w_first;
-            if self.serial_tree {
-                // The bracket: written tree lines first, in the chain (the
-                // compiled hold lists them before its other written lines).
-                let tree = LineKind::Tree.index() as u8;
-                while first < h.w_end
-                    && self.line_kind[self.line_ids[first as usize] as usize] == tree
-                {
-                    first += 1;
-                }
-                at = self.access_chain(c, h.w_first, first, true, at);
-            }
-            self.access_overlapped(c, first, h.w_end, at, self.hold_overlap)
+            // The walk from the root, each address loaded from the line
+            // before: serial. Its lines are those only read and the written
+            // ones it loaded before writing them (taken for writing at
+            // their load). Then the other writes, whose addresses the hold
+            // has: overlapping (see `sim/lines.rs`).
+            let at = self.access_chain(c, h.w_end, h.r_end, false, t);
+            let at = self.access_chain(c, h.w_first, h.w_loaded, true, at);
+            self.access_overlapped(c, h.w_loaded, h.w_end, at, self.hold_overlap)
         } else {
             let at = self.access_chain(c, h.w_first, h.w_end, true, t);
             self.access_chain(c, h.w_end, h.r_end, false, at)
@@ -856,6 +843,13 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         ));
     }
 
+    // Each further independent write of a hold costs this share of a
+    // serial one (1: serial; see `sim/lines.rs`).
+    let hold_overlap = if cfg.overlap {
+        m.line_overlap().factor
+    } else {
+        1.0
+    };
     // Lines: the profile's, then one parking bucket per parking_lot lock.
     let mut line_kind: Vec<u8> = profile.lines.iter().map(|k| k.index() as u8).collect();
     let mut line_ids: Vec<u32> = Vec::new();
@@ -871,16 +865,19 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                         let lock_line = profile.locks[h.lock as usize].line;
                         let w_first = line_ids.len() as u32;
                         let written = || h.written.iter().filter(|&&l| l != lock_line);
-                        if cfg.overlap && cfg.serial_tree {
-                            // Written tree lines first (`serial_tree` takes
-                            // them as a prefix); otherwise the recording's
-                            // order, as before the overlap.
-                            let tree = LineKind::Tree.index() as u8;
-                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] == tree));
-                            line_ids.extend(written().filter(|&&l| line_kind[l as usize] != tree));
+                        let w_loaded = if hold_overlap < 1.0 {
+                            // The written lines the walk loaded first, then
+                            // the others (the overlap's two groups).
+                            let loaded = |l: &u32| h.loaded_first.contains(l);
+                            line_ids.extend(written().filter(|l| loaded(l)));
+                            let w_loaded = line_ids.len() as u32;
+                            line_ids.extend(written().filter(|l| !loaded(l)));
+                            w_loaded
                         } else {
+                            // Serial: the recording's order.
                             line_ids.extend(written());
-                        }
+                            line_ids.len() as u32
+                        };
                         let w_end = line_ids.len() as u32;
                         line_ids.extend(h.read.iter().filter(|&&l| l != lock_line));
                         CHold {
@@ -889,6 +886,7 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
                             site: h.site.index() as u8,
                             hold_ns: h.hold_ns,
                             w_first,
+                            w_loaded,
                             w_end,
                             r_end: line_ids.len() as u32,
                             writes_lock_line: h.written.contains(&lock_line),
@@ -1021,17 +1019,12 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         pause_ns: m.pause().ns,
         yield_ns: m.yield_cost().ns,
         futex_wake_ns: m.futex_wake().ns,
-        hold_overlap: if cfg.overlap {
-            m.line_overlap().factor
-        } else {
-            1.0
-        },
+        hold_overlap,
         touch_overlap: if cfg.overlap {
             m.rmw_overlap().factor
         } else {
             1.0
         },
-        serial_tree: cfg.serial_tree,
         td_line,
     };
     for li in 0..nlocks {
