@@ -110,6 +110,13 @@ pub(crate) trait Announce {
     fn sibling(&mut self, n: u32);
     /// `n` entries, at most `LEAF_SLOTS + 1`, after any other step.
     fn slow(&mut self, n: u32);
+    /// `n` entries, at most [`LEAF_SLOTS`], on the move to the first leaf
+    /// of the next parent ([`Ends::next_parent_fast`]): as
+    /// [`Announce::slow`].
+    #[inline(always)]
+    fn parent(&mut self, n: u32) {
+        self.slow(n)
+    }
 }
 
 /// Nothing to tell: a [`Reader`]'s iteration.
@@ -1450,13 +1457,19 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // `UNCHECKED` (`Ends::sib_end`), and the front's leaf is
                 // the parent's last child; the iteration's version stays
                 // alive ('s).
+                // (The cursor's leaf is the front's, as `next_slow` would
+                // set it, and not kept in a register across the call: its
+                // register then stays the new leaf's, which keeps register
+                // copies out of the step's loop.)
+                ends.leaf = f.leaf.cast_mut().cast();
                 let leaf = unsafe { ends.next_parent_fast() };
+                f.leaf = ends.leaf::<Slot<T, S>>();
                 if !leaf.is_null() {
                     let leaf = leaf.cast_const().cast::<Leaf<Slot<T, S>>>();
                     // SAFETY: a child of a node of the version.
                     let (used, entries) = unsafe { ((*leaf).used(), (*leaf).entries()) };
                     // Its entries, as `next_slow` announces them.
-                    announce.slow(entries);
+                    announce.parent(entries);
                     f.leaf = leaf;
                     f.mask = used | 1;
                     if used & 1 != 0 {
