@@ -174,6 +174,12 @@ pub(crate) struct Ends {
     /// one leaf in `INT_SLOTS`, 10% of a `for` loop's time at 10^5 entries:
     /// `BENCHMARKS.md`, sixth pass). Only read for prefetches.
     npar: *const Internal,
+    /// While `idx` is [`UNCHECKED`]: the parent's children, then the next
+    /// parent's first two ([`Ends::npar`]; null where there is none), so
+    /// that `next`'s move to child `j` prefetches `ahead[j + 2]` with no
+    /// test of where the parent ends. Only read for prefetches: a slot
+    /// that is stale (or past a node's count) costs a useless prefetch.
+    ahead: [NodePtr; INT_SLOTS + 2],
     /// `next` may move inline to the parent's children before this one:
     /// past `pidx` only while `idx` is [`UNCHECKED`], and then every child
     /// from `pidx + 1` to it ends below the range's last index
@@ -234,6 +240,7 @@ impl EndsBox {
                 pn: 0,
                 phi: 0,
                 npar: ptr::null(),
+                ahead: [ptr::null_mut(); INT_SLOTS + 2],
                 sib_end: 0,
                 bounds: [0; INT_SLOTS],
                 first,
@@ -366,6 +373,21 @@ impl Ends {
     unsafe fn load_parent(&mut self) {
         let len = self.front.len;
         self.npar = ptr::null();
+        if len >= 3 {
+            // The parent's next sibling, for `next`'s prefetches and
+            // `next_parent_fast` (without it, the first two moves to a
+            // parent after a climb would take `next_slow`).
+            let g = self.front.lv[len - 3];
+            // SAFETY: a level above the leaf's parent holds a valid
+            // internal node.
+            let gint = unsafe { &*g.node.cast::<Internal>() };
+            let gn = (gint.hdr.count as usize).min(INT_SLOTS);
+            if g.idx + 1 < gn {
+                let np = gint.child(g.idx + 1);
+                prefetch_node(np);
+                self.npar = np.cast::<Internal>();
+            }
+        }
         if len >= 2 {
             let p = self.front.lv[len - 2];
             self.par = p.node.cast::<Internal>();
@@ -585,7 +607,39 @@ impl Ends {
         // SAFETY: `1 <= pn <= INT_SLOTS`.
         unsafe { *self.bounds.get_unchecked_mut(pn - 1) = phi };
         self.sib_end = pn;
+        // SAFETY: `pint` and `npar` are nodes of the version.
+        unsafe { self.fill_ahead(pint) };
         leaf
+    }
+
+    /// Fills [`Ends::ahead`] from `par` (the parent, with `pn` children)
+    /// and [`Ends::npar`].
+    ///
+    /// # Safety
+    /// `par` is a valid internal node, `npar` null or one, of a version
+    /// that stays alive; `1 <= pn <= INT_SLOTS`.
+    #[inline]
+    unsafe fn fill_ahead(&mut self, par: &Internal) {
+        let pn = self.pn;
+        debug_assert!((1..=INT_SLOTS).contains(&pn));
+        for i in 0..INT_SLOTS {
+            // SAFETY: `i < INT_SLOTS`.
+            self.ahead[i] = unsafe { par.child_unchecked(i) };
+        }
+        let (a, b) = if self.npar.is_null() {
+            (ptr::null_mut(), ptr::null_mut())
+        } else {
+            // SAFETY: `npar` is valid (caller); `0, 1 < INT_SLOTS`.
+            unsafe {
+                let np = &*self.npar;
+                (np.child_unchecked(0), np.child_unchecked(1))
+            }
+        };
+        // SAFETY: `pn + 1 < INT_SLOTS + 2` (caller).
+        unsafe {
+            *self.ahead.get_unchecked_mut(pn) = a;
+            *self.ahead.get_unchecked_mut(pn + 1) = b;
+        }
     }
 
     /// Brings the leaf state up to date after `next`'s moves to a sibling
@@ -647,6 +701,8 @@ impl Ends {
         let par = unsafe { &*self.par };
         self.bounds[..INT_SLOTS - 1].copy_from_slice(&par.pivots);
         self.bounds[self.pn - 1] = self.phi;
+        // SAFETY: as above; `npar` is null or a node of the version.
+        unsafe { self.fill_ahead(par) };
         debug_assert_eq!(self.bounds[self.pidx], self.lhi, "the leaf's end");
         self.sib_end = if self.phi < self.hi {
             // The whole parent ends below the range's end.
@@ -1398,26 +1454,17 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // here from the cached parent. The new leaf's first slot
                 // is taken here, the rest from the mask above.
                 debug_assert!(ends.idx == UNCHECKED && j < ends.pn);
-                let pn = ends.pn;
                 // SAFETY: the parent is a valid internal node of the version
                 // 's keeps alive, and `1 <= j < pn <= INT_SLOTS`
                 // (`Ends::pn`), so child `j` and pivot `j - 1` exist, and
-                // child `j + 2` where `j + 2 < pn`. The next parent, where
-                // not null, is a node of the same version (`Ends::npar`),
-                // and `j + 2 - pn` is 0 or 1, below `INT_SLOTS`.
+                // `j + 2 < INT_SLOTS + 2`, within `Ends::ahead`.
                 let (par, leaf) = unsafe {
                     let par = &*ends.par;
                     // Start fetching the leaf two ahead: a leaf's entries
                     // take too little time to hide a miss on the next one
                     // (as in `fold_parents`); past the parent's end, the
-                    // next parent's first two (a child slot past its count
-                    // holds null or a stale pointer: only a prefetch, which
-                    // never faults, reads it).
-                    if j + 2 < pn {
-                        prefetch_node(par.child_unchecked(j + 2));
-                    } else if !ends.npar.is_null() {
-                        prefetch_node((*ends.npar).child_unchecked(j + 2 - pn));
-                    }
+                    // next parent's first two (`Ends::ahead`).
+                    prefetch_node(*ends.ahead.get_unchecked(j + 2));
                     (par, par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>())
                 };
                 // SAFETY: a child of a node of the version.
