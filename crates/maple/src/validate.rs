@@ -401,36 +401,3 @@ mod tests {
         }
     }
 }
-
-impl<T, S: crate::value::Repr<T>> MapleTree<T, S> {
-    #[doc(hidden)]
-    pub fn tmp_leaf_shapes(&self) -> Vec<(usize, u32, usize, usize)> {
-        let snap = self.reader();
-        let root = snap.root_ptr();
-        let mut out = Vec::new();
-        unsafe fn go(p: NodePtr, parent_i: usize, out: &mut Vec<(usize, u32, usize, usize)>) {
-            unsafe {
-                let hdr = &*p.cast::<crate::node::Header>();
-                if hdr.kind == crate::node::KIND_LEAF {
-                    out.push((p as usize, u32::from(hdr.used), hdr.count as usize, parent_i));
-                    return;
-                }
-                let int = &*p.cast::<Internal>();
-                for i in 0..hdr.count as usize {
-                    go(int.child(i), i, out);
-                }
-            }
-        }
-        if !root.is_null() {
-            unsafe { go(root, 0, &mut out) };
-        }
-        out
-    }
-}
-
-impl<T, S: crate::value::Repr<T>> MapleTree<T, S> {
-    #[doc(hidden)]
-    pub fn tmp_leaf_ptrs(&self) -> Vec<*const u8> {
-        self.tmp_leaf_shapes().into_iter().map(|x| x.0 as *const u8).collect()
-    }
-}
