@@ -509,9 +509,9 @@ impl Ends {
     /// child, the tree has fewer than three levels, or the next parent
     /// reaches the range's end (`next_slow` then takes the move).
     ///
-    /// `extern "C"`, so that it cannot unwind (see [`Iter::next_slow`]);
-    /// nothing in it panics (no indexing is checked: the bounds are the
-    /// nodes' invariants, stated at each access).
+    /// `extern "C"`, so that it cannot unwind (see [`Iter::next_slow`]:
+    /// a panic in it, which would be a bug, stops the process), and so
+    /// that the caller's loop needs no cleanup path through the call.
     ///
     /// # Safety
     /// The front path's upper levels and the parent cache are valid for a
@@ -519,6 +519,19 @@ impl Ends {
     /// `pidx + 1 == pn == sib_end`.
     #[inline(never)]
     unsafe extern "C" fn next_parent_fast(&mut self) -> NodePtr {
+        let guard = AbortOnUnwind;
+        // SAFETY: forwarded from the caller.
+        let leaf = unsafe { self.next_parent_fast_body() };
+        std::mem::forget(guard);
+        leaf
+    }
+
+    /// [`Ends::next_parent_fast`]'s work.
+    ///
+    /// # Safety
+    /// As [`Ends::next_parent_fast`].
+    #[inline(always)]
+    unsafe fn next_parent_fast_body(&mut self) -> NodePtr {
         debug_assert!(self.idx == UNCHECKED && self.pidx + 1 == self.pn);
         debug_assert!(self.sib_end == self.pn && self.phi < self.hi);
         let len = self.front.len;
@@ -559,10 +572,10 @@ impl Ends {
         // SAFETY: `pn >= 1`, so child 0 exists.
         let leaf = unsafe { pint.child_unchecked(0) };
         // The first two leaves were fetched by the moves to the last two
-        // children before (`next_raw`); the third, and the parent after
-        // this one, now. (A slot past the count holds null or a stale
-        // pointer: only a prefetch, which never faults, reads it; `2` and
-        // `j + 1` are below `INT_SLOTS`... where `j + 1 < gn`.)
+        // children before (`next_raw`, from `Ends::ahead`); the third, and
+        // the parent after this one, now. (A child slot past the count
+        // holds null or a stale pointer: only a prefetch, which never
+        // faults, reads it.)
         // SAFETY: `2 < INT_SLOTS`.
         prefetch_node(unsafe { pint.child_unchecked(2) });
         self.npar = if j + 1 < gn {
@@ -1081,7 +1094,6 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
     /// [`Iter::next_slow`]'s work.
     #[inline(always)]
     fn next_slow_body(ends: &mut Ends, leaf: NodePtr) -> Slow<Slot<T, S>> {
-        
         if ends.idx == UNCHECKED {
             // (The cursor's leaf: `next_raw`'s moves leave `Ends::leaf`.)
             ends.leaf = leaf;
@@ -1523,9 +1535,8 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                         // As in the move to a sibling: the leaf starts at
                         // the parent's start, one past the last leaf's end.
                         // SAFETY: as above; slot 0 holds a value.
-                        let (v, e) = unsafe {
-                            ((*leaf).slot(0), (*leaf).pivots[0].min(ends.leaf_hi()))
-                        };
+                        let (v, e) =
+                            unsafe { ((*leaf).slot(0), (*leaf).pivots[0].min(ends.leaf_hi())) };
                         self.fr = f;
                         return Some((ends.lo, e, v));
                     }
