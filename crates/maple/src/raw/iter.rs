@@ -174,11 +174,15 @@ pub(crate) struct Ends {
     /// one leaf in `INT_SLOTS`, 10% of a `for` loop's time at 10^5 entries:
     /// `BENCHMARKS.md`, sixth pass). Only read for prefetches.
     npar: *const Internal,
-    /// While `idx` is [`UNCHECKED`]: the parent's children, then the next
-    /// parent's first two ([`Ends::npar`]; null where there is none), so
-    /// that `next`'s move to child `j` prefetches `ahead[j + 2]` with no
-    /// test of where the parent ends. Only read for prefetches: a slot
-    /// that is stale (or past a node's count) costs a useless prefetch.
+    /// The parent's children, then the next parent's first two
+    /// ([`Ends::npar`]; null where there is none), so that `next`'s move
+    /// to child `j` prefetches `ahead[j + 2]` with no test of where the
+    /// parent ends. Filled by the moves to a new parent in a run of
+    /// unchecked steps (`next_parent_fast`, `next_slow`); the first
+    /// parent of an iteration, or one after the back moved, keeps what
+    /// was there (pointers of an earlier parent or iteration, or null).
+    /// Only read for prefetches, which never fault: a stale slot costs a
+    /// useless prefetch, and a short range does not pay for the fill.
     ahead: [NodePtr; INT_SLOTS + 2],
     /// `next` may move inline to the parent's children before this one:
     /// past `pidx` only while `idx` is [`UNCHECKED`], and then every child
@@ -372,22 +376,8 @@ impl Ends {
     /// The front path is valid for a version that stays alive.
     unsafe fn load_parent(&mut self) {
         let len = self.front.len;
+        // (Found by the first move to the next parent: `Ends::npar`.)
         self.npar = ptr::null();
-        if len >= 3 {
-            // The parent's next sibling, for `next`'s prefetches and
-            // `next_parent_fast` (without it, the first two moves to a
-            // parent after a climb would take `next_slow`).
-            let g = self.front.lv[len - 3];
-            // SAFETY: a level above the leaf's parent holds a valid
-            // internal node.
-            let gint = unsafe { &*g.node.cast::<Internal>() };
-            let gn = (gint.hdr.count as usize).min(INT_SLOTS);
-            if g.idx + 1 < gn {
-                let np = gint.child(g.idx + 1);
-                prefetch_node(np);
-                self.npar = np.cast::<Internal>();
-            }
-        }
         if len >= 2 {
             let p = self.front.lv[len - 2];
             self.par = p.node.cast::<Internal>();
@@ -535,8 +525,7 @@ impl Ends {
         debug_assert!(self.idx == UNCHECKED && self.pidx + 1 == self.pn);
         debug_assert!(self.sib_end == self.pn && self.phi < self.hi);
         let len = self.front.len;
-        let np = self.npar;
-        if len < 3 || np.is_null() {
+        if len < 3 {
             return ptr::null_mut();
         }
         // SAFETY: `3 <= len <= MAX_HEIGHT` (a path's length), so level
@@ -549,9 +538,21 @@ impl Ends {
         // bounds check.
         let gn = (gint.hdr.count as usize).min(INT_SLOTS);
         let j = g.idx + 1;
-        // `npar` is child `j` of the grandparent (`next_parent` set it
-        // there), so `j < gn`.
-        debug_assert!(j < gn);
+        // The next parent: as the last move to a parent found it (child
+        // `j` of the grandparent, so `j < gn`), which its first leaf's
+        // loads then wait for, rather than for the loads of the path's
+        // level and the node's slot; else (after a climb) from the path.
+        let np = if !self.npar.is_null() {
+            debug_assert!(j < gn);
+            self.npar
+        } else if j < gn {
+            // SAFETY: `j < gn <= INT_SLOTS`.
+            unsafe { gint.child_unchecked(j) }
+                .cast_const()
+                .cast::<Internal>()
+        } else {
+            return ptr::null_mut();
+        };
         // SAFETY: `j < gn <= INT_SLOTS`, so pivot `j` exists where
         // `j + 1 < gn` (`INT_SLOTS - 1` pivots).
         let phi = if j + 1 < gn {
@@ -564,7 +565,7 @@ impl Ends {
             return ptr::null_mut();
         }
         g.idx = j;
-        // SAFETY: `npar` is a node of the version (`Ends::npar`), an
+        // SAFETY: `np` is a node of the version (`Ends::npar`), an
         // internal node, as the grandparent's child.
         let pint = unsafe { &*np };
         let pn = (pint.hdr.count as usize).min(INT_SLOTS);
@@ -714,8 +715,6 @@ impl Ends {
         let par = unsafe { &*self.par };
         self.bounds[..INT_SLOTS - 1].copy_from_slice(&par.pivots);
         self.bounds[self.pn - 1] = self.phi;
-        // SAFETY: as above; `npar` is null or a node of the version.
-        unsafe { self.fill_ahead(par) };
         debug_assert_eq!(self.bounds[self.pidx], self.lhi, "the leaf's end");
         self.sib_end = if self.phi < self.hi {
             // The whole parent ends below the range's end.
@@ -1135,6 +1134,12 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // the new leaf's).
                 let (used, entries) = unsafe {
                     ends.set_unchecked();
+                    // (Only here and in `next_parent_fast`, the moves
+                    // that start a run of siblings in a full iteration;
+                    // elsewhere `ahead` may be stale: `Ends::ahead`.)
+                    if ends.pn != 0 {
+                        ends.fill_ahead(&*ends.par);
+                    }
                     ((*leaf).used(), (*leaf).entries())
                 };
                 let cursor = ends.cursor(used & !1);
