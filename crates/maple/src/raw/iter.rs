@@ -167,12 +167,14 @@ pub(crate) struct Ends {
     pidx: usize,
     pn: usize,
     phi: u64,
-    /// The parent's next sibling, where [`Ends::next_parent`] moved to the
-    /// parent and found one (null otherwise): `next`'s moves to the
-    /// parent's last two children prefetch its first two, so that the
-    /// move to the next parent does not wait for its first leaf (a miss
-    /// one leaf in `INT_SLOTS`, 10% of a `for` loop's time at 10^5 entries:
-    /// `BENCHMARKS.md`, sixth pass). Only read for prefetches.
+    /// The parent's next sibling (child `idx + 1` of the grandparent, the
+    /// path's level `len - 3`), where the last move to a parent
+    /// ([`Ends::next_parent`], [`Ends::next_parent_fast`]) found one; null
+    /// otherwise (after a descent or a climb, or at the last parent).
+    /// `next`'s moves to the parent's last two children prefetch its first
+    /// two leaves (through [`Ends::ahead`]), so that the move to the next
+    /// parent does not wait for its first leaf, and that move starts from
+    /// it rather than from the path (`BENCHMARKS.md`, sixth pass).
     npar: *const Internal,
     /// The parent's children, then the next parent's first two
     /// ([`Ends::npar`]; null where there is none), so that `next`'s move
