@@ -219,3 +219,87 @@ fn switches_beside_a_writer() {
         stop.store(true, Ordering::Relaxed);
     });
 }
+
+/// Trees built in order, small enough for Miri: entries of 5 indices
+/// with a free run of 5 after each (seven entries a leaf, slot 0 a gap,
+/// ten leaves a parent: four levels), and entries with no gap between
+/// them (each leaf starts with an entry, whose start is the parent's).
+/// A `for` loop moves from parent to parent by `next`'s own move
+/// (`next_parent_fast`, from the parent found by the move before, or from
+/// the path after a climb to the next grandparent), and hands over to
+/// `next_slow` where the range ends in the next parent; with the switches
+/// of `check` at about 120 points. (Under Miri: smaller trees of three
+/// levels, the whole range, and the `for` loops only.)
+#[test]
+fn switches_across_parents() {
+    let layouts: &[(u64, u64)] = if cfg!(miri) {
+        &[(300, 10), (500, 5)]
+    } else {
+        &[(800, 10), (1_600, 5)]
+    };
+    for &(n, stride) in layouts {
+        let want: Vec<Ent> = (0..n).map(|i| (stride * i..=stride * i + 4, i)).collect();
+        let mut tree = MapleTree::new();
+        let mut inline = MapleTree::new_inline();
+        {
+            let mut c = tree.cursor_mut();
+            for (r, v) in &want {
+                c.store_range(*r.start(), *r.end(), *v).unwrap();
+            }
+            let mut c = inline.cursor_mut();
+            for (r, v) in &want {
+                let x = XValue::new(*v as usize).unwrap();
+                c.store_range(*r.start(), *r.end(), x).unwrap();
+            }
+        }
+        tree.validate().unwrap();
+        inline.validate().unwrap();
+        // Whole, and from and to inside entries 2 and 300 (in the fifth
+        // parent of the first layout), 0 and 660, 123 and 745 (in the
+        // second grandparent of the first layout).
+        let at = |i: u64| stride * i + 3;
+        let ranges = [
+            (0, u64::MAX),
+            (at(2), at(300)),
+            (0, at(660)),
+            (at(123), at(745)),
+        ];
+        for &(a, b) in &ranges[..if cfg!(miri) { 1 } else { 4 }] {
+            let w = within(&want, a, b);
+            let what = format!("{n} in order, stride {stride}, range [{a}, {b}]");
+            let mut got = Vec::new();
+            for (r, v) in tree.range(a..=b) {
+                assert!(
+                    got.len() < w.len(),
+                    "{what}: for over tree.range yields too much"
+                );
+                got.push((r, *v));
+            }
+            assert_eq!(got, w, "{what}: for over tree.range");
+            let reader = inline.reader();
+            let mut got = Vec::new();
+            for (r, v) in reader.range(a, b) {
+                assert!(
+                    got.len() < w.len(),
+                    "{what}: for over a reader yields too much"
+                );
+                got.push((r, v.get() as u64));
+            }
+            assert_eq!(got, w, "{what}: for over an inline reader");
+            if cfg!(miri) {
+                continue;
+            }
+            check(
+                || tree.range(a..=b).map(|(r, v)| (r, *v)),
+                &w,
+                &format!("{what}, tree.range"),
+            );
+            let ir = inline.reader();
+            check(
+                || ir.range(a, b).map(|(r, v)| (r, v.get() as u64)),
+                &w,
+                &format!("{what}, inline"),
+            );
+        }
+    }
+}

@@ -413,6 +413,16 @@ impl Announce for Holds {
         // SAFETY: the iterator, which announces, is a holder.
         unsafe { SharedPinRef::hold_n(self.0, n) }
     }
+    #[inline(always)]
+    fn parent(&mut self, n: u32) {
+        // The pin's address through `black_box`, so that the compiler
+        // reloads the count here rather than keep it in a register from
+        // the `for` loop's item drops, which would split each drop's
+        // `dec` of the count in memory into a load, a `dec` and a store
+        // (`BENCHMARKS.md`, sixth pass).
+        // SAFETY: as in `slow`.
+        unsafe { SharedPinRef::hold_n(std::hint::black_box(self.0), n) }
+    }
 }
 
 /// Stops the process where a [`SharedPin`]'s count would pass its bound.

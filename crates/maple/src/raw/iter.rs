@@ -110,6 +110,13 @@ pub(crate) trait Announce {
     fn sibling(&mut self, n: u32);
     /// `n` entries, at most `LEAF_SLOTS + 1`, after any other step.
     fn slow(&mut self, n: u32);
+    /// `n` entries, at most [`LEAF_SLOTS`], on the move to the first leaf
+    /// of the next parent ([`Ends::next_parent_fast`]): as
+    /// [`Announce::slow`].
+    #[inline(always)]
+    fn parent(&mut self, n: u32) {
+        self.slow(n)
+    }
 }
 
 /// Nothing to tell: a [`Reader`]'s iteration.
@@ -160,6 +167,25 @@ pub(crate) struct Ends {
     pidx: usize,
     pn: usize,
     phi: u64,
+    /// The parent's next sibling (child `idx + 1` of the grandparent, the
+    /// path's level `len - 3`), where the last move to a parent
+    /// ([`Ends::next_parent`], [`Ends::next_parent_fast`]) found one; null
+    /// otherwise (after a descent or a climb, or at the last parent).
+    /// `next`'s moves to the parent's last two children prefetch its first
+    /// two leaves (through [`Ends::ahead`]), so that the move to the next
+    /// parent does not wait for its first leaf, and that move starts from
+    /// it rather than from the path (`BENCHMARKS.md`, sixth pass).
+    npar: *const Internal,
+    /// The parent's children, then the next parent's first two
+    /// ([`Ends::npar`]; null where there is none), so that `next`'s move
+    /// to child `j` prefetches `ahead[j + 2]` with no test of where the
+    /// parent ends. Filled by the moves to a new parent in a run of
+    /// unchecked steps (`next_parent_fast`, `next_slow`); the first
+    /// parent of an iteration, or one after the back moved, keeps what
+    /// was there (pointers of an earlier parent or iteration, or null).
+    /// Only read for prefetches, which never fault: a stale slot costs a
+    /// useless prefetch, and a short range does not pay for the fill.
+    ahead: [NodePtr; INT_SLOTS + 2],
     /// `next` may move inline to the parent's children before this one:
     /// past `pidx` only while `idx` is [`UNCHECKED`], and then every child
     /// from `pidx + 1` to it ends below the range's last index
@@ -219,6 +245,8 @@ impl EndsBox {
                 pidx: 0,
                 pn: 0,
                 phi: 0,
+                npar: ptr::null(),
+                ahead: [ptr::null_mut(); INT_SLOTS + 2],
                 sib_end: 0,
                 bounds: [0; INT_SLOTS],
                 first,
@@ -280,6 +308,7 @@ impl Ends {
         self.pidx = 0;
         self.pn = 0;
         self.phi = 0;
+        self.npar = ptr::null();
         self.sib_end = 0;
         self.first = first;
         self.hi = hi;
@@ -349,6 +378,8 @@ impl Ends {
     /// The front path is valid for a version that stays alive.
     unsafe fn load_parent(&mut self) {
         let len = self.front.len;
+        // (Found by the first move to the next parent: `Ends::npar`.)
+        self.npar = ptr::null();
         if len >= 2 {
             let p = self.front.lv[len - 2];
             self.par = p.node.cast::<Internal>();
@@ -399,7 +430,15 @@ impl Ends {
         // Contiguous with the parent before.
         let plo = self.phi + 1;
         let phi = if j + 1 < gn { gint.pivots[j] } else { g.hi };
-        let par = gint.child(j);
+        // The parent's next sibling as the last move here read it (the
+        // same slot of the same node), which the loads of its first leaf
+        // then wait for, rather than for the two loads of the path's
+        // level and the node's slot.
+        let par = if self.npar.is_null() {
+            gint.child(j)
+        } else {
+            self.npar.cast_mut().cast()
+        };
         // SAFETY: a child of a valid node above the leaves' level.
         let pint = unsafe { &*par.cast::<Internal>() };
         let pn = (pint.hdr.count as usize).min(INT_SLOTS);
@@ -412,9 +451,13 @@ impl Ends {
                 prefetch_node(pint.child(2));
             }
         }
-        if j + 1 < gn {
-            prefetch_node(gint.child(j + 1));
-        }
+        self.npar = if j + 1 < gn {
+            let np = gint.child(j + 1);
+            prefetch_node(np);
+            np.cast::<Internal>()
+        } else {
+            ptr::null()
+        };
         let lhi = if pn > 1 { pint.pivots[0] } else { phi };
         self.front.lv[len - 3].idx = j;
         self.front.lv[len - 2] = Level {
@@ -442,6 +485,177 @@ impl Ends {
         // SAFETY: a child of a valid node.
         self.f_n = unsafe { (*leaf).count as usize };
         true
+    }
+
+    /// `next`'s move from the last child of a parent that ends below the
+    /// range's end ([`Ends::sib_end`] `== pn`, so the front's leaf was the
+    /// unchecked step's, `idx` [`UNCHECKED`]) to the first leaf of the
+    /// parent's next sibling, where that one ends below the range's end
+    /// too: [`Ends::next_parent`] and [`Ends::set_unchecked`] in one, with
+    /// no check that the common case does not need, so that the next
+    /// leaf's entries wait for fewer instructions after the (mispredicted)
+    /// end of the parent's run of siblings. Returns the new leaf, whose
+    /// state is as `next_slow` leaves it (the path's three lowest levels,
+    /// the parent cache, `lo`, `lhi`, `f_n`, the bounds and `sib_end`),
+    /// or null, with nothing changed, where the grandparent has no next
+    /// child, the tree has fewer than three levels, or the next parent
+    /// reaches the range's end (`next_slow` then takes the move).
+    ///
+    /// `extern "C"`, so that it cannot unwind (see [`Iter::next_slow`]:
+    /// a panic in it, which would be a bug, stops the process), and so
+    /// that the caller's loop needs no cleanup path through the call.
+    ///
+    /// # Safety
+    /// The front path's upper levels and the parent cache are valid for a
+    /// version that stays alive, and `idx` is [`UNCHECKED`] with
+    /// `pidx + 1 == pn == sib_end`.
+    #[inline(never)]
+    unsafe extern "C" fn next_parent_fast(&mut self) -> NodePtr {
+        let guard = AbortOnUnwind;
+        // SAFETY: forwarded from the caller.
+        let leaf = unsafe { self.next_parent_fast_body() };
+        std::mem::forget(guard);
+        leaf
+    }
+
+    /// [`Ends::next_parent_fast`]'s work.
+    ///
+    /// # Safety
+    /// As [`Ends::next_parent_fast`].
+    #[inline(always)]
+    unsafe fn next_parent_fast_body(&mut self) -> NodePtr {
+        debug_assert!(self.idx == UNCHECKED && self.pidx + 1 == self.pn);
+        debug_assert!(self.sib_end == self.pn && self.phi < self.hi);
+        let len = self.front.len;
+        if len < 3 {
+            return ptr::null_mut();
+        }
+        // SAFETY: `3 <= len <= MAX_HEIGHT` (a path's length), so level
+        // `len - 3` exists and holds a valid internal node (caller), as do
+        // the levels below it.
+        let g = unsafe { self.front.lv.get_unchecked_mut(len - 3) };
+        // SAFETY: as above.
+        let gint = unsafe { &*g.node.cast::<Internal>() };
+        // `min`: the node's invariant, so that the reads below need no
+        // bounds check.
+        let gn = (gint.hdr.count as usize).min(INT_SLOTS);
+        let j = g.idx + 1;
+        // The next parent: as the last move to a parent found it (child
+        // `j` of the grandparent, so `j < gn`), which its first leaf's
+        // loads then wait for, rather than for the loads of the path's
+        // level and the node's slot; else (after a climb) from the path.
+        let np = if !self.npar.is_null() {
+            debug_assert!(j < gn);
+            self.npar
+        } else if j < gn {
+            // SAFETY: `j < gn <= INT_SLOTS`.
+            unsafe { gint.child_unchecked(j) }
+                .cast_const()
+                .cast::<Internal>()
+        } else {
+            return ptr::null_mut();
+        };
+        // SAFETY: `j < gn <= INT_SLOTS`, so pivot `j` exists where
+        // `j + 1 < gn` (`INT_SLOTS - 1` pivots).
+        let phi = if j + 1 < gn {
+            unsafe { *gint.pivots.get_unchecked(j) }
+        } else {
+            g.hi
+        };
+        if phi >= self.hi {
+            // The range ends in the next parent: `next_slow`'s checks.
+            return ptr::null_mut();
+        }
+        g.idx = j;
+        // SAFETY: `np` is a node of the version (`Ends::npar`), an
+        // internal node, as the grandparent's child.
+        let pint = unsafe { &*np };
+        let pn = (pint.hdr.count as usize).min(INT_SLOTS);
+        debug_assert!(pn >= 1, "a node has a child");
+        // SAFETY: `pn >= 1`, so child 0 exists.
+        let leaf = unsafe { pint.child_unchecked(0) };
+        // The first two leaves were fetched by the moves to the last two
+        // children before (`next_raw`, from `Ends::ahead`); the third, and
+        // the parent after this one, now. (A child slot past the count
+        // holds null or a stale pointer: only a prefetch, which never
+        // faults, reads it.)
+        // SAFETY: `2 < INT_SLOTS`.
+        prefetch_node(unsafe { pint.child_unchecked(2) });
+        self.npar = if j + 1 < gn {
+            // SAFETY: `j + 1 < gn <= INT_SLOTS`.
+            let n = unsafe { gint.child_unchecked(j + 1) };
+            prefetch_node(n);
+            n.cast::<Internal>()
+        } else {
+            ptr::null()
+        };
+        let plo = self.phi + 1;
+        // The leaf ends at pivot 0, or with the parent where it is the
+        // only child.
+        let lhi = if pn > 1 { pint.pivots[0] } else { phi };
+        // SAFETY: levels `len - 2` and `len - 1` exist (`len >= 3`).
+        unsafe {
+            *self.front.lv.get_unchecked_mut(len - 2) = Level {
+                node: np.cast_mut().cast(),
+                idx: 0,
+                lo: plo,
+                hi: phi,
+            };
+            *self.front.lv.get_unchecked_mut(len - 1) = Level {
+                node: leaf,
+                idx: 0,
+                lo: plo,
+                hi: lhi,
+            };
+        }
+        self.par = np;
+        self.pidx = 0;
+        self.pn = pn;
+        self.phi = phi;
+        self.leaf = leaf;
+        self.start = plo;
+        self.lo = plo;
+        self.lhi = lhi;
+        // SAFETY: a child of a valid node.
+        self.f_n = unsafe { (*leaf).count as usize };
+        // `set_unchecked` for a parent that ends below the range's end.
+        self.bounds[..INT_SLOTS - 1].copy_from_slice(&pint.pivots);
+        // SAFETY: `1 <= pn <= INT_SLOTS`.
+        unsafe { *self.bounds.get_unchecked_mut(pn - 1) = phi };
+        self.sib_end = pn;
+        // SAFETY: `pint` and `npar` are nodes of the version.
+        unsafe { self.fill_ahead(pint) };
+        leaf
+    }
+
+    /// Fills [`Ends::ahead`] from `par` (the parent, with `pn` children)
+    /// and [`Ends::npar`].
+    ///
+    /// # Safety
+    /// `par` is a valid internal node, `npar` null or one, of a version
+    /// that stays alive; `1 <= pn <= INT_SLOTS`.
+    #[inline]
+    unsafe fn fill_ahead(&mut self, par: &Internal) {
+        let pn = self.pn;
+        debug_assert!((1..=INT_SLOTS).contains(&pn));
+        for i in 0..INT_SLOTS {
+            // SAFETY: `i < INT_SLOTS`.
+            self.ahead[i] = unsafe { par.child_unchecked(i) };
+        }
+        let (a, b) = if self.npar.is_null() {
+            (ptr::null_mut(), ptr::null_mut())
+        } else {
+            // SAFETY: `npar` is valid (caller); `0, 1 < INT_SLOTS`.
+            unsafe {
+                let np = &*self.npar;
+                (np.child_unchecked(0), np.child_unchecked(1))
+            }
+        };
+        // SAFETY: `pn + 1 < INT_SLOTS + 2` (caller).
+        unsafe {
+            *self.ahead.get_unchecked_mut(pn) = a;
+            *self.ahead.get_unchecked_mut(pn + 1) = b;
+        }
     }
 
     /// Brings the leaf state up to date after `next`'s moves to a sibling
@@ -550,6 +764,7 @@ impl Ends {
         self.pidx = j;
         self.pn = pn;
         self.phi = phi;
+        self.npar = ptr::null();
         self.leaf = leaf;
         self.idx = 0;
         self.start = lo;
@@ -921,6 +1136,12 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // the new leaf's).
                 let (used, entries) = unsafe {
                     ends.set_unchecked();
+                    // (Only here and in `next_parent_fast`, the moves
+                    // that start a run of siblings in a full iteration;
+                    // elsewhere `ahead` may be stale: `Ends::ahead`.)
+                    if ends.pn != 0 {
+                        ends.fill_ahead(&*ends.par);
+                    }
                     ((*leaf).used(), (*leaf).entries())
                 };
                 let cursor = ends.cursor(used & !1);
@@ -1252,19 +1473,17 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                 // here from the cached parent. The new leaf's first slot
                 // is taken here, the rest from the mask above.
                 debug_assert!(ends.idx == UNCHECKED && j < ends.pn);
-                let pn = ends.pn;
                 // SAFETY: the parent is a valid internal node of the version
                 // 's keeps alive, and `1 <= j < pn <= INT_SLOTS`
                 // (`Ends::pn`), so child `j` and pivot `j - 1` exist, and
-                // child `j + 2` where `j + 2 < pn`.
+                // `j + 2 < INT_SLOTS + 2`, within `Ends::ahead`.
                 let (par, leaf) = unsafe {
                     let par = &*ends.par;
                     // Start fetching the leaf two ahead: a leaf's entries
                     // take too little time to hide a miss on the next one
-                    // (as in `fold_parents`).
-                    if j + 2 < pn {
-                        prefetch_node(par.child_unchecked(j + 2));
-                    }
+                    // (as in `fold_parents`); past the parent's end, the
+                    // next parent's first two (`Ends::ahead`).
+                    prefetch_node(*ends.ahead.get_unchecked(j + 2));
                     (par, par.child_unchecked(j).cast::<Leaf<Slot<T, S>>>())
                 };
                 // SAFETY: a child of a node of the version.
@@ -1294,6 +1513,42 @@ impl<'s, T, S: Repr<T>> Iter<'s, T, S> {
                     return Some((lo, e, v));
                 }
                 continue;
+            }
+            if j == ends.sib_end && j == ends.pn {
+                // Past the last child of a parent that ends below the
+                // range's end: the move to the next parent's first leaf,
+                // where it ends below the range's end too (null
+                // otherwise, with nothing changed, for `next_slow`).
+                // SAFETY: `sib_end` is nonzero only while `idx` is
+                // `UNCHECKED` (`Ends::sib_end`), and the front's leaf is
+                // the parent's last child; the iteration's version stays
+                // alive ('s).
+                // (The cursor's leaf is the front's, as `next_slow` would
+                // set it, and not kept in a register across the call: its
+                // register then stays the new leaf's, which keeps register
+                // copies out of the step's loop.)
+                ends.leaf = f.leaf.cast_mut().cast();
+                let leaf = unsafe { ends.next_parent_fast() };
+                f.leaf = ends.leaf::<Slot<T, S>>();
+                if !leaf.is_null() {
+                    let leaf = leaf.cast_const().cast::<Leaf<Slot<T, S>>>();
+                    // SAFETY: a child of a node of the version.
+                    let (used, entries) = unsafe { ((*leaf).used(), (*leaf).entries()) };
+                    // Its entries, as `next_slow` announces them.
+                    announce.parent(entries);
+                    f.leaf = leaf;
+                    f.mask = used | 1;
+                    if used & 1 != 0 {
+                        // As in the move to a sibling: the leaf starts at
+                        // the parent's start, one past the last leaf's end.
+                        // SAFETY: as above; slot 0 holds a value.
+                        let (v, e) =
+                            unsafe { ((*leaf).slot(0), (*leaf).pivots[0].min(ends.leaf_hi())) };
+                        self.fr = f;
+                        return Some((ends.lo, e, v));
+                    }
+                    continue;
+                }
             }
             let (nf, step, announced) = Self::next_slow(ends, f.leaf.cast_mut().cast());
             debug_assert_eq!(
