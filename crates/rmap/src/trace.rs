@@ -380,8 +380,9 @@ mod tests {
     #[allow(dead_code)]
     struct Node48([u64; 6]);
 
-    /// The (written, read) lines of one hold that runs `touches`.
-    fn lines_of(touches: impl FnOnce()) -> (u32, u32) {
+    /// Opens one write hold for the touches that follow (closed by
+    /// `finish_pending`).
+    fn open_hold() {
         push_pending(LockEvent {
             map: 0,
             shard: 0,
@@ -393,6 +394,11 @@ mod tests {
             lines_read: 0,
             lock_line_written_as_data: false,
         });
+    }
+
+    /// The (written, read) lines of one hold that runs `touches`.
+    fn lines_of(touches: impl FnOnce()) -> (u32, u32) {
+        open_hold();
         touches();
         finish_pending(0);
         let e = REC
@@ -447,17 +453,7 @@ mod tests {
     #[test]
     fn a_written_line_says_whether_the_hold_loaded_it_first() {
         let arena: Vec<Node48> = (0..4).map(|_| Node48([0; 6])).collect();
-        push_pending(LockEvent {
-            map: 0,
-            shard: 0,
-            write: true,
-            site: CallSite::MmapLink,
-            hold_ns: 0,
-            wait_ns: 0,
-            lines_written: 0,
-            lines_read: 0,
-            lock_line_written_as_data: false,
-        });
+        open_hold();
         // The walk loads 0, 1 and 2; the change writes 1 and 3 (3 never
         // loaded: a new entry), then 0 again as read.
         touch_node(&arena[0], false);
