@@ -301,7 +301,10 @@ pub fn assumed_placement(m: &Machine) -> String {
     if m.single_llc() {
         let from: Vec<String> = [1u32, m.cpus()]
             .iter()
-            .map(|&c| format!("{c} copies from CPU {}", first_cpus(m, c)[0]))
+            .map(|&c| {
+                let copies = if c == 1 { "copy" } else { "copies" };
+                format!("{c} {copies} from CPU {}", first_cpus(m, c)[0])
+            })
             .collect();
         format!(
             "placement: assumed, the scheduler's scan for an idle CPU in one last-level cache: consecutive CPUs from the one after the starting thread's ({}, Machine::placement_from); not the CPUs a bench's unpinned threads ran on",
@@ -1001,10 +1004,11 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     };
     // Where the bench recorded its threads' CPUs (on a machine no larger
     // than this one), those points are simulated on them.
-    let recorded_at = match &a.measured {
+    let bench_placed = match &a.measured {
         Some(p) => compare::load_placements(p, pattern.name(), &a.workload)?,
         None => Default::default(),
     };
+    let recorded_at = bench_placed.at;
     let too_big: Vec<String> = recorded_at
         .iter()
         .filter(|(_, r)| r.cpus.iter().any(|&c| c >= m.cpus()))
@@ -1171,7 +1175,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         })
         .collect();
     let mut placement = vec![assumed_placement(&m)];
-    if !recorded_at.is_empty() {
+    if !recorded_at.is_empty() || !bench_placed.shared.is_empty() {
         placement[0] = format!("{} (every point not listed below)", placement[0]);
     }
     for ((d, t), r) in &recorded_at {
@@ -1184,6 +1188,13 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
                 rate(r.per_s),
                 r.cpus,
                 r.shards.map_or(String::new(), |s| format!(", {s} of the design's shards")),
+            ));
+        }
+    }
+    for ((d, t), seen) in &bench_placed.shared {
+        if profiles.iter().any(|p| &p.label == d) && cpus.contains(t) {
+            placement.push(format!(
+                "placement of {d} at {t} CPUs: recorded, but the median sample's {t} threads ran on CPUs {seen:?} (time-sliced, fewer CPUs than threads): one copy per CPU cannot stand for it, assumed instead"
             ));
         }
     }
@@ -1616,7 +1627,7 @@ pub(crate) mod tests {
             let rec = compare::placements(text, "per-vma", "execl").unwrap();
             let label = profiles[0].label.clone();
             simulate_all_placed(&m, &profiles, &[8], 0.05, false, &|_, n| {
-                rec.get(&(label.clone(), n)).map(|r| r.cpus.clone())
+                rec.at.get(&(label.clone(), n)).map(|r| r.cpus.clone())
             })
             .unwrap()[0][0]
                 .clone()
@@ -1625,8 +1636,8 @@ pub(crate) mod tests {
         let two_median = placed_runs("sharded", &[(30e3, one), (60e3, two), (90e3, one)]);
         let one_median = placed_runs("sharded", &[(30e3, two), (60e3, one), (90e3, two)]);
         let rec = compare::placements(&two_median, "per-vma", "execl").unwrap();
-        assert_eq!(rec[&("sharded".to_owned(), 8)].cpus, two.to_vec());
-        assert_eq!(rec[&("sharded".to_owned(), 8)].repeat, 1);
+        assert_eq!(rec.at[&("sharded".to_owned(), 8)].cpus, two.to_vec());
+        assert_eq!(rec.at[&("sharded".to_owned(), 8)].repeat, 1);
         let (on_two, on_one) = (at(&two_median), at(&one_median));
         assert!(
             on_two.per_s > on_one.per_s * 1.02,
@@ -1640,9 +1651,10 @@ pub(crate) mod tests {
             "/../../docs/results/device-16-survey/bench/results.json"
         ))
         .expect("the device's bench results");
-        assert!(compare::placements(&old, "per-vma", "execl")
-            .unwrap()
-            .is_empty());
+        assert_eq!(
+            compare::placements(&old, "per-vma", "execl").unwrap(),
+            compare::Placements::default()
+        );
         let today = simulate_all(&m, &profiles, &[8], 0.05, false).unwrap();
         assert_eq!(at(&old), today[0][0], "identical prediction");
         assert!(compare::parse_bench(&old, "per-vma").is_ok());
@@ -1659,15 +1671,16 @@ pub(crate) mod tests {
         };
         let moved = run(r#"{"cpu":3,"cpus":[3]},{"cpu":3,"cpus":[3,5]}"#);
         let r = compare::placements(&moved, "per-vma", "execl").unwrap();
-        assert_eq!(r[&("sharded".to_owned(), 2)].cpus, vec![3, 5]);
-        assert_eq!(r[&("sharded".to_owned(), 2)].shards, Some(1));
+        assert_eq!(r.at[&("sharded".to_owned(), 2)].cpus, vec![3, 5]);
+        assert_eq!(r.at[&("sharded".to_owned(), 2)].shards, Some(1));
         let stuck = run(r#"{"cpu":3,"cpus":[3]},{"cpu":3,"cpus":[3]}"#);
-        assert!(compare::placements(&stuck, "per-vma", "execl")
-            .unwrap()
-            .is_empty());
-        assert!(compare::placements(&moved, "batched", "execl")
-            .unwrap()
-            .is_empty());
+        let stuck = compare::placements(&stuck, "per-vma", "execl").unwrap();
+        assert!(stuck.at.is_empty());
+        assert_eq!(stuck.shared[&("sharded".to_owned(), 2)], vec![3]);
+        assert_eq!(
+            compare::placements(&moved, "batched", "execl").unwrap(),
+            compare::Placements::default()
+        );
         assert!(compare::placements(&run(r#"{"cpus":[3]}"#), "per-vma", "execl").is_err());
     }
 }

@@ -160,17 +160,24 @@ pub struct RecordedPlacement {
     pub samples: usize,
 }
 
+/// What a bench results.json recorded of its threads' CPUs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placements {
+    /// Per (design, threads): the median sample's CPUs, one per thread.
+    pub at: BTreeMap<(String, u32), RecordedPlacement>,
+    /// Points whose median sample had threads on fewer distinct CPUs than
+    /// threads (time-sliced: one copy per CPU cannot stand for them), with
+    /// the CPUs they were seen on.
+    pub shared: BTreeMap<(String, u32), Vec<u32>>,
+}
+
 /// The placements a bench results.json recorded, per (design, threads) of
-/// `pattern` and `workload`; empty for a file recorded before placements
+/// `pattern` and `workload`; none for a file recorded before placements
 /// were (or a survey's execl.tsv). A point whose median sample's threads
 /// shared a main CPU takes, for each thread after the first on a CPU,
-/// another CPU it was seen on; where none is left the point is left out
-/// (its placement stays assumed).
-pub fn placements(
-    text: &str,
-    pattern: &str,
-    workload: &str,
-) -> Result<BTreeMap<(String, u32), RecordedPlacement>, String> {
+/// another CPU it was seen on; where none is left the point goes to
+/// [`Placements::shared`] (its placement stays assumed).
+pub fn placements(text: &str, pattern: &str, workload: &str) -> Result<Placements, String> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not a results file: {e}"))?;
     type Sample = (f64, usize, Vec<(u32, Vec<u32>)>, Option<u32>);
@@ -215,7 +222,7 @@ pub fn placements(
             .or_default()
             .push((per_s, repeat, threads, shards));
     }
-    let mut out = BTreeMap::new();
+    let mut out = Placements::default();
     for (key, mut samples) in points {
         let n = samples.len();
         samples.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -231,8 +238,13 @@ pub fn placements(
                 None => break,
             }
         }
-        if cpus.len() == threads.len() && !cpus.is_empty() {
-            out.insert(
+        if cpus.len() < threads.len() || cpus.is_empty() {
+            let mut seen: Vec<u32> = threads.iter().flat_map(|(_, s)| s.clone()).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            out.shared.insert(key, seen);
+        } else {
+            out.at.insert(
                 key,
                 RecordedPlacement {
                     cpus,
@@ -248,13 +260,9 @@ pub fn placements(
 }
 
 /// [`placements`] of a `--measured` file (none for an execl.tsv).
-pub fn load_placements(
-    path: &Path,
-    pattern: &str,
-    workload: &str,
-) -> Result<BTreeMap<(String, u32), RecordedPlacement>, String> {
+pub fn load_placements(path: &Path, pattern: &str, workload: &str) -> Result<Placements, String> {
     if path.extension().is_some_and(|e| e == "tsv") {
-        return Ok(BTreeMap::new());
+        return Ok(Placements::default());
     }
     let text = crate::input::read_text(path, "--measured", crate::input::RESULTS_CAP)?;
     placements(&text, pattern, workload).map_err(|e| format!("--measured: {}: {e}", path.display()))
