@@ -1528,6 +1528,10 @@ pub(crate) mod tests {
         };
         let text = table(&o);
         assert!(text.contains("PREDICTION (simulated, not measured)"));
+        assert!(
+            text.contains("placement: assumed, the scheduler's scan"),
+            "the placement is labelled: {text}"
+        );
         assert!(text.contains(">= 14.50, at bound"), "{text}");
         assert!(text.contains("3.00") && !text.contains(">= 3.00"));
         assert!(text.contains("<= 15.00"), "the bound, at most");
