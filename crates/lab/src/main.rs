@@ -152,6 +152,11 @@ struct BenchArgs {
     /// clock twice per lock hold, in every design alike.
     #[arg(long)]
     no_hold_timing: bool,
+    /// Each worker asks which CPU it runs on (sched_getcpu, between iterations,
+    /// outside every lock hold) at its first iteration and every this many after;
+    /// results.json records the CPUs per thread and sample (`placement`). 0: off.
+    #[arg(long, default_value_t = workload::PLACEMENT_EVERY, value_parser = count_in::<u64>(0, 1_000_000))]
+    placement_every: u64,
     /// How mm calls the reverse maps: per-vma (Linux 6.12: one call per VMA on link
     /// and fork, unlink batched per run of one file's VMAs), batched (one call per file
     /// and call site per operation), or both. Lock holds are counted by the maps.
@@ -511,6 +516,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
             binary: a.binary.clone(),
             kernel: kernel.clone(),
             lock,
+            placement_every: a.placement_every,
         })
         .collect();
     let total = points.len() as f64 * duration.as_secs_f64();

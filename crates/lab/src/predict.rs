@@ -37,7 +37,7 @@ pub mod recorder;
 pub mod validate;
 
 use mm::CallPattern;
-use predict::{simulate, LockKind, Machine, Prediction, Profile, SimConfig};
+use predict::{LockKind, Machine, Prediction, Profile, SimConfig};
 use rmap::Design;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -279,6 +279,31 @@ pub struct PredictOutput {
     pub stored_validation: Option<crate::predicted::StoredValidation>,
     /// The curves.
     pub curves: Vec<Curve>,
+    /// Where the copies ran in the simulation: "placement: assumed, ..."
+    /// (the built-in placement), then one "placement: recorded by the
+    /// bench ..." line per point simulated on the CPUs a `--measured`
+    /// results.json recorded. Empty in predictions written before it was.
+    #[serde(default)]
+    pub placement: Vec<String>,
+}
+
+/// The built-in placement of `cpus` copies on `m`, in words.
+pub fn assumed_placement(m: &Machine) -> String {
+    if m.single_llc() {
+        let from: Vec<String> = [1u32, m.cpus()]
+            .iter()
+            .map(|&c| {
+                let copies = if c == 1 { "copy" } else { "copies" };
+                format!("{c} {copies} from CPU {}", first_cpus(m, c)[0])
+            })
+            .collect();
+        format!(
+            "placement: assumed, the scheduler's scan for an idle CPU in one last-level cache: consecutive CPUs from the one after the starting thread's ({}, Machine::placement_from); not the CPUs a bench's unpinned threads ran on",
+            from.join("; ")
+        )
+    } else {
+        "placement: assumed, Machine::placement (nodes first, then last-level caches, then cores, SMT siblings last); not the CPUs a bench's unpinned threads ran on".into()
+    }
 }
 
 /// The least warm-up before recording a profile for another machine: 8
@@ -657,12 +682,31 @@ pub fn simulate_all(
     seconds: f64,
     overlap: bool,
 ) -> Result<Vec<Vec<Prediction>>, String> {
-    let jobs: Vec<(usize, usize, u32, usize)> = (0..profiles.len())
+    simulate_all_placed(m, profiles, cpus, seconds, overlap, &|_, _| None)
+}
+
+/// [`simulate_all`], except that where `placed(profile index, cpus)`
+/// gives CPUs (a placement a bench recorded, [`compare::placements`]),
+/// that point's copies run on them ([`predict::simulate_placed`]), one run
+/// of the whole simulated time, instead of on the built-in placement.
+pub fn simulate_all_placed(
+    m: &Machine,
+    profiles: &[Profile],
+    cpus: &[u32],
+    seconds: f64,
+    overlap: bool,
+    placed: &(dyn Fn(usize, u32) -> Option<Vec<u32>> + Sync),
+) -> Result<Vec<Vec<Prediction>>, String> {
+    type Job = (usize, usize, u32, usize, Option<Vec<u32>>);
+    let jobs: Vec<Job> = (0..profiles.len())
         .flat_map(|p| {
-            (0..cpus.len()).flat_map(move |c| {
+            (0..cpus.len()).flat_map(move |c| -> Vec<Job> {
+                if let Some(on) = placed(p, cpus[c]) {
+                    return vec![(p, c, 0, 1, Some(on))];
+                }
                 let starts = first_cpus(m, cpus[c]);
                 let n = starts.len();
-                starts.into_iter().map(move |f| (p, c, f, n))
+                starts.into_iter().map(|f| (p, c, f, n, None)).collect()
             })
         })
         .collect();
@@ -676,16 +720,17 @@ pub fn simulate_all(
             s.spawn(|| loop {
                 // Relaxed: a work counter; results go through the mutex.
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(p, c, first, n)) = jobs.get(i) else {
+                let Some((p, c, first, n, on)) = jobs.get(i) else {
                     break;
                 };
+                let (p, c, first, n) = (*p, *c, *first, *n);
                 let mut cfg = SimConfig::new(cpus[c]);
                 cfg.duration_ns = seconds * 1e9 / n as f64;
                 cfg.warmup_ns = (seconds * 5e7).min(5e7);
                 cfg.work_jitter = WORK_JITTER;
                 cfg.first_cpu = first;
                 cfg.overlap = overlap;
-                match simulate(m, &profiles[p], &cfg) {
+                match predict::simulate_placed(m, &profiles[p], &cfg, on.as_deref()) {
                     Ok(r) => out.lock().unwrap_or_else(|e| e.into_inner())[p][c].push(r),
                     Err(e) => *err.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string()),
                 }
@@ -739,6 +784,9 @@ pub fn table(o: &PredictOutput) -> String {
     }
     for c in &o.caveats {
         let _ = writeln!(s, "CAVEAT: {c}");
+    }
+    for p in &o.placement {
+        let _ = writeln!(s, "{p}");
     }
     let _ = writeln!(
         s,
@@ -943,6 +991,23 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         Some(p) => Some((p, compare::load(p, pattern.name())?)),
         None => None,
     };
+    // Where the bench recorded its threads' CPUs (on a machine no larger
+    // than this one), those points are simulated on them.
+    let bench_placed = match &a.measured {
+        Some(p) => compare::load_placements(p, pattern.name(), &a.workload)?,
+        None => Default::default(),
+    };
+    let recorded_at = bench_placed.at;
+    let too_big: Vec<String> = recorded_at
+        .iter()
+        .filter(|(_, r)| r.cpus.iter().any(|&c| c >= m.cpus()))
+        .map(|((d, t), r)| format!("{d} at {t}: CPUs {:?}", r.cpus))
+        .collect();
+    let recorded_at: std::collections::BTreeMap<(String, u32), compare::RecordedPlacement> =
+        recorded_at
+            .into_iter()
+            .filter(|(_, r)| r.cpus.iter().all(|&c| c < m.cpus()))
+            .collect();
     let designs = match &a.designs {
         Some(s) => crate::parse_designs(s)?,
         None => Design::ALL.to_vec(),
@@ -1039,12 +1104,30 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         }
     }
     let t0 = std::time::Instant::now();
-    let preds = simulate_all(&m, &profiles, &cpus, a.seconds, a.overlap)?;
+    let on = |label: &str, n: u32| {
+        recorded_at
+            .get(&(label.to_owned(), n))
+            .map(|r| r.cpus.clone())
+    };
+    let preds = simulate_all_placed(&m, &profiles, &cpus, a.seconds, a.overlap, &|p, n| {
+        on(&profiles[p].label, n)
+    })?;
     // A profile that is all holds has no bound (nothing is left without
     // them): its curve gets none.
     let bound_of: Vec<Option<Profile>> = profiles.iter().map(|p| p.without_holds().ok()).collect();
     let bound_profiles: Vec<Profile> = bound_of.iter().flatten().cloned().collect();
-    let mut simulated = simulate_all(&m, &bound_profiles, &cpus, a.seconds, a.overlap)?.into_iter();
+    // The bound of a design runs where the design ran.
+    let bound_design: Vec<&str> = profiles
+        .iter()
+        .zip(&bound_of)
+        .filter(|(_, b)| b.is_some())
+        .map(|(p, _)| p.label.as_str())
+        .collect();
+    let mut simulated =
+        simulate_all_placed(&m, &bound_profiles, &cpus, a.seconds, a.overlap, &|p, n| {
+            on(bound_design[p], n)
+        })?
+        .into_iter();
     let bounds: Vec<Vec<Prediction>> = bound_of
         .iter()
         .map(|b| match b {
@@ -1071,6 +1154,36 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             bound_per_s: bound.iter().map(|b| b.per_s).collect(),
         })
         .collect();
+    let mut placement = vec![assumed_placement(&m)];
+    if !recorded_at.is_empty() || !bench_placed.shared.is_empty() {
+        placement[0] = format!("{} (every point not listed below)", placement[0]);
+    }
+    for ((d, t), r) in &recorded_at {
+        if profiles.iter().any(|p| &p.label == d) && cpus.contains(t) {
+            placement.push(format!(
+                "placement of {d} at {t} CPUs: recorded by the bench ({}, repeat {} of {} samples with a placement, the median: {} execs/s): CPUs {:?}{}",
+                a.measured.as_deref().map_or(String::new(), |p| p.display().to_string()),
+                r.repeat,
+                r.samples,
+                rate(r.per_s),
+                r.cpus,
+                r.shards.map_or(String::new(), |s| format!(", {s} of the design's shards")),
+            ));
+        }
+    }
+    for ((d, t), seen) in &bench_placed.shared {
+        if profiles.iter().any(|p| &p.label == d) && cpus.contains(t) {
+            placement.push(format!(
+                "placement of {d} at {t} CPUs: recorded, but the median sample's {t} threads ran on CPUs {seen:?} (time-sliced, fewer CPUs than threads): one copy per CPU cannot stand for it, assumed instead"
+            ));
+        }
+    }
+    for t in &too_big {
+        placement.push(format!(
+            "placement of {t}: recorded, but on CPUs this machine ({} CPUs) does not have: assumed instead",
+            m.cpus()
+        ));
+    }
     let m_for_notes = m.clone();
     let out = PredictOutput {
         kind: "PREDICTION (simulated, not measured)".into(),
@@ -1095,6 +1208,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         validation: a.validation.display().to_string(),
         stored_validation: crate::predicted::StoredValidation::load(&a.validation),
         curves,
+        placement,
     };
     print!("{}", table(&out));
     if let Some((p, measured)) = &measured {
@@ -1461,9 +1575,14 @@ pub(crate) mod tests {
                 curve("aspace", 290_000.0, 300_000.0),
                 curve("sharded", 60_000.0, 300_000.0),
             ],
+            placement: vec![assumed_placement(&m)],
         };
         let text = table(&o);
         assert!(text.contains("PREDICTION (simulated, not measured)"));
+        assert!(
+            text.contains("placement: assumed, the scheduler's scan"),
+            "the placement is labelled: {text}"
+        );
         assert!(text.contains(">= 14.50, at bound"), "{text}");
         assert!(text.contains("3.00") && !text.contains(">= 3.00"));
         assert!(text.contains("<= 15.00"), "the bound, at most");
@@ -1506,5 +1625,117 @@ pub(crate) mod tests {
         assert_eq!(machine_arg("emr-112").unwrap().name, "emr-112");
         assert!(pattern_arg("batched").is_ok());
         assert!(pattern_arg("sometimes").is_err());
+    }
+
+    /// A bench run of `design` at `threads` with a recorded placement per
+    /// sample (main CPUs) as results.json has it.
+    fn placed_runs(design: &str, samples: &[(f64, &[u32])]) -> String {
+        let runs: Vec<String> = samples
+            .iter()
+            .enumerate()
+            .map(|(i, (per_s, cpus))| {
+                let threads: Vec<String> = cpus
+                    .iter()
+                    .map(|c| format!(r#"{{"cpu":{c},"cpus":[{c}],"samples":9}}"#))
+                    .collect();
+                format!(
+                    r#"{{"workload":"execl","design":"{design}","threads":{},"repeat":{i},"ops_per_sec":{per_s},"call_pattern":"per-vma","placement":{{"every":16,"cpus":[],"shards":null,"shards_seen":null,"threads":[{}]}}}}"#,
+                    cpus.len(),
+                    threads.join(",")
+                )
+            })
+            .collect();
+        format!(r#"{{"runs":[{}],"summary":[]}}"#, runs.join(","))
+    }
+
+    /// `--measured`: a sharded point whose median sample ran on two of its
+    /// 8-CPU groups is predicted from those CPUs, not from the one group
+    /// another sample used; a file without placements (an old one: the
+    /// device's survey) changes nothing, to the event.
+    #[test]
+    fn a_recorded_two_shard_placement_moves_shardeds_point() {
+        if recorder::check(Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let m = Machine::by_name("device-16").unwrap();
+        let p = recorder::record_profile(
+            &m,
+            &recorder::RecordConfig {
+                design: Design::Sharded,
+                pattern: CallPattern::PerVma,
+                shell: false,
+                binary: "/bin/true".into(),
+                resident: 4,
+                iterations: 1,
+                warmup: (0, Duration::ZERO),
+                own_binary: false,
+                cost: recorder::Cost::Model,
+                lock: LockKind::ParkingLot,
+            },
+        )
+        .expect("a sharded profile");
+        let profiles = vec![p];
+        let one: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
+        let two: &[u32] = &[0, 1, 2, 3, 8, 9, 10, 11];
+        let at = |text: &str| {
+            let rec = compare::placements(text, "per-vma", "execl").unwrap();
+            let label = profiles[0].label.clone();
+            simulate_all_placed(&m, &profiles, &[8], 0.05, false, &|_, n| {
+                rec.at.get(&(label.clone(), n)).map(|r| r.cpus.clone())
+            })
+            .unwrap()[0][0]
+                .clone()
+        };
+        // The median of three samples (by rate) is the middle one.
+        let two_median = placed_runs("sharded", &[(30e3, one), (60e3, two), (90e3, one)]);
+        let one_median = placed_runs("sharded", &[(30e3, two), (60e3, one), (90e3, two)]);
+        let rec = compare::placements(&two_median, "per-vma", "execl").unwrap();
+        assert_eq!(rec.at[&("sharded".to_owned(), 8)].cpus, two.to_vec());
+        assert_eq!(rec.at[&("sharded".to_owned(), 8)].repeat, 1);
+        let (on_two, on_one) = (at(&two_median), at(&one_median));
+        assert!(
+            on_two.per_s > on_one.per_s * 1.02,
+            "two shards {} execs/s, one shard {}",
+            on_two.per_s,
+            on_one.per_s
+        );
+        // An old results.json (no placement) gives exactly today's answer.
+        let old = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/results/device-16-survey/bench/results.json"
+        ))
+        .expect("the device's bench results");
+        assert_eq!(
+            compare::placements(&old, "per-vma", "execl").unwrap(),
+            compare::Placements::default()
+        );
+        let today = simulate_all(&m, &profiles, &[8], 0.05, false).unwrap();
+        assert_eq!(at(&old), today[0][0], "identical prediction");
+        assert!(compare::parse_bench(&old, "per-vma").is_ok());
+    }
+
+    /// Threads of the median sample that shared a main CPU take another
+    /// CPU they were seen on; a point with none left stays assumed.
+    #[test]
+    fn shared_main_cpus_take_another_seen_cpu_or_stay_assumed() {
+        let run = |threads: &str| {
+            format!(
+                r#"{{"runs":[{{"workload":"execl","design":"sharded","threads":2,"ops_per_sec":1.0,"call_pattern":"per-vma","placement":{{"every":16,"cpus":[],"shards":1,"shards_seen":1,"threads":[{threads}]}}}}]}}"#
+            )
+        };
+        let moved = run(r#"{"cpu":3,"cpus":[3]},{"cpu":3,"cpus":[3,5]}"#);
+        let r = compare::placements(&moved, "per-vma", "execl").unwrap();
+        assert_eq!(r.at[&("sharded".to_owned(), 2)].cpus, vec![3, 5]);
+        assert_eq!(r.at[&("sharded".to_owned(), 2)].shards, Some(1));
+        let stuck = run(r#"{"cpu":3,"cpus":[3]},{"cpu":3,"cpus":[3]}"#);
+        let stuck = compare::placements(&stuck, "per-vma", "execl").unwrap();
+        assert!(stuck.at.is_empty());
+        assert_eq!(stuck.shared[&("sharded".to_owned(), 2)], vec![3]);
+        assert_eq!(
+            compare::placements(&moved, "batched", "execl").unwrap(),
+            compare::Placements::default()
+        );
+        assert!(compare::placements(&run(r#"{"cpus":[3]}"#), "per-vma", "execl").is_err());
     }
 }

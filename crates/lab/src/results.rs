@@ -148,6 +148,40 @@ pub struct Run {
     /// Set for a bound rather than a design (`exclude`: no reverse map at all).
     #[serde(default)]
     pub bound: bool,
+    /// Which CPUs the workers ran on (the threads are not pinned); `None`
+    /// in results recorded before it was, or with sampling off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// Where one sample's workers ran: each asked `sched_getcpu` at its first
+/// iteration and every `every` iterations after, between iterations
+/// (outside every lock hold). See [`crate::workload::placement_of`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Placement {
+    /// Iterations between two samples of a worker.
+    pub every: u64,
+    /// Every CPU any worker was seen on, ascending.
+    pub cpus: Vec<u32>,
+    /// Distinct shards of the design (its own CPU -> shard rule) that the
+    /// workers' main CPUs map to; `None` for a design of one lock, or an
+    /// emulated topology (whose shards follow the emulated CPU).
+    pub shards: Option<u32>,
+    /// The same over every CPU any worker was seen on.
+    pub shards_seen: Option<u32>,
+    /// Per worker, in start order.
+    pub threads: Vec<ThreadPlacement>,
+}
+
+/// Where one worker ran.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ThreadPlacement {
+    /// The CPU it was seen on most (its main CPU; the lower id on a tie).
+    pub cpu: u32,
+    /// Every CPU it was seen on, ascending.
+    pub cpus: Vec<u32>,
+    /// Samples taken.
+    pub samples: u64,
 }
 
 /// One point summarised over its repeats: what the table, the plots and the report
@@ -584,6 +618,36 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A results.json from before placements were recorded (the device's
+    /// survey) loads, with none; one with a placement keeps it.
+    #[test]
+    fn old_results_load_and_placements_round_trip() {
+        let old = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/results/device-16-survey/bench/results.json"
+        ))
+        .expect("the device's bench results");
+        let r: Results = serde_json::from_str(&old).expect("an old file loads");
+        assert!(!r.runs.is_empty());
+        assert!(r.runs.iter().all(|r| r.placement.is_none()));
+        let text = serde_json::to_string(&r.runs[0]).unwrap();
+        assert!(!text.contains("placement"), "none is not written");
+        let mut run = r.runs[0].clone();
+        run.placement = Some(Placement {
+            every: 16,
+            cpus: vec![0, 9],
+            shards: Some(2),
+            shards_seen: Some(2),
+            threads: vec![ThreadPlacement {
+                cpu: 9,
+                cpus: vec![0, 9],
+                samples: 5,
+            }],
+        });
+        let back: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(back.placement, run.placement);
+    }
 
     fn results(cores: usize, points: &[(usize, f64)]) -> Results {
         Results {

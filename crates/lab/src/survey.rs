@@ -11,11 +11,14 @@
 //!    (`scripts/survey/execl.c`) built dynamically and statically linked, at
 //!    every copy count, interleaved by round (execl.tsv);
 //! 3. `bench`: `aspace bench` at every thread count, every design, per-vma
-//!    calls, the model's own exec cost (bench/);
+//!    calls, the model's own exec cost (bench/); its results.json records,
+//!    per sample, the CPUs each (unpinned) worker ran on (`placement`);
 //! 4. `calibrate`: `aspace calibrate` (calib.json);
 //! 5. `predict`: `aspace predict` for this machine from that calibration,
 //!    with the kernel's exec cost and with the model's (predict-kernel/,
 //!    predict-model/): PREDICTIONS, checked here against parts 2 and 3;
+//!    the model's with `--measured bench/results.json`, so that each point
+//!    the bench recorded runs on the CPUs the bench's threads ran on;
 //! 6. `bench-kernel`: `aspace bench --cost kernel` where this binary has
 //!    that option (found in `aspace bench --help`), else recorded as absent;
 //! 7. `maple`: maple's wall-clock criterion groups `load`, `load_hot_drawn`,
@@ -845,6 +848,18 @@ impl Survey {
                 &out,
             ];
             args.extend_from_slice(extra);
+            // The model-cost prediction is the bench's: where the bench
+            // part wrote its results (with the CPUs its unpinned threads
+            // ran on), each point is simulated on those CPUs and set
+            // beside the measured median.
+            let measured = self.out.join("bench").join("results.json");
+            let measured_s = measured.display().to_string();
+            if dir == "predict-model"
+                && measured.is_file()
+                && self.help("predict").contains("--measured")
+            {
+                args.extend(["--measured", &measured_s]);
+            }
             if let Some(d) = self.plan.predict_designs {
                 args.extend(["--designs", d]);
             }

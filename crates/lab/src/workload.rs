@@ -11,7 +11,13 @@
 //! 4. optionally a reclaim thread walks libc's reverse map at `walk_rate` per second
 //!    (one page each, the stable walk; the first walk at once, so every sample
 //!    has one);
-//! 5. lock statistics are the delta over the measured interval.
+//! 5. lock statistics are the delta over the measured interval;
+//! 6. every [`Point::placement_every`] iterations (and at the first) each
+//!    worker asks which CPU it runs on (`sched_getcpu`, the vDSO: no system
+//!    call), between iterations, outside every lock hold; the run records
+//!    the CPUs each thread was seen on ([`Placement`]), since the threads
+//!    are not pinned and a sharded design's rate depends on how many of its
+//!    CPU groups the scheduler spread them over.
 //!
 //! With [`KernelCost`] (`aspace bench --cost kernel`), each iteration also
 //! does what a real exec costs beyond the model: it spins for the rest of
@@ -23,7 +29,7 @@
 //! that each design is measured under the kernel's conditions.
 
 use crate::model_exec::{fault_plan, model_exec_ns, thread_cpu_ns};
-use crate::results::{CallsPerOp, Run, SiteCost, WalkCost};
+use crate::results::{CallsPerOp, Placement, Run, SiteCost, ThreadPlacement, WalkCost};
 use mm::{Access, CallPattern, Files, Linkage, Mm, Program, RmapCalls};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Design, Interval, Topology};
@@ -83,6 +89,88 @@ pub struct Point {
     pub kernel: Option<Arc<KernelCost>>,
     /// The designs' locks for this point (`aspace bench --lock`).
     pub lock: rmap::LockImpl,
+    /// Ask each worker's CPU every this many iterations (and at the first);
+    /// 0: never, and the run records no placement. [`PLACEMENT_EVERY`] by
+    /// default.
+    pub placement_every: u64,
+}
+
+/// Iterations between two "which CPU am I on" samples of a worker: one
+/// `sched_getcpu` (tens of ns, the vDSO) per 16 iterations of tens of us
+/// each is below 0.01% of a worker's time; often enough that a thread the
+/// scheduler moves within a one-second sample is seen on both CPUs.
+pub const PLACEMENT_EVERY: u64 = 16;
+
+/// The CPUs one worker was seen on, with how many samples each.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CpusSeen(Vec<(u32, u64)>);
+
+impl CpusSeen {
+    /// One more sample on `cpu`.
+    #[inline]
+    pub fn note(&mut self, cpu: u32) {
+        match self.0.iter_mut().find(|(c, _)| *c == cpu) {
+            Some((_, n)) => *n += 1,
+            None => self.0.push((cpu, 1)),
+        }
+    }
+
+    /// The thread's summary: its CPUs sorted, the one seen most (the lower
+    /// id on a tie) and the samples. `None` when never sampled.
+    pub fn summary(&self) -> Option<ThreadPlacement> {
+        let &(cpu, _) = self
+            .0
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
+        let mut cpus: Vec<u32> = self.0.iter().map(|&(c, _)| c).collect();
+        cpus.sort_unstable();
+        Some(ThreadPlacement {
+            cpu,
+            cpus,
+            samples: self.0.iter().map(|&(_, n)| n).sum(),
+        })
+    }
+}
+
+/// A point's [`Placement`] from its workers' samples: the CPUs used, and
+/// for a design of several locks how many of its shards the threads'
+/// main CPUs (and any CPU they were seen on) map to, by the design's own
+/// rule ([`Design::shard_of_cpu`]). Shards are counted only on the
+/// operating system's topology: on an emulated one the design picks its
+/// shard from the emulated CPU, not the one the thread ran on.
+pub fn placement_of(
+    design: Design,
+    topology: &Topology,
+    every: u64,
+    seen: &[CpusSeen],
+) -> Option<Placement> {
+    let threads: Vec<ThreadPlacement> = seen.iter().filter_map(CpusSeen::summary).collect();
+    if every == 0 || threads.is_empty() {
+        return None;
+    }
+    let mut cpus: Vec<u32> = threads.iter().flat_map(|t| t.cpus.clone()).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let count = |list: &mut dyn Iterator<Item = u32>| -> Option<u32> {
+        if *topology != Topology::Os {
+            return None;
+        }
+        let mut shards: Vec<u32> = list
+            .map(|c| design.shard_of_cpu(topology, c))
+            .collect::<Option<_>>()?;
+        shards.sort_unstable();
+        shards.dedup();
+        Some(shards.len() as u32)
+    };
+    let shards = count(&mut threads.iter().map(|t| t.cpu));
+    let shards_seen = count(&mut cpus.iter().copied());
+    Some(Placement {
+        every,
+        cpus,
+        shards,
+        shards_seen,
+        threads,
+    })
 }
 
 /// What each iteration adds under `--cost kernel`: the rest of a real
@@ -309,13 +397,14 @@ fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     let stop = AtomicBool::new(false);
     let before = files.lock_stats();
     let start = Instant::now();
-    let (ops, calls, elapsed, latencies) = std::thread::scope(|s| {
+    let (ops, calls, elapsed, latencies, seen) = std::thread::scope(|s| {
         let workers: Vec<_> = (0..p.threads)
             .map(|_| {
                 let (files, prog, stop, faults) = (&files, &prog, &stop, &faults);
                 let kernel = p.kernel.as_deref();
                 let kernel = kernel.map(|k| (k, k.spin_at(p.threads)));
-                s.spawn(move || worker(p.workload, files, prog, stop, faults, kernel))
+                let every = p.placement_every;
+                s.spawn(move || worker(p.workload, files, prog, stop, faults, kernel, every))
             })
             .collect();
         let walker = (p.walk_rate > 0.0).then(|| {
@@ -368,14 +457,16 @@ fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         stop.store(true, Ordering::Relaxed);
         let mut ops = 0u64;
         let mut calls = RmapCalls::default();
+        let mut seen = Vec::with_capacity(workers.len());
         for w in workers {
-            let (n, c) = w.join().expect("worker thread panicked");
+            let (n, c, cpus) = w.join().expect("worker thread panicked");
             ops += n;
             calls.add(&c);
+            seen.push(cpus);
         }
         let elapsed = start.elapsed();
         let latencies = walker.map(|w| w.join().expect("walk thread panicked"));
-        (ops, calls, elapsed, latencies)
+        (ops, calls, elapsed, latencies, seen)
     });
     tick(1.0);
     let after = files.lock_stats();
@@ -469,6 +560,7 @@ fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
         topology: p.topology_name.clone(),
         libc_rmap_bytes,
         bound: p.design.is_bound(),
+        placement: placement_of(p.design, &p.topology, p.placement_every, &seen),
     })
 }
 
@@ -479,9 +571,18 @@ fn worker(
     stop: &AtomicBool,
     faults: &[(u64, Access)],
     kernel: Option<(&KernelCost, f64)>,
-) -> (u64, RmapCalls) {
+    every: u64,
+) -> (u64, RmapCalls, CpusSeen) {
     let mut ops = 0u64;
     let mut calls = RmapCalls::default();
+    let mut seen = CpusSeen::default();
+    // Between iterations, outside every lock hold: the first iteration's
+    // CPU, then every `every`-th.
+    let mut sample = |ops: u64| {
+        if every > 0 && (ops - 1) % every == 0 {
+            seen.note(Topology::Os.current_cpu());
+        }
+    };
     let fault_all = |mm: &Mm| {
         for &(addr, access) in faults {
             // The layout is deterministic, so these always hit; a miss would be a
@@ -502,6 +603,7 @@ fn worker(
                 }
                 mm.exit();
                 ops += 1;
+                sample(ops);
                 // Relaxed: a stop flag; no data is published through it.
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -523,6 +625,7 @@ fn worker(
                 child.exit();
                 calls.add(&child.calls());
                 ops += 1;
+                sample(ops);
                 // Relaxed: a stop flag; no data is published through it.
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -534,7 +637,7 @@ fn worker(
             calls.add(&parent.calls());
         }
     }
-    (ops, calls)
+    (ops, calls, seen)
 }
 
 #[cfg(test)]
@@ -584,11 +687,21 @@ mod tests {
             binary: "/bin/true".into(),
             kernel: None,
             lock: other,
+            placement_every: 1,
         };
         let seen = std::sync::Mutex::new(Vec::new());
         let run = run_point(&p, &|_| seen.lock().unwrap().push(rmap::lock_impl()))
             .expect("the point runs");
         assert!(run.ops > 0);
+        // Sampled at every iteration (placement_every 1): one thread, as
+        // many samples as iterations, on CPUs this machine has.
+        let pl = run.placement.as_ref().expect("a placement");
+        assert_eq!(pl.threads.len(), 1);
+        assert_eq!(pl.threads[0].samples, run.ops);
+        assert!(pl.threads[0].cpus.contains(&pl.threads[0].cpu));
+        assert_eq!(pl.cpus, pl.threads[0].cpus);
+        assert_eq!(pl.shards, None, "linux has one lock");
+        assert!(pl.cpus.iter().all(|&c| c < Topology::Os.cpus()));
         let seen = seen.into_inner().unwrap();
         assert!(!seen.is_empty(), "the callback ran");
         assert!(
@@ -596,6 +709,50 @@ mod tests {
             "{seen:?}, wanted {other:?}"
         );
         assert_eq!(rmap::lock_impl(), before, "restored");
+    }
+
+    /// The placement summary: main CPU the most seen, shards by the
+    /// design's own rule, none on an emulated topology or with sampling
+    /// off.
+    #[test]
+    fn placements_count_the_designs_shards() {
+        let seen = |cpus: &[u32]| {
+            let mut s = CpusSeen::default();
+            for &c in cpus {
+                s.note(c);
+            }
+            s
+        };
+        let threads = [seen(&[1, 9, 9]), seen(&[2, 2, 3]), seen(&[4])];
+        let os = Topology::Os;
+        let p = placement_of(Design::Sharded, &os, 16, &threads).unwrap();
+        assert_eq!(
+            p.threads.iter().map(|t| t.cpu).collect::<Vec<_>>(),
+            vec![9, 2, 4]
+        );
+        assert_eq!(p.cpus, vec![1, 2, 3, 4, 9]);
+        assert_eq!(p.threads[0].samples, 3);
+        if os.cpus() >= 10 {
+            assert_eq!(p.shards, Some(2), "CPU 9 is in the second group of 8");
+        } else {
+            assert_eq!(p.shards, Some(1), "one group of 8 covers this host");
+        }
+        assert_eq!(p.shards, p.shards_seen);
+        assert_eq!(
+            placement_of(Design::Linux, &os, 16, &threads)
+                .unwrap()
+                .shards,
+            None
+        );
+        let emulated: Topology = "2x8".parse().unwrap();
+        assert_eq!(
+            placement_of(Design::Sharded, &emulated, 16, &threads)
+                .unwrap()
+                .shards,
+            None
+        );
+        assert!(placement_of(Design::Sharded, &os, 0, &threads).is_none());
+        assert!(placement_of(Design::Sharded, &os, 16, &[CpusSeen::default()]).is_none());
     }
 
     #[test]

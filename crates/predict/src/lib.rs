@@ -49,4 +49,6 @@ pub use machine::{Cost, Latency, Machine, MachineError, Overlap, SpeedPoint};
 pub use profile::{
     CpuProfile, Hold, LineKind, LockDesc, LockKind, Profile, ProfileError, Site, Step, Touch,
 };
-pub use sim::{simulate, LineResult, LockResult, Prediction, SimConfig, SimError, SiteResult};
+pub use sim::{
+    simulate, simulate_placed, LineResult, LockResult, Prediction, SimConfig, SimError, SiteResult,
+};

@@ -517,6 +517,32 @@ impl Design {
         }
     }
 
+    /// The shard (lock group) a thread running on CPU `cpu` uses in this
+    /// design built for `topo`, by the design's own rule: `sharded`'s
+    /// `cpu / 8` group, the NUMA designs' node, `aspace`'s shard once
+    /// promoted (`cpu * shards / cpus`). `None` for a design of one lock
+    /// (`linux`, `linux_shared_line`, `aspace_central`) and for the
+    /// `exclude` bound. Lets a bench say how many shards its threads
+    /// covered from the CPUs they ran on.
+    pub fn shard_of_cpu(self, topo: &Topology, cpu: u32) -> Option<u32> {
+        let cpus = topo.cpus().max(1);
+        let cpu = cpu % cpus;
+        match self {
+            Design::Sharded => {
+                let per = designs::sharded::CPUS_PER_SHARD;
+                Some((cpu / per) % cpus.div_ceil(per).max(1))
+            }
+            Design::NumaSplit | Design::NumaLocks => Some(topo.node_of(cpu)),
+            Design::Aspace => {
+                let shards = u64::from(designs::aspace::shard_count(cpus));
+                Some(((u64::from(cpu) * shards / u64::from(cpus)).min(shards - 1)) as u32)
+            }
+            Design::LinuxSharedLine | Design::Linux | Design::AspaceCentral | Design::Exclude => {
+                None
+            }
+        }
+    }
+
     /// A new, empty map of this design.
     pub fn build(self, topo: &Topology) -> Box<dyn ReverseMap> {
         match self {

@@ -309,6 +309,25 @@ impl Topology {
         }
     }
 
+    /// The NUMA node of CPU `cpu` (a CPU id of this topology; ids past
+    /// [`Topology::cpus`] wrap as [`Topology::current_cpu`]'s do): what
+    /// [`Topology::current_node`] answers for a thread running on it.
+    pub fn node_of(&self, cpu: u32) -> u32 {
+        match self {
+            Topology::Os => {
+                if os_nodes() == 1 {
+                    0
+                } else {
+                    let cpu = (cpu % os_cpus()) as usize;
+                    cpu_nodes().get(cpu).copied().unwrap_or(0) % os_nodes()
+                }
+            }
+            Topology::Emulated { cpus_per_node, .. } => {
+                ((cpu % self.cpus()) / (*cpus_per_node).max(1)).min(self.nodes() - 1)
+            }
+        }
+    }
+
     /// The calling thread's NUMA node, in `0..nodes()`.
     #[inline]
     pub fn current_node(&self) -> u32 {

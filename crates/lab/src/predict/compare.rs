@@ -137,6 +137,137 @@ pub fn parse_bench(text: &str, pattern: &str) -> Result<Measured, String> {
     })
 }
 
+/// Where a bench recorded that one point's threads ran: the CPUs of its
+/// median sample (by execs/s, the lower of the two middle ones, as
+/// [`super::simulate_all`] takes the median run), one per thread (its main
+/// CPU, the one it was seen on most).
+///
+/// Why the median sample's and not each sample's: the figure the
+/// prediction is set beside is the median sample's rate, and that rate came
+/// from that sample's placement; simulating every sample's would cost a
+/// simulation per repeat for a point whose median the table then takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedPlacement {
+    /// One distinct CPU per thread, in thread order.
+    pub cpus: Vec<u32>,
+    /// The sample's repeat (0-based).
+    pub repeat: usize,
+    /// Its measured execs/s.
+    pub per_s: f64,
+    /// The design's shards those CPUs cover, as the bench counted them.
+    pub shards: Option<u32>,
+    /// Samples of the point that recorded a placement.
+    pub samples: usize,
+}
+
+/// What a bench results.json recorded of its threads' CPUs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placements {
+    /// Per (design, threads): the median sample's CPUs, one per thread.
+    pub at: BTreeMap<(String, u32), RecordedPlacement>,
+    /// Points whose median sample had threads on fewer distinct CPUs than
+    /// threads (time-sliced: one copy per CPU cannot stand for them), with
+    /// the CPUs they were seen on.
+    pub shared: BTreeMap<(String, u32), Vec<u32>>,
+}
+
+/// The placements a bench results.json recorded, per (design, threads) of
+/// `pattern` and `workload`; none for a file recorded before placements
+/// were (or a survey's execl.tsv). A point whose median sample's threads
+/// shared a main CPU takes, for each thread after the first on a CPU,
+/// another CPU it was seen on; where none is left the point goes to
+/// [`Placements::shared`] (its placement stays assumed).
+pub fn placements(text: &str, pattern: &str, workload: &str) -> Result<Placements, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not a results file: {e}"))?;
+    type Sample = (f64, usize, Vec<(u32, Vec<u32>)>, Option<u32>);
+    let mut points: BTreeMap<(String, u32), Vec<Sample>> = BTreeMap::new();
+    for r in v["runs"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        if r["call_pattern"].as_str().unwrap_or("per-vma") != pattern
+            || r["workload"].as_str().unwrap_or("execl") != workload
+        {
+            continue;
+        }
+        let (Some(d), Some(t), Some(per_s), Some(threads)) = (
+            r["design"].as_str(),
+            r["threads"].as_u64(),
+            r["ops_per_sec"].as_f64(),
+            r["placement"]["threads"].as_array(),
+        ) else {
+            continue;
+        };
+        let cpu = |x: &serde_json::Value| x.as_u64().and_then(|c| u32::try_from(c).ok());
+        let threads: Option<Vec<(u32, Vec<u32>)>> = threads
+            .iter()
+            .map(|th| {
+                let main = cpu(&th["cpu"])?;
+                let seen = th["cpus"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(cpu).collect())
+                    .unwrap_or_default();
+                Some((main, seen))
+            })
+            .collect();
+        let Some(threads) = threads else {
+            return Err(format!(
+                "{d} at {t} threads: a placement without a CPU per thread"
+            ));
+        };
+        let shards = r["placement"]["shards"]
+            .as_u64()
+            .and_then(|s| u32::try_from(s).ok());
+        let repeat = r["repeat"].as_u64().unwrap_or(0) as usize;
+        points
+            .entry((d.to_owned(), u32::try_from(t).unwrap_or(u32::MAX)))
+            .or_default()
+            .push((per_s, repeat, threads, shards));
+    }
+    let mut out = Placements::default();
+    for (key, mut samples) in points {
+        let n = samples.len();
+        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (per_s, repeat, threads, shards) = samples.swap_remove((n - 1) / 2);
+        let mut cpus: Vec<u32> = Vec::with_capacity(threads.len());
+        for (main, seen) in &threads {
+            let pick = std::iter::once(main)
+                .chain(seen)
+                .find(|c| !cpus.contains(c))
+                .copied();
+            match pick {
+                Some(c) => cpus.push(c),
+                None => break,
+            }
+        }
+        if cpus.len() < threads.len() || cpus.is_empty() {
+            let mut seen: Vec<u32> = threads.iter().flat_map(|(_, s)| s.clone()).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            out.shared.insert(key, seen);
+        } else {
+            out.at.insert(
+                key,
+                RecordedPlacement {
+                    cpus,
+                    repeat,
+                    per_s,
+                    shards,
+                    samples: n,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// [`placements`] of a `--measured` file (none for an execl.tsv).
+pub fn load_placements(path: &Path, pattern: &str, workload: &str) -> Result<Placements, String> {
+    if path.extension().is_some_and(|e| e == "tsv") {
+        return Ok(Placements::default());
+    }
+    let text = crate::input::read_text(path, "--measured", crate::input::RESULTS_CAP)?;
+    placements(&text, pattern, workload).map_err(|e| format!("--measured: {}: {e}", path.display()))
+}
+
 /// One row of ratios: PREDICTED / measured at each of `cpus` (None where
 /// either is missing).
 fn ratios(
@@ -266,6 +397,7 @@ mod tests {
             validation: String::new(),
             stored_validation: None,
             curves,
+            placement: vec![],
         }
     }
 

@@ -213,6 +213,9 @@ pub fn predict_section(o: &PredictOutput) -> String {
             esc(c)
         );
     }
+    for p in &o.placement {
+        let _ = write!(s, "<p class=\"proj\">{}</p>", esc(p));
+    }
     s.push_str(&super::svg(o));
     let linux = o.curves.iter().find(|c| c.design == "linux");
     let mut rows = Vec::new();

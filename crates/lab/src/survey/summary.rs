@@ -213,7 +213,9 @@ pub fn build(out: &Path, plan: &Plan, statuses: &[Status], budget: f64) -> (Stri
          other work and shared lines to each model exec, so its `linux` should follow the kernel's \
          dynamic curve (the ratio beside it). PREDICTED columns: `aspace predict \
          --machine calib.json --host calib.json` (predict-kernel/, and --model-cost in \
-         predict-model/): simulated, not measured; the ratio columns are the check of the \
+         predict-model/, with --measured bench/results.json: each bench point runs on the CPUs \
+         the bench's threads ran on, its log says which are recorded and which assumed): \
+         simulated, not measured; the ratio columns are the check of the \
          predictions against this machine's measurements. \"-\": the part did not run or wrote \
          nothing for that count (see Parts).\n\n## Parts\n\n| part | status | seconds | detail |\n|---|---|---:|---|\n",
         super::fmt_s(plan.execl_seconds),

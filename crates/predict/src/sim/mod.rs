@@ -821,6 +821,35 @@ impl<'a> Sim<'a> {
 /// Pure and deterministic for a given seed: callers may run simulations on
 /// several threads at once.
 pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Prediction, SimError> {
+    simulate_placed(m, profile, cfg, None)
+}
+
+/// [`simulate`] with the copies on the given hardware CPUs (one copy each,
+/// distinct, below [`Machine::cpus`]; `cfg.cpus` must be their count)
+/// instead of a built-in placement: where a bench recorded which CPUs its
+/// unpinned threads ran on (`aspace predict --measured`). `None`: the
+/// built-in placement, as [`simulate`].
+pub fn simulate_placed(
+    m: &Machine,
+    profile: &Profile,
+    cfg: &SimConfig,
+    on: Option<&[u32]>,
+) -> Result<Prediction, SimError> {
+    if let Some(on) = on {
+        let mut sorted = on.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != on.len()
+            || on.len() != cfg.cpus as usize
+            || on.iter().any(|&c| c >= m.cpus())
+        {
+            return Err(SimError::Config(format!(
+                "placement {on:?}: {} distinct CPUs below {} wanted",
+                cfg.cpus,
+                m.cpus()
+            )));
+        }
+    }
     m.validate().map_err(SimError::Machine)?;
     profile.validate().map_err(SimError::Profile)?;
     if cfg.cpus == 0 || cfg.cpus > m.cpus() {
@@ -915,7 +944,9 @@ pub fn simulate(m: &Machine, profile: &Profile, cfg: &SimConfig) -> Result<Predi
         .map(|(i, s)| (s.cpu, i))
         .collect();
 
-    let used = if cfg.packed {
+    let used = if let Some(on) = on {
+        on.to_vec()
+    } else if cfg.packed {
         m.placement_packed(cfg.cpus)
     } else if m.single_llc() {
         m.placement_from(cfg.first_cpu, cfg.cpus)

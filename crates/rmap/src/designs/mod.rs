@@ -177,6 +177,42 @@ mod tests {
     use super::*;
     use crate::interval_tree::IntervalTree;
 
+    /// `Design::shard_of_cpu` answers what each design's own rule picks on
+    /// a thread running on that CPU (emulated 2 nodes of 8 CPUs: threads
+    /// are dealt CPUs round-robin, so 16 threads see every CPU).
+    #[test]
+    fn shard_of_cpu_is_the_designs_own_rule() {
+        use super::parts::{ByCpuGroup, ByNode, ShardRule, SpreadCpus};
+        use crate::{Design, Topology};
+        let t: Topology = "2x8".parse().unwrap();
+        let seen: Vec<(u32, usize, usize, usize)> = (0..16)
+            .map(|_| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    let aspace_shards = aspace::shard_count(t.cpus()) as usize;
+                    (
+                        t.current_cpu(),
+                        ByCpuGroup::<{ sharded::CPUS_PER_SHARD }>.pick(&t, 2),
+                        ByNode.pick(&t, 2),
+                        SpreadCpus.pick(&t, aspace_shards),
+                    )
+                })
+                .join()
+                .unwrap()
+            })
+            .collect();
+        for (cpu, group, node, spread) in seen {
+            let of = |d: Design| d.shard_of_cpu(&t, cpu).map(|s| s as usize);
+            assert_eq!(of(Design::Sharded), Some(group), "cpu {cpu}");
+            assert_eq!(of(Design::NumaLocks), Some(node), "cpu {cpu}");
+            assert_eq!(of(Design::NumaSplit), Some(node), "cpu {cpu}");
+            assert_eq!(of(Design::Aspace), Some(spread), "cpu {cpu}");
+            assert_eq!(of(Design::Linux), None);
+        }
+        assert_eq!(Design::Sharded.shard_of_cpu(&t, 7), Some(0));
+        assert_eq!(Design::Sharded.shard_of_cpu(&t, 8), Some(1));
+    }
+
     /// Drives one slot to its last generation, then frees it: the handle
     /// of every generation stays dead and the slot is never handed out
     /// again, so no handle can come back to life (it did after 2^29
