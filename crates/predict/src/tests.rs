@@ -785,3 +785,26 @@ fn a_thread_waiting_for_the_parking_bucket_takes_it_at_its_next_spin_step() {
     let (quick, slow) = (mean_hold(300.0), mean_hold(3000.0));
     assert!(slow > quick + 1000.0, "yield 3 us: {slow}, 0.3 us: {quick}");
 }
+
+#[test]
+#[ignore]
+fn probe_rwsem_validation_row() {
+    let m = Machine::by_name("hygon-384").unwrap();
+    let mut p = rwsem(384, 50.0, 20.0, 1, |_| 0, 1);
+    p.recorded_ghz = m.core_ghz;
+    for n in [4u32, 16, 64, 240] {
+        let mut cfg = SimConfig::new(n);
+        cfg.duration_ns = 2e7;
+        cfg.warmup_ns = 2e6;
+        cfg.packed = true;
+        cfg.work_jitter = 0.2;
+        let r = simulate(&m, &p, &cfg).unwrap();
+        println!(
+            "{n}: {:.2} M/s contended {:.0}% transfer_share {:.2} spin {:.2}",
+            r.per_s / 1e6,
+            r.contended_pct,
+            r.transfer_share,
+            r.spin_share
+        );
+    }
+}

@@ -56,6 +56,21 @@ impl Sim<'_> {
         let h = self.cur_hold(c);
         let li = h.lock as usize;
         let line = self.locks[li].line;
+        // A spinner that polls the lock (the osq head in
+        // `rwsem_spin_on_owner`, a first waiter spinning on the owner)
+        // reads `owner` and `count` before its `cmpxchg`
+        // (`rwsem_try_write_lock_unqueued`): the release invalidated its
+        // copy, so the read fetches the line from the releaser and the
+        // `cmpxchg` then invalidates the releaser's copy: two accesses.
+        // A first attempt (`rwsem_write_trylock`) and a woken waiter
+        // (`wait_lock`) start with their atomic.
+        let polls = self.cpus[c as usize].state == CpuState::Spinning
+            && (self.locks[li].osq.front() == Some(&c) || self.locks[li].first_spinner == c);
+        let t = if polls {
+            self.access(c, line, false, t)
+        } else {
+            t
+        };
         // The attempt's atomic takes the lock line, whether it succeeds.
         let at = self.access(c, line, true, t);
         if !h.write && self.cpus[c as usize].state == CpuState::Waking {
@@ -80,6 +95,9 @@ impl Sim<'_> {
                     if let Some(&n) = self.locks[li].osq.front() {
                         let ready = at + self.transfer(c, n);
                         self.cpus[n as usize].osq_ready = ready;
+                        // The new head starts polling `owner`: a copy of
+                        // the lock line.
+                        self.access(n, line, false, ready);
                     }
                 }
             }
@@ -90,6 +108,7 @@ impl Sim<'_> {
             return;
         }
         self.note_contended(c, t);
+        self.repoll(li, c, at);
         let st = self.cpus[c as usize].state;
         let l = &self.locks[li];
         let reader_owned = l.writer == NONE && l.readers > 0;
@@ -135,6 +154,24 @@ impl Sim<'_> {
             }
         }
         // An osq member waits for the next release (no event of its own).
+    }
+
+    /// The spinners polling lock `li` (the `osq` head, a first waiter
+    /// spinning on the owner) keep a shared copy of its line: when `c`
+    /// has just written it at `t` (a failed `cmpxchg`, an `osq` join, the
+    /// `wait_lock`), each re-reads it, one transfer, and the next write
+    /// (the owner's release) must invalidate that copy again.
+    fn repoll(&mut self, li: usize, c: u32, t: f64) {
+        let line = self.locks[li].line;
+        let head = self.locks[li].osq.front().copied();
+        let fs = self.locks[li].first_spinner;
+        for p in [head.unwrap_or(NONE), fs] {
+            if p == NONE || p == c || self.cpus[p as usize].state != CpuState::Spinning {
+                continue;
+            }
+            let from = t.max(self.cpus[p as usize].osq_ready);
+            self.access(p, line, false, from);
+        }
     }
 
     /// A writer spinning on a reader-owned rwsem gives up and sleeps.
