@@ -787,24 +787,47 @@ fn a_thread_waiting_for_the_parking_bucket_takes_it_at_its_next_spin_step() {
 }
 
 #[test]
-#[ignore]
-fn probe_rwsem_validation_row() {
-    let m = Machine::by_name("hygon-384").unwrap();
-    let mut p = rwsem(384, 50.0, 20.0, 1, |_| 0, 1);
-    p.recorded_ghz = m.core_ghz;
-    for n in [4u32, 16, 64, 240] {
-        let mut cfg = SimConfig::new(n);
-        cfg.duration_ns = 2e7;
-        cfg.warmup_ns = 2e6;
-        cfg.packed = true;
-        cfg.work_jitter = 0.2;
-        let r = simulate(&m, &p, &cfg).unwrap();
-        println!(
-            "{n}: {:.2} M/s contended {:.0}% transfer_share {:.2} spin {:.2}",
-            r.per_s / 1e6,
-            r.contended_pct,
-            r.transfer_share,
-            r.spin_share
+fn an_rwsem_hand_off_pays_for_the_spinners_copy_of_the_lock_line() {
+    // Writers only, no data lines, a 20 ns hold and 50 ns of work, every
+    // CPU one transfer `lat` from every other. The osq head polls `owner`
+    // in `rwsem_spin_on_owner`, so it holds a shared copy of the lock line.
+    let lat = 100.0;
+    let h = 20.0;
+    let m = flat(8, lat);
+    let ns_per_acq = |n: u32| {
+        let r = run(&m, &rwsem(8, 50.0, h, 0, |_| 0, 1), n);
+        assert!(
+            r.contended_pct > 90.0,
+            "{n}: {}% contended",
+            r.contended_pct
         );
-    }
+        1e9 / r.per_s
+    };
+    // Two CPUs: the owner's release invalidates the head's copy (a
+    // transfer), the head's next poll fetches the line (a transfer) and
+    // its `cmpxchg` in `rwsem_try_write_lock_unqueued` invalidates the
+    // releaser's copy (a transfer): a hand-off is at least the hold plus
+    // three transfers (charging the `cmpxchg` alone gave hold plus two).
+    let two = ns_per_acq(2);
+    assert!(
+        two >= (h + 3.0 * lat) * 0.98,
+        "2 CPUs: {two} ns per hand-off"
+    );
+    // Three: during the hold the new head's first poll, the returning
+    // owner's failed `cmpxchg` and the head's poll after it queue on the
+    // line (one transfer at a time) before the release can take it: at
+    // least two more transfers (without the head's re-polls: 400 ns).
+    let three = ns_per_acq(3);
+    assert!(
+        three >= (h + 5.0 * lat) * 0.98,
+        "3 CPUs: {three} ns per hand-off"
+    );
+    // With no latency the copies cost nothing: 1 / hold.
+    let r0 = run(&flat(8, 0.0), &rwsem(8, 50.0, h, 0, |_| 0, 1), 8);
+    assert!(
+        close(r0.per_s, 1e9 / h, 0.02),
+        "{} vs {}",
+        r0.per_s,
+        1e9 / h
+    );
 }

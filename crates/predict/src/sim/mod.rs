@@ -36,7 +36,9 @@
 //!   at once releases more slowly.
 //!   * Linux's rwsem (`sim/rwsem.rs`): the fast path steals a free lock; a
 //!     writer that finds a writer owner spins in the MCS `osq` queue (only
-//!     its head polls the lock; the next learns it is head through one
+//!     its head polls the lock, holding a copy of its line that every
+//!     other write invalidates and the head re-reads; it reads the line
+//!     before its `cmpxchg`; the next learns it is head through one
 //!     line transfer from the one before); a writer that finds readers
 //!     spins at most `reader_spin_ns`, then sleeps on the wait queue; an
 //!     unlock with sleepers wakes the first (the waker pays
@@ -70,8 +72,9 @@
 //! * A core's memory-level parallelism, unless [`SimConfig::overlap`] is
 //!   set and the machine has the calibrated factors: a hold's line
 //!   transfers are then charged one after another (see `sim/lines.rs`).
-//! * Whether a waiter's polling reads delay the owner beyond the one
-//!   transfer above, and the rwsem's reader optimistic lock stealing.
+//! * Whether a parking_lot waiter's polling reads delay the owner beyond
+//!   the one transfer above (the rwsem's polling head is modelled), and
+//!   the rwsem's reader optimistic lock stealing.
 //! * `parking_lot`'s writer waiting for readers to leave after it took the
 //!   writer bit: a writer here takes the lock only when no reader holds it.
 //!

@@ -11,11 +11,19 @@
 //!   hand-off is pending for another waiter.
 //! * **Writer, writer owner.** `rwsem_optimistic_spin`: join the `osq`
 //!   (an MCS queue; the `xchg` of its tail is on the lock line). Only the
-//!   head polls the lock; when the owner releases, the head's `cmpxchg`
-//!   races any newcomer's fast path (the line decides: whoever's access
-//!   comes first), and on success `osq_unlock` makes the next spinner head
-//!   by one write to its MCS node (one transfer). With one copy per CPU
-//!   every owner is running, so spinners never give up on a writer owner.
+//!   head polls the lock (`rwsem_spin_on_owner` reads `owner`), so it
+//!   keeps a shared copy of the lock line: every other CPU's write to the
+//!   line (a newcomer's failed `cmpxchg`, an `osq` join) is followed by
+//!   the head's re-read, one transfer, and the owner's release must
+//!   invalidate that copy. When the owner releases, the head reads the
+//!   line (a transfer from the releaser) and then `cmpxchg`es it
+//!   (`rwsem_try_write_lock_unqueued`: a second access, invalidating the
+//!   releaser's copy); this races any newcomer's fast path (the line
+//!   decides: whoever's access comes first), and on success `osq_unlock`
+//!   makes the next spinner head by one write to its MCS node (one
+//!   transfer), after which it reads the lock line to poll it. With one
+//!   copy per CPU every owner is running, so spinners never give up on a
+//!   writer owner.
 //! * **Writer, reader owner.** It spins at most `reader_spin_ns`
 //!   (`rwsem_rspin_threshold`), then leaves the `osq` for the wait queue
 //!   and sleeps.
