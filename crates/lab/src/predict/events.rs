@@ -65,15 +65,7 @@ pub fn place(n: usize, mut iteration: impl FnMut()) -> Vec<Placement> {
     let runs: Vec<rmap::stats::Placed> = (0..n)
         .map(|_| rmap::stats::place_holds(&mut iteration).1)
         .collect();
-    let mut counts: HashMap<usize, usize> = HashMap::new();
-    for r in &runs {
-        *counts.entry(r.holds.len()).or_insert(0) += 1;
-    }
-    let Some(len) = counts
-        .iter()
-        .max_by_key(|&(l, c)| (*c, *l))
-        .map(|(&l, _)| l)
-    else {
+    let Some(len) = most_common_len(runs.iter().map(|r| r.holds.len())) else {
         return Vec::new();
     };
     let kept: Vec<&rmap::stats::Placed> = runs.iter().filter(|r| r.holds.len() == len).collect();
@@ -219,6 +211,20 @@ pub fn record(work: impl FnOnce()) -> Vec<Event> {
         .collect()
 }
 
+/// The most common of `lens` (the larger on a tie), `None` when empty:
+/// the number of holds of the runs kept as typical ([`summarise`],
+/// [`place`]).
+fn most_common_len(lens: impl Iterator<Item = usize>) -> Option<usize> {
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for l in lens {
+        *counts.entry(l).or_insert(0) += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(l, c)| (c, l))
+        .map(|(l, _)| l)
+}
+
 /// The median (the upper one of an even count).
 pub fn median_of(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -231,15 +237,7 @@ pub fn median_of(mut v: Vec<f64>) -> f64 {
 /// (the most recent state of the shared trees); the total the median
 /// total.
 pub fn summarise(runs: Vec<(f64, Vec<Event>)>) -> (f64, Vec<Event>) {
-    let mut counts: HashMap<usize, usize> = HashMap::new();
-    for (_, e) in &runs {
-        *counts.entry(e.len()).or_insert(0) += 1;
-    }
-    let Some(len) = counts
-        .iter()
-        .max_by_key(|&(l, c)| (*c, *l))
-        .map(|(&l, _)| l)
-    else {
+    let Some(len) = most_common_len(runs.iter().map(|(_, e)| e.len())) else {
         return (0.0, Vec::new());
     };
     let kept: Vec<&(f64, Vec<Event>)> = runs.iter().filter(|r| r.1.len() == len).collect();
