@@ -77,6 +77,17 @@ pub(super) const FAIR_TIMEOUT_MAX_NS: f64 = 1e6;
 const SPIN_LIMIT: u32 = 10;
 
 impl Sim<'_> {
+    /// `SpinWait::spin`'s `k`-th step (`k` from 1): `2^k` pauses for the
+    /// first three, then a `sched_yield`. The lock's spinners and the
+    /// bucket's `WordLock` waiters both step by it.
+    fn spin_wait_step(&self, k: u32) -> f64 {
+        if k <= 3 {
+            f64::from(1u32 << k) * self.pause_ns
+        } else {
+            self.yield_ns
+        }
+    }
+
     fn parking_free_for(&self, li: usize, write: bool) -> bool {
         let l = &self.locks[li];
         l.handoff == NONE && l.writer == NONE && (!write || l.readers == 0)
@@ -128,12 +139,7 @@ impl Sim<'_> {
             }
             let k = spins + 1;
             self.cpus[c as usize].spins = k;
-            let delay = if k <= 3 {
-                f64::from(1u32 << k) * self.pause_ns
-            } else {
-                self.yield_ns
-            };
-            self.push(at + delay, c, Kind::Attempt);
+            self.push(at + self.spin_wait_step(k), c, Kind::Attempt);
             return;
         }
         // Park: the parked bit (on the word, taken above: from now on
@@ -188,11 +194,7 @@ impl Sim<'_> {
                     break;
                 }
                 k += 1;
-                from += if k <= 3 {
-                    f64::from(1u32 << k) * self.pause_ns
-                } else {
-                    self.yield_ns
-                };
+                from += self.spin_wait_step(k);
             }
         }
         self.access(c, self.locks[li].bucket_line, true, from)
