@@ -534,10 +534,7 @@ fn park_wake_ns(cpus: usize, rounds: usize) -> Option<(f64, f64)> {
         while asleep.load(Ordering::Acquire) != i {
             std::hint::spin_loop();
         }
-        let until = Instant::now() + std::time::Duration::from_micros(100);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        spin_for(std::time::Duration::from_micros(100));
         // Release: the round number the waiter checks after waking.
         woke.store(i, Ordering::Release);
         let t0 = base.elapsed().as_nanos() as u64;
@@ -584,12 +581,6 @@ fn unlock_wake_ns(
     let lock = Arc::new(parking_lot::RwLock::new(0u64));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let base = Instant::now();
-    let spin_until = move |ns: u64| {
-        let until = base.elapsed().as_nanos() as u64 + ns;
-        while (base.elapsed().as_nanos() as u64) < until {
-            std::hint::spin_loop();
-        }
-    };
     let workers: Vec<_> = (0..threads)
         .map(|i| {
             let (lock, stop) = (lock.clone(), stop.clone());
@@ -600,12 +591,12 @@ fn unlock_wake_ns(
                 while !stop.load(Ordering::Relaxed) {
                     let mut g = lock.write();
                     *g += 1;
-                    spin_until(HANDOFF_HOLD_NS);
+                    spin_for(std::time::Duration::from_nanos(HANDOFF_HOLD_NS));
                     let t0 = base.elapsed().as_nanos() as u64;
                     drop(g);
                     let t1 = base.elapsed().as_nanos() as u64;
                     unlocks.push((t1 - t0) as f64);
-                    spin_until(HANDOFF_GAP_NS);
+                    spin_for(std::time::Duration::from_nanos(HANDOFF_GAP_NS));
                 }
                 unlocks
             })
@@ -625,6 +616,14 @@ fn unlock_wake_ns(
     }
     let n = woke.len();
     Some((median(woke), n as f64 / total as f64, n))
+}
+
+/// Busy-waits `d` on this CPU (no sleep: the thread stays on it).
+fn spin_for(d: std::time::Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 /// The hand-off item's hold, ns: longer than `SpinWait`'s spinning (three
