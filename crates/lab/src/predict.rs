@@ -997,17 +997,15 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         Some(p) => compare::load_placements(p, pattern.name(), &a.workload)?,
         None => Default::default(),
     };
-    let recorded_at = bench_placed.at;
-    let too_big: Vec<String> = recorded_at
+    type AtPoint = std::collections::BTreeMap<(String, u32), compare::RecordedPlacement>;
+    let (recorded_at, too_big): (AtPoint, AtPoint) = bench_placed
+        .at
+        .into_iter()
+        .partition(|(_, r)| r.cpus.iter().all(|&c| c < m.cpus()));
+    let too_big: Vec<String> = too_big
         .iter()
-        .filter(|(_, r)| r.cpus.iter().any(|&c| c >= m.cpus()))
         .map(|((d, t), r)| format!("{d} at {t}: CPUs {:?}", r.cpus))
         .collect();
-    let recorded_at: std::collections::BTreeMap<(String, u32), compare::RecordedPlacement> =
-        recorded_at
-            .into_iter()
-            .filter(|(_, r)| r.cpus.iter().all(|&c| c < m.cpus()))
-            .collect();
     let designs = match &a.designs {
         Some(s) => crate::parse_designs(s)?,
         None => Design::ALL.to_vec(),
