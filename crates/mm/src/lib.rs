@@ -50,6 +50,7 @@ pub mod program;
 pub mod recording;
 pub mod remap;
 pub mod replay;
+pub mod split_stores;
 pub mod strace;
 pub mod vma;
 
@@ -549,11 +550,16 @@ impl Mm {
                 drop(self.tree.remove_range(s, e - 1).expect("s < e"));
             }
         }
-        for v in add {
+        for (v, &site) in add.into_iter().zip(&add_sites) {
             let (s, e) = (v.start, v.end);
-            self.tree
-                .store_range(s, e - 1, Arc::new(v))
-                .expect("a VMA's range is not inverted");
+            let v = Arc::new(v);
+            // A split piece's store is timed for `aspace predict`
+            // ([`split_stores`]); nothing else changes.
+            split_stores::store(site == CallSite::Split, || {
+                self.tree
+                    .store_range(s, e - 1, v)
+                    .expect("a VMA's range is not inverted")
+            });
         }
     }
 

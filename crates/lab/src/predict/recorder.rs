@@ -208,6 +208,9 @@ struct SlotRecord {
     plain_hold: Vec<f64>,
     /// Where each hold of a plain iteration fell ([`place`]).
     placed: Vec<Placement>,
+    /// The split pieces' maple-tree stores of as many plain iterations
+    /// again ([`mm::split_stores`]).
+    split_stores: mm::split_stores::SplitStores,
     runs: Vec<(f64, Vec<Event>)>,
 }
 
@@ -387,6 +390,24 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         Vec::new()
     };
     let records = take_turns(&files, &topo, &progs, cfg)?;
+    // The kernel's split holds also store the split piece into the
+    // process's tree (see [`split_store_ns`]); the model's holds are its
+    // own code's.
+    let own = match cfg.cost {
+        Cost::Kernel => {
+            let mut seen = std::collections::HashSet::new();
+            let kept: Vec<&mm::split_stores::SplitStores> = records
+                .iter()
+                .filter(|r| seen.insert(r.cpu))
+                .map(|r| &r.split_stores)
+                .collect();
+            OwnWork {
+                store_ns: split_store_ns(&kept),
+                anon_vma_ns: anon_vma_update_ns(),
+            }
+        }
+        Cost::Model => OwnWork::default(),
+    };
     let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
     let mut labelled = 0usize;
     let mut seen = std::collections::HashSet::new();
@@ -445,7 +466,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         .iter()
         .map(|(cpu, total, events)| CpuProfile {
             cpu: *cpu,
-            steps: steps_of(events, *total, cfg.cost, &mut locks, &mut names, &mut table),
+            steps: steps_of(
+                events, *total, cfg.cost, own, &mut locks, &mut names, &mut table,
+            ),
         })
         .collect();
     for l in &mut names {
@@ -483,7 +506,15 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         // it first (`LineTouch::loaded_first`).
         loads_recorded: true,
         notes: format!(
-            "contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
+            "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
+            if cfg.cost == Cost::Kernel {
+                format!(
+                    "each split hold also holds one maple-tree store of a split piece, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
+                    own.store_ns, own.anon_vma_ns
+                )
+            } else {
+                String::new()
+            },
             warm.1,
             warm.0,
             100.0 * warm.1 as f64 / warm.0.max(1) as f64,
@@ -544,6 +575,7 @@ fn take_turns(
                         plain_ns: 0.0,
                         plain_hold: Vec::new(),
                         placed: Vec::new(),
+                        split_stores: Default::default(),
                         runs: Vec::new(),
                     };
                     let mut mm: Option<Mm> = None;
@@ -659,6 +691,84 @@ fn measure_plain(
     // Where each hold falls: as many plain iterations again, each with
     // its holds' clock stamps kept (hold timing only: nothing recorded).
     rec.placed = place(n, || iteration(shell, mm, prog));
+    // The split pieces' tree stores, timed alone (as many iterations
+    // again, nothing else timed): the kernel cost puts one into each split
+    // hold ([`split_store_ns`]).
+    for _ in 0..n {
+        let ((), s) = mm::split_stores::time_split_stores(|| iteration(shell, mm, prog));
+        rec.split_stores.count += s.count;
+        rec.split_stores.ns += s.ns;
+    }
+}
+
+/// The time of one maple-tree store of a split piece, ns: the median over
+/// slots of each slot's mean ([`mm::split_stores`]); 0 when no slot stored
+/// one. Linux 6.12 stores the VMA `__split_vma` creates (and the one
+/// `commit_merge` grows) into the process's tree with the file's
+/// `i_mmap_rwsem` still held (`vma_iter_store` between `vma_prepare()` and
+/// `vma_complete()`, its nodes allocated before the lock); the model
+/// stores after its reverse-map calls, outside every hold. Only the
+/// process's own lines: the same cost in every design and on every node.
+fn split_store_ns(slots: &[&mm::split_stores::SplitStores]) -> f64 {
+    let means: Vec<f64> = slots
+        .iter()
+        .filter(|s| s.count > 0)
+        .map(|s| s.mean_ns())
+        .collect();
+    if means.is_empty() {
+        0.0
+    } else {
+        median_of(means)
+    }
+}
+
+/// The time of one remove and one insert on a reverse map of one entry
+/// (`Design::Linux`, this thread alone, every line in its cache), ns: the
+/// median over 9 runs of 256. A stand-in for what Linux 6.12's split
+/// does inside its `i_mmap_rwsem` hold when the VMA has an `anon_vma`
+/// (`vma_prepare()` / `vma_complete()`: `anon_vma_lock_write`, then
+/// `anon_vma_interval_tree_pre_update_vma` and `_post_update_vma`, each
+/// chain entry removed from and put back into its anon_vma's interval
+/// tree, then the unlock). An exec'd process's data VMA has one chain
+/// entry in an anon_vma of its own by the time ld.so's `mprotect` makes
+/// its RELRO read-only (relocation has written it), so this is the
+/// process's own lines only. The stand-in takes the lock twice where the
+/// kernel takes it once (an uncontended lock round trip more).
+fn anon_vma_update_ns() -> f64 {
+    let m = Design::Linux.build(&Topology::Os);
+    let iv = rmap::Interval::new(0, 0).unwrap_or(rmap::Interval::FULL);
+    let Ok(mut h) = m.insert(iv, 1) else {
+        return 0.0;
+    };
+    const ROUNDS: u32 = 256;
+    let mut runs: Vec<f64> = Vec::with_capacity(9);
+    for _ in 0..9 {
+        let t0 = std::time::Instant::now();
+        for _ in 0..ROUNDS {
+            if m.remove(h).is_err() {
+                return 0.0;
+            }
+            match m.insert(iv, 1) {
+                Ok(n) => h = n,
+                Err(_) => return 0.0,
+            }
+        }
+        runs.push(t0.elapsed().as_nanos() as f64 / f64::from(ROUNDS));
+    }
+    let _ = m.remove(h);
+    median_of(runs)
+}
+
+/// Work a kernel split hold does on the process's own lines that the
+/// model's holds lack (host ns; see [`steps_of`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct OwnWork {
+    /// One store of a split piece into the process's maple tree
+    /// ([`split_store_ns`]): every split hold.
+    store_ns: f64,
+    /// The anon_vma's lock and its chain entry's remove and insert
+    /// ([`anon_vma_update_ns`]): mprotect's split holds.
+    anon_vma_ns: f64,
 }
 
 /// The profile's lines: each recorded line identity once, with its kind.
@@ -690,10 +800,21 @@ impl Lines {
 /// becomes one [`LockDesc`] (a parking_lot lock for the model, an rwsem
 /// for the kernel), its word the hold's first line; the kernel has no lab
 /// counters, so their lines are left out of its holds.
+///
+/// For the kernel, each split hold (`Split`, `ProtectSplit`, after
+/// [`coalesce_splits`]: one per `__split_vma` or merge) also holds
+/// `own.store_ns`, one store of a split piece into the process's own
+/// maple tree ([`split_store_ns`]), taken off the work outside the holds
+/// (the plain iterations' total had it there); an mprotect split
+/// (`ProtectSplit`, ld.so's RELRO) also `own.anon_vma_ns`, the anon_vma
+/// update ([`anon_vma_update_ns`]), added (the model has no anon_vma, so
+/// its iteration never did it). No line is added: both write only the
+/// process's own. The model's holds keep their own code.
 fn steps_of(
     events: &[Event],
     total_ns: f64,
     cost: Cost,
+    own: OwnWork,
     locks: &mut HashMap<(u32, u32), u32>,
     names: &mut Vec<LockDesc>,
     table: &mut Lines,
@@ -702,7 +823,15 @@ fn steps_of(
         Cost::Model => unnest(events),
         Cost::Kernel => coalesce_splits(&unnest(events)),
     };
-    let hold: f64 = events.iter().map(|e| e.hold_ns as f64).sum();
+    // (moved from the work into the hold, added to the hold)
+    let own = |e: &Event| -> (f64, f64) {
+        match (cost, e.site) {
+            (Cost::Kernel, Site::Split) => (own.store_ns, 0.0),
+            (Cost::Kernel, Site::ProtectSplit) => (own.store_ns, own.anon_vma_ns),
+            _ => (0.0, 0.0),
+        }
+    };
+    let hold: f64 = events.iter().map(|e| e.hold_ns as f64 + own(e).0).sum();
     let work = (total_ns - hold).max(0.0);
     let gaps: Vec<f64> = match recorded_gaps(&events) {
         Some(g) => {
@@ -765,7 +894,7 @@ fn steps_of(
             lock,
             write: e.write,
             site: e.site,
-            hold_ns: e.hold_ns as f64,
+            hold_ns: e.hold_ns as f64 + own(e).0 + own(e).1,
             written,
             read,
             loaded_first,
@@ -1006,6 +1135,7 @@ mod tests {
             &evs,
             1000.0,
             Cost::Model,
+            OwnWork::default(),
             &mut locks,
             &mut names,
             &mut table,
@@ -1039,6 +1169,7 @@ mod tests {
             evs,
             1000.0,
             Cost::Model,
+            OwnWork::default(),
             &mut HashMap::new(),
             &mut Vec::new(),
             &mut Lines::default(),
@@ -1141,6 +1272,7 @@ mod tests {
                 std::slice::from_ref(&e),
                 1000.0,
                 cost,
+                OwnWork::default(),
                 &mut HashMap::new(),
                 &mut Vec::new(),
                 &mut t,
@@ -1159,6 +1291,85 @@ mod tests {
         assert!(model_counters > 0);
         assert_eq!(kernel_counters, 0);
         assert_eq!(model, kernel + model_counters);
+    }
+
+    /// The kernel's split holds (one per `__split_vma`, after coalescing)
+    /// hold one store of the split piece into the process's tree (its
+    /// time moves from the work into the hold: the iteration's total is
+    /// kept), an mprotect split also the anon_vma update (added: the model
+    /// never did it); no line is added and no other hold changes. The
+    /// model's holds are its own code's. Mutants: `steps_of` without the
+    /// store in the hold (`own(e).0` left out of `hold_ns`: the split
+    /// holds stay 100 and 60 ns), or without the anon_vma update
+    /// (`own(e).1`: the mprotect split 85 ns, not 95): each fails here.
+    #[test]
+    fn kernel_split_holds_hold_the_split_pieces_tree_store_and_the_anon_vma_update() {
+        let mut evs = vec![
+            ev(1, 0, Site::ReplaceUnlink, 100),
+            ev(1, 0, Site::Split, 60),
+            ev(1, 0, Site::Split, 40),
+            ev(1, 0, Site::MmapLink, 80),
+            ev(1, 0, Site::ProtectSplit, 60),
+        ];
+        for (k, e) in evs.iter_mut().enumerate() {
+            e.lines = lines(10, &[(100 + k, true)]);
+        }
+        // The two consecutive split holds are one system call's.
+        evs[1].call = 3;
+        evs[2].call = 3;
+        let steps = |cost, own| {
+            steps_of(
+                &evs,
+                2000.0,
+                cost,
+                own,
+                &mut HashMap::new(),
+                &mut Vec::new(),
+                &mut Lines::default(),
+            )
+        };
+        let holds = |st: &[Step]| -> Vec<(Site, f64, usize)> {
+            st.iter()
+                .filter_map(|s| match s {
+                    Step::Hold(h) => Some((h.site, h.hold_ns, h.written.len() + h.read.len())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let work = |st: &[Step]| -> f64 {
+            st.iter()
+                .map(|s| if let Step::Work(t) = s { *t } else { 0.0 })
+                .sum()
+        };
+        let own = OwnWork {
+            store_ns: 25.0,
+            anon_vma_ns: 10.0,
+        };
+        let without = steps(Cost::Kernel, OwnWork::default());
+        let with = steps(Cost::Kernel, own);
+        let (h0, h1) = (holds(&without), holds(&with));
+        assert_eq!(h0.len(), 4, "the split holds of one call merged: {h0:?}");
+        assert_eq!(h0[1], (Site::Split, 100.0, 2));
+        assert_eq!(h1[1], (Site::Split, 125.0, 2), "one store per merged hold");
+        assert_eq!(h1[3], (Site::ProtectSplit, 95.0, 1), "store and anon_vma");
+        assert_eq!((h1[0], h1[2]), (h0[0], h0[2]), "other holds unchanged");
+        // The stores move out of the work; the anon_vma update is new.
+        assert!((work(&without) - work(&with) - 50.0).abs() < 1e-9);
+        let total = |st: &[Step]| work(st) + holds(st).iter().map(|h| h.1).sum::<f64>();
+        assert!((total(&with) - total(&without) - 10.0).abs() < 1e-9);
+        // The model's holds: its own code, whatever the kernel's cost.
+        assert_eq!(
+            steps(Cost::Model, own),
+            steps(Cost::Model, OwnWork::default())
+        );
+        // The store's time: the slots' means' median; none stored, none.
+        let st = |count, ns| mm::split_stores::SplitStores { count, ns };
+        let (a, b, c, none) = (st(2, 100.0), st(4, 120.0), st(1, 90.0), st(0, 0.0));
+        assert_eq!(split_store_ns(&[&a, &b, &c, &none]), 50.0);
+        assert_eq!(split_store_ns(&[&none]), 0.0);
+        // The anon_vma stand-in is timed: some ns, not a constant.
+        let t = anon_vma_update_ns();
+        assert!(t > 0.0 && t.is_finite(), "{t}");
     }
 
     #[test]
@@ -1184,6 +1395,7 @@ mod tests {
                     &evs,
                     5000.0,
                     Cost::Kernel,
+                    OwnWork::default(),
                     &mut locks,
                     &mut names,
                     &mut Lines::default(),
