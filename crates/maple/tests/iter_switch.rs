@@ -237,9 +237,13 @@ fn switches_across_parents() {
     let layouts: &[(u64, u64)] = if cfg!(miri) {
         &[(300, 10), (500, 5)]
     } else {
-        // (12,000: five levels, so that a move from the last parent of
-        // the first great-grandparent climbs two levels.)
-        &[(800, 10), (1_600, 5), (12_000, 10)]
+        // (12,000 and 40,000: five levels, so that a move from the last
+        // parent of a great-grandparent climbs two levels; the 40,000,
+        // with no gaps, have three great-grandparents, so that one such
+        // climb lands below one that is not the last, and leaves end with
+        // an entry, whose end is the leaf's: a bound that a climb wrote
+        // wrong shows in the entries.)
+        &[(800, 10), (1_600, 5), (12_000, 10), (40_000, 5)]
     };
     for &(n, stride) in layouts {
         let want: Vec<Ent> = (0..n).map(|i| (stride * i..=stride * i + 4, i)).collect();
