@@ -230,12 +230,13 @@ fn switches_beside_a_writer() {
 /// four-level trees, of one or two in the five-level one), and hands over
 /// to `next_slow` where the range ends in the next parent (also where a
 /// climb finds that); with the switches of `check` at about 120 points.
-/// (Under Miri: smaller trees of three levels, the whole range, and the
-/// `for` loops only.)
+/// (Under Miri: the four-level tree of 800 entries and a smaller one of
+/// three levels, the whole range, and the `for` loops only.)
 #[test]
 fn switches_across_parents() {
     let layouts: &[(u64, u64)] = if cfg!(miri) {
-        &[(300, 10), (500, 5)]
+        // (800: four levels, one climb past the grandparent's end.)
+        &[(800, 10), (500, 5)]
     } else {
         // (12,000 and 40,000: five levels, so that a move from the last
         // parent of a great-grandparent climbs two levels; the 40,000,

@@ -179,7 +179,8 @@ pub(crate) struct Ends {
     /// The parent's children, then the next parent's first two
     /// ([`Ends::npar`]; null where there is none), so that `next`'s move
     /// to child `j` prefetches `ahead[j + 2]` with no test of where the
-    /// parent ends. Filled by the moves to a new parent in a run of
+    /// parent ends (`j >= 1`, so slots 0 to 2 are neither read nor
+    /// filled). Filled by the moves to a new parent in a run of
     /// unchecked steps (`next_parent_fast`, `next_slow`); the first
     /// parent of an iteration, or one after the back moved, keeps what
     /// was there (pointers of an earlier parent or iteration, or null).
@@ -773,7 +774,9 @@ impl Ends {
     unsafe fn fill_ahead(&mut self, par: &Internal) {
         let pn = self.pn;
         debug_assert!((1..=INT_SLOTS).contains(&pn));
-        for i in 0..INT_SLOTS {
+        // From child 3: the moves to a sibling (child `j >= 1`) read
+        // `ahead[j + 2]` only, so the first three are never read.
+        for i in 3..INT_SLOTS {
             // SAFETY: `i < INT_SLOTS`.
             self.ahead[i] = unsafe { par.child_unchecked(i) };
         }
