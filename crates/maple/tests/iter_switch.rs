@@ -226,16 +226,25 @@ fn switches_beside_a_writer() {
 /// them (each leaf starts with an entry, whose start is the parent's).
 /// A `for` loop moves from parent to parent by `next`'s own move
 /// (`next_parent_fast`, from the parent found by the move before, or from
-/// the path after a climb to the next grandparent), and hands over to
-/// `next_slow` where the range ends in the next parent; with the switches
-/// of `check` at about 120 points. (Under Miri: smaller trees of three
-/// levels, the whole range, and the `for` loops only.)
+/// the path after a climb to the next grandparent, of one level in the
+/// four-level trees, of one or two in the five-level one), and hands over
+/// to `next_slow` where the range ends in the next parent (also where a
+/// climb finds that); with the switches of `check` at about 120 points.
+/// (Under Miri: the four-level tree of 800 entries and a smaller one of
+/// three levels, the whole range, and the `for` loops only.)
 #[test]
 fn switches_across_parents() {
     let layouts: &[(u64, u64)] = if cfg!(miri) {
-        &[(300, 10), (500, 5)]
+        // (800: four levels, one climb past the grandparent's end.)
+        &[(800, 10), (500, 5)]
     } else {
-        &[(800, 10), (1_600, 5)]
+        // (12,000 and 40,000: five levels, so that a move from the last
+        // parent of a great-grandparent climbs two levels; the 40,000,
+        // with no gaps, have three great-grandparents, so that one such
+        // climb lands below one that is not the last, and leaves end with
+        // an entry, whose end is the leaf's: a bound that a climb wrote
+        // wrong shows in the entries.)
+        &[(800, 10), (1_600, 5), (12_000, 10), (40_000, 5)]
     };
     for &(n, stride) in layouts {
         let want: Vec<Ent> = (0..n).map(|i| (stride * i..=stride * i + 4, i)).collect();
@@ -258,13 +267,23 @@ fn switches_across_parents() {
         // parent of the first layout), 0 and 660, 123 and 745 (in the
         // second grandparent of the first layout).
         let at = |i: u64| stride * i + 3;
+        // In the five-level layout: to inside the first parent of the
+        // second great-grandparent (entries 7,000 to 7,069), where the
+        // climb finds the range's end, and from before that climb.
         let ranges = [
             (0, u64::MAX),
             (at(2), at(300)),
             (0, at(660)),
             (at(123), at(745)),
+            (0, at(7_030)),
+            (at(6_900), at(7_200)),
         ];
-        for &(a, b) in &ranges[..if cfg!(miri) { 1 } else { 4 }] {
+        let take = match (cfg!(miri), n > 7_200) {
+            (true, _) => 1,
+            (false, false) => 4,
+            (false, true) => 6,
+        };
+        for &(a, b) in &ranges[..take] {
             let w = within(&want, a, b);
             let what = format!("{n} in order, stride {stride}, range [{a}, {b}]");
             let mut got = Vec::new();
