@@ -275,6 +275,12 @@ pub struct Profile {
     /// in older profiles: their written lines say nothing of it.
     #[serde(default)]
     pub loads_recorded: bool,
+    /// Each hold writes the line `aspace bench`'s hold timing writes (its
+    /// lock's `hold_ns` counters): added to a model-cost profile by the
+    /// lab (`add_hold_timing`), since the recorder records lines without
+    /// hold timing. False in every recording.
+    #[serde(default)]
+    pub hold_timing: bool,
 }
 
 /// What is wrong with a profile.
@@ -527,6 +533,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
             notes: String::new(),
         }
     }

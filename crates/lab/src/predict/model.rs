@@ -192,6 +192,44 @@ pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
     out
 }
 
+/// Adds to a model-cost profile the line that `aspace bench`'s hold timing
+/// writes inside every hold: the bench times each hold unless run with
+/// `--no-hold-timing` (the device's survey and `bench`'s default do), and
+/// the timed hold's end (`rmap::stats`'s `end_slow`, before the guard
+/// drops) adds the hold's length to its lock's `hold_ns` counters, a line
+/// of their own in `LockCounters` (`holds`, `contended` and `hold_ns` are
+/// each eight `u64`s, one 64-byte line each, the struct `CachePadded`).
+/// Every holder of the lock writes that line, so under contention each
+/// hold takes it from the holder before: one transfer inside the hold,
+/// which the line recording (made without hold timing: its holds write
+/// the `holds` and `len` lines only) leaves out. One new
+/// [`LineKind::Counter`] line per lock, written last by each of its
+/// holds (after the hold's own stores, as in `end_slow`); a profile that
+/// already has it (a recording made with hold timing) is left as it is
+/// ([`Profile::hold_timing`]).
+pub fn add_hold_timing(p: &Profile) -> Profile {
+    let mut out = p.clone();
+    if out.hold_timing {
+        return out;
+    }
+    let first = out.lines.len() as u32;
+    out.lines
+        .extend(std::iter::repeat(LineKind::Counter).take(out.locks.len()));
+    for s in &mut out.slots {
+        for st in &mut s.steps {
+            if let Step::Hold(h) = st {
+                h.written.push(first + h.lock);
+            }
+        }
+    }
+    out.hold_timing = true;
+    out.notes = format!(
+        "{}; the bench's hold timing added (one hold_ns counter line per lock, written in each hold)",
+        out.notes
+    );
+    out
+}
+
 /// The traced program: if started as `aspace __model-trace BINARY`, two
 /// threads with an address space each exec `BINARY` in turns (design
 /// `exclude`), the last ten execs of each between marker stores; prints
@@ -285,6 +323,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         };
         let touches_of = |q: &Profile, slot: usize| -> Vec<Touch> {
             q.slots[slot]

@@ -458,6 +458,7 @@ fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
         exit_vmas_per_hold: 0.0,
         work_placed: false,
         loads_recorded: false,
+        hold_timing: false,
     };
     [4u32, 16, 64, 240]
         .iter()
@@ -720,6 +721,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         }
     }
 

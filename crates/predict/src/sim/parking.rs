@@ -32,8 +32,9 @@
 //!   read that finds it free, and after ten steps sleeps until the
 //!   holder wakes it, `wake_ns`; before s37 it got the bucket the
 //!   instant it was free), `validate`
-//!   checked (the bit still set and the lock still held; otherwise the
-//!   thread tries again), then the thread's own `ThreadData` written and
+//!   checked (a load of the lock word, whose line it copies since s38;
+//!   the bit still set and the lock still held; otherwise the thread
+//!   tries again), then the thread's own `ThreadData` written and
 //!   linked behind the queue's tail (the tail's `ThreadData` line:
 //!   `parking_lot_core`'s `park`), and it sleeps on a futex (its entry
 //!   costs a system call, taken as one `sched_yield`). A woken thread that
@@ -116,6 +117,7 @@ impl Sim<'_> {
             self.cpus[c as usize].spins = 0;
         }
         let at = self.access(c, line, true, t);
+        self.lock_line_taken(li, at);
         if self.parking_free_for(li, h.write) {
             if !h.write {
                 self.locks[li].readers += 1;
@@ -150,6 +152,11 @@ impl Sim<'_> {
         // then the futex system call.
         self.locks[li].parked_bit = true;
         let mut parked_at = self.lock_bucket(c, li, at);
+        // `validate` (`lock_common`'s closure) loads the lock word under the
+        // bucket's lock: a copy of its line, which a holder that wrote the
+        // line since must invalidate again.
+        parked_at = self.access(c, line, false, parked_at);
+        self.lock_line_taken(li, parked_at);
         if self.parking_free_for(li, h.write) {
             // `validate` failed: the lock is free. `park` returns `Invalid`
             // and leaves the parked bit set; try again.
