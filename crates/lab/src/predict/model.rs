@@ -397,4 +397,102 @@ mod tests {
         );
         assert_eq!(q.times(), p.times(), "no time added");
     }
+
+    /// Two locks, `slots` slots; slot `c` holds lock `c % 2` for 200 ns
+    /// (writing one tree line of its lock) after 300 ns of work.
+    fn two_lock_profile(slots: u32) -> Profile {
+        Profile {
+            label: "t".into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            locks: (0..2)
+                .map(|i| predict::LockDesc {
+                    name: format!("map{i}#0"),
+                    kind: predict::LockKind::ParkingLot,
+                    line: i,
+                })
+                .collect(),
+            lines: vec![
+                LineKind::LockWord,
+                LineKind::LockWord,
+                LineKind::Tree,
+                LineKind::Tree,
+            ],
+            slots: (0..slots)
+                .map(|c| predict::CpuProfile {
+                    cpu: c,
+                    steps: vec![
+                        Step::Work(300.0),
+                        Step::Hold(predict::Hold {
+                            lock: c % 2,
+                            write: true,
+                            site: predict::Site::MmapLink,
+                            hold_ns: 200.0,
+                            written: vec![2 + c % 2],
+                            read: vec![],
+                            loaded_first: vec![],
+                        }),
+                    ],
+                })
+                .collect(),
+            recorded_ghz: 1.0,
+            notes: String::new(),
+            exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
+            hold_timing: false,
+        }
+    }
+
+    #[test]
+    fn the_bench_s_hold_timing_writes_one_counter_line_per_lock_in_each_hold() {
+        // `aspace bench` times every hold: its end adds the length to the
+        // lock's `hold_ns` line, which every holder of that lock writes.
+        let p = two_lock_profile(4);
+        let q = add_hold_timing(&p);
+        q.validate().unwrap();
+        assert!(q.hold_timing && !p.hold_timing);
+        assert_eq!(q.lines.len(), p.lines.len() + 2, "one line per lock");
+        assert!(q.lines[4..].iter().all(|&k| k == LineKind::Counter));
+        for s in &q.slots {
+            for st in &s.steps {
+                if let Step::Hold(h) = st {
+                    // Its own lock's line, written last (after the hold's
+                    // stores, as `end_slow` does).
+                    assert_eq!(h.written.last(), Some(&(4 + h.lock)));
+                    assert_eq!(h.written.len(), 2);
+                }
+            }
+        }
+        assert_eq!(q.times(), p.times(), "no time added");
+        assert_eq!(add_hold_timing(&q), q, "added once");
+
+        // Four copies on a machine whose lines take 100 ns to move: each
+        // lock's two holders hand its counter line to each other, so a
+        // hold lasts longer and fewer iterations run.
+        let mut m = predict::Machine::by_name("device-16").unwrap();
+        m.core_ghz = 1.0;
+        m.latency_ns = predict::Latency {
+            same_core: 100.0,
+            same_llc: 100.0,
+            same_node: 100.0,
+            other_node: 100.0,
+            other_socket: 100.0,
+        };
+        let mut cfg = predict::SimConfig::new(4);
+        cfg.duration_ns = 1e7;
+        cfg.warmup_ns = 1e6;
+        let hold = |p: &Profile| {
+            let r = predict::simulate(&m, p, &cfg).unwrap();
+            let l = &r.locks[0];
+            (l.hold_ns / l.acquisitions as f64, r.per_s)
+        };
+        let (untimed, untimed_rate) = hold(&p);
+        let (timed, timed_rate) = hold(&q);
+        assert!(
+            timed >= untimed + 50.0,
+            "timed {timed} ns vs untimed {untimed} ns"
+        );
+        assert!(timed_rate < untimed_rate);
+    }
 }
