@@ -627,6 +627,7 @@ impl Plan {
             };
             p = model::add_model_share(&p, &share);
             p = model::add_hold_timing(&p);
+            p = model::add_contended_counters(&p);
             if self.kernel_work {
                 // As the bench: the real exec's CPU time beyond the model's
                 // own exec without a reverse map, spun, and its shared lines.

@@ -367,6 +367,7 @@ mod tests {
                 name: "libc".into(),
                 kind: LockKind::KernelRwsem,
                 line: 0,
+                contended_line: None,
             }],
             lines: vec![LineKind::LockWord],
             slots: (0..slots)

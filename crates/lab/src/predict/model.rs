@@ -230,6 +230,36 @@ pub fn add_hold_timing(p: &Profile) -> Profile {
     out
 }
 
+/// Gives each lock of a model-cost profile the line that `aspace bench`'s
+/// lock wrapper writes when a first try fails: `rmap::stats`'s
+/// `acquire_slow` calls `try_lock`, and on failure adds to the lock's
+/// `contended` counters (their own line in the `CachePadded`
+/// `LockCounters`) before it calls the blocking `lock()`. Every thread
+/// whose try fails writes it, so under contention each failure takes it
+/// from the one before; with parked threads the try fails on a free lock
+/// too (the parked bit), and the lock stays free meanwhile. The recorder
+/// records uncontended holds, so the line is not in a recording. One new
+/// [`LineKind::Counter`] line per lock without one
+/// ([`predict::LockDesc::contended_line`]).
+pub fn add_contended_counters(p: &Profile) -> Profile {
+    let mut out = p.clone();
+    let mut added = 0;
+    for i in 0..out.locks.len() {
+        if out.locks[i].contended_line.is_none() {
+            out.lines.push(LineKind::Counter);
+            out.locks[i].contended_line = Some((out.lines.len() - 1) as u32);
+            added += 1;
+        }
+    }
+    if added > 0 {
+        out.notes = format!(
+            "{}; the bench's contended counters added (one line per lock, written by a failed first try)",
+            out.notes
+        );
+    }
+    out
+}
+
 /// The traced program: if started as `aspace __model-trace BINARY`, two
 /// threads with an address space each exec `BINARY` in turns (design
 /// `exclude`), the last ten execs of each between marker stores; prints
@@ -410,6 +440,7 @@ mod tests {
                     name: format!("map{i}#0"),
                     kind: predict::LockKind::ParkingLot,
                     line: i,
+                    contended_line: None,
                 })
                 .collect(),
             lines: vec![
@@ -494,5 +525,18 @@ mod tests {
             "timed {timed} ns vs untimed {untimed} ns"
         );
         assert!(timed_rate < untimed_rate);
+    }
+
+    #[test]
+    fn each_lock_gets_its_own_contended_counter_line_once() {
+        // `acquire_slow` writes the failing lock's own `contended` line.
+        let p = two_lock_profile(4);
+        let q = add_contended_counters(&p);
+        q.validate().unwrap();
+        let lines: Vec<u32> = q.locks.iter().map(|l| l.contended_line.unwrap()).collect();
+        assert_eq!(lines, vec![4, 5], "one new line per lock, each its own");
+        assert!(q.lines[4..].iter().all(|&k| k == LineKind::Counter));
+        assert_eq!(q.slots, p.slots, "the holds are unchanged");
+        assert_eq!(add_contended_counters(&q), q, "added once");
     }
 }

@@ -734,6 +734,7 @@ fn steps_of(
                     Cost::Kernel => LockKind::KernelRwsem,
                 },
                 line,
+                contended_line: None,
             });
             n
         });

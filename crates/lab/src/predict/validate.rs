@@ -436,6 +436,7 @@ fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
             name: "rwsem".into(),
             kind: LockKind::KernelRwsem,
             line: 0,
+            contended_line: None,
         }],
         lines: vec![LineKind::LockWord, LineKind::Tree],
         slots: vec![CpuProfile {
@@ -699,6 +700,7 @@ mod tests {
                 name: "libc".into(),
                 kind: LockKind::KernelRwsem,
                 line: 0,
+                contended_line: None,
             }],
             lines: vec![LineKind::LockWord, LineKind::Tree, LineKind::Tree],
             slots: vec![CpuProfile {

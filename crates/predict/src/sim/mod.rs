@@ -64,6 +64,12 @@
 //!   a parker's `validate` load: session s38), at most
 //!   [`LOCK_LINE_TOUCHES`] times a hold; a theft after the hold's last
 //!   touch is the release's own transfer.
+//! * **The lab's lock wrapper** (`rmap::stats`, model-cost profiles only:
+//!   [`crate::LockDesc::contended_line`]): a parking_lot acquisition
+//!   whose first try fails writes the lock's `contended` counter line
+//!   before `lock()` tries again (session s38); meanwhile a free lock with
+//!   parked threads stays free. The bench's hold timing writes a counter
+//!   line in each hold: the lab adds it to the holds' lines.
 //! * **Other shared state** ([`crate::Step::Touch`], and locks of
 //!   [`crate::Site::ExecLock`]): the rest of what an iteration shares, as
 //!   the recorder describes it, costs by the same line model and locks.
@@ -300,6 +306,9 @@ enum CpuState {
     Spinning,
     Sleeping,
     Waking,
+    /// parking_lot: the first try failed and the lab's wrapper is adding
+    /// to its `contended` counter before `lock()` tries again.
+    Counting,
 }
 
 struct Cpu {
@@ -363,6 +372,10 @@ struct LockSt {
     /// to park, cleared by the unlock that empties the queue; see
     /// `sim/parking.rs`).
     parked_bit: bool,
+    /// The line a failed first try writes before blocking (the lab's
+    /// `contended` counter; [`crate::LockDesc::contended_line`]), or
+    /// [`NONE`].
+    contended_line: u32,
 }
 
 #[derive(Clone, Default)]
@@ -858,7 +871,10 @@ impl<'a> Sim<'a> {
             }
             Kind::Attempt => {
                 let st = self.cpus[c as usize].state;
-                if matches!(st, CpuState::Spinning | CpuState::Waking) {
+                if matches!(
+                    st,
+                    CpuState::Spinning | CpuState::Waking | CpuState::Counting
+                ) {
                     self.attempt(c, t);
                 }
             }
@@ -1082,6 +1098,7 @@ pub fn simulate_placed(
                 bucket_line,
                 bucket_free_at: 0.0,
                 parked_bit: false,
+                contended_line: l.contended_line.unwrap_or(NONE),
             }
         })
         .collect();

@@ -118,15 +118,30 @@ impl Sim<'_> {
         }
         let at = self.access(c, line, true, t);
         self.lock_line_taken(li, at);
-        if self.parking_free_for(li, h.write) {
+        let free = self.parking_free_for(li, h.write);
+        // The bench's `try_write` (`try_lock_exclusive`: a `cmpxchg` from
+        // 0) fails on a held lock and on the parked bit although the lock
+        // is free (then `lock()` takes it past the sleepers): counted as
+        // contended, as the bench counts it. A failed first try first adds
+        // to the lab's `contended` counter (`rmap::stats`'s
+        // `acquire_slow`), a line every failing thread writes, and only
+        // then does `lock()` try again: meanwhile a free lock stays free.
+        let fails = !free || (h.write && self.locks[li].parked_bit);
+        if fails && !self.cpus[c as usize].contended {
+            self.note_contended(c, t);
+            let counter = self.locks[li].contended_line;
+            if counter != NONE {
+                let done = self.access(c, counter, true, at);
+                if done > at {
+                    self.cpus[c as usize].state = CpuState::Counting;
+                    self.push(done, c, Kind::Attempt);
+                    return;
+                }
+            }
+        }
+        if free {
             if !h.write {
                 self.locks[li].readers += 1;
-            } else if self.locks[li].parked_bit {
-                // The bench's `try_write` (`try_lock_exclusive`: a
-                // `cmpxchg` from 0) fails on the parked bit although the
-                // lock is free; `lock_common`'s `try_lock` then takes it.
-                // Counted as contended, as the bench counts it.
-                self.note_contended(c, t);
             }
             self.grant(c, at);
             return;
