@@ -626,6 +626,8 @@ impl Plan {
                 None => model::recorded()?,
             };
             p = model::add_model_share(&p, &share);
+            p = model::add_hold_timing(&p);
+            p = model::add_contended_counters(&p);
             if self.kernel_work {
                 // As the bench: the real exec's CPU time beyond the model's
                 // own exec without a reverse map, spun, and its shared lines.
@@ -1510,6 +1512,7 @@ pub(crate) mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: true,
             loads_recorded: true,
+            hold_timing: false,
         };
         let new = [p.clone()];
         assert!(transfer_rule(&m, true, &new).starts_with("line transfers: serial"));

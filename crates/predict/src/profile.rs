@@ -168,6 +168,14 @@ pub struct LockDesc {
     /// that also writes this line as data (a tree root beside the lock
     /// word) loses it to every waiter that polls the word.
     pub line: u32,
+    /// The line an acquisition writes when its first try fails, before it
+    /// blocks: the lab's `contended` counter (`rmap::stats`'s
+    /// `acquire_slow`: `try_write`, then on failure the counter, then
+    /// `write()`). Added to a model-cost profile by the lab
+    /// (`add_contended_counters`); none in a recording or for the kernel.
+    /// Used by parking_lot locks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended_line: Option<u32>,
 }
 
 /// One lock acquisition.
@@ -275,6 +283,12 @@ pub struct Profile {
     /// in older profiles: their written lines say nothing of it.
     #[serde(default)]
     pub loads_recorded: bool,
+    /// Each hold writes the line `aspace bench`'s hold timing writes (its
+    /// lock's `hold_ns` counters): added to a model-cost profile by the
+    /// lab (`add_hold_timing`), since the recorder records lines without
+    /// hold timing. False in every recording.
+    #[serde(default)]
+    pub hold_timing: bool,
 }
 
 /// What is wrong with a profile.
@@ -315,7 +329,7 @@ impl Profile {
         }
         let nlines = self.lines.len() as u32;
         for (i, l) in self.locks.iter().enumerate() {
-            if l.line >= nlines {
+            if l.line >= nlines || l.contended_line.is_some_and(|c| c >= nlines) {
                 return err(format!("lock {i}: line {} out of range", l.line));
             }
         }
@@ -496,6 +510,7 @@ mod tests {
                 name: "l".into(),
                 kind: LockKind::KernelRwsem,
                 line: 0,
+                contended_line: None,
             }],
             lines: vec![
                 LineKind::LockWord,
@@ -527,6 +542,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
             notes: String::new(),
         }
     }

@@ -367,6 +367,7 @@ mod tests {
                 name: "libc".into(),
                 kind: LockKind::KernelRwsem,
                 line: 0,
+                contended_line: None,
             }],
             lines: vec![LineKind::LockWord],
             slots: (0..slots)
@@ -392,6 +393,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         }
     }
 

@@ -192,6 +192,74 @@ pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
     out
 }
 
+/// Adds to a model-cost profile the line that `aspace bench`'s hold timing
+/// writes inside every hold: the bench times each hold unless run with
+/// `--no-hold-timing` (the device's survey and `bench`'s default do), and
+/// the timed hold's end (`rmap::stats`'s `end_slow`, before the guard
+/// drops) adds the hold's length to its lock's `hold_ns` counters, a line
+/// of their own in `LockCounters` (`holds`, `contended` and `hold_ns` are
+/// each eight `u64`s, one 64-byte line each, the struct `CachePadded`).
+/// Every holder of the lock writes that line, so under contention each
+/// hold takes it from the holder before: one transfer inside the hold,
+/// which the line recording (made without hold timing: its holds write
+/// the `holds` and `len` lines only) leaves out. One new
+/// [`LineKind::Counter`] line per lock, written last by each of its
+/// holds (after the hold's own stores, as in `end_slow`); a profile that
+/// already has it (a recording made with hold timing) is left as it is
+/// ([`Profile::hold_timing`]).
+pub fn add_hold_timing(p: &Profile) -> Profile {
+    let mut out = p.clone();
+    if out.hold_timing {
+        return out;
+    }
+    let first = out.lines.len() as u32;
+    out.lines
+        .extend(std::iter::repeat(LineKind::Counter).take(out.locks.len()));
+    for s in &mut out.slots {
+        for st in &mut s.steps {
+            if let Step::Hold(h) = st {
+                h.written.push(first + h.lock);
+            }
+        }
+    }
+    out.hold_timing = true;
+    out.notes = format!(
+        "{}; the bench's hold timing added (one hold_ns counter line per lock, written in each hold)",
+        out.notes
+    );
+    out
+}
+
+/// Gives each lock of a model-cost profile the line that `aspace bench`'s
+/// lock wrapper writes when a first try fails: `rmap::stats`'s
+/// `acquire_slow` calls `try_lock`, and on failure adds to the lock's
+/// `contended` counters (their own line in the `CachePadded`
+/// `LockCounters`) before it calls the blocking `lock()`. Every thread
+/// whose try fails writes it, so under contention each failure takes it
+/// from the one before; with parked threads the try fails on a free lock
+/// too (the parked bit), and the lock stays free meanwhile. The recorder
+/// records uncontended holds, so the line is not in a recording. One new
+/// [`LineKind::Counter`] line per lock without one
+/// ([`predict::LockDesc::contended_line`]).
+pub fn add_contended_counters(p: &Profile) -> Profile {
+    let mut out = p.clone();
+    let mut added = 0;
+    for i in 0..out.locks.len() {
+        if out.locks[i].contended_line.is_none() {
+            out.lines.push(LineKind::Counter);
+            out.locks[i].contended_line = Some((out.lines.len() - 1) as u32);
+            added += 1;
+        }
+    }
+    if added > 0 {
+        out.notes = format!(
+            "{}; the bench's contended counters added (one line per lock, written by a failed first try)",
+            out.notes
+        );
+    }
+    out
+}
+
 /// The traced program: if started as `aspace __model-trace BINARY`, two
 /// threads with an address space each exec `BINARY` in turns (design
 /// `exclude`), the last ten execs of each between marker stores; prints
@@ -285,6 +353,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         };
         let touches_of = |q: &Profile, slot: usize| -> Vec<Touch> {
             q.slots[slot]
@@ -357,5 +426,117 @@ mod tests {
             "visits spread over the work: {works} pieces"
         );
         assert_eq!(q.times(), p.times(), "no time added");
+    }
+
+    /// Two locks, `slots` slots; slot `c` holds lock `c % 2` for 200 ns
+    /// (writing one tree line of its lock) after 300 ns of work.
+    fn two_lock_profile(slots: u32) -> Profile {
+        Profile {
+            label: "t".into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            locks: (0..2)
+                .map(|i| predict::LockDesc {
+                    name: format!("map{i}#0"),
+                    kind: predict::LockKind::ParkingLot,
+                    line: i,
+                    contended_line: None,
+                })
+                .collect(),
+            lines: vec![
+                LineKind::LockWord,
+                LineKind::LockWord,
+                LineKind::Tree,
+                LineKind::Tree,
+            ],
+            slots: (0..slots)
+                .map(|c| predict::CpuProfile {
+                    cpu: c,
+                    steps: vec![
+                        Step::Work(300.0),
+                        Step::Hold(predict::Hold {
+                            lock: c % 2,
+                            write: true,
+                            site: predict::Site::MmapLink,
+                            hold_ns: 200.0,
+                            written: vec![2 + c % 2],
+                            read: vec![],
+                            loaded_first: vec![],
+                        }),
+                    ],
+                })
+                .collect(),
+            recorded_ghz: 1.0,
+            notes: String::new(),
+            exit_vmas_per_hold: 0.0,
+            work_placed: false,
+            loads_recorded: false,
+            hold_timing: false,
+        }
+    }
+
+    #[test]
+    fn the_bench_s_hold_timing_writes_one_counter_line_per_lock_in_each_hold() {
+        // `aspace bench` times every hold: its end adds the length to the
+        // lock's `hold_ns` line, which every holder of that lock writes.
+        let p = two_lock_profile(4);
+        let q = add_hold_timing(&p);
+        q.validate().unwrap();
+        assert!(q.hold_timing && !p.hold_timing);
+        assert_eq!(q.lines.len(), p.lines.len() + 2, "one line per lock");
+        assert!(q.lines[4..].iter().all(|&k| k == LineKind::Counter));
+        for s in &q.slots {
+            for st in &s.steps {
+                if let Step::Hold(h) = st {
+                    // Its own lock's line, written last (after the hold's
+                    // stores, as `end_slow` does).
+                    assert_eq!(h.written.last(), Some(&(4 + h.lock)));
+                    assert_eq!(h.written.len(), 2);
+                }
+            }
+        }
+        assert_eq!(q.times(), p.times(), "no time added");
+        assert_eq!(add_hold_timing(&q), q, "added once");
+
+        // Four copies on a machine whose lines take 100 ns to move: each
+        // lock's two holders hand its counter line to each other, so a
+        // hold lasts longer and fewer iterations run.
+        let mut m = predict::Machine::by_name("device-16").unwrap();
+        m.core_ghz = 1.0;
+        m.latency_ns = predict::Latency {
+            same_core: 100.0,
+            same_llc: 100.0,
+            same_node: 100.0,
+            other_node: 100.0,
+            other_socket: 100.0,
+        };
+        let mut cfg = predict::SimConfig::new(4);
+        cfg.duration_ns = 1e7;
+        cfg.warmup_ns = 1e6;
+        let hold = |p: &Profile| {
+            let r = predict::simulate(&m, p, &cfg).unwrap();
+            let l = &r.locks[0];
+            (l.hold_ns / l.acquisitions as f64, r.per_s)
+        };
+        let (untimed, untimed_rate) = hold(&p);
+        let (timed, timed_rate) = hold(&q);
+        assert!(
+            timed >= untimed + 50.0,
+            "timed {timed} ns vs untimed {untimed} ns"
+        );
+        assert!(timed_rate < untimed_rate);
+    }
+
+    #[test]
+    fn each_lock_gets_its_own_contended_counter_line_once() {
+        // `acquire_slow` writes the failing lock's own `contended` line.
+        let p = two_lock_profile(4);
+        let q = add_contended_counters(&p);
+        q.validate().unwrap();
+        let lines: Vec<u32> = q.locks.iter().map(|l| l.contended_line.unwrap()).collect();
+        assert_eq!(lines, vec![4, 5], "one new line per lock, each its own");
+        assert!(q.lines[4..].iter().all(|&k| k == LineKind::Counter));
+        assert_eq!(q.slots, p.slots, "the holds are unchanged");
+        assert_eq!(add_contended_counters(&q), q, "added once");
     }
 }

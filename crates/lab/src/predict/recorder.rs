@@ -505,6 +505,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         // `rmap::trace` says of each written line whether the hold loaded
         // it first (`LineTouch::loaded_first`).
         loads_recorded: true,
+        hold_timing: false,
         notes: format!(
             "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
             if cfg.cost == Cost::Kernel {
@@ -862,6 +863,7 @@ fn steps_of(
                     Cost::Kernel => LockKind::KernelRwsem,
                 },
                 line,
+                contended_line: None,
             });
             n
         });
@@ -1408,6 +1410,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         };
         let q = unbatch_exit(&p);
         let exits: Vec<f64> = q.slots[0]

@@ -436,6 +436,7 @@ fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
             name: "rwsem".into(),
             kind: LockKind::KernelRwsem,
             line: 0,
+            contended_line: None,
         }],
         lines: vec![LineKind::LockWord, LineKind::Tree],
         slots: vec![CpuProfile {
@@ -458,6 +459,7 @@ fn rwsem_microbenchmark(seconds: f64) -> Result<Vec<(u32, f64)>, String> {
         exit_vmas_per_hold: 0.0,
         work_placed: false,
         loads_recorded: false,
+        hold_timing: false,
     };
     [4u32, 16, 64, 240]
         .iter()
@@ -698,6 +700,7 @@ mod tests {
                 name: "libc".into(),
                 kind: LockKind::KernelRwsem,
                 line: 0,
+                contended_line: None,
             }],
             lines: vec![LineKind::LockWord, LineKind::Tree, LineKind::Tree],
             slots: vec![CpuProfile {
@@ -720,6 +723,7 @@ mod tests {
             exit_vmas_per_hold: 0.0,
             work_placed: false,
             loads_recorded: false,
+            hold_timing: false,
         }
     }
 

@@ -59,7 +59,17 @@
 //! * **A lock word beside written data.** A hold that writes its lock
 //!   word's line as data (a tree root next to the lock) while a waiter
 //!   polls the word loses the line to the poller and pays a transfer to
-//!   take it back.
+//!   take it back; so does one whose line another CPU takes during the
+//!   hold with no poller at the grant (a parking_lot arrival's `cmpxchg`,
+//!   a parker's `validate` load: session s38), at most
+//!   [`LOCK_LINE_TOUCHES`] times a hold; a theft after the hold's last
+//!   touch is the release's own transfer.
+//! * **The lab's lock wrapper** (`rmap::stats`, model-cost profiles only:
+//!   [`crate::LockDesc::contended_line`]): a parking_lot acquisition
+//!   whose first try fails writes the lock's `contended` counter line
+//!   before `lock()` tries again (session s38); meanwhile a free lock with
+//!   parked threads stays free. The bench's hold timing writes a counter
+//!   line in each hold: the lab adds it to the holds' lines.
 //! * **Other shared state** ([`crate::Step::Touch`], and locks of
 //!   [`crate::Site::ExecLock`]): the rest of what an iteration shares, as
 //!   the recorder describes it, costs by the same line model and locks.
@@ -97,6 +107,15 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
+
+/// A hold that writes its lock word's line as data touches it this many
+/// times after its acquisition: a tree header beside the lock word
+/// (`aspace`'s central lock, `linux_shared_line`) is read where the walk
+/// starts (the root) and written where the arena allocates or frees a
+/// slot (`IntervalTree`'s `free` and `live`, `crates/rmap/src/interval_tree.rs`);
+/// `aspace`'s promotion rule's last holder, on the same line, is read and
+/// written just before the walk.
+const LOCK_LINE_TOUCHES: u32 = 2;
 
 /// How long to simulate.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -287,6 +306,9 @@ enum CpuState {
     Spinning,
     Sleeping,
     Waking,
+    /// parking_lot: the first try failed and the lab's wrapper is adding
+    /// to its `contended` counter before `lock()` tries again.
+    Counting,
 }
 
 struct Cpu {
@@ -313,6 +335,11 @@ struct Cpu {
     /// bucket and `ThreadData` lines are paid); the lock word is released
     /// when its `Release` event comes.
     unpark_walked: bool,
+    /// While holding: when the hold's `Done` event is due.
+    done_at: f64,
+    /// While holding a lock whose word's line the hold writes as data:
+    /// how many times the hold has taken that line back.
+    took_line_back: u32,
 }
 
 /// One lock's state (the fields each model uses are in its module).
@@ -345,6 +372,10 @@ struct LockSt {
     /// to park, cleared by the unlock that empties the queue; see
     /// `sim/parking.rs`).
     parked_bit: bool,
+    /// The line a failed first try writes before blocking (the lab's
+    /// `contended` counter; [`crate::LockDesc::contended_line`]), or
+    /// [`NONE`].
+    contended_line: u32,
 }
 
 #[derive(Clone, Default)]
@@ -660,17 +691,62 @@ impl<'a> Sim<'a> {
             let at = self.access_chain(c, h.w_first, h.w_end, true, t);
             self.access_chain(c, h.w_end, h.r_end, false, at)
         };
+        self.cpus[c as usize].took_line_back = 0;
         if h.writes_lock_line {
             // A poller took the lock word's line after the hold wrote it:
             // the hold's next write to it takes it back.
             if let Some(p) = self.poller(li) {
                 at += self.transfer(p, c);
+                self.cpus[c as usize].took_line_back = 1;
             }
         }
         let dur = at - t + h.hold_ns * self.cpus[c as usize].scale;
         self.lock_acc[li].hold += dur;
         self.site_acc[h.site as usize].hold += dur;
+        self.cpus[c as usize].done_at = t + dur;
         self.push(t + dur, c, Kind::Done);
+    }
+
+    /// Another CPU took lock `li`'s word line at `t` (an attempt, a
+    /// parker's `validate`) while `h` holds the lock for writing. A hold
+    /// that writes the word's line as data (a tree header beside the
+    /// lock word: `aspace`'s central lock, `linux_shared_line`) touches it
+    /// again after the theft, and that touch takes the line back: one
+    /// transfer more in the hold, at most [`LOCK_LINE_TOUCHES`] times a
+    /// hold (the poller's charge in [`Sim::grant`] counts as one; a theft
+    /// after the hold's last touch is the release's own transfer, which
+    /// the `Done` handler charges). The line is the holder's again from
+    /// then on (a second theft before the holder's next touch is charged
+    /// as another: an upper bound where thefts come in bursts).
+    fn lock_line_taken(&mut self, li: usize, t: f64) {
+        let h = self.locks[li].writer;
+        if h == NONE {
+            return;
+        }
+        let cpu = &self.cpus[h as usize];
+        if cpu.state != CpuState::Holding
+            || cpu.took_line_back >= LOCK_LINE_TOUCHES
+            || t >= cpu.done_at
+        {
+            return;
+        }
+        if !self.cur_hold(h).writes_lock_line {
+            return;
+        }
+        let line = self.locks[li].line;
+        let back = self.access(h, line, true, t);
+        let extra = back - t;
+        let site = self.cur_hold(h).site as usize;
+        let cpu = &mut self.cpus[h as usize];
+        cpu.took_line_back += 1;
+        if extra <= 0.0 {
+            return;
+        }
+        cpu.done_at += extra;
+        let done = cpu.done_at;
+        self.lock_acc[li].hold += extra;
+        self.site_acc[site].hold += extra;
+        self.push(done, h, Kind::Done);
     }
 
     /// A waiter that polls lock `li`'s word, if any.
@@ -795,7 +871,10 @@ impl<'a> Sim<'a> {
             }
             Kind::Attempt => {
                 let st = self.cpus[c as usize].state;
-                if matches!(st, CpuState::Spinning | CpuState::Waking) {
+                if matches!(
+                    st,
+                    CpuState::Spinning | CpuState::Waking | CpuState::Counting
+                ) {
                     self.attempt(c, t);
                 }
             }
@@ -989,6 +1068,8 @@ pub fn simulate_placed(
                 osq_ready: 0.0,
                 handed: false,
                 unpark_walked: false,
+                done_at: 0.0,
+                took_line_back: 0,
             }
         })
         .collect();
@@ -1017,6 +1098,7 @@ pub fn simulate_placed(
                 bucket_line,
                 bucket_free_at: 0.0,
                 parked_bit: false,
+                contended_line: l.contended_line.unwrap_or(NONE),
             }
         })
         .collect();

@@ -32,8 +32,9 @@
 //!   read that finds it free, and after ten steps sleeps until the
 //!   holder wakes it, `wake_ns`; before s37 it got the bucket the
 //!   instant it was free), `validate`
-//!   checked (the bit still set and the lock still held; otherwise the
-//!   thread tries again), then the thread's own `ThreadData` written and
+//!   checked (a load of the lock word, whose line it copies since s38;
+//!   the bit still set and the lock still held; otherwise the thread
+//!   tries again), then the thread's own `ThreadData` written and
 //!   linked behind the queue's tail (the tail's `ThreadData` line:
 //!   `parking_lot_core`'s `park`), and it sleeps on a futex (its entry
 //!   costs a system call, taken as one `sched_yield`). A woken thread that
@@ -116,15 +117,31 @@ impl Sim<'_> {
             self.cpus[c as usize].spins = 0;
         }
         let at = self.access(c, line, true, t);
-        if self.parking_free_for(li, h.write) {
+        self.lock_line_taken(li, at);
+        let free = self.parking_free_for(li, h.write);
+        // The bench's `try_write` (`try_lock_exclusive`: a `cmpxchg` from
+        // 0) fails on a held lock and on the parked bit although the lock
+        // is free (then `lock()` takes it past the sleepers): counted as
+        // contended, as the bench counts it. A failed first try first adds
+        // to the lab's `contended` counter (`rmap::stats`'s
+        // `acquire_slow`), a line every failing thread writes, and only
+        // then does `lock()` try again: meanwhile a free lock stays free.
+        let fails = !free || (h.write && self.locks[li].parked_bit);
+        if fails && !self.cpus[c as usize].contended {
+            self.note_contended(c, t);
+            let counter = self.locks[li].contended_line;
+            if counter != NONE {
+                let done = self.access(c, counter, true, at);
+                if done > at {
+                    self.cpus[c as usize].state = CpuState::Counting;
+                    self.push(done, c, Kind::Attempt);
+                    return;
+                }
+            }
+        }
+        if free {
             if !h.write {
                 self.locks[li].readers += 1;
-            } else if self.locks[li].parked_bit {
-                // The bench's `try_write` (`try_lock_exclusive`: a
-                // `cmpxchg` from 0) fails on the parked bit although the
-                // lock is free; `lock_common`'s `try_lock` then takes it.
-                // Counted as contended, as the bench counts it.
-                self.note_contended(c, t);
             }
             self.grant(c, at);
             return;
@@ -150,6 +167,11 @@ impl Sim<'_> {
         // then the futex system call.
         self.locks[li].parked_bit = true;
         let mut parked_at = self.lock_bucket(c, li, at);
+        // `validate` (`lock_common`'s closure) loads the lock word under the
+        // bucket's lock: a copy of its line, which a holder that wrote the
+        // line since must invalidate again.
+        parked_at = self.access(c, line, false, parked_at);
+        self.lock_line_taken(li, parked_at);
         if self.parking_free_for(li, h.write) {
             // `validate` failed: the lock is free. `park` returns `Invalid`
             // and leaves the parked bit set; try again.
