@@ -499,6 +499,12 @@ struct Sim<'a> {
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
     td_line: Vec<u32>,
+    /// rwsem: each simulated CPU's `osq` MCS node (`osq_node`, one
+    /// cache-aligned per-CPU line holding `next`, `prev` and `locked`),
+    /// written by the CPU as it joins, by the CPU that queues behind it
+    /// (`prev->next`) and by the one that makes it head (`locked`); empty
+    /// without rwsem locks.
+    osq_line: Vec<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -1034,6 +1040,19 @@ pub fn simulate_placed(
     } else {
         Vec::new()
     };
+    // Linux's `osq_node` is per CPU (kernel/locking/osq_lock.c,
+    // DEFINE_PER_CPU_SHARED_ALIGNED): a line per CPU, shared by every
+    // rwsem it spins on.
+    let osq_line: Vec<u32> = if locks.iter().any(|l| l.kind == LockKind::KernelRwsem) {
+        (0..cfg.cpus)
+            .map(|_| {
+                line_kind.push(LineKind::LockWord.index() as u8);
+                (line_kind.len() - 1) as u32
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut sim = Sim {
         m,
         steps,
@@ -1060,6 +1079,7 @@ pub fn simulate_placed(
             1.0
         },
         td_line,
+        osq_line,
     };
     for li in 0..nlocks {
         let first = sim.rand01() * parking::FAIR_TIMEOUT_MAX_NS;

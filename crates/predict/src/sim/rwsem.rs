@@ -95,20 +95,10 @@ impl Sim<'_> {
                 l.first_spinner = NONE;
             }
             l.waitq.retain(|&w| w != c);
-            if let Some(pos) = l.osq.iter().position(|&w| w == c) {
-                l.osq.remove(pos);
-                // osq_unlock: the next spinner becomes head when its MCS
-                // node is written.
-                if pos == 0 {
-                    if let Some(&n) = self.locks[li].osq.front() {
-                        let ready = at + self.transfer(c, n);
-                        self.cpus[n as usize].osq_ready = ready;
-                        // The new head starts polling `owner`: a copy of
-                        // the lock line.
-                        self.access(n, line, false, ready);
-                    }
-                }
-            }
+            // `rwsem_optimistic_spin` calls `osq_unlock` after the lock is
+            // taken and before it returns: the MCS hand-over is on the
+            // new owner's path to its critical section.
+            let at = self.osq_leave(li, c, at);
             if !h.write {
                 self.locks[li].readers += 1;
             }
@@ -149,8 +139,8 @@ impl Sim<'_> {
         if st != CpuState::Spinning {
             // Join the osq (its tail is on the lock line: accessed above).
             self.cpus[c as usize].state = CpuState::Spinning;
-            self.cpus[c as usize].osq_ready = at;
-            self.locks[li].osq.push_back(c);
+            let joined = self.osq_join(li, c, at);
+            self.cpus[c as usize].osq_ready = joined;
             let gen = self.cpus[c as usize].gen;
             if reader_owned {
                 self.heap.push(super::Ev {
@@ -182,6 +172,102 @@ impl Sim<'_> {
         }
     }
 
+    /// `c` joins lock `li`'s `osq` at `t`, after the `xchg` of its tail
+    /// (on the lock line, charged by the caller); returns when `c` has
+    /// written its node and linked it (`osq_lock`).
+    fn osq_join(&mut self, li: usize, c: u32, t: f64) -> f64 {
+        let own = self.osq_line[c as usize];
+        let head = self.locks[li].osq.front().copied();
+        let prev = self.locks[li].osq.back().copied();
+        self.locks[li].osq.push_back(c);
+        // `node->locked = 0; node->next = NULL;`: its own node, which the
+        // CPUs around it in its last queue wrote.
+        let mut at = self.access(c, own, true, t);
+        if let Some(p) = prev {
+            // `WRITE_ONCE(prev->next, node)`.
+            let pl = self.osq_line[p as usize];
+            at = self.access(c, pl, true, at);
+            if Some(p) != head {
+                // `prev` waits in `osq_lock` polling `locked`, on that
+                // line: it re-reads it (the head polls the lock instead).
+                self.access(p, pl, false, at);
+            }
+        }
+        at
+    }
+
+    /// `c` leaves lock `li`'s `osq` at `t`, having taken the lock or given
+    /// up spinning; returns when `c` may go on. The head runs
+    /// `osq_unlock`, any other member `osq_lock`'s unqueue.
+    fn osq_leave(&mut self, li: usize, c: u32, t: f64) -> f64 {
+        let Some(pos) = self.locks[li].osq.iter().position(|&w| w == c) else {
+            return t;
+        };
+        self.locks[li].osq.remove(pos);
+        if pos == 0 {
+            self.osq_unlock(li, c, t)
+        } else {
+            self.osq_unqueue(li, c, pos, t)
+        }
+    }
+
+    /// `osq_unlock` by `c`, just removed from the head of lock `li`'s
+    /// `osq`, at `t`. Its `cmpxchg` of the tail is on the lock line, which
+    /// `c` has just written (free). With a successor `n`: `xchg` of `c`'s
+    /// own `node->next` (the line `n` wrote when it queued behind `c`; a
+    /// locked instruction, so `c` waits for it), then `WRITE_ONCE(
+    /// next->locked, 1)` on `n`'s node, which `n` polls (charged before
+    /// `c` goes on, as every access of one CPU is: the release's locked
+    /// `fetch_add` drains it at the latest); `n` re-reads its node, learns
+    /// it is head, and starts polling `owner` (a copy of the lock line).
+    fn osq_unlock(&mut self, li: usize, c: u32, t: f64) -> f64 {
+        let Some(&n) = self.locks[li].osq.front() else {
+            return t;
+        };
+        let own = self.osq_line[c as usize];
+        let next = self.osq_line[n as usize];
+        let t = self.access(c, own, true, t);
+        let t = self.access(c, next, true, t);
+        let ready = self.access(n, next, false, t);
+        self.cpus[n as usize].osq_ready = ready;
+        let line = self.locks[li].line;
+        self.access(n, line, false, ready);
+        t
+    }
+
+    /// `osq_lock`'s unqueue by `c`, just removed from position `pos > 0` of
+    /// lock `li`'s `osq`, at `t`: step A `cmpxchg(&prev->next, node,
+    /// NULL)`; step B `osq_wait_next` reads the tail (the lock line) and,
+    /// when `c` was the tail, moves it back with a `cmpxchg`, otherwise
+    /// `xchg`es its own `node->next`; step C writes `next->prev` and
+    /// `prev->next`. The neighbours poll their nodes and re-read them.
+    fn osq_unqueue(&mut self, li: usize, c: u32, pos: usize, t: f64) -> f64 {
+        let line = self.locks[li].line;
+        let prev = self.locks[li].osq[pos - 1];
+        let next = self.locks[li].osq.get(pos).copied();
+        let pl = self.osq_line[prev as usize];
+        let mut at = self.access(c, pl, true, t);
+        at = self.access(c, line, false, at);
+        match next {
+            None => {
+                at = self.access(c, line, true, at);
+                self.repoll(li, c, at);
+            }
+            Some(n) => {
+                let nl = self.osq_line[n as usize];
+                at = self.access(c, self.osq_line[c as usize], true, at);
+                at = self.access(c, nl, true, at);
+                at = self.access(c, pl, true, at);
+                self.access(n, nl, false, at);
+            }
+        }
+        if pos > 1 {
+            // `prev` is not the head: it polls its node.
+            self.access(prev, pl, false, at);
+        }
+        at
+    }
+
     /// A writer spinning on a reader-owned rwsem gives up and sleeps.
     pub(super) fn rwsem_spin_timeout(&mut self, c: u32, t: f64) {
         let li = self.cur_hold(c).lock as usize;
@@ -190,14 +276,7 @@ impl Sim<'_> {
             return; // No longer reader-owned: keep spinning.
         }
         let line = l.line;
-        if let Some(pos) = self.locks[li].osq.iter().position(|&w| w == c) {
-            self.locks[li].osq.remove(pos);
-            if pos == 0 {
-                if let Some(&n) = self.locks[li].osq.front() {
-                    self.cpus[n as usize].osq_ready = t + self.transfer(c, n);
-                }
-            }
-        }
+        let t = self.osq_leave(li, c, t);
         // rwsem_down_write_slowpath: wait_lock and the list, on the line.
         let at = self.access(c, line, true, t);
         self.locks[li].waitq.push_back(c);
