@@ -855,3 +855,44 @@ fn an_osq_hand_over_writes_the_mcs_nodes_before_the_critical_section() {
         assert!(x >= (h + 8.0 * lat) * 0.98, "{n} CPUs: {x} ns per hand-off");
     }
 }
+
+#[test]
+fn an_up_write_pays_one_wake_up_per_reader_it_wakes() {
+    // One writer (20 us holds, 100 ns between) and `k` readers (100 ns
+    // holds, 2 us between), free lines. The readers come back while the
+    // writer holds and sleep; its release grants them all, and
+    // `wake_up_q` wakes them one by one, each `futex_wake` (500 ns) for
+    // the writer: its iteration is at least work + hold + k wake-ups.
+    // (Charging one wake-up for all of them, the rule before s38, the
+    // mutant: 21.1 us at k = 3, where at least 21.6 us is required.)
+    let m = flat(8, 0.0);
+    let f = m.futex_wake_ns.unwrap();
+    for k in [1u32, 3, 6] {
+        let mut p = rwsem(k + 1, 2000.0, 100.0, 0, |_| 0, 1);
+        for (i, s) in p.slots.iter_mut().enumerate() {
+            if i == 0 {
+                s.steps[0] = Step::Work(100.0);
+            }
+            if let Step::Hold(h) = &mut s.steps[1] {
+                if i == 0 {
+                    h.hold_ns = 20_000.0;
+                    h.site = Site::Other;
+                } else {
+                    h.write = false;
+                }
+            }
+        }
+        let r = run(&m, &p, k + 1);
+        let w = r
+            .sites
+            .iter()
+            .find(|s| s.site == Site::Other.name())
+            .unwrap();
+        let period = 2e7 / w.acquisitions as f64;
+        let least = 20_000.0 + 100.0 + f64::from(k) * f;
+        assert!(
+            period >= least * 0.99,
+            "k = {k}: {period} ns per writer iteration, at least {least}"
+        );
+    }
+}

@@ -505,6 +505,16 @@ struct Sim<'a> {
     /// (`prev->next`) and by the one that makes it head (`locked`); empty
     /// without rwsem locks.
     osq_line: Vec<u32>,
+    /// rwsem: each simulated CPU's `struct rwsem_waiter` (on its stack
+    /// while it waits: `list`, `task`, `type`), written by the waiter as it
+    /// queues, by the waiter queued behind it (`list_add_tail`) and by the
+    /// waker (`smp_store_release(&waiter->task, NULL)` for a reader);
+    /// empty without rwsem locks.
+    wait_line: Vec<u32>,
+    /// rwsem: each simulated CPU's task's wake-up fields (`wake_q`,
+    /// `usage`, `pi_lock`, `__state`), written by a waker's `wake_q_add`
+    /// and `try_to_wake_up`; empty without rwsem locks.
+    task_line: Vec<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -1043,16 +1053,21 @@ pub fn simulate_placed(
     // Linux's `osq_node` is per CPU (kernel/locking/osq_lock.c,
     // DEFINE_PER_CPU_SHARED_ALIGNED): a line per CPU, shared by every
     // rwsem it spins on.
-    let osq_line: Vec<u32> = if locks.iter().any(|l| l.kind == LockKind::KernelRwsem) {
+    let has_rwsem = locks.iter().any(|l| l.kind == LockKind::KernelRwsem);
+    let mut per_cpu_lines = |wanted: bool| -> Vec<u32> {
+        if !wanted {
+            return Vec::new();
+        }
         (0..cfg.cpus)
             .map(|_| {
                 line_kind.push(LineKind::LockWord.index() as u8);
                 (line_kind.len() - 1) as u32
             })
             .collect()
-    } else {
-        Vec::new()
     };
+    let osq_line = per_cpu_lines(has_rwsem);
+    let wait_line = per_cpu_lines(has_rwsem);
+    let task_line = per_cpu_lines(has_rwsem);
     let mut sim = Sim {
         m,
         steps,
@@ -1080,6 +1095,8 @@ pub fn simulate_placed(
         },
         td_line,
         osq_line,
+        wait_line,
+        task_line,
     };
     for li in 0..nlocks {
         let first = sim.rand01() * parking::FAIR_TIMEOUT_MAX_NS;

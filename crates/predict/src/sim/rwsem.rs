@@ -47,6 +47,28 @@ use super::{CpuState, Kind, Sim, NONE};
 /// lock handed to it.
 pub(super) const HANDOFF_TIMEOUT_NS: f64 = 4e6;
 
+/// `MAX_READERS_WAKEUP`: the most readers one `rwsem_mark_wake` grants.
+const MAX_READERS_WAKEUP: usize = 0x100;
+
+/// The waiters `rwsem_mark_wake` grants the lock to when the first waiter
+/// is a reader (`write[i]`: the `i`-th waiter is a writer): every reader
+/// in the queue, up to `MAX_READERS_WAKEUP`, whatever writers stand
+/// between (the kernel's phase-fair reader phase); writers stay queued.
+/// Also how many waiters its walk reads (the whole queue, or up to the
+/// last reader granted when it stops at the limit).
+fn readers_to_wake(write: &[bool]) -> (Vec<usize>, usize) {
+    let mut grant = Vec::new();
+    for (i, &w) in write.iter().enumerate() {
+        if !w {
+            grant.push(i);
+            if grant.len() >= MAX_READERS_WAKEUP {
+                return (grant, i + 1);
+            }
+        }
+    }
+    (grant, write.len())
+}
+
 impl Sim<'_> {
     fn rwsem_free_for(&self, li: usize, c: u32, write: bool) -> bool {
         let l = &self.locks[li];
@@ -72,6 +94,15 @@ impl Sim<'_> {
         // `cmpxchg` then invalidates the releaser's copy: two accesses.
         // A first attempt (`rwsem_write_trylock`) and a woken waiter
         // (`wait_lock`) start with their atomic.
+        if !h.write && self.cpus[c as usize].state == CpuState::Waking {
+            // A reader the releaser woke: `rwsem_mark_wake` added its
+            // count and cleared `waiter.task`; the reader's loop in
+            // `rwsem_down_read_slowpath` reads that (its waiter, which the
+            // waker wrote) and returns without touching the lock line.
+            let at = self.access(c, self.wait_line[c as usize], false, t);
+            self.grant(c, at);
+            return;
+        }
         let polls = self.cpus[c as usize].state == CpuState::Spinning
             && (self.locks[li].osq.front() == Some(&c) || self.locks[li].first_spinner == c);
         let t = if polls {
@@ -81,11 +112,6 @@ impl Sim<'_> {
         };
         // The attempt's atomic takes the lock line, whether it succeeds.
         let at = self.access(c, line, true, t);
-        if !h.write && self.cpus[c as usize].state == CpuState::Waking {
-            // A reader the releaser woke: its count was added then.
-            self.grant(c, at);
-            return;
-        }
         if self.rwsem_free_for(li, c, h.write) {
             let l = &mut self.locks[li];
             if l.handoff == c {
@@ -94,7 +120,10 @@ impl Sim<'_> {
             if l.first_spinner == c {
                 l.first_spinner = NONE;
             }
-            l.waitq.retain(|&w| w != c);
+            // A woken writer's `rwsem_try_write_lock` unlinks its waiter
+            // (`list_del`): the next waiter's `prev` is on that waiter's
+            // line.
+            let at = self.waitq_remove(li, c, at);
             // `rwsem_optimistic_spin` calls `osq_unlock` after the lock is
             // taken and before it returns: the MCS hand-over is on the
             // new owner's path to its critical section.
@@ -112,9 +141,11 @@ impl Sim<'_> {
         let reader_owned = l.writer == NONE && l.readers > 0;
         if !h.write {
             // Readers do not spin: they queue and sleep.
-            if !l.waitq.contains(&c) {
-                self.locks[li].waitq.push_back(c);
-            }
+            let at = if l.waitq.contains(&c) {
+                at
+            } else {
+                self.waitq_add(li, c, at)
+            };
             self.sleep(c, at);
             return;
         }
@@ -268,6 +299,34 @@ impl Sim<'_> {
         at
     }
 
+    /// `rwsem_add_waiter` by `c` at `t`, under `wait_lock` (the lock line,
+    /// charged by the caller): `list_add_tail` writes `c`'s waiter and the
+    /// previous last waiter's `next`; returns when done.
+    fn waitq_add(&mut self, li: usize, c: u32, t: f64) -> f64 {
+        let prev = self.locks[li].waitq.back().copied();
+        self.locks[li].waitq.push_back(c);
+        let mut at = self.access(c, self.wait_line[c as usize], true, t);
+        if let Some(p) = prev {
+            at = self.access(c, self.wait_line[p as usize], true, at);
+        }
+        at
+    }
+
+    /// `c` leaves lock `li`'s wait queue at `t` (it took the lock):
+    /// `list_del` writes the next waiter's `prev` (the list head, on the
+    /// lock line, is `c`'s already); returns when done.
+    fn waitq_remove(&mut self, li: usize, c: u32, t: f64) -> f64 {
+        let q = &mut self.locks[li].waitq;
+        let Some(pos) = q.iter().position(|&w| w == c) else {
+            return t;
+        };
+        q.remove(pos);
+        match q.get(pos).copied() {
+            Some(n) => self.access(c, self.wait_line[n as usize], true, t),
+            None => t,
+        }
+    }
+
     /// A writer spinning on a reader-owned rwsem gives up and sleeps.
     pub(super) fn rwsem_spin_timeout(&mut self, c: u32, t: f64) {
         let li = self.cur_hold(c).lock as usize;
@@ -279,13 +338,13 @@ impl Sim<'_> {
         let t = self.osq_leave(li, c, t);
         // rwsem_down_write_slowpath: wait_lock and the list, on the line.
         let at = self.access(c, line, true, t);
-        self.locks[li].waitq.push_back(c);
+        let at = self.waitq_add(li, c, at);
         self.sleep(c, at);
     }
 
     /// `c` releases rwsem `li` at `t` (it has the lock word's line);
     /// returns when `c` may go on.
-    pub(super) fn rwsem_release(&mut self, _c: u32, li: usize, write: bool, t: f64) -> f64 {
+    pub(super) fn rwsem_release(&mut self, c: u32, li: usize, write: bool, t: f64) -> f64 {
         let mut at = t;
         {
             let l = &mut self.locks[li];
@@ -308,38 +367,83 @@ impl Sim<'_> {
         if fs != NONE && self.cpus[fs as usize].state == CpuState::Spinning {
             self.push(at, fs, Kind::Attempt);
         }
-        // rwsem_wake: with sleepers queued, wake the first writer, or the
-        // readers at the head of the queue (granted as they are woken).
+        // `RWSEM_FLAG_WAITERS` is set while the queue is not empty, so the
+        // release calls `rwsem_wake` whether or not its first waiter
+        // sleeps: `wait_lock` (the lock line, just written by the
+        // releaser: free unless another CPU took it between) and
+        // `rwsem_mark_wake`, which reads the first waiter.
         let Some(&w) = self.locks[li].waitq.front() else {
             return at;
         };
-        if self.cpus[w as usize].state != CpuState::Sleeping {
-            return at;
-        }
+        let line = self.locks[li].line;
+        at = self.access(c, line, true, at);
+        at = self.access(c, self.wait_line[w as usize], false, at);
         let wake = self.m.wake_ns;
         if self.cur_hold(w).write {
-            let cpu = &mut self.cpus[w as usize];
-            cpu.state = CpuState::Waking;
-            cpu.gen = cpu.gen.wrapping_add(1);
-            self.push(at + wake, w, Kind::Attempt);
-        } else {
-            let woken: Vec<u32> = self.locks[li]
-                .waitq
-                .iter()
-                .copied()
-                .take_while(|&r| !self.cur_hold(r).write)
-                .collect();
-            for r in woken {
-                self.locks[li].waitq.retain(|&x| x != r);
-                self.locks[li].readers += 1;
-                let cpu = &mut self.cpus[r as usize];
+            // `wake_q_add` (a `cmpxchg` of the task's `wake_q`, and
+            // `get_task_struct`): the task's line.
+            at = self.access(c, self.task_line[w as usize], true, at);
+            if self.cpus[w as usize].state == CpuState::Sleeping {
+                let cpu = &mut self.cpus[w as usize];
                 cpu.state = CpuState::Waking;
                 cpu.gen = cpu.gen.wrapping_add(1);
-                // Granted at wake-up (the waker added its reader count).
-                self.push(at + wake, r, Kind::Attempt);
+                self.push(at + wake, w, Kind::Attempt);
+                at += self.futex_wake_ns;
             }
+            // Otherwise `try_to_wake_up` finds it awake (its `pi_lock` and
+            // `__state`, on the line just taken): no wake-up.
+            return at;
         }
-        at += self.futex_wake_ns;
+        // A reader first: every reader in the queue is granted (up to
+        // `MAX_READERS_WAKEUP`), writers stay; the walk reads each
+        // waiter's line in turn (`list_for_each_entry_safe`).
+        let queue: Vec<u32> = self.locks[li].waitq.iter().copied().collect();
+        let writes: Vec<bool> = queue.iter().map(|&x| self.cur_hold(x).write).collect();
+        let (grant, walked) = readers_to_wake(&writes);
+        for &x in &queue[1..walked] {
+            at = self.access(c, self.wait_line[x as usize], false, at);
+        }
+        let woken: Vec<u32> = grant.iter().map(|&i| queue[i]).collect();
+        let mut sorted = woken.clone();
+        sorted.sort_unstable();
+        self.locks[li]
+            .waitq
+            .retain(|x| sorted.binary_search(x).is_err());
+        self.locks[li].readers += woken.len() as u32;
+        // Second pass: `get_task_struct` and `wake_q_add_safe` (the task's
+        // line), `smp_store_release(&waiter->task, NULL)` (its waiter);
+        // then `wake_up_q` wakes them one after another, each a wake-up
+        // for the releaser. Granted at wake-up (the waker added their
+        // reader counts).
+        for &r in &woken {
+            at = self.access(c, self.task_line[r as usize], true, at);
+            at = self.access(c, self.wait_line[r as usize], true, at);
+        }
+        for r in woken {
+            let cpu = &mut self.cpus[r as usize];
+            cpu.state = CpuState::Waking;
+            cpu.gen = cpu.gen.wrapping_add(1);
+            at += self.futex_wake_ns;
+            self.push(at - self.futex_wake_ns + wake, r, Kind::Attempt);
+        }
         at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_phase_grants_every_queued_reader_past_writers() {
+        // Queue: R W R R W R. `rwsem_mark_wake` moves all four readers to
+        // its wake list and leaves both writers (the mutant that stops at
+        // the first writer, the rule before s38, grants only the first).
+        let q = [false, true, false, false, true, false];
+        assert_eq!(readers_to_wake(&q), (vec![0, 2, 3, 5], 6));
+        // At most MAX_READERS_WAKEUP per call; the walk stops there.
+        let many = vec![false; MAX_READERS_WAKEUP + 5];
+        let (g, walked) = readers_to_wake(&many);
+        assert_eq!((g.len(), walked), (MAX_READERS_WAKEUP, MAX_READERS_WAKEUP));
     }
 }
