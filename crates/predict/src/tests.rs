@@ -896,3 +896,78 @@ fn an_up_write_pays_one_wake_up_per_reader_it_wakes() {
         );
     }
 }
+
+#[test]
+fn an_rwsem_head_that_gives_up_on_readers_stops_every_writer_spinning() {
+    // One reader holding 1 ms of every 1.01 ms, four writers (1 us holds)
+    // coming back 100, 200, 300 and 400 us after their last hold, free
+    // lines. Only the `osq` head checks `rwsem_rspin_threshold`; when it
+    // passes, `rwsem_set_nonspinnable` makes every other spinner leave the
+    // queue and every later writer skip spinning until a writer owns the
+    // lock again: one threshold of spinning per reader phase. (Each writer
+    // timing out `reader_spin_ns` after its own join, the rule before
+    // s38, the mutant: 80 us per reader phase.)
+    let m = flat(8, 0.0);
+    let mut p = rwsem(5, 1000.0, 1000.0, 0, |_| 0, 1);
+    for (i, s) in p.slots.iter_mut().enumerate() {
+        s.steps[0] = Step::Work(if i == 0 {
+            10_000.0
+        } else {
+            100_000.0 * i as f64
+        });
+        if let Step::Hold(h) = &mut s.steps[1] {
+            if i == 0 {
+                h.write = false;
+                h.hold_ns = 1_000_000.0;
+            } else {
+                h.site = Site::Other;
+            }
+        }
+    }
+    let mut cfg = SimConfig::new(5);
+    cfg.duration_ns = 1e8;
+    cfg.warmup_ns = 2e6;
+    let r = simulate(&m, &p, &cfg).unwrap();
+    let site = |s: Site| r.sites.iter().find(|x| x.site == s.name()).unwrap();
+    let (readers, writers) = (site(Site::MmapLink), site(Site::Other));
+    assert!(readers.acquisitions >= 90 && writers.acquisitions >= 300);
+    let per_phase = writers.spin_ns / readers.acquisitions as f64;
+    assert!(
+        per_phase <= 1.1 * m.reader_spin_ns,
+        "{per_phase} ns of writer spinning per reader phase"
+    );
+    assert!(writers.sleep_ns > 0.0, "the writers never met the readers");
+}
+
+#[test]
+fn readers_queue_behind_a_waiting_writer_while_other_readers_hold() {
+    // Two readers (10 us holds, 1 us between: one of them nearly always
+    // holds) and a writer (1 us holds, 50 us between), free lines. Once
+    // the writer has given up spinning and queued, `RWSEM_FLAG_WAITERS`
+    // fails the readers' fast path, and `rwsem_down_read_slowpath` steals
+    // only a lock no other reader holds: the readers drain and the last
+    // one wakes the writer. Its iteration: 50 us of work, at most 20 us of
+    // spinning and 10 us of draining, a wake-up and the hold, about 82 us,
+    // so at least 200 in 20 ms. (Readers that steal whenever no writer
+    // holds, the rule before s38, the mutant: the writer never gets it.)
+    let m = flat(8, 0.0);
+    let mut p = rwsem(3, 1000.0, 10_000.0, 0, |_| 0, 1);
+    for (i, s) in p.slots.iter_mut().enumerate() {
+        s.steps[0] = Step::Work(if i == 0 { 50_000.0 } else { 1000.0 });
+        if let Step::Hold(h) = &mut s.steps[1] {
+            if i == 0 {
+                h.hold_ns = 1000.0;
+                h.site = Site::Other;
+            } else {
+                h.write = false;
+            }
+        }
+    }
+    let r = run(&m, &p, 3);
+    let writes = r
+        .sites
+        .iter()
+        .find(|s| s.site == Site::Other.name())
+        .map_or(0, |s| s.acquisitions);
+    assert!(writes >= 200, "the writer got the lock {writes} times");
+}

@@ -330,6 +330,10 @@ struct LockSt {
     handoff: u32,
     /// rwsem: a woken first waiter that spins on the owner.
     first_spinner: u32,
+    /// rwsem: `RWSEM_NONSPINNABLE` in `owner`: set by an `osq` head that
+    /// spun past `rwsem_rspin_threshold` on readers; while set, writers
+    /// do not spin (see `sim/rwsem.rs`).
+    nonspinnable: bool,
     /// parking_lot: threads in the spin phase (they poll the word).
     pollers: u32,
     /// parking_lot: the last thread that began to spin.
@@ -1027,6 +1031,7 @@ pub fn simulate_placed(
                 waitq: VecDeque::new(),
                 handoff: NONE,
                 first_spinner: NONE,
+                nonspinnable: false,
                 pollers: 0,
                 last_poller: NONE,
                 next_fair: 0.0,

@@ -76,7 +76,38 @@ impl Sim<'_> {
         if write {
             l.writer == NONE && l.readers == 0 && handoff_ok
         } else {
-            l.writer == NONE && handoff_ok
+            // `rwsem_down_read_slowpath`: with waiters queued
+            // (`RWSEM_FLAG_WAITERS` fails the fast path) a reader steals
+            // the lock only if no other reader holds it; otherwise it
+            // queues ("to prevent a constant stream of readers from
+            // starving a sleeping writer").
+            l.writer == NONE && handoff_ok && (l.readers == 0 || l.waitq.is_empty())
+        }
+    }
+
+    /// Arms the `osq` head `c`'s `rwsem_rspin_threshold` at `t` if lock
+    /// `li` is reader-owned (the threshold is set each time the head sees
+    /// the owner turn from not-reader to reader).
+    fn arm_reader_spin(&mut self, li: usize, c: u32, t: f64) {
+        let l = &self.locks[li];
+        if l.osq.front() != Some(&c) || !(l.writer == NONE && l.readers > 0) {
+            return;
+        }
+        let gen = self.cpus[c as usize].gen;
+        self.heap.push(super::Ev {
+            t: t + self.m.reader_spin_ns,
+            cpu: c,
+            kind: Kind::SpinTimeout,
+            gen,
+        });
+    }
+
+    /// Readers took lock `li` at `t` (the count went from 0): a spinning
+    /// `osq` head sees `OWNER_READER` and arms its threshold.
+    fn readers_took(&mut self, li: usize, t: f64) {
+        if let Some(&h) = self.locks[li].osq.front() {
+            let at = t.max(self.cpus[h as usize].osq_ready);
+            self.arm_reader_spin(li, h, at);
         }
     }
 
@@ -128,8 +159,14 @@ impl Sim<'_> {
             // taken and before it returns: the MCS hand-over is on the
             // new owner's path to its critical section.
             let at = self.osq_leave(li, c, at);
-            if !h.write {
+            if h.write {
+                // `rwsem_set_owner` overwrites `owner`: the flag is gone.
+                self.locks[li].nonspinnable = false;
+            } else {
                 self.locks[li].readers += 1;
+                if self.locks[li].readers == 1 {
+                    self.readers_took(li, at);
+                }
             }
             self.grant(c, at);
             return;
@@ -159,7 +196,11 @@ impl Sim<'_> {
             if first && slept >= 0.0 && t - slept >= HANDOFF_TIMEOUT_NS && l.handoff == NONE {
                 self.locks[li].handoff = c;
             }
-            if first && !reader_owned {
+            // `rwsem_down_write_slowpath`: only a waiter that has set the
+            // hand-off bit (`waiter.handoff_set`) spins on the owner
+            // before sleeping again; `rwsem_spin_on_owner` returns at once
+            // on a reader owner.
+            if first && self.locks[li].handoff == c && !reader_owned {
                 self.locks[li].first_spinner = c;
                 self.cpus[c as usize].state = CpuState::Spinning;
             } else {
@@ -168,19 +209,20 @@ impl Sim<'_> {
             return;
         }
         if st != CpuState::Spinning {
+            if self.locks[li].nonspinnable {
+                // `rwsem_can_spin_on_owner` sees `RWSEM_NONSPINNABLE`:
+                // straight to the wait queue (`wait_lock` on the line,
+                // back to back with the failed `cmpxchg` above).
+                let at = self.waitq_add(li, c, at);
+                self.sleep(c, at);
+                return;
+            }
             // Join the osq (its tail is on the lock line: accessed above).
             self.cpus[c as usize].state = CpuState::Spinning;
             let joined = self.osq_join(li, c, at);
             self.cpus[c as usize].osq_ready = joined;
-            let gen = self.cpus[c as usize].gen;
-            if reader_owned {
-                self.heap.push(super::Ev {
-                    t: t + self.m.reader_spin_ns,
-                    cpu: c,
-                    kind: Kind::SpinTimeout,
-                    gen,
-                });
-            }
+            // Only the head spins on the owner and keeps the threshold.
+            self.arm_reader_spin(li, c, joined);
         }
         // An osq member waits for the next release (no event of its own).
     }
@@ -262,7 +304,20 @@ impl Sim<'_> {
         let ready = self.access(n, next, false, t);
         self.cpus[n as usize].osq_ready = ready;
         let line = self.locks[li].line;
-        self.access(n, line, false, ready);
+        let polled = self.access(n, line, false, ready);
+        if self.locks[li].nonspinnable {
+            // Its first `rwsem_spin_on_owner` sees `RWSEM_NONSPINNABLE`
+            // (`OWNER_NONSPINNABLE`): it leaves the queue too.
+            let gen = self.cpus[n as usize].gen;
+            self.heap.push(super::Ev {
+                t: polled,
+                cpu: n,
+                kind: Kind::SpinTimeout,
+                gen,
+            });
+        } else {
+            self.arm_reader_spin(li, n, ready);
+        }
         t
     }
 
@@ -331,10 +386,20 @@ impl Sim<'_> {
     pub(super) fn rwsem_spin_timeout(&mut self, c: u32, t: f64) {
         let li = self.cur_hold(c).lock as usize;
         let l = &self.locks[li];
-        if !(l.writer == NONE && l.readers > 0) {
-            return; // No longer reader-owned: keep spinning.
-        }
         let line = l.line;
+        let t = if l.nonspinnable {
+            // The cascade: `OWNER_NONSPINNABLE`, no write.
+            t
+        } else if l.writer == NONE && l.readers > 0 && l.osq.front() == Some(&c) {
+            // Past `rwsem_rspin_threshold`: `rwsem_set_nonspinnable`, a
+            // `cmpxchg` of `owner` on the lock line.
+            self.locks[li].nonspinnable = true;
+            let at = self.access(c, line, true, t);
+            self.repoll(li, c, at);
+            at
+        } else {
+            return; // Not reader-owned (or not the head): keep spinning.
+        };
         let t = self.osq_leave(li, c, t);
         // rwsem_down_write_slowpath: wait_lock and the list, on the line.
         let at = self.access(c, line, true, t);
@@ -375,6 +440,10 @@ impl Sim<'_> {
         let Some(&w) = self.locks[li].waitq.front() else {
             return at;
         };
+        if !write {
+            // `__up_read`'s `clear_nonspinnable` before `rwsem_wake`.
+            self.locks[li].nonspinnable = false;
+        }
         let line = self.locks[li].line;
         at = self.access(c, line, true, at);
         at = self.access(c, self.wait_line[w as usize], false, at);
@@ -410,6 +479,7 @@ impl Sim<'_> {
             .waitq
             .retain(|x| sorted.binary_search(x).is_err());
         self.locks[li].readers += woken.len() as u32;
+        self.readers_took(li, at);
         // Second pass: `get_task_struct` and `wake_q_add_safe` (the task's
         // line), `smp_store_release(&waiter->task, NULL)` (its waiter);
         // then `wake_up_q` wakes them one after another, each a wake-up
