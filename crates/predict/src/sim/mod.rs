@@ -38,15 +38,20 @@
 //!     writer that finds a writer owner spins in the MCS `osq` queue (only
 //!     its head polls the lock, holding a copy of its line that every
 //!     other write invalidates and the head re-reads; it reads the line
-//!     before its `cmpxchg`; the next learns it is head through one
-//!     line transfer from the one before); a writer that finds readers
-//!     spins at most `reader_spin_ns`, then sleeps on the wait queue; an
-//!     unlock with sleepers wakes the first (the waker pays
-//!     [`Machine::futex_wake`], the wakee runs `wake_ns` later), a woken
-//!     writer that is first in the queue spins on the owner, and one that
-//!     has waited 4 ms (`RWSEM_WAIT_TIMEOUT`) gets the lock handed to it.
-//!     Readers never spin; they share the lock unless a writer owns it or
-//!     a hand-off is pending.
+//!     before its `cmpxchg`; each CPU's MCS node is a line: a join writes
+//!     its own and its predecessor's, and the new owner's `osq_unlock`
+//!     writes its own and its successor's before its critical section); a
+//!     writer that finds readers spins while the head's `reader_spin_ns`
+//!     lasts, then every spinner sleeps on the wait queue and later
+//!     writers do not spin until a writer owns the lock; with waiters
+//!     queued every unlock runs `rwsem_wake` (the first waiter's lines; a
+//!     wake-up only for a sleeper: the waker pays [`Machine::futex_wake`]
+//!     per task, the wakee runs `wake_ns` later; a reader phase wakes
+//!     every queued reader), a woken writer that has waited 4 ms
+//!     (`RWSEM_WAIT_TIMEOUT`) gets the lock handed to it and spins on the
+//!     owner. Readers never spin; they share the lock unless a writer owns
+//!     it, a hand-off is pending, or waiters are queued while other
+//!     readers hold it.
 //!   * `parking_lot::RwLock` (`sim/parking.rs`, the lab's own lock): an attempt
 //!     takes a free lock even past parked threads; a failed one spins
 //!     `2, 4, 8` pauses, then yields seven times, re-reading the lock word
@@ -73,8 +78,8 @@
 //!   set and the machine has the calibrated factors: a hold's line
 //!   transfers are then charged one after another (see `sim/lines.rs`).
 //! * Whether a parking_lot waiter's polling reads delay the owner beyond
-//!   the one transfer above (the rwsem's polling head is modelled), and
-//!   the rwsem's reader optimistic lock stealing.
+//!   the one transfer above (the rwsem's polling head is modelled); what
+//!   the rwsem model leaves out is listed in `sim/rwsem.rs`.
 //! * `parking_lot`'s writer waiting for readers to leave after it took the
 //!   writer bit: a writer here takes the lock only when no reader holds it.
 //!

@@ -1,45 +1,97 @@
-//! Linux's `rw_semaphore` (`kernel/locking/rwsem.c`, 6.x), as the
-//! simulator runs it. Also the kernel's `mutex`, whose optimistic spinning
-//! and hand-off are the same for writers.
+//! Linux's `rw_semaphore` (`kernel/locking/rwsem.c`, `osq_lock.c`,
+//! 6.12), as the simulator runs it. Also the kernel's `mutex`, whose
+//! optimistic spinning and hand-off are the same for writers.
 //!
 //! The lock word (`count`, `owner`, the `osq` tail and `wait_lock` share
-//! one line in `struct rw_semaphore`) is [`super::LockSt::line`]: every
-//! attempt, `osq` join, release and wake-up writes it.
+//! one line in `struct rw_semaphore`) is [`super::LockSt::line`]. Each CPU
+//! also has three lines of its own that the lock's paths write: its `osq`
+//! MCS node (`osq_node`, per CPU: `next`, `prev`, `locked`), its
+//! `rwsem_waiter` (on its stack while it waits) and its task's wake-up
+//! fields (`wake_q`, `usage`, `pi_lock`, `__state`).
 //!
 //! * **Writer, lock free.** `rwsem_write_trylock` / the spinner's
 //!   `rwsem_try_write_lock_unqueued`: a `cmpxchg` takes it unless a
 //!   hand-off is pending for another waiter.
-//! * **Writer, writer owner.** `rwsem_optimistic_spin`: join the `osq`
-//!   (an MCS queue; the `xchg` of its tail is on the lock line). Only the
-//!   head polls the lock (`rwsem_spin_on_owner` reads `owner`), so it
-//!   keeps a shared copy of the lock line: every other CPU's write to the
-//!   line (a newcomer's failed `cmpxchg`, an `osq` join) is followed by
-//!   the head's re-read, one transfer, and the owner's release must
-//!   invalidate that copy. When the owner releases, the head reads the
-//!   line (a transfer from the releaser) and then `cmpxchg`es it
-//!   (`rwsem_try_write_lock_unqueued`: a second access, invalidating the
-//!   releaser's copy); this races any newcomer's fast path (the line
-//!   decides: whoever's access comes first), and on success `osq_unlock`
-//!   makes the next spinner head by one write to its MCS node (one
-//!   transfer), after which it reads the lock line to poll it. With one
-//!   copy per CPU every owner is running, so spinners never give up on a
-//!   writer owner.
-//! * **Writer, reader owner.** It spins at most `reader_spin_ns`
-//!   (`rwsem_rspin_threshold`), then leaves the `osq` for the wait queue
-//!   and sleeps.
-//! * **Readers** take the lock with an atomic add unless a writer owns it
-//!   or a hand-off is pending; otherwise they sleep on the wait queue
-//!   (reader optimistic spinning was removed from the kernel).
+//! * **Writer, writer owner: the `osq`.** `rwsem_optimistic_spin`. The
+//!   newcomer's failed `cmpxchg`, `rwsem_can_spin_on_owner`'s read of
+//!   `owner` and `osq_lock`'s `xchg` of the tail are back to back on the
+//!   lock line (one write); then it writes its own node (`locked = 0`,
+//!   `next = NULL`) and `prev->next` on the previous tail's node, which
+//!   that CPU polls and re-reads. Only the head polls the lock
+//!   (`rwsem_spin_on_owner` reads `owner`), so it keeps a shared copy of
+//!   the lock line: every other CPU's write to the line is followed by the
+//!   head's re-read, one transfer, and the owner's release must invalidate
+//!   that copy. When the owner releases, the head reads the line (a
+//!   transfer from the releaser) and then `cmpxchg`es it (a second access,
+//!   invalidating the releaser's copy); this races any newcomer's fast
+//!   path (the line decides: whoever's access comes first). On success
+//!   `osq_unlock` runs before the critical section: its `cmpxchg` of the
+//!   tail (the lock line, which it has: free), the `xchg` of its own
+//!   `node->next` (a locked instruction on the line its successor wrote),
+//!   and the store to the successor's `node->locked` (the line the
+//!   successor polls); the successor re-reads its node, is head, and
+//!   reads the lock line to poll it. With one copy per CPU every owner is
+//!   running, so spinners never give up on a writer owner.
+//! * **Writer, reader owner.** Only the head checks the time: at most
+//!   `reader_spin_ns` (`rwsem_rspin_threshold`) from when it first sees
+//!   readers own the lock; then `rwsem_set_nonspinnable` (a `cmpxchg` of
+//!   `owner`), `osq_unlock`, and the wait queue. Each next head sees
+//!   `RWSEM_NONSPINNABLE` at its first poll and follows, and a writer that
+//!   arrives while the flag is set does not spin; a writer that takes the
+//!   lock (`rwsem_set_owner`) or the last reader leaving with waiters
+//!   queued (`__up_read`) clears it.
+//! * **Readers** take the lock with an atomic add unless a writer owns it,
+//!   a hand-off is pending, or (with waiters queued, which fails the fast
+//!   path) other readers hold it (`rwsem_down_read_slowpath` steals only
+//!   a lock no reader holds); otherwise they queue and sleep (reader
+//!   optimistic spinning was removed from the kernel).
+//! * **Queueing** (`rwsem_add_waiter` under `wait_lock`): the waiter's own
+//!   line and the previous last waiter's (`list_add_tail`).
 //! * **Release.** The owner's atomic on the lock line (a transfer when a
 //!   spinner polled it or a newcomer's failed attempt took it); the lock
-//!   stays held until the owner has the line, so nobody takes it between. With waiters queued, `rwsem_wake`: the first
-//!   waiter is woken, a writer alone or every reader up to the next
-//!   writer (readers are granted the lock as they are woken); the releaser
-//!   pays [`crate::Machine::futex_wake`] (the kernel's `wake_up_q`), the
-//!   wakee runs `wake_ns` later.
-//! * **A woken writer** retries; the first waiter then spins on the owner
-//!   as an `osq` head would; a waiter that has slept `RWSEM_WAIT_TIMEOUT`
-//!   (4 ms) sets the hand-off bit, after which only it may take the lock.
+//!   stays held until the owner has the line, so nobody takes it between.
+//!   With waiters queued (`RWSEM_FLAG_WAITERS`), every release calls
+//!   `rwsem_wake`: `wait_lock`, a read of the first waiter's line, then a
+//!   writer first: `wake_q_add` on its task's line, and a wake-up
+//!   ([`crate::Machine::futex_wake`] for the releaser, the wakee runs
+//!   `wake_ns` later) only if it sleeps; a reader first: every queued
+//!   reader up to `MAX_READERS_WAKEUP`, past any writers (the walk reads
+//!   each waiter's line), each one's task and waiter lines written and
+//!   one wake-up each (`wake_up_q`), granted as they are woken.
+//! * **A woken writer** retries under `wait_lock` (one write to the lock
+//!   line; on success `list_del` writes the next waiter's line); a woken
+//!   reader reads its waiter (`waiter.task` cleared) and runs. A writer
+//!   that has slept `RWSEM_WAIT_TIMEOUT` (4 ms) sets the hand-off bit,
+//!   after which only it may take the lock, and only it spins on the
+//!   owner before sleeping again.
+//!
+//! # Checked against the source (s38) and not charged
+//!
+//! * `owner_on_cpu(owner)` in `rwsem_can_spin_on_owner` and
+//!   `rwsem_spin_on_owner` reads the owner's `task_struct` (`on_cpu`,
+//!   its CPU): a line the owner writes only when it is scheduled, read
+//!   once per new owner by a CPU that is waiting anyway: not charged.
+//! * A CPU's accesses to one line within a few instructions of each other
+//!   are charged as one (`clear_owner` + `fetch_add`; the `cmpxchg` +
+//!   `set_owner`; `osq_unlock`'s tail `cmpxchg`; `wait_lock` + the count
+//!   update + unlock in `rwsem_wake` and in a woken writer's retry): the
+//!   real head's poll could take the line between them.
+//! * `wait_lock` is a line access, never a lock that is held: a releaser's
+//!   `rwsem_wake` and a woken writer's retry never wait for each other.
+//! * The line model serves accesses in the order the simulator makes
+//!   them, not in the order of their times: one at a time per line (a
+//!   write, or the first read after a write, waits for the line's previous
+//!   transfer, so N CPUs that want a line wait their turns; reads of a
+//!   copy already shared do not queue), but an access made early for a
+//!   later time (a new head's first poll) can go before one made later for
+//!   an earlier time.
+//! * `need_resched()` and a preempted vCPU (which end spinning and unqueue
+//!   an `osq` member: `osq_wait_next`, steps A-C) do not occur: one copy
+//!   per CPU, no preemption.
+//! * `rwsem_rspin_threshold` is `(20 + readers) / 2` us (10-25 us) in the
+//!   source; the description's `reader_spin_ns` is used instead.
+//! * The wake-up costs are the description's (`wake_ns`, `futex_wake`), one
+//!   waiter's on a quiet machine, not a function of the run-queue lines.
 
 use super::{CpuState, Kind, Sim, NONE};
 
@@ -270,17 +322,22 @@ impl Sim<'_> {
     }
 
     /// `c` leaves lock `li`'s `osq` at `t`, having taken the lock or given
-    /// up spinning; returns when `c` may go on. The head runs
-    /// `osq_unlock`, any other member `osq_lock`'s unqueue.
+    /// up spinning (only the head does either: it alone polls the lock);
+    /// returns when `c` may go on. A member behind the head leaves only
+    /// through `osq_lock`'s unqueue, on `need_resched()` or a preempted
+    /// vCPU, which the model does not have.
     fn osq_leave(&mut self, li: usize, c: u32, t: f64) -> f64 {
-        let Some(pos) = self.locks[li].osq.iter().position(|&w| w == c) else {
-            return t;
-        };
-        self.locks[li].osq.remove(pos);
-        if pos == 0 {
-            self.osq_unlock(li, c, t)
-        } else {
-            self.osq_unqueue(li, c, pos, t)
+        match self.locks[li].osq.iter().position(|&w| w == c) {
+            Some(0) => {
+                self.locks[li].osq.pop_front();
+                self.osq_unlock(li, c, t)
+            }
+            Some(pos) => {
+                debug_assert!(false, "osq member {c} at {pos} left the queue");
+                self.locks[li].osq.remove(pos);
+                t
+            }
+            None => t,
         }
     }
 
@@ -319,39 +376,6 @@ impl Sim<'_> {
             self.arm_reader_spin(li, n, ready);
         }
         t
-    }
-
-    /// `osq_lock`'s unqueue by `c`, just removed from position `pos > 0` of
-    /// lock `li`'s `osq`, at `t`: step A `cmpxchg(&prev->next, node,
-    /// NULL)`; step B `osq_wait_next` reads the tail (the lock line) and,
-    /// when `c` was the tail, moves it back with a `cmpxchg`, otherwise
-    /// `xchg`es its own `node->next`; step C writes `next->prev` and
-    /// `prev->next`. The neighbours poll their nodes and re-read them.
-    fn osq_unqueue(&mut self, li: usize, c: u32, pos: usize, t: f64) -> f64 {
-        let line = self.locks[li].line;
-        let prev = self.locks[li].osq[pos - 1];
-        let next = self.locks[li].osq.get(pos).copied();
-        let pl = self.osq_line[prev as usize];
-        let mut at = self.access(c, pl, true, t);
-        at = self.access(c, line, false, at);
-        match next {
-            None => {
-                at = self.access(c, line, true, at);
-                self.repoll(li, c, at);
-            }
-            Some(n) => {
-                let nl = self.osq_line[n as usize];
-                at = self.access(c, self.osq_line[c as usize], true, at);
-                at = self.access(c, nl, true, at);
-                at = self.access(c, pl, true, at);
-                self.access(n, nl, false, at);
-            }
-        }
-        if pos > 1 {
-            // `prev` is not the head: it polls its node.
-            self.access(prev, pl, false, at);
-        }
-        at
     }
 
     /// `rwsem_add_waiter` by `c` at `t`, under `wait_lock` (the lock line,
