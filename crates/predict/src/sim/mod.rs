@@ -312,6 +312,11 @@ struct Cpu {
     spins: u32,
     /// rwsem: when this `osq` spinner learned it is the head.
     osq_ready: f64,
+    /// When this CPU's last store that it did not wait for (an
+    /// `osq_unlock`'s store to its successor's node) completes: its next
+    /// locked instruction (the release) waits for it (x86 drains the store
+    /// buffer before a locked instruction).
+    store_done: f64,
     /// parking_lot: a fair unlock handed this waker the lock.
     handed: bool,
     /// parking_lot: this releaser has walked the parking queue (its
@@ -798,7 +803,8 @@ impl<'a> Sim<'a> {
                     // have taken it), the lock is still held.
                     let h = self.cur_hold(c);
                     let li = h.lock as usize;
-                    let got = self.access(c, self.locks[li].line, true, t);
+                    let drained = t.max(self.cpus[c as usize].store_done);
+                    let got = self.access(c, self.locks[li].line, true, drained);
                     if got > t {
                         self.lock_acc[li].hold += got - t;
                         self.site_acc[h.site as usize].hold += got - t;
@@ -1012,6 +1018,7 @@ pub fn simulate_placed(
                 iterations: 0,
                 spins: 0,
                 osq_ready: 0.0,
+                store_done: 0.0,
                 handed: false,
                 unpark_walked: false,
             }

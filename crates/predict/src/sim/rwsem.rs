@@ -27,10 +27,12 @@
 //!   path (the line decides: whoever's access comes first). On success
 //!   `osq_unlock` runs before the critical section: its `cmpxchg` of the
 //!   tail (the lock line, which it has: free), the `xchg` of its own
-//!   `node->next` (a locked instruction on the line its successor wrote),
-//!   and the store to the successor's `node->locked` (the line the
-//!   successor polls); the successor re-reads its node, is head, and
-//!   reads the lock line to poll it. With one copy per CPU every owner is
+//!   `node->next` (a locked instruction on the line its successor wrote:
+//!   the new owner waits for it), and the store to the successor's
+//!   `node->locked` (the line the successor polls: a store, which the
+//!   owner does not wait for, but its release, a locked instruction,
+//!   does); the successor re-reads its node, is head, and reads the lock
+//!   line to poll it. With one copy per CPU every owner is
 //!   running, so spinners never give up on a writer owner.
 //! * **Writer, reader owner.** Only the head checks the time: at most
 //!   `reader_spin_ns` (`rwsem_rspin_threshold`) from when it first sees
@@ -342,14 +344,15 @@ impl Sim<'_> {
     }
 
     /// `osq_unlock` by `c`, just removed from the head of lock `li`'s
-    /// `osq`, at `t`. Its `cmpxchg` of the tail is on the lock line, which
-    /// `c` has just written (free). With a successor `n`: `xchg` of `c`'s
-    /// own `node->next` (the line `n` wrote when it queued behind `c`; a
-    /// locked instruction, so `c` waits for it), then `WRITE_ONCE(
-    /// next->locked, 1)` on `n`'s node, which `n` polls (charged before
-    /// `c` goes on, as every access of one CPU is: the release's locked
-    /// `fetch_add` drains it at the latest); `n` re-reads its node, learns
-    /// it is head, and starts polling `owner` (a copy of the lock line).
+    /// `osq`, at `t`; returns when `c` goes on. Its `cmpxchg` of the tail
+    /// is on the lock line, which `c` has just written (free). With a
+    /// successor `n`: `xchg` of `c`'s own `node->next` (the line `n` wrote
+    /// when it queued behind `c`; a locked instruction, so `c` waits for
+    /// it), then `WRITE_ONCE(next->locked, 1)` on `n`'s node, which `n`
+    /// polls: a plain store, so `c` runs its critical section while it
+    /// completes, and its release (a locked `fetch_add`, which drains the
+    /// store buffer) waits for it; `n` re-reads its node, learns it is
+    /// head, and starts polling `owner` (a copy of the lock line).
     fn osq_unlock(&mut self, li: usize, c: u32, t: f64) -> f64 {
         let Some(&n) = self.locks[li].osq.front() else {
             return t;
@@ -357,8 +360,9 @@ impl Sim<'_> {
         let own = self.osq_line[c as usize];
         let next = self.osq_line[n as usize];
         let t = self.access(c, own, true, t);
-        let t = self.access(c, next, true, t);
-        let ready = self.access(n, next, false, t);
+        let stored = self.access(c, next, true, t);
+        self.cpus[c as usize].store_done = stored;
+        let ready = self.access(n, next, false, stored);
         self.cpus[n as usize].osq_ready = ready;
         let line = self.locks[li].line;
         let polled = self.access(n, line, false, ready);
