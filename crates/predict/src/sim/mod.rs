@@ -391,6 +391,9 @@ enum Kind {
     Attempt,
     /// An rwsem writer stops spinning on a reader-owned lock.
     SpinTimeout,
+    /// A new rwsem `osq` head starts polling the lock (its first read of
+    /// `owner`, made when it happens rather than ahead of time).
+    Poll,
     /// A releasing CPU has the lock word's line: the release takes effect.
     Release,
 }
@@ -828,6 +831,11 @@ impl<'a> Sim<'a> {
                 let st = self.cpus[c as usize].state;
                 if matches!(st, CpuState::Spinning | CpuState::Waking) {
                     self.attempt(c, t);
+                }
+            }
+            Kind::Poll => {
+                if self.cpus[c as usize].state == CpuState::Spinning {
+                    self.rwsem_poll(c, t);
                 }
             }
             Kind::SpinTimeout => {

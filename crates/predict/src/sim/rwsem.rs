@@ -85,8 +85,13 @@
 //!   write, or the first read after a write, waits for the line's previous
 //!   transfer, so N CPUs that want a line wait their turns; reads of a
 //!   copy already shared do not queue), but an access made early for a
-//!   later time (a new head's first poll) can go before one made later for
-//!   an earlier time.
+//!   later time can go before one made later for an earlier time. The
+//!   rwsem makes its accesses when they happen where that decided a
+//!   hand-off: a new head's first poll is an event at the time it learns
+//!   it is head (made ahead, it held the line ahead of an earlier
+//!   release), and a head not yet polling does not re-read the line after
+//!   other CPUs' writes. A CPU's own chain of accesses (the `osq_unlock`,
+//!   a hold's lines) is still made at once.
 //! * `need_resched()` and a preempted vCPU (which end spinning and unqueue
 //!   an `osq` member: `osq_wait_next`, steps A-C) do not occur: one copy
 //!   per CPU, no preemption.
@@ -294,8 +299,11 @@ impl Sim<'_> {
             if p == NONE || p == c || self.cpus[p as usize].state != CpuState::Spinning {
                 continue;
             }
-            let from = t.max(self.cpus[p as usize].osq_ready);
-            self.access(p, line, false, from);
+            if self.cpus[p as usize].osq_ready > t {
+                // Not polling yet: its first poll (a `Poll` event) reads it.
+                continue;
+            }
+            self.access(p, line, false, t);
         }
     }
 
@@ -364,22 +372,36 @@ impl Sim<'_> {
         self.cpus[c as usize].store_done = stored;
         let ready = self.access(n, next, false, stored);
         self.cpus[n as usize].osq_ready = ready;
+        // Its first read of `owner` is an event at `ready`, so that the
+        // line serves it in time order with the owner's release (made
+        // now for `ready`, it would hold the line ahead of a release that
+        // comes first).
+        self.push(ready, n, Kind::Poll);
+        t
+    }
+
+    /// `c`, a new `osq` head, reads the lock line at `t` for its first
+    /// `rwsem_spin_on_owner`.
+    pub(super) fn rwsem_poll(&mut self, c: u32, t: f64) {
+        let li = self.cur_hold(c).lock as usize;
+        if self.locks[li].osq.front() != Some(&c) {
+            return;
+        }
         let line = self.locks[li].line;
-        let polled = self.access(n, line, false, ready);
+        let polled = self.access(c, line, false, t);
         if self.locks[li].nonspinnable {
-            // Its first `rwsem_spin_on_owner` sees `RWSEM_NONSPINNABLE`
-            // (`OWNER_NONSPINNABLE`): it leaves the queue too.
-            let gen = self.cpus[n as usize].gen;
+            // `RWSEM_NONSPINNABLE` (`OWNER_NONSPINNABLE`): it leaves the
+            // queue too.
+            let gen = self.cpus[c as usize].gen;
             self.heap.push(super::Ev {
                 t: polled,
-                cpu: n,
+                cpu: c,
                 kind: Kind::SpinTimeout,
                 gen,
             });
         } else {
-            self.arm_reader_spin(li, n, ready);
+            self.arm_reader_spin(li, c, t);
         }
-        t
     }
 
     /// `rwsem_add_waiter` by `c` at `t`, under `wait_lock` (the lock line,
