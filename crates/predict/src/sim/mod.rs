@@ -38,15 +38,20 @@
 //!     writer that finds a writer owner spins in the MCS `osq` queue (only
 //!     its head polls the lock, holding a copy of its line that every
 //!     other write invalidates and the head re-reads; it reads the line
-//!     before its `cmpxchg`; the next learns it is head through one
-//!     line transfer from the one before); a writer that finds readers
-//!     spins at most `reader_spin_ns`, then sleeps on the wait queue; an
-//!     unlock with sleepers wakes the first (the waker pays
-//!     [`Machine::futex_wake`], the wakee runs `wake_ns` later), a woken
-//!     writer that is first in the queue spins on the owner, and one that
-//!     has waited 4 ms (`RWSEM_WAIT_TIMEOUT`) gets the lock handed to it.
-//!     Readers never spin; they share the lock unless a writer owns it or
-//!     a hand-off is pending.
+//!     before its `cmpxchg`; each CPU's MCS node is a line: a join writes
+//!     its own and its predecessor's, and the new owner's `osq_unlock`
+//!     writes its own and its successor's before its critical section); a
+//!     writer that finds readers spins while the head's `reader_spin_ns`
+//!     lasts, then every spinner sleeps on the wait queue and later
+//!     writers do not spin until a writer owns the lock; with waiters
+//!     queued every unlock runs `rwsem_wake` (the first waiter's lines; a
+//!     wake-up only for a sleeper: the waker pays [`Machine::futex_wake`]
+//!     per task, the wakee runs `wake_ns` later; a reader phase wakes
+//!     every queued reader), a woken writer that has waited 4 ms
+//!     (`RWSEM_WAIT_TIMEOUT`) gets the lock handed to it and spins on the
+//!     owner. Readers never spin; they share the lock unless a writer owns
+//!     it, a hand-off is pending, or waiters are queued while other
+//!     readers hold it.
 //!   * `parking_lot::RwLock` (`sim/parking.rs`, the lab's own lock): an attempt
 //!     takes a free lock even past parked threads; a failed one spins
 //!     `2, 4, 8` pauses, then yields seven times, re-reading the lock word
@@ -83,8 +88,8 @@
 //!   set and the machine has the calibrated factors: a hold's line
 //!   transfers are then charged one after another (see `sim/lines.rs`).
 //! * Whether a parking_lot waiter's polling reads delay the owner beyond
-//!   the one transfer above (the rwsem's polling head is modelled), and
-//!   the rwsem's reader optimistic lock stealing.
+//!   the one transfer above (the rwsem's polling head is modelled); what
+//!   the rwsem model leaves out is listed in `sim/rwsem.rs`.
 //! * `parking_lot`'s writer waiting for readers to leave after it took the
 //!   writer bit: a writer here takes the lock only when no reader holds it.
 //!
@@ -329,6 +334,11 @@ struct Cpu {
     spins: u32,
     /// rwsem: when this `osq` spinner learned it is the head.
     osq_ready: f64,
+    /// When this CPU's last store that it did not wait for (an
+    /// `osq_unlock`'s store to its successor's node) completes: its next
+    /// locked instruction (the release) waits for it (x86 drains the store
+    /// buffer before a locked instruction).
+    store_done: f64,
     /// parking_lot: a fair unlock handed this waker the lock.
     handed: bool,
     /// parking_lot: this releaser has walked the parking queue (its
@@ -357,6 +367,10 @@ struct LockSt {
     handoff: u32,
     /// rwsem: a woken first waiter that spins on the owner.
     first_spinner: u32,
+    /// rwsem: `RWSEM_NONSPINNABLE` in `owner`: set by an `osq` head that
+    /// spun past `rwsem_rspin_threshold` on readers; while set, writers
+    /// do not spin (see `sim/rwsem.rs`).
+    nonspinnable: bool,
     /// parking_lot: threads in the spin phase (they poll the word).
     pollers: u32,
     /// parking_lot: the last thread that began to spin.
@@ -408,6 +422,9 @@ enum Kind {
     Attempt,
     /// An rwsem writer stops spinning on a reader-owned lock.
     SpinTimeout,
+    /// A new rwsem `osq` head starts polling the lock (its first read of
+    /// `owner`, made when it happens rather than ahead of time).
+    Poll,
     /// A releasing CPU has the lock word's line: the release takes effect.
     Release,
 }
@@ -530,6 +547,22 @@ struct Sim<'a> {
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
     td_line: Vec<u32>,
+    /// rwsem: each simulated CPU's `osq` MCS node (`osq_node`, one
+    /// cache-aligned per-CPU line holding `next`, `prev` and `locked`),
+    /// written by the CPU as it joins, by the CPU that queues behind it
+    /// (`prev->next`) and by the one that makes it head (`locked`); empty
+    /// without rwsem locks.
+    osq_line: Vec<u32>,
+    /// rwsem: each simulated CPU's `struct rwsem_waiter` (on its stack
+    /// while it waits: `list`, `task`, `type`), written by the waiter as it
+    /// queues, by the waiter queued behind it (`list_add_tail`) and by the
+    /// waker (`smp_store_release(&waiter->task, NULL)` for a reader);
+    /// empty without rwsem locks.
+    wait_line: Vec<u32>,
+    /// rwsem: each simulated CPU's task's wake-up fields (`wake_q`,
+    /// `usage`, `pi_lock`, `__state`), written by a waker's `wake_q_add`
+    /// and `try_to_wake_up`; empty without rwsem locks.
+    task_line: Vec<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -849,7 +882,8 @@ impl<'a> Sim<'a> {
                     // have taken it), the lock is still held.
                     let h = self.cur_hold(c);
                     let li = h.lock as usize;
-                    let got = self.access(c, self.locks[li].line, true, t);
+                    let drained = t.max(self.cpus[c as usize].store_done);
+                    let got = self.access(c, self.locks[li].line, true, drained);
                     if got > t {
                         self.lock_acc[li].hold += got - t;
                         self.site_acc[h.site as usize].hold += got - t;
@@ -876,6 +910,11 @@ impl<'a> Sim<'a> {
                     CpuState::Spinning | CpuState::Waking | CpuState::Counting
                 ) {
                     self.attempt(c, t);
+                }
+            }
+            Kind::Poll => {
+                if self.cpus[c as usize].state == CpuState::Spinning {
+                    self.rwsem_poll(c, t);
                 }
             }
             Kind::SpinTimeout => {
@@ -1066,6 +1105,7 @@ pub fn simulate_placed(
                 iterations: 0,
                 spins: 0,
                 osq_ready: 0.0,
+                store_done: 0.0,
                 handed: false,
                 unpark_walked: false,
                 done_at: 0.0,
@@ -1092,6 +1132,7 @@ pub fn simulate_placed(
                 waitq: VecDeque::new(),
                 handoff: NONE,
                 first_spinner: NONE,
+                nonspinnable: false,
                 pollers: 0,
                 last_poller: NONE,
                 next_fair: 0.0,
@@ -1116,6 +1157,24 @@ pub fn simulate_placed(
     } else {
         Vec::new()
     };
+    // Linux's `osq_node` is per CPU (kernel/locking/osq_lock.c,
+    // DEFINE_PER_CPU_SHARED_ALIGNED): a line per CPU, shared by every
+    // rwsem it spins on.
+    let has_rwsem = locks.iter().any(|l| l.kind == LockKind::KernelRwsem);
+    let mut per_cpu_lines = |wanted: bool| -> Vec<u32> {
+        if !wanted {
+            return Vec::new();
+        }
+        (0..cfg.cpus)
+            .map(|_| {
+                line_kind.push(LineKind::LockWord.index() as u8);
+                (line_kind.len() - 1) as u32
+            })
+            .collect()
+    };
+    let osq_line = per_cpu_lines(has_rwsem);
+    let wait_line = per_cpu_lines(has_rwsem);
+    let task_line = per_cpu_lines(has_rwsem);
     let mut sim = Sim {
         m,
         steps,
@@ -1142,6 +1201,9 @@ pub fn simulate_placed(
             1.0
         },
         td_line,
+        osq_line,
+        wait_line,
+        task_line,
     };
     for li in 0..nlocks {
         let first = sim.rand01() * parking::FAIR_TIMEOUT_MAX_NS;
