@@ -158,22 +158,36 @@ pub struct PredictArgs {
     /// Overlap the transfers of lines a CPU touches independently (a hold's
     /// written lines that it did not load first, a touch's locked updates)
     /// by the simulated machine's calibrated factors (`line_overlap`,
-    /// `rmw_overlap` of `aspace calibrate`); a description without them
-    /// stays serial. Without this flag every transfer is serial. The one
-    /// switch: it sets `SimConfig::overlap` of every simulation this run
-    /// makes ([`simulate_all`]).
-    #[arg(long)]
+    /// `rmw_overlap` of `aspace calibrate`). This is the default: a
+    /// description without the factors stays serial, and says so. Kept so
+    /// that scripts that pass it keep working.
+    #[arg(long, conflicts_with = "serial")]
     pub overlap: bool,
-    /// With --overlap: take the factors from this calibration instead (a
-    /// stand-in where the target's own calibration lacks them: the output
-    /// names the file and its host).
-    #[arg(long, requires = "overlap")]
+    /// Charge every line transfer serially, one at a time, even where the
+    /// machine's calibration has overlap factors: an upper bound on what
+    /// the transfers cost (so a lower bound on throughput).
+    #[arg(long)]
+    pub serial: bool,
+    /// Take the overlap factors from this calibration instead (a stand-in
+    /// where the target's own calibration lacks them: the output names the
+    /// file and its host).
+    #[arg(long, conflicts_with = "serial")]
     pub overlap_from: Option<PathBuf>,
+}
+
+impl PredictArgs {
+    /// Whether line transfers overlap by the machine's factors
+    /// ([`SimConfig::overlap`], set on every simulation of the run by
+    /// [`simulate_all`]): unless `--serial`. On a machine without the
+    /// factors it changes nothing.
+    pub fn overlap(&self) -> bool {
+        !self.serial
+    }
 }
 
 /// Applies `--overlap-from` to the simulated machine `m`: its factors are
 /// replaced by that calibration's, and the sources say so. Whether they
-/// are used at all is `--overlap` alone (passed to [`simulate_all`]).
+/// are used at all is [`PredictArgs::overlap`] (passed to [`simulate_all`]).
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
     if let Some(f) = &a.overlap_from {
         let from = Machine::load(f).map_err(|e| e.to_string())?;
@@ -674,7 +688,7 @@ pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
 /// run of the median rate (as the bench's median sample comes from one
 /// placement).
 ///
-/// `overlap` is `--overlap` ([`SimConfig::overlap`]: the machine's
+/// `overlap` is [`PredictArgs::overlap`] ([`SimConfig::overlap`]: the machine's
 /// calibrated overlap factors are used); it changes nothing on a machine
 /// without them. The one place the switch reaches the simulator.
 pub fn simulate_all(
@@ -1109,7 +1123,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             .get(&(label.to_owned(), n))
             .map(|r| r.cpus.clone())
     };
-    let preds = simulate_all_placed(&m, &profiles, &cpus, a.seconds, a.overlap, &|p, n| {
+    let preds = simulate_all_placed(&m, &profiles, &cpus, a.seconds, a.overlap(), &|p, n| {
         on(&profiles[p].label, n)
     })?;
     // A profile that is all holds has no bound (nothing is left without
@@ -1123,11 +1137,15 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .filter(|(_, b)| b.is_some())
         .map(|(p, _)| p.label.as_str())
         .collect();
-    let mut simulated =
-        simulate_all_placed(&m, &bound_profiles, &cpus, a.seconds, a.overlap, &|p, n| {
-            on(bound_design[p], n)
-        })?
-        .into_iter();
+    let mut simulated = simulate_all_placed(
+        &m,
+        &bound_profiles,
+        &cpus,
+        a.seconds,
+        a.overlap(),
+        &|p, n| on(bound_design[p], n),
+    )?
+    .into_iter();
     let bounds: Vec<Vec<Prediction>> = bound_of
         .iter()
         .map(|b| match b {
@@ -1204,7 +1222,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .into(),
         scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
-        assumptions: assumptions(&m_for_notes, &profiles, a.overlap),
+        assumptions: assumptions(&m_for_notes, &profiles, a.overlap()),
         validation: a.validation.display().to_string(),
         stored_validation: crate::predicted::StoredValidation::load(&a.validation),
         curves,
@@ -1422,17 +1440,10 @@ fn work_placement(profiles: &[Profile]) -> String {
 /// them; otherwise none, a lower bound).
 fn transfer_rule(m: &Machine, overlap: bool, profiles: &[Profile]) -> String {
     if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
-        return format!(
-            "line transfers: serial, one at a time ({})",
-            if overlap {
-                "--overlap, but the machine has no line_overlap / rmw_overlap"
-            } else {
-                "no --overlap"
-            }
-        );
+        return "line transfers: serial, one at a time (the machine's description has no calibrated line_overlap / rmw_overlap: an upper bound on what they cost)".into();
     }
     if !overlap {
-        return "line transfers: serial, one at a time (no --overlap; the machine's line_overlap / rmw_overlap unused)".into();
+        return "line transfers: serial, one at a time (--serial: the machine's line_overlap / rmw_overlap unused; an upper bound on what they cost)".into();
     }
     let f = |v: Option<f64>, k: &str| match v {
         Some(v) => format!(
@@ -1456,7 +1467,7 @@ fn transfer_rule(m: &Machine, overlap: bool, profiles: &[Profile]) -> String {
         )
     };
     format!(
-        "line transfers overlap (--overlap): {}; {}{loads}",
+        "line transfers overlap by the machine's calibrated factors (the default; --serial charges them one at a time): {}; {}{loads}",
         f(m.line_overlap, "line_overlap"),
         f(m.rmw_overlap, "rmw_overlap")
     )
@@ -1521,7 +1532,7 @@ pub(crate) mod tests {
             "line_overlap".into(),
             "STAND-IN, not measured on this machine: from h.json".into(),
         );
-        // The one switch: factors present, --overlap off, serial.
+        // The one switch: factors present, --serial, serial.
         let off = transfer_rule(&m, false, &new);
         assert!(
             off.starts_with("line transfers: serial") && off.contains("unused"),
@@ -1542,6 +1553,28 @@ pub(crate) mod tests {
             t.contains("except in old") && t.contains("lower bound"),
             "{t}"
         );
+    }
+
+    /// Overlap is the default, `--serial` turns it off, and the two
+    /// (and `--serial` with a stand-in's factors) cannot be asked at once.
+    #[test]
+    fn transfers_overlap_by_default_and_serial_turns_it_off() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: PredictArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("predict").chain(args.iter().copied()))
+                .map(|c| c.a.overlap())
+        };
+        assert!(parse(&[]).unwrap(), "overlap by default");
+        assert!(parse(&["--overlap"]).unwrap(), "--overlap still accepted");
+        assert!(!parse(&["--serial"]).unwrap());
+        assert!(parse(&["--serial", "--overlap"]).is_err());
+        assert!(parse(&["--serial", "--overlap-from", "x.json"]).is_err());
+        assert!(parse(&["--overlap-from", "x.json"]).unwrap());
     }
 
     /// One answer per page: this run's figures labelled as predictions,

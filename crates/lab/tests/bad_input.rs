@@ -499,7 +499,11 @@ fn overlap_from_a_calibration_without_the_item_is_refused() {
         None,
         "has no line_overlap or rmw_overlap",
     );
-    refused(&["predict", "--overlap-from", old], None, "--overlap");
+    refused(
+        &["predict", "--serial", "--overlap-from", old],
+        None,
+        "cannot be used with",
+    );
 }
 
 #[test]

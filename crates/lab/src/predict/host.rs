@@ -102,7 +102,8 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                     .map(|&d| plan.profile(d, pattern))
                     .collect::<Result<Vec<_>, _>>()?;
                 // The bench's own prediction keeps every transfer serial
-                // (`aspace predict --overlap` is where the overlap is tried).
+                // (`aspace predict` overlaps them where the calibration has the
+                // factors, unless `--serial`).
                 let preds = simulate_all(&host, &profiles, &threads, 1.0, false)?;
                 for (d, curve) in designs.iter().zip(preds) {
                     for p in curve {

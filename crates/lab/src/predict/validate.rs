@@ -48,7 +48,7 @@ fn share_check(what: &str, setting: &str, published: f64, predicted: f64, tol: f
 struct Point {
     machine: Machine,
     plan: Plan,
-    /// `--overlap`.
+    /// [`PredictArgs::overlap`].
     overlap: bool,
 }
 
@@ -66,14 +66,14 @@ impl Point {
                 a.seconds,
             ),
             machine,
-            overlap: a.overlap,
+            overlap: a.overlap(),
         }
     }
 
     fn run(&self, profiles: &[Profile], cpus: u32) -> Result<Vec<Prediction>, String> {
         Ok(
             // The published machines have no overlap factors: every transfer
-            // serial, with --overlap or without.
+            // serial, with or without --serial.
             simulate_all(
                 &self.machine,
                 profiles,
@@ -382,7 +382,7 @@ pub fn checks(
         let designs = Design::ALL;
         let profiles = interleaved_profiles(&plan, &designs, per_vma, HOST_ROUNDS)?;
         let threads: Vec<u32> = [1u32, 2].into_iter().filter(|&t| t <= hm.cpus()).collect();
-        let preds = simulate_all(&hm, &profiles, &threads, secs, a.overlap)?;
+        let preds = simulate_all(&hm, &profiles, &threads, secs, a.overlap())?;
         let li = designs
             .iter()
             .position(|&d| d == Design::Linux)
