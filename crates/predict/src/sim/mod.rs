@@ -67,7 +67,7 @@
 //!   take it back; so does one whose line another CPU takes during the
 //!   hold with no poller at the grant (a parking_lot arrival's `cmpxchg`,
 //!   a parker's `validate` load: session s38), at most
-//!   [`LOCK_LINE_TOUCHES`] times a hold; a theft after the hold's last
+//!   `LOCK_LINE_TOUCHES` (2) times a hold; a theft after the hold's last
 //!   touch is the release's own transfer.
 //! * **The lab's lock wrapper** (`rmap::stats`, model-cost profiles only:
 //!   [`crate::LockDesc::contended_line`]): a parking_lot acquisition
