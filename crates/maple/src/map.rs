@@ -190,7 +190,10 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// iteration does (an item dropped inside the closure keeps no count);
     /// stepped by a `for` loop, it takes the holds for a leaf's items when
     /// it enters the leaf, and an item's drop gives its hold back (one
-    /// decrement; see `BENCHMARKS.md` for the instructions).
+    /// decrement; see `BENCHMARKS.md` for the instructions). Where the
+    /// items need not outlive the loop, a `for` loop over a [`Reader`]'s
+    /// iteration (`tree.reader().iter()`) has no such decrement: its items
+    /// borrow the reader's pin.
     ///
     /// ```
     /// let tree: aspace_maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();
