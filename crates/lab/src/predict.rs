@@ -1479,6 +1479,7 @@ pub(crate) mod tests {
             locks: vec![],
             sites: vec![],
             lines: vec![],
+            hold_lines: vec![],
             events: 0,
         }
     }
