@@ -1200,6 +1200,7 @@ mod tests {
         let mut evs = vec![
             ev(1, 0, Site::ExitUnlink, 100),
             ev(1, 0, Site::MmapLink, 100),
+            ev(1, 0, Site::MmapLink, 100),
         ];
         evs[0].lines = lines(10, &[(100, true), (101, true)]);
         evs[0].lines[1].freed = true;
@@ -1207,6 +1208,8 @@ mod tests {
         evs[1].lines[1].allocated = true;
         // Line 7: a tree header whose kernel counterpart the insert kept.
         evs[1].lines[3].kernel_keeps = true;
+        // A later hold's walk reads the slot by its arena identity.
+        evs[2].lines = lines(10, &[(100, false)]);
         let holds = |cost: Cost| -> Vec<Hold> {
             steps_of(
                 &evs,
@@ -1235,6 +1238,10 @@ mod tests {
         assert!(k[1].written.contains(&k[0].written[0]), "node 101 shared");
         let new = k[1].written.iter().find(|l| !k[0].written.contains(l));
         assert!(new.is_some(), "the new entry has a line of its own");
+        assert!(
+            !k[1].written.contains(&k[2].read[0]),
+            "not the arena slot's line"
+        );
     }
 
     /// Steps of `evs` (model cost, 1000 ns an iteration) and their work
