@@ -1093,10 +1093,17 @@ fn hold_lines_count_each_sites_transfers_by_kind() {
     let alone = run(&m, &p, 1);
     let a = &alone.hold_lines;
     assert_eq!(a.len(), 1, "{a:?}");
-    assert_eq!((a[0].site.as_str(), a[0].kind.as_str()), ("mmap_link", "tree"));
+    assert_eq!(
+        (a[0].site.as_str(), a[0].kind.as_str()),
+        ("mmap_link", "tree")
+    );
     assert!(a[0].write);
     assert!(a[0].accesses.abs_diff(4 * a[0].holds) <= 8, "{a:?}");
-    assert_eq!((a[0].charged, a[0].ns), (0, 0.0), "one CPU: every line local");
+    assert_eq!(
+        (a[0].charged, a[0].ns),
+        (0, 0.0),
+        "one CPU: every line local"
+    );
     let r = run(&m, &p, 16);
     let h = &r.hold_lines[0];
     assert!(h.holds > 100);
