@@ -575,7 +575,7 @@ mod tests {
 
     #[test]
     fn a_change_says_which_node_it_allocated_and_which_it_freed() {
-        use crate::{Design, Interval, ReverseMap, Topology};
+        use crate::{Design, Interval, Topology};
         let m = Design::Linux.build(&Topology::Os);
         let iv = Interval::new(0, 9).unwrap();
         let h: Vec<_> = (0..8).map(|v| m.insert(iv, v).unwrap()).collect();
