@@ -42,6 +42,14 @@
 //! maxima a rebalance updates count as written, so `lines_written` is exact
 //! for the tree's nodes, not a lower bound.
 //!
+//! Each [`LineTouch`] also says what the kernel would do with it where the
+//! lab's code differs: a node slot the change allocated
+//! ([`LineTouch::allocated`]: the kernel's new VMA is its own CPU's) or
+//! freed ([`LineTouch::freed`]: the kernel's erase does not write the
+//! erased node), and a tree header whose kernel counterpart, the root and
+//! the leftmost node, the change kept ([`LineTouch::kernel_keeps`]). The
+//! counts above stay the lab's; a kernel-cost model applies the flags.
+//!
 //! # Example
 //!
 //! ```
