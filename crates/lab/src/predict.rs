@@ -1490,6 +1490,7 @@ pub(crate) mod tests {
             locks: vec![],
             sites: vec![],
             lines: vec![],
+            hold_lines: vec![],
             events: 0,
         }
     }

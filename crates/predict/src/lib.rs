@@ -50,5 +50,6 @@ pub use profile::{
     CpuProfile, Hold, LineKind, LockDesc, LockKind, Profile, ProfileError, Site, Step, Touch,
 };
 pub use sim::{
-    simulate, simulate_placed, LineResult, LockResult, Prediction, SimConfig, SimError, SiteResult,
+    simulate, simulate_placed, HoldLines, LineResult, LockResult, Prediction, SimConfig, SimError,
+    SiteResult,
 };

@@ -165,6 +165,11 @@ impl<P> Node<P> {
     fn is_red(&self) -> bool {
         self.meta & RED != 0
     }
+    /// The slot is allocated (not on the free list).
+    #[inline]
+    pub(crate) fn is_live(&self) -> bool {
+        self.meta & LIVE != 0
+    }
     #[inline]
     pub(crate) fn in_tree(&self) -> bool {
         self.meta & IN_TREE != 0
@@ -1367,6 +1372,19 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
     pub(crate) fn set_gen_for_test(&mut self, i: u32, gen: u32) {
         let n = &mut self.nodes[i as usize];
         n.meta = (n.meta & !GEN_MASK) | (gen & GEN_MASK);
+    }
+
+    /// The root's slot and the leftmost (first in order) node's slot, `NIL`
+    /// when empty: what the kernel's `rb_root_cached` holds. O(log n).
+    pub(crate) fn root_and_leftmost(&self) -> (u32, u32) {
+        if self.root == NIL {
+            return (NIL, NIL);
+        }
+        let mut i = Self::slot_of(self.root);
+        while self.nodes[i as usize].left != NIL {
+            i = Self::slot_of(self.nodes[i as usize].left);
+        }
+        (Self::slot_of(self.root), i)
     }
 
     /// The parent slot of linked node `i` (`NIL` at the root).

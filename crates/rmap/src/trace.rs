@@ -42,6 +42,14 @@
 //! maxima a rebalance updates count as written, so `lines_written` is exact
 //! for the tree's nodes, not a lower bound.
 //!
+//! Each [`LineTouch`] also says what the kernel would do with it where the
+//! lab's code differs: a node slot the change allocated
+//! ([`LineTouch::allocated`]: the kernel's new VMA is its own CPU's) or
+//! freed ([`LineTouch::freed`]: the kernel's erase does not write the
+//! erased node), and a tree header whose kernel counterpart, the root and
+//! the leftmost node, the change kept ([`LineTouch::kernel_keeps`]). The
+//! counts above stay the lab's; a kernel-cost model applies the flags.
+//!
 //! # Example
 //!
 //! ```
@@ -108,6 +116,21 @@ pub struct LineTouch {
     /// having read it (a new entry, a rotated sibling). Always true for a
     /// line only read.
     pub loaded_first: bool,
+    /// A tree node whose slot the hold's change allocated (free or not yet
+    /// in the arena before it): the new entry. The kernel's counterpart is
+    /// a VMA its own CPU allocated and filled before it took the lock.
+    pub allocated: bool,
+    /// A tree node whose slot the hold's change freed (live before it,
+    /// free after): the arena wrote its free-list link and generation. The
+    /// kernel's erase writes nothing of the node it erases (it is freed
+    /// after the lock).
+    pub freed: bool,
+    /// A tree header the lab's code wrote (its arena, free list and
+    /// count) whose kernel counterpart, `rb_root_cached` (the root and the
+    /// leftmost node), the hold's changes left as they were: the kernel
+    /// only reads that line. False for every line of a design that does
+    /// not report it.
+    pub kernel_keeps: bool,
 }
 
 impl LineTouch {
@@ -140,6 +163,14 @@ struct Pending {
     event: LockEvent,
     /// (line address, written), in the order of the touches.
     touched: Vec<(usize, bool)>,
+    /// Node lines the hold's changes allocated / freed (see
+    /// [`LineTouch::allocated`]).
+    allocated: Vec<usize>,
+    freed: Vec<usize>,
+    /// Header lines whose kernel counterpart a change kept / changed (see
+    /// [`LineTouch::kernel_keeps`]).
+    header_kept: Vec<usize>,
+    header_changed: Vec<usize>,
     /// Time the recorder itself spent inside the hold (arena copies and
     /// comparisons), taken off the hold's time.
     overhead_ns: u64,
@@ -201,6 +232,10 @@ pub(crate) fn push_pending(event: LockEvent) {
         r.borrow_mut().stack.push(Pending {
             event,
             touched: Vec::new(),
+            allocated: Vec::new(),
+            freed: Vec::new(),
+            header_kept: Vec::new(),
+            header_changed: Vec::new(),
             overhead_ns: 0,
         })
     });
@@ -244,6 +279,11 @@ pub(crate) fn finish_pending(hold_ns: u64) {
                 line,
                 written: w,
                 loaded_first,
+                allocated: p.allocated.contains(&line),
+                freed: p.freed.contains(&line),
+                kernel_keeps: w
+                    && p.header_kept.contains(&line)
+                    && !p.header_changed.contains(&line),
             });
         }
         if let Some(k) = lock_line.and_then(|l| lines.iter().position(|t| t.line == l)) {
@@ -326,9 +366,45 @@ pub(crate) fn touch_node<T>(v: &T, write: bool) {
 }
 
 /// A copy of a tree arena's nodes, taken before a recorded change (see
-/// [`snapshot`] and [`touch_changed`]). Recording only: it costs a copy
-/// of the arena.
-pub(crate) struct Snapshot(Box<dyn std::any::Any>);
+/// [`snapshot`] and [`touch_changed`]), and optionally a key of its
+/// header's state ([`Snapshot::with_key`]). Recording only: it costs a
+/// copy of the arena.
+pub(crate) struct Snapshot(Box<dyn std::any::Any>, Option<(u64, u64)>);
+
+impl Snapshot {
+    /// The snapshot with `key`, what the tree's header held before the
+    /// change (the designs' trees: root and leftmost node).
+    pub(crate) fn with_key(mut self, key: (u64, u64)) -> Snapshot {
+        self.1 = Some(key);
+        self
+    }
+
+    /// The key given to [`Snapshot::with_key`], if any.
+    pub(crate) fn key(&self) -> Option<(u64, u64)> {
+        self.1
+    }
+}
+
+/// Notes, for the innermost open hold, whether a change changed the
+/// kernel counterpart of the tree header `v` (see
+/// [`LineTouch::kernel_keeps`]); `v`'s lines by address, as
+/// [`touch_val`] counts them.
+#[cold]
+pub(crate) fn header_changed<T>(v: &T, changed: bool) {
+    let a = (v as *const T) as usize;
+    let first = a / LINE;
+    let last = (a + std::mem::size_of::<T>().max(1) - 1) / LINE;
+    REC.with(|r| {
+        if let Some(p) = r.borrow_mut().stack.last_mut() {
+            let to = if changed {
+                &mut p.header_changed
+            } else {
+                &mut p.header_kept
+            };
+            to.extend(first..=last);
+        }
+    });
+}
 
 /// Adds the time since `start` to the recorder overhead of every open
 /// hold (an outer lock's time includes its inner holds'), taken off their
@@ -347,7 +423,7 @@ fn overhead_since(start: std::time::Instant) {
 #[cold]
 pub(crate) fn snapshot<T: Copy + 'static>(nodes: &[T]) -> Snapshot {
     let start = std::time::Instant::now();
-    let s = Snapshot(Box::new(nodes.to_vec()));
+    let s = Snapshot(Box::new(nodes.to_vec()), None);
     overhead_since(start);
     s
 }
@@ -356,16 +432,44 @@ pub(crate) fn snapshot<T: Copy + 'static>(nodes: &[T]) -> Snapshot {
 /// is new) as written by the innermost open hold: what the change between
 /// the two wrote, rotations and recolourings included. A snapshot of
 /// another node type touches nothing. Its time does not count in the
-/// hold's.
+/// hold's. `live` tells an allocated slot from a free one: a node free
+/// (or absent) before and live after is noted as allocated, one live
+/// before and free after as freed ([`LineTouch::allocated`],
+/// [`LineTouch::freed`]).
 #[cold]
-pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(before: Snapshot, nodes: &[T]) {
+pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(
+    before: Snapshot,
+    nodes: &[T],
+    live: impl Fn(&T) -> bool,
+) {
     let start = std::time::Instant::now();
     let Ok(old) = before.0.downcast::<Vec<T>>() else {
         return;
     };
     for (i, n) in nodes.iter().enumerate() {
-        if old.get(i) != Some(n) {
+        let was = old.get(i);
+        if was != Some(n) {
             touch_node(n, true);
+            let was_live = was.is_some_and(&live);
+            let marked = match (was_live, live(n)) {
+                (false, true) => Some(true),
+                (true, false) => Some(false),
+                _ => None,
+            };
+            if let Some(allocated) = marked {
+                let a = (n as *const T) as usize;
+                let lines = std::mem::size_of::<T>().max(1).div_ceil(LINE);
+                REC.with(|r| {
+                    if let Some(p) = r.borrow_mut().stack.last_mut() {
+                        let to = if allocated {
+                            &mut p.allocated
+                        } else {
+                            &mut p.freed
+                        };
+                        to.extend((0..lines).map(|k| NODE_LINE | (a + k)));
+                    }
+                });
+            }
         }
     }
     drop(old);
@@ -475,6 +579,59 @@ mod tests {
         assert_eq!(of(1), (true, true), "loaded by the walk, then written");
         assert_eq!(of(2), (false, true));
         assert_eq!(of(3), (true, false), "written without a load first");
+    }
+
+    #[test]
+    fn a_change_says_which_node_it_allocated_and_which_it_freed() {
+        use crate::{Design, Interval, Topology};
+        let m = Design::Linux.build(&Topology::Os);
+        let iv = Interval::new(0, 9).unwrap();
+        let h: Vec<_> = (0..8).map(|v| m.insert(iv, v).unwrap()).collect();
+        let ((), rem) = record_lines(|| m.remove(h[3]).unwrap());
+        let ((), ins) = record_lines(|| {
+            m.insert(iv, 9).unwrap();
+        });
+        let flagged = |holds: &[TracedHold], f: fn(&LineTouch) -> bool| -> Vec<usize> {
+            holds[0]
+                .lines
+                .iter()
+                .filter(|l| f(l))
+                .map(|l| l.line)
+                .collect()
+        };
+        let freed = flagged(&rem, |l| l.freed);
+        assert_eq!(freed.len(), 1, "the removal frees one node");
+        assert!(flagged(&rem, |l| l.allocated).is_empty());
+        // The insert reuses the freed slot for its new entry.
+        assert_eq!(flagged(&ins, |l| l.allocated), freed);
+        assert!(flagged(&ins, |l| l.freed).is_empty());
+        // Every flagged line is a written node.
+        for l in rem[0].lines.iter().chain(&ins[0].lines) {
+            if l.allocated || l.freed {
+                assert!(l.written && l.is_node());
+            }
+        }
+        // The header (lines by address, after the lock word): written by
+        // the lab's code every time; its kernel counterpart (root and
+        // leftmost) kept by an insert to the right of equal intervals,
+        // changed by the first insert into an empty tree.
+        let header = |h: &TracedHold| -> Vec<LineTouch> {
+            h.lines[1..]
+                .iter()
+                .filter(|l| !l.is_node() && !l.is_counter() && l.written)
+                .copied()
+                .collect()
+        };
+        let kept = header(&ins[0]);
+        assert!(!kept.is_empty());
+        assert!(kept.iter().all(|l| l.kernel_keeps), "{kept:?}");
+        let empty = Design::Linux.build(&Topology::Os);
+        let ((), first) = record_lines(|| {
+            empty.insert(iv, 0).unwrap();
+        });
+        let changed = header(&first[0]);
+        assert!(!changed.is_empty());
+        assert!(changed.iter().all(|l| !l.kernel_keeps), "{changed:?}");
     }
 
     #[test]

@@ -329,11 +329,26 @@ pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
 }
 
 /// Adds `more` to `lines` (each line once, written where either wrote it;
-/// `lines`' first entry, the lock word, stays first).
+/// `lines`' first entry, the lock word, stays first). A node slot freed by
+/// the first hold and allocated by a later one is the later one's new
+/// entry (allocated, not freed).
 fn merge_lines(lines: &mut Vec<LineTouch>, more: &[LineTouch]) {
     for m in more {
         match lines.iter_mut().find(|l| l.line == m.line) {
-            Some(l) => l.written |= m.written,
+            Some(l) => {
+                // Written for the kernel where either wrote it and did not
+                // keep its kernel counterpart.
+                let kernel_writes = |t: &LineTouch| t.written && !t.kernel_keeps;
+                let kw = kernel_writes(l) || kernel_writes(m);
+                l.written |= m.written;
+                l.kernel_keeps = l.written && !kw;
+                if m.allocated {
+                    l.allocated = true;
+                    l.freed = false;
+                } else if m.freed && !l.allocated {
+                    l.freed = true;
+                }
+            }
             None => lines.push(*m),
         }
     }

@@ -787,6 +787,12 @@ impl Lines {
             (kinds.len() - 1) as u32
         })
     }
+
+    /// A line no recorded identity names (touched only where it is made).
+    fn fresh(&mut self, kind: LineKind) -> u32 {
+        self.kinds.push(kind);
+        (self.kinds.len() - 1) as u32
+    }
 }
 
 /// Builds one slot's steps from an iteration's events (see [`unnest`] and,
@@ -874,13 +880,29 @@ fn steps_of(
             if l.is_counter() && cost == Cost::Kernel {
                 continue;
             }
+            // The kernel's erase writes nothing of the node it erases (the
+            // VMA is freed after the lock); the arena's free-list write is
+            // the lab's own.
+            if l.freed && cost == Cost::Kernel {
+                continue;
+            }
             let kind = if l.is_counter() {
                 LineKind::Counter
             } else {
                 LineKind::Tree
             };
-            let id = table.id(l.line, kind);
-            if l.written {
+            // The kernel's new VMA comes from its CPU's slab and was filled
+            // by that CPU before the lock (`vm_area_dup`): a line of its
+            // own, not the arena slot another thread freed.
+            let id = if l.allocated && cost == Cost::Kernel {
+                table.fresh(LineKind::Tree)
+            } else {
+                table.id(l.line, kind)
+            };
+            // A tree header whose kernel counterpart (`rb_root_cached`)
+            // the change kept: the kernel only reads it.
+            let kernel_reads = l.kernel_keeps && cost == Cost::Kernel;
+            if l.written && !kernel_reads {
                 written.push(id);
                 if l.loaded_first {
                     loaded_first.push(id);
@@ -1111,11 +1133,17 @@ mod tests {
             line: word,
             written: true,
             loaded_first: false,
+            allocated: false,
+            freed: false,
+            kernel_keeps: false,
         })
         .chain(rest.iter().map(|&(line, written)| rmap::trace::LineTouch {
             line,
             written,
             loaded_first: !written,
+            allocated: false,
+            freed: false,
+            kernel_keeps: false,
         }))
         .collect()
     }
@@ -1162,6 +1190,58 @@ mod tests {
         assert_ne!(names[0].line, names[1].line);
         assert_eq!(table.kinds.len(), 5);
         assert_eq!(table.kinds[names[0].line as usize], LineKind::LockWord);
+    }
+
+    #[test]
+    fn the_kernel_cost_drops_freed_slots_and_gives_new_entries_their_own_line() {
+        // Hold 0 (one thread) removes node 100: the arena writes its slot
+        // (freed). Hold 1 (another thread) reuses that slot for its new
+        // entry (allocated) and writes node 101, which hold 0 also wrote.
+        let mut evs = vec![
+            ev(1, 0, Site::ExitUnlink, 100),
+            ev(1, 0, Site::MmapLink, 100),
+            ev(1, 0, Site::MmapLink, 100),
+        ];
+        evs[0].lines = lines(10, &[(100, true), (101, true)]);
+        evs[0].lines[1].freed = true;
+        evs[1].lines = lines(10, &[(100, true), (101, true), (7, true)]);
+        evs[1].lines[1].allocated = true;
+        // Line 7: a tree header whose kernel counterpart the insert kept.
+        evs[1].lines[3].kernel_keeps = true;
+        // A later hold's walk reads the slot by its arena identity.
+        evs[2].lines = lines(10, &[(100, false)]);
+        let holds = |cost: Cost| -> Vec<Hold> {
+            steps_of(
+                &evs,
+                1000.0,
+                cost,
+                OwnWork::default(),
+                &mut HashMap::new(),
+                &mut Vec::new(),
+                &mut Lines::default(),
+            )
+            .into_iter()
+            .filter_map(|s| if let Step::Hold(h) = s { Some(h) } else { None })
+            .collect()
+        };
+        // The lab's own code: the slot is one line, written by both.
+        let m = holds(Cost::Model);
+        assert_eq!(m[0].written, m[1].written[..2]);
+        assert_eq!(m[1].written.len(), 3, "the header written");
+        // The kernel: the erase writes nothing of the erased node, and the
+        // new VMA is a line of its own (its CPU's slab object), while the
+        // rebalanced node 101 stays shared.
+        let k = holds(Cost::Kernel);
+        assert_eq!(k[0].written.len(), 1, "the freed slot is not written");
+        assert_eq!(k[1].written.len(), 2);
+        assert_eq!(k[1].read.len(), 1, "the kept header only read");
+        assert!(k[1].written.contains(&k[0].written[0]), "node 101 shared");
+        let new = k[1].written.iter().find(|l| !k[0].written.contains(l));
+        assert!(new.is_some(), "the new entry has a line of its own");
+        assert!(
+            !k[1].written.contains(&k[2].read[0]),
+            "not the arena slot's line"
+        );
     }
 
     /// Steps of `evs` (model cost, 1000 ns an iteration) and their work

@@ -221,6 +221,31 @@ pub struct LineResult {
     pub transfer_ns: f64,
 }
 
+/// A diagnostic: the line accesses one call site's holds made inside
+/// their critical sections (the hold's recorded lines, not the lock
+/// word's hand-over, which the lock models charge), by kind of line and
+/// read or write, after the warm-up.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HoldLines {
+    /// The call site ([`Site::name`]).
+    pub site: String,
+    /// [`LineKind::name`].
+    pub kind: String,
+    /// Written (else only read).
+    pub write: bool,
+    /// Accesses made.
+    pub accesses: u64,
+    /// Accesses that paid a transfer: for a read, the line was written by
+    /// another CPU since this CPU's last copy; for a write, another CPU
+    /// wrote it last or holds a copy.
+    pub charged: u64,
+    /// Their CPU time (transfers and the queue for a busy line; an
+    /// overlapped write's share as charged), ns.
+    pub ns: f64,
+    /// Holds of the site that began in the window (to divide by).
+    pub holds: u64,
+}
+
 /// The outcome of one simulation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
@@ -247,6 +272,10 @@ pub struct Prediction {
     /// Per kind of line (only kinds that cost time).
     #[serde(default)]
     pub lines: Vec<LineResult>,
+    /// A diagnostic: per call site, kind of line and read or write, the
+    /// line accesses inside holds (only those made).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hold_lines: Vec<HoldLines>,
     /// Events processed (for the speed budget).
     pub events: u64,
 }
@@ -275,6 +304,14 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// [`Sim::in_site`] outside a hold's lines.
+const NO_SITE: u8 = u8::MAX;
+
+/// [`Sim::hold_acc`]'s index of a site's accesses of a kind of line.
+fn hold_acc_index(site: u8, kind: u8, write: bool) -> usize {
+    (site as usize * LineKind::ALL.len() + kind as usize) * 2 + usize::from(write)
+}
 
 /// A compiled hold: lines as ranges of [`Sim::line_ids`].
 #[derive(Clone, Copy)]
@@ -531,6 +568,11 @@ struct Sim<'a> {
     lock_acc: Vec<Acc>,
     site_acc: Vec<Acc>,
     kind_ns: [f64; 4],
+    /// The call site whose hold's lines are being accessed ([`NO_SITE`]
+    /// outside them), for [`Sim::hold_acc`].
+    in_site: u8,
+    /// Per (site, kind, write): accesses, charged, ns (see [`HoldLines`]).
+    hold_acc: Vec<(u64, u64, f64)>,
     rng: u64,
     random_work: bool,
     work_jitter: f64,
@@ -595,8 +637,17 @@ impl<'a> Sim<'a> {
         let (places, m) = (&self.cpus, self.m);
         let lat = |a: u32, b: u32| transfer_ns(m, places, a, b);
         let done = self.lines.access(c, l, write, t, &lat);
+        let kind = self.line_kind[l as usize];
         if done > t {
-            self.kind_ns[self.line_kind[l as usize] as usize] += done - t;
+            self.kind_ns[kind as usize] += done - t;
+        }
+        if self.in_site != NO_SITE {
+            let a = &mut self.hold_acc[hold_acc_index(self.in_site, kind, write)];
+            a.0 += 1;
+            if done > t {
+                a.1 += 1;
+                a.2 += done - t;
+            }
         }
         done
     }
@@ -626,12 +677,18 @@ impl<'a> Sim<'a> {
         let lat = |a: u32, b: u32| transfer_ns(m, places, a, b);
         let (mut sum, mut max) = (0.0f64, 0.0f64);
         let mut by_kind = [0.0f64; 4];
+        let mut charged = [0u64; 4];
         for i in first..end {
             let l = self.line_ids[i as usize];
             let wait = self.lines.access(c, l, true, t, &lat) - t;
+            let kind = self.line_kind[l as usize];
+            if self.in_site != NO_SITE {
+                self.hold_acc[hold_acc_index(self.in_site, kind, true)].0 += 1;
+            }
             sum += wait;
             max = max.max(wait);
-            by_kind[self.line_kind[l as usize] as usize] += wait;
+            by_kind[kind as usize] += wait;
+            charged[kind as usize] += u64::from(wait > 0.0);
         }
         if sum <= 0.0 {
             return t;
@@ -639,6 +696,11 @@ impl<'a> Sim<'a> {
         let total = max + factor * (sum - max);
         for (k, w) in by_kind.iter().enumerate() {
             self.kind_ns[k] += w * total / sum;
+            if self.in_site != NO_SITE {
+                let a = &mut self.hold_acc[hold_acc_index(self.in_site, k as u8, true)];
+                a.1 += charged[k];
+                a.2 += w * total / sum;
+            }
         }
         t + total
     }
@@ -711,6 +773,7 @@ impl<'a> Sim<'a> {
         if h.write {
             self.locks[li].writer = c;
         }
+        self.in_site = h.site;
         let mut at = if self.hold_overlap < 1.0 {
             // The walk from the root, each address loaded from the line
             // before: serial. Its lines are those only read and the written
@@ -724,6 +787,7 @@ impl<'a> Sim<'a> {
             let at = self.access_chain(c, h.w_first, h.w_end, true, t);
             self.access_chain(c, h.w_end, h.r_end, false, at)
         };
+        self.in_site = NO_SITE;
         self.cpus[c as usize].took_line_back = 0;
         if h.writes_lock_line {
             // A poller took the lock word's line after the hold wrote it:
@@ -1187,6 +1251,8 @@ pub fn simulate_placed(
         lock_acc: vec![Acc::default(); nlocks],
         site_acc: vec![Acc::default(); Site::ALL.len()],
         kind_ns: [0.0; 4],
+        in_site: NO_SITE,
+        hold_acc: vec![(0, 0, 0.0); Site::ALL.len() * LineKind::ALL.len() * 2],
         rng: cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
         random_work: cfg.random_work,
         work_jitter: cfg.work_jitter,
@@ -1231,6 +1297,7 @@ pub fn simulate_placed(
     while let Some(ev) = sim.heap.take() {
         if before.is_none() && ev.t >= end_warm {
             before = Some(sim.snapshot());
+            sim.hold_acc.fill((0, 0, 0.0));
         }
         if ev.t >= end {
             break;
@@ -1290,6 +1357,26 @@ pub fn simulate_placed(
         })
         .filter(|l| l.transfer_ns > 0.0)
         .collect();
+    let mut hold_lines = Vec::new();
+    for (si, site) in Site::ALL.iter().enumerate() {
+        for k in LineKind::ALL {
+            for write in [false, true] {
+                let (accesses, charged, ns) =
+                    sim.hold_acc[hold_acc_index(si as u8, k.index() as u8, write)];
+                if accesses > 0 {
+                    hold_lines.push(HoldLines {
+                        site: site.name().to_owned(),
+                        kind: k.name().to_owned(),
+                        write,
+                        accesses,
+                        charged,
+                        ns,
+                        holds: after.1[si].acq - before.1[si].acq,
+                    });
+                }
+            }
+        }
+    }
     let acq: u64 = locks.iter().map(|l| l.acquisitions).sum();
     let cont: u64 = locks.iter().map(|l| l.contended).sum();
     let spin: f64 = locks.iter().map(|l| l.spin_ns).sum();
@@ -1311,6 +1398,7 @@ pub fn simulate_placed(
         locks,
         sites,
         lines,
+        hold_lines,
         events: sim.events,
     })
 }

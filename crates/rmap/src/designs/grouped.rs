@@ -301,7 +301,7 @@ impl super::shardset::ShardTree for GroupTree {
     }
 
     fn trace_changed(&self, before: crate::trace::Snapshot) {
-        crate::trace::touch_changed(before, self.t.nodes());
+        crate::trace::touch_changed(before, self.t.nodes(), |n| n.is_live());
     }
 }
 

@@ -141,13 +141,20 @@ impl VmaTree {
     /// For the event recorder: a copy of the arena before a change.
     #[cold]
     pub(crate) fn trace_snapshot(&self) -> crate::trace::Snapshot {
-        crate::trace::snapshot(self.t.nodes())
+        let (root, leftmost) = self.t.root_and_leftmost();
+        crate::trace::snapshot(self.t.nodes()).with_key((u64::from(root), u64::from(leftmost)))
     }
 
     /// For the event recorder: every node the change since `before` wrote.
     #[cold]
     pub(crate) fn trace_changed(&self, before: crate::trace::Snapshot) {
-        crate::trace::touch_changed(before, self.t.nodes());
+        let key = self.t.root_and_leftmost();
+        let kept = before.key() == Some((u64::from(key.0), u64::from(key.1)));
+        crate::trace::touch_changed(before, self.t.nodes(), |n| n.is_live());
+        // The kernel's header (`rb_root_cached`: the root and the leftmost
+        // node) is written only when one of them changes; this header's
+        // other fields (arena, free list, count) are the lab's own.
+        crate::trace::header_changed(self, !kept);
     }
 }
 
