@@ -15,6 +15,10 @@
 //! * The hand-off under load: what a `parking_lot` write unlock that wakes
 //!   a parked thread costs the unlocker while a thread on every CPU
 //!   contends for the lock (`unlock_wake_ns`).
+//! * One read of the monotonic clock (`clock_read_ns`): `Instant::now`
+//!   back to back, the call the bench's hold timing and parking_lot's
+//!   fair-timeout check make inside a lock's held time; the clocksource
+//!   it went through is written beside it.
 //! * CPUs and nodes from the OS; the clock from `/proc/cpuinfo`.
 //!
 //! Exec costs are CPU time (getrusage), the median of 5 batches; the
@@ -474,6 +478,37 @@ fn pause_ns(scale: f64) -> f64 {
     minimum(v)
 }
 
+/// ns per read of the monotonic clock: `Instant::now` in a loop, each
+/// result kept (`black_box`), the fastest of 7 batches. On Linux
+/// `Instant::now` is `clock_gettime(CLOCK_MONOTONIC)` through the vDSO,
+/// the same call as `rmap::stats`'s hold timing (`now_ns`, called through
+/// `libc`) and parking_lot_core's `FairTimeout::should_timeout`; what it
+/// costs depends on the clocksource ([`clocksource`]). Back-to-back reads
+/// may overlap a little in the pipeline where the vDSO does not order its
+/// counter read; the fastest batch is the least a read costs, as the
+/// other items' fastest batches are.
+fn clock_read_ns(scale: f64) -> f64 {
+    let n = ((100_000.0 * scale) as u64).max(1_000);
+    let mut v = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(Instant::now());
+        }
+        v.push(t.elapsed().as_nanos() as f64 / n as f64);
+    }
+    minimum(v)
+}
+
+/// The kernel's current clocksource (`tsc`, `kvm-clock`, `hpet`, ...), where
+/// `/sys` says.
+fn clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
 /// ns per `sched_yield` with nothing else to run here: the median of
 /// several batches (a batch during which another task ran reads slower).
 fn yield_ns(scale: f64) -> f64 {
@@ -898,6 +933,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
     });
     let pause = pause_ns(cfg.scale);
     let yield_cost = yield_ns(cfg.scale);
+    let clock_read = clock_read_ns(cfg.scale);
     let speed = if cfg.speed {
         speed_by_cpus(&cfg.binary, cpus as usize, cfg.scale)?
     } else {
@@ -999,6 +1035,13 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         },
     );
     sources.insert(
+        "clock_read_ns".into(),
+        measured(&format!(
+            "one read of the monotonic clock: Instant::now (clock_gettime(CLOCK_MONOTONIC) through the vDSO, as the bench's hold timing and parking_lot's fair-timeout check read it) in a loop, fastest of 7 batches; clocksource {}",
+            clocksource().unwrap_or_else(|| "unknown".into())
+        )),
+    );
+    sources.insert(
         "pause_ns".into(),
         measured("a loop of spin_loop hints (pause), fastest of 5"),
     );
@@ -1093,6 +1136,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         yield_ns: Some(yield_cost.max(1.0)),
         futex_wake_ns: wake.map(|w| w.0.max(1.0)),
         unlock_wake_ns: handoff.map(|h| h.0.max(1.0)),
+        clock_read_ns: Some(clock_read.max(0.1)),
         speed_by_cpus: speed,
         line_overlap: overlap.map(|o| (o.stores / o.dependent).clamp(0.01, 2.0)),
         rmw_overlap: overlap.map(|o| (o.rmws / o.dependent).clamp(0.01, 2.0)),
@@ -1122,6 +1166,7 @@ pub fn text(m: &Machine) -> String {
          pause / sched_yield:              {:.1} / {:.0} ns\n\
          wake-up of a parked thread:       {:.0} ns (the waker's unpark: {:.0} ns)\n\
          the unlocker's wake-up under load: {}\n\
+         one clock read (Instant::now):    {}\n\
          per-CPU speed with k CPUs busy:   {}\n\
          other work during calibration:    {}\n",
         m.cpus(),
@@ -1145,6 +1190,8 @@ pub fn text(m: &Machine) -> String {
         m.futex_wake().ns,
         m.unlock_wake_ns
             .map_or("not measured".to_owned(), |ns| format!("{ns:.0} ns")),
+        m.clock_read_ns
+            .map_or("not measured".to_owned(), |ns| format!("{ns:.1} ns")),
         if speed.is_empty() {
             "not measured".to_owned()
         } else {
@@ -1269,8 +1316,20 @@ mod tests {
         assert!(m.exec_ns.unwrap() > 1_000.0, "an exec takes more than 1 us");
         assert!(m.fork_exec_ns.unwrap() > m.atomic_rmw_ns);
         assert!(m.atomic_rmw_ns > 0.0 && m.atomic_rmw_ns < 1_000.0);
+        // The clock item is always measured, with the clocksource named.
+        assert!(m.clock_read_ns.is_some_and(|ns| ns > 0.0));
+        assert!(m.sources["clock_read_ns"].contains("clocksource"));
         let back = Machine::from_json(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back, m);
+    }
+
+    /// A read of the monotonic clock costs something and returns: a loop
+    /// the compiler emptied would read 0, a unit slip (us, cycles) 1000x.
+    #[test]
+    fn a_clock_read_is_measured_in_ns() {
+        let ns = clock_read_ns(0.01);
+        assert!(ns > 0.0 && ns.is_finite(), "{ns} ns");
+        assert!(ns < 1e6, "{ns} ns for one clock_gettime");
     }
 
     /// The measured clock is a clock a core can run at (a chain that the

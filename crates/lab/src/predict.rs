@@ -1400,6 +1400,7 @@ pub fn assumptions(m: &Machine, profiles: &[Profile], overlap: bool) -> Vec<Stri
                 out.push(a.to_owned());
             }
         }
+        out.push(clock_rule(m));
     }
     if m.speed_by_cpus.is_empty() {
         out.push(format!(
@@ -1410,6 +1411,25 @@ pub fn assumptions(m: &Machine, profiles: &[Profile], overlap: bool) -> Vec<Stri
     out.push(transfer_rule(m, overlap, profiles));
     out.push(work_placement(profiles));
     out
+}
+
+/// How the clock reads inside a lock's held time (the bench's hold
+/// timing, parking_lot's fair-timeout check) were charged, for the
+/// output: not at all without the machine's `clock_read_ns`, else that
+/// cost with its source (a stand-in named as such).
+fn clock_rule(m: &Machine) -> String {
+    match m.clock_read_ns {
+        None => format!(
+            "{}: no clock read measured (clock_read_ns): the clock reads inside a lock's held time (the bench's hold timing, parking_lot's fair-timeout check) are not charged",
+            m.name
+        ),
+        Some(ns) => format!(
+            "clock reads inside a lock's held time (the bench's timed holds, parking_lot's fair-timeout check): {ns:.1} ns a read ({})",
+            m.sources
+                .get("clock_read_ns")
+                .map_or("no source", String::as_str)
+        ),
+    }
 }
 
 /// Where the profiles put an exec's work between its holds, for the
@@ -1576,6 +1596,22 @@ pub(crate) mod tests {
         assert!(parse(&["--serial", "--overlap"]).is_err());
         assert!(parse(&["--serial", "--overlap-from", "x.json"]).is_err());
         assert!(parse(&["--overlap-from", "x.json"]).unwrap());
+    }
+
+    /// The output says whether the clock reads inside held time were
+    /// charged, and at what cost from where (a stand-in named as such).
+    #[test]
+    fn the_output_names_the_clock_read_and_a_stand_in() {
+        let mut m = Machine::by_name("device-16").unwrap();
+        assert!(clock_rule(&m).contains("not charged"), "{}", clock_rule(&m));
+        m.clock_read_ns = Some(21.0);
+        m.sources.insert(
+            "clock_read_ns".into(),
+            "STAND-IN, NOT MEASURED ON THIS MACHINE: from h.json".into(),
+        );
+        let r = clock_rule(&m);
+        assert!(r.contains("21.0 ns a read (STAND-IN"), "{r}");
+        assert!(!r.contains("not charged"), "{r}");
     }
 
     /// One answer per page: this run's figures labelled as predictions,

@@ -114,6 +114,19 @@ pub struct Machine {
     /// `futex_wake_ns` as before ([`Machine::unlock_wake`]).
     #[serde(default)]
     pub unlock_wake_ns: Option<f64>,
+    /// One read of the monotonic clock on one CPU, where measured
+    /// (`aspace calibrate`'s clock item: `Instant::now` back to back,
+    /// which on Linux is the vDSO's `clock_gettime(CLOCK_MONOTONIC)`, the
+    /// call `aspace bench`'s hold timing makes; its cost depends on the
+    /// clocksource: `tsc` reads the counter in user space, `kvm-clock`
+    /// adds the hypervisor's page, a clocksource without a vDSO read
+    /// makes it a system call). The simulator charges it where the code
+    /// reads the clock inside a lock's held time: the bench's timed holds
+    /// ([`crate::Profile::hold_timing`]) and a `parking_lot` unlock that
+    /// wakes a parked thread (its fair-timeout check). `None` (every
+    /// description before it was measured): nothing is charged, as before.
+    #[serde(default)]
+    pub clock_read_ns: Option<f64>,
     /// Per-CPU speed of private work (no shared line) with `cpus` CPUs busy
     /// at once, relative to one CPU alone, where measured: below 1 when
     /// the CPUs share a core's pipeline (SMT siblings, possibly hidden by a
@@ -328,6 +341,7 @@ impl Machine {
             ("yield_ns", self.yield_ns),
             ("futex_wake_ns", self.futex_wake_ns),
             ("unlock_wake_ns", self.unlock_wake_ns),
+            ("clock_read_ns", self.clock_read_ns),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0 && v < 1e10) {
@@ -423,6 +437,26 @@ impl Machine {
                     )),
                 }
             }
+        }
+    }
+
+    /// What the unlocker of a `parking_lot` unlock that wakes a parked
+    /// thread pays after the release ([`Machine::unlock_wake`]), less the
+    /// fair-timeout clock read where the simulator charges that read
+    /// before the release instead: the measured hand-off
+    /// ([`Machine::unlock_wake_ns`]) timed the whole unlock, clock read
+    /// included, so with [`Machine::clock_read_ns`] also measured the read
+    /// moves from after the release to inside the held time (at least 0).
+    /// The idle `futex_wake` (std's `unpark`, no clock read) and every
+    /// description without the clock item are charged as before.
+    pub fn unlock_wake_after_release(&self) -> Cost {
+        let w = self.unlock_wake();
+        match (self.unlock_wake_ns, self.clock_read_ns) {
+            (Some(_), Some(clock)) => Cost {
+                ns: (w.ns - clock).max(0.0),
+                assumed: None,
+            },
+            _ => w,
         }
     }
 

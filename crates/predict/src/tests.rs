@@ -41,6 +41,7 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         line_overlap: None,
         rmw_overlap: None,
         unlock_wake_ns: None,
+        clock_read_ns: None,
         busy_share: None,
         sources: BTreeMap::new(),
     }
@@ -1115,4 +1116,159 @@ fn hold_lines_count_each_sites_transfers_by_kind() {
     // The tree's transfers are the kind's: the per-kind total agrees.
     let tree = r.lines.iter().find(|l| l.kind == "tree").unwrap();
     assert!(h.ns <= tree.transfer_ns + 1e-6, "{h:?} vs {tree:?}");
+}
+
+/// `cpus` threads on one parking_lot lock: work `w`, a hold of `h` that
+/// writes two data lines; the bench timed the holds when `timed`
+/// ([`Profile::hold_timing`]).
+fn clock_profile(cpus: u32, w: f64, h: f64, timed: bool) -> Profile {
+    let mut p = one_lock_profile(cpus, w, h, 2, |_| 0, 1, false, LockKind::ParkingLot);
+    p.hold_timing = timed;
+    p
+}
+
+fn mean_hold(r: &crate::Prediction) -> f64 {
+    r.locks[0].hold_ns / r.locks[0].acquisitions as f64
+}
+
+#[test]
+fn a_timed_hold_holds_one_clock_read_more_taken_from_its_work() {
+    // One thread alone, free transfers: a timed hold of 1000 ns after 2000
+    // ns of work. The bench's timing reads the clock twice inside the
+    // held time and the recorded hold contains about one read: with a
+    // 100 ns read measured, the hold lasts 1100 ns, and since the
+    // recorded iteration already contained the read (in its work), the
+    // iteration keeps its length.
+    let p = clock_profile(1, 2000.0, 1000.0, true);
+    let before = run(&flat(1, 0.0), &p, 1);
+    let mut m = flat(1, 0.0);
+    m.clock_read_ns = Some(100.0);
+    let r = run(&m, &p, 1);
+    assert!(
+        close(mean_hold(&before), 1000.0, 0.001),
+        "{}",
+        mean_hold(&before)
+    );
+    assert!(close(mean_hold(&r), 1100.0, 0.001), "{}", mean_hold(&r));
+    assert!(
+        close(r.per_s, before.per_s, 0.002),
+        "the iteration's length changed: {} vs {} per s",
+        r.per_s,
+        before.per_s
+    );
+    // On a saturated lock the longer hold is the rate: eight threads, each
+    // 200 ns of work a 1000 ns hold, with the same read (and the unlocks'
+    // fair-timeout reads on top): the lock's cycle, one hold and the idle
+    // time before the next, grows by at least the timed read.
+    let p8 = clock_profile(8, 200.0, 1000.0, true);
+    let mut m8 = flat(8, 0.0);
+    let before = run(&m8, &p8, 8);
+    m8.clock_read_ns = Some(100.0);
+    let after = run(&m8, &p8, 8);
+    let cycle = |r: &crate::Prediction| 1e9 / r.per_s;
+    assert!(
+        cycle(&after) - cycle(&before) >= 95.0,
+        "saturated lock's cycle: {} -> {} ns",
+        cycle(&before),
+        cycle(&after)
+    );
+}
+
+#[test]
+fn only_holds_the_bench_timed_read_the_clock_inside() {
+    // A profile whose holds were not timed (a kernel-cost profile, a bench
+    // run with --no-hold-timing) keeps its hold and iteration exactly; so
+    // does a timed one on a machine without the item. One thread: no
+    // unlock ever wakes anybody.
+    let mut m = flat(1, 0.0);
+    let untimed = clock_profile(1, 2000.0, 1000.0, false);
+    let timed = clock_profile(1, 2000.0, 1000.0, true);
+    let old = run(&m, &untimed, 1);
+    assert_eq!(run(&m, &timed, 1), old);
+    m.clock_read_ns = Some(100.0);
+    assert_eq!(run(&m, &untimed, 1), old);
+    assert_ne!(run(&m, &timed, 1), old);
+}
+
+/// [`parked_queue_run`]'s queue (holds not timed) with a clock read.
+fn parked_queue_clock(clock_read_ns: Option<f64>) -> crate::Prediction {
+    let p = clock_profile(8, 200.0, 1000.0, false);
+    let mut m = flat(8, 20.0);
+    m.wake_ns = 20_000.0;
+    m.clock_read_ns = clock_read_ns;
+    run(&m, &p, 8)
+}
+
+#[test]
+fn an_unlock_that_unparks_reads_the_clock_before_it_releases() {
+    // parking_lot_core's `unpark_filter` reads the clock for the fair
+    // timeout after walking the queue and before its callback stores the
+    // lock's new state: the lock is held meanwhile. With seven threads
+    // parked behind a slow wake-up (20 us) the unlocks that find someone
+    // in the queue unpark one (about seven a wake-up, against the 16
+    // holds the running threads make meanwhile): a 300 ns read lengthens
+    // the mean held time by a good part of 300 ns, never by more (the
+    // holds are not timed: no other read).
+    let without = parked_queue_clock(None);
+    let with = parked_queue_clock(Some(300.0));
+    assert!(without.locks[0].sleep_ns > 0.0, "nobody parked");
+    let longer = mean_hold(&with) - mean_hold(&without);
+    assert!(
+        (100.0..=330.0).contains(&longer),
+        "the held time grew by {longer} ns ({} -> {})",
+        mean_hold(&without),
+        mean_hold(&with)
+    );
+}
+
+#[test]
+fn the_measured_hand_off_gives_its_clock_read_to_the_held_time() {
+    // The hand-off item timed the whole unlock, the fair-timeout read
+    // included: with the clock item too, the read is charged before the
+    // release and the unlocker's charge after it is that much less. The
+    // idle futex_wake (std's unpark: no clock read) stays as it was.
+    let mut m = flat(8, 20.0);
+    assert_eq!(m.unlock_wake_after_release(), m.unlock_wake());
+    m.clock_read_ns = Some(40.0);
+    assert_eq!(m.unlock_wake_after_release().ns, m.futex_wake().ns);
+    m.unlock_wake_ns = Some(5000.0);
+    assert_eq!(m.unlock_wake_after_release().ns, 4960.0);
+    m.clock_read_ns = None;
+    assert_eq!(m.unlock_wake_after_release().ns, 5000.0);
+    // In the simulation: a hand-off measured at no more than the read
+    // leaves the unlocker nothing to pay after the release, so 300 ns and
+    // 1 ns hand-offs with a 300 ns read simulate alike (they would differ
+    // by 299 ns an unparking unlock with the read charged twice).
+    let p = clock_profile(8, 200.0, 1000.0, false);
+    let mut m = flat(8, 20.0);
+    m.wake_ns = 20_000.0;
+    m.clock_read_ns = Some(300.0);
+    m.unlock_wake_ns = Some(300.0);
+    let equal = run(&m, &p, 8);
+    m.unlock_wake_ns = Some(1.0);
+    assert_eq!(run(&m, &p, 8), equal);
+    m.clock_read_ns = None;
+    assert_ne!(run(&m, &p, 8).per_s, equal.per_s);
+}
+
+#[test]
+fn a_calibration_without_the_clock_item_predicts_as_before() {
+    // Descriptions written before the item load without it and predict
+    // what they predicted: no clock read anywhere, timed holds or not,
+    // parked threads or not.
+    let old = flat(8, 20.0);
+    let mut v = serde_json::to_value(&old).unwrap();
+    v.as_object_mut().unwrap().remove("clock_read_ns");
+    let back: Machine = serde_json::from_value(v).unwrap();
+    assert_eq!(back.clock_read_ns, None);
+    assert_eq!(back, old);
+    let timed = clock_profile(8, 200.0, 1000.0, true);
+    let untimed = clock_profile(8, 200.0, 1000.0, false);
+    assert_eq!(run(&back, &timed, 8), run(&back, &untimed, 8));
+    let mut slow = back.clone();
+    slow.wake_ns = 20_000.0;
+    assert_eq!(run(&slow, &timed, 8), run(&slow, &untimed, 8));
+    let mut bad = back;
+    bad.clock_read_ns = Some(-1.0);
+    assert!(bad.validate().is_err(), "a negative clock read is refused");
 }

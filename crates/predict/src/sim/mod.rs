@@ -75,6 +75,13 @@
 //!   before `lock()` tries again (session s38); meanwhile a free lock with
 //!   parked threads stays free. The bench's hold timing writes a counter
 //!   line in each hold: the lab adds it to the holds' lines.
+//! * **Clock reads inside the held time** (session s38, only on a machine
+//!   with [`Machine::clock_read_ns`]): a hold of a profile whose holds the
+//!   bench timed ([`crate::Profile::hold_timing`]) is one read longer,
+//!   moved from the work outside the holds (the recorded hold holds about
+//!   one of the timing's two reads inside the lock, the recorded
+//!   iteration both); a parking_lot unlock that unparks a thread reads
+//!   the clock before it releases (`sim/parking.rs`).
 //! * **Other shared state** ([`crate::Step::Touch`], and locks of
 //!   [`crate::Site::ExecLock`]): the rest of what an iteration shares, as
 //!   the recorder describes it, costs by the same line model and locks.
@@ -581,6 +588,13 @@ struct Sim<'a> {
     pause_ns: f64,
     yield_ns: f64,
     futex_wake_ns: f64,
+    /// One clock read ([`Machine::clock_read_ns`], 0 where not measured):
+    /// a parking_lot unlock that wakes a thread reads the clock before its
+    /// callback releases the lock.
+    clock_read_ns: f64,
+    /// parking_lot: the unlocker's cost of a wake-up after the release
+    /// ([`Machine::unlock_wake_after_release`]).
+    unlock_wake_ns: f64,
     /// Each further independent transfer's share of a serial one: a hold's
     /// written lines, a touch's written lines (1: serial).
     hold_overlap: f64,
@@ -1064,6 +1078,20 @@ pub fn simulate_placed(
     } else {
         1.0
     };
+    let base_scale = profile.recorded_ghz / m.core_ghz / m.speed_at(cfg.cpus);
+    // The bench's timed holds read the clock inside the held time
+    // (`rmap::stats`: `start` just after the acquisition, `end` just
+    // before the release); the recorded hold (`end - start`) contains
+    // about one of the two reads, the recorded iteration (the plain
+    // iterations' total) all of them, so the other one sits in the work
+    // outside the holds. With the machine's clock read measured, each
+    // hold of such a profile gets one read more (in recorded ns: scaled
+    // below like the hold) and the slot's work as much less, in
+    // proportion over its work steps (at most all of it).
+    let timed_read = match (profile.hold_timing, m.clock_read_ns) {
+        (true, Some(ns)) if base_scale > 0.0 => ns / base_scale,
+        _ => 0.0,
+    };
     // Lines: the profile's, then one parking bucket per parking_lot lock.
     let mut line_kind: Vec<u8> = profile.lines.iter().map(|k| k.index() as u8).collect();
     let mut line_ids: Vec<u32> = Vec::new();
@@ -1071,10 +1099,25 @@ pub fn simulate_placed(
         .slots
         .iter()
         .map(|s| {
+            let work_left = if timed_read > 0.0 {
+                let holds = s
+                    .steps
+                    .iter()
+                    .filter(|st| matches!(st, Step::Hold(_)))
+                    .count() as f64;
+                let work = s.work_ns();
+                if work > 0.0 {
+                    (work - holds * timed_read).max(0.0) / work
+                } else {
+                    1.0
+                }
+            } else {
+                1.0
+            };
             s.steps
                 .iter()
                 .map(|st| match st {
-                    Step::Work(t) => CStep::Work(*t),
+                    Step::Work(t) => CStep::Work(*t * work_left),
                     Step::Hold(h) => {
                         let lock_line = profile.locks[h.lock as usize].line;
                         let w_first = line_ids.len() as u32;
@@ -1098,7 +1141,7 @@ pub fn simulate_placed(
                             lock: h.lock,
                             write: h.write,
                             site: h.site.index() as u8,
-                            hold_ns: h.hold_ns,
+                            hold_ns: h.hold_ns + timed_read,
                             w_first,
                             w_loaded,
                             w_end,
@@ -1142,7 +1185,6 @@ pub fn simulate_placed(
     for &c in &used {
         *core_users.entry(m.place(c).core).or_insert(0) += 1;
     }
-    let base_scale = profile.recorded_ghz / m.core_ghz / m.speed_at(cfg.cpus);
     // Simulated CPU i runs on hardware CPU used[i]; index CPUs by position.
     let cpus: Vec<Cpu> = used
         .iter()
@@ -1260,6 +1302,8 @@ pub fn simulate_placed(
         pause_ns: m.pause().ns,
         yield_ns: m.yield_cost().ns,
         futex_wake_ns: m.futex_wake().ns,
+        clock_read_ns: m.clock_read_ns.unwrap_or(0.0),
+        unlock_wake_ns: m.unlock_wake_after_release().ns,
         hold_overlap,
         touch_overlap: if cfg.overlap {
             m.rmw_overlap().factor

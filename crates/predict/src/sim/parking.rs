@@ -55,9 +55,13 @@
 //!   hand-off measured under load where the machine has it
 //!   ([`crate::Machine::unlock_wake`]), else the idle `futex_wake`; each
 //!   wakee runs `wake_ns` later and first reads its token (its
-//!   `ThreadData` line, which the unlocker wrote). Not modelled: the
-//!   fair-timeout clock read (`Instant::now`, a vDSO call, tens of ns,
-//!   once per unlock that wakes) and, when the bucket's `WordLock` has a
+//!   `ThreadData` line, which the unlocker wrote). The fair-timeout clock
+//!   read (`FairTimeout::should_timeout`: `Instant::now`, a vDSO call,
+//!   once per unlock that unparks a thread, after the queue walk and
+//!   before the callback's store, so inside the held time of a writer's
+//!   unlock) costs [`crate::Machine::clock_read_ns`] where the machine
+//!   has it (session s38; nothing before, and nothing on a machine
+//!   without the item). Not modelled: when the bucket's `WordLock` has a
 //!   sleeper, its unlocker's wake system call. Normally the lock is released and the wakee
 //!   must win it again; but when the lock's fair time has come
 //!   (parking_lot's `FairTimeout`: a random 0-1 ms after the last fair
@@ -250,6 +254,12 @@ impl Sim<'_> {
             if let Some(&next) = self.locks[li].waitq.get(1) {
                 at = self.access(c, self.td_line[next as usize], false, at);
             }
+            if !self.locks[li].waitq.is_empty() {
+                // It unparks someone: `unpark_filter` reads the clock for
+                // the fair timeout (`FairTimeout::should_timeout`,
+                // `Instant::now`) before the callback stores the new state.
+                at += self.clock_read_ns;
+            }
             at = self.access(c, line, true, at);
             // The bucket stays locked until the wakee's token is written
             // (below); until then no other thread parks or unparks.
@@ -310,6 +320,9 @@ impl Sim<'_> {
             self.locks[li].next_fair = next;
         }
         if !walked {
+            // The fair-timeout clock read (see above), then the callback's
+            // store.
+            at += self.clock_read_ns;
             at = self.access(c, line, true, at);
         }
         let wake = self.m.wake_ns;
@@ -339,7 +352,9 @@ impl Sim<'_> {
         }
         // Then the futex wake system call, outside the bucket: the
         // unlocker's cost of a wake-up, measured under load where the
-        // machine has it ([`crate::Machine::unlock_wake`]).
-        Some(at + self.m.unlock_wake().ns)
+        // machine has it ([`crate::Machine::unlock_wake`]; less the clock
+        // read charged above where both are measured:
+        // [`crate::Machine::unlock_wake_after_release`]).
+        Some(at + self.unlock_wake_ns)
     }
 }
