@@ -3,7 +3,7 @@
 bench (per-vma execl, median of the samples), as the s35/s36 tables, and
 the contended share of all acquisitions (the simulation's `contended_pct`
 against the bench's `contended_pct`, median sample). Usage:
-table.py BENCH_RESULTS_JSON PREDICT_JSON [LABEL PREDICT_JSON ...]"""
+table.py BENCH_RESULTS_JSON LABEL PREDICT_JSON [LABEL PREDICT_JSON ...]"""
 import json, statistics, sys
 
 meas = json.load(open(sys.argv[1]))
