@@ -394,16 +394,25 @@ fn line_overlap(a: usize, b: usize, rounds: usize) -> Option<Overlap> {
 /// ns per uncontended `fetch_add` on a line this CPU owns.
 fn atomic_rmw_ns(ops: u64, batches: usize) -> f64 {
     let a = AtomicU64::new(0);
-    let mut v = Vec::new();
-    for _ in 0..batches {
-        let t = Instant::now();
-        for _ in 0..ops {
-            // SeqCst: the lock fast path is a full-barrier LOCK-prefixed RMW.
-            std::hint::black_box(&a).fetch_add(1, Ordering::SeqCst);
-        }
-        v.push(t.elapsed().as_nanos() as f64 / ops as f64);
-    }
-    minimum(v)
+    minimum(ns_per_call(batches, ops, || {
+        // SeqCst: the lock fast path is a full-barrier LOCK-prefixed RMW.
+        std::hint::black_box(&a).fetch_add(1, Ordering::SeqCst);
+    }))
+}
+
+/// ns per call of `op`, timed in `batches` batches of `n` back-to-back
+/// calls: one figure per batch (the caller keeps the fastest or the
+/// median).
+fn ns_per_call(batches: usize, n: u64, mut op: impl FnMut()) -> Vec<f64> {
+    (0..batches)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..n {
+                op();
+            }
+            t.elapsed().as_nanos() as f64 / n as f64
+        })
+        .collect()
 }
 
 /// The clock the calling core runs at, GHz, measured: a chain of dependent
@@ -467,15 +476,7 @@ pub(crate) fn measured_ghz(_scale: f64) -> Option<(f64, f64)> {
 /// ns per `pause` (`spin_loop`): the fastest of several batches.
 fn pause_ns(scale: f64) -> f64 {
     let n = ((200_000.0 * scale) as u64).max(1_000);
-    let mut v = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        for _ in 0..n {
-            std::hint::spin_loop();
-        }
-        v.push(t.elapsed().as_nanos() as f64 / n as f64);
-    }
-    minimum(v)
+    minimum(ns_per_call(5, n, std::hint::spin_loop))
 }
 
 /// ns per read of the monotonic clock: `Instant::now` in a loop, each
@@ -489,15 +490,9 @@ fn pause_ns(scale: f64) -> f64 {
 /// other items' fastest batches are.
 fn clock_read_ns(scale: f64) -> f64 {
     let n = ((100_000.0 * scale) as u64).max(1_000);
-    let mut v = Vec::new();
-    for _ in 0..7 {
-        let t = Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(Instant::now());
-        }
-        v.push(t.elapsed().as_nanos() as f64 / n as f64);
-    }
-    minimum(v)
+    minimum(ns_per_call(7, n, || {
+        std::hint::black_box(Instant::now());
+    }))
 }
 
 /// The kernel's current clocksource (`tsc`, `kvm-clock`, `hpet`, ...), where
@@ -513,15 +508,7 @@ fn clocksource() -> Option<String> {
 /// several batches (a batch during which another task ran reads slower).
 fn yield_ns(scale: f64) -> f64 {
     let n = ((20_000.0 * scale) as u64).max(200);
-    let mut v = Vec::new();
-    for _ in 0..7 {
-        let t = Instant::now();
-        for _ in 0..n {
-            std::thread::yield_now();
-        }
-        v.push(t.elapsed().as_nanos() as f64 / n as f64);
-    }
-    median(v)
+    median(ns_per_call(7, n, std::thread::yield_now))
 }
 
 /// A parked thread's wake-up as a lock waiter sees it, on CPUs 0 and 1:
