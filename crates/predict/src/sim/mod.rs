@@ -761,6 +761,15 @@ impl<'a> Sim<'a> {
         self.heap.cancel(c);
     }
 
+    /// `c`, asleep on its lock, is woken at `t` (the waker's call): it runs
+    /// again, and tries its lock, `wake_ns` later.
+    fn wake(&mut self, c: u32, t: f64) {
+        let cpu = &mut self.cpus[c as usize];
+        cpu.state = CpuState::Waking;
+        cpu.gen = cpu.gen.wrapping_add(1);
+        self.push(t + self.m.wake_ns, c, Kind::Attempt);
+    }
+
     /// `c` has its lock from `t` (the lock word already written): charges
     /// the wait, runs the critical section with its lines, schedules the
     /// release.

@@ -325,7 +325,6 @@ impl Sim<'_> {
             at += self.clock_read_ns;
             at = self.access(c, line, true, at);
         }
-        let wake = self.m.wake_ns;
         for &w in &woken {
             // Its unpark token and futex word (`unpark_lock`), in its
             // `ThreadData`, before the bucket is unlocked.
@@ -344,11 +343,8 @@ impl Sim<'_> {
                     self.locks[li].readers += 1;
                 }
             }
-            let cpu = &mut self.cpus[w as usize];
-            cpu.state = CpuState::Waking;
-            cpu.handed = handed;
-            cpu.gen = cpu.gen.wrapping_add(1);
-            self.push(at + wake, w, Kind::Attempt);
+            self.cpus[w as usize].handed = handed;
+            self.wake(w, at);
         }
         // Then the futex wake system call, outside the bucket: the
         // unlocker's cost of a wake-up, measured under load where the

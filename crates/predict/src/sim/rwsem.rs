@@ -152,13 +152,7 @@ impl Sim<'_> {
         if l.osq.front() != Some(&c) || !(l.writer == NONE && l.readers > 0) {
             return;
         }
-        let gen = self.cpus[c as usize].gen;
-        self.heap.push(super::Ev {
-            t: t + self.m.reader_spin_ns,
-            cpu: c,
-            kind: Kind::SpinTimeout,
-            gen,
-        });
+        self.push(t + self.m.reader_spin_ns, c, Kind::SpinTimeout);
     }
 
     /// Readers took lock `li` at `t` (the count went from 0): a spinning
@@ -392,13 +386,7 @@ impl Sim<'_> {
         if self.locks[li].nonspinnable {
             // `RWSEM_NONSPINNABLE` (`OWNER_NONSPINNABLE`): it leaves the
             // queue too.
-            let gen = self.cpus[c as usize].gen;
-            self.heap.push(super::Ev {
-                t: polled,
-                cpu: c,
-                kind: Kind::SpinTimeout,
-                gen,
-            });
+            self.push(polled, c, Kind::SpinTimeout);
         } else {
             self.arm_reader_spin(li, c, t);
         }
@@ -497,16 +485,12 @@ impl Sim<'_> {
         let line = self.locks[li].line;
         at = self.access(c, line, true, at);
         at = self.access(c, self.wait_line[w as usize], false, at);
-        let wake = self.m.wake_ns;
         if self.cur_hold(w).write {
             // `wake_q_add` (a `cmpxchg` of the task's `wake_q`, and
             // `get_task_struct`): the task's line.
             at = self.access(c, self.task_line[w as usize], true, at);
             if self.cpus[w as usize].state == CpuState::Sleeping {
-                let cpu = &mut self.cpus[w as usize];
-                cpu.state = CpuState::Waking;
-                cpu.gen = cpu.gen.wrapping_add(1);
-                self.push(at + wake, w, Kind::Attempt);
+                self.wake(w, at);
                 at += self.futex_wake_ns;
             }
             // Otherwise `try_to_wake_up` finds it awake (its `pi_lock` and
@@ -540,11 +524,8 @@ impl Sim<'_> {
             at = self.access(c, self.wait_line[r as usize], true, at);
         }
         for r in woken {
-            let cpu = &mut self.cpus[r as usize];
-            cpu.state = CpuState::Waking;
-            cpu.gen = cpu.gen.wrapping_add(1);
             at += self.futex_wake_ns;
-            self.push(at - self.futex_wake_ns + wake, r, Kind::Attempt);
+            self.wake(r, at - self.futex_wake_ns);
         }
         at
     }
