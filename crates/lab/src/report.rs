@@ -14,10 +14,11 @@ use crate::spread::{disjoint_chance, is_outlier, show, verdict_rule, Verdict, MI
 use std::fmt::Write as _;
 
 /// The call sites, in the order the tables show them.
-pub const SITES: [&str; 7] = [
+pub const SITES: [&str; 8] = [
     "mmap_link",
     "replace_unlink",
     "split",
+    "merge",
     "exit_unlink",
     "fork_insert_after",
     "walk",

@@ -443,9 +443,22 @@ impl Mm {
     /// for; `[start, end)` may be wider by merged neighbours) give each reverse-map
     /// call its call site:
     ///
-    /// - the remainders of a VMA the range cuts, merged neighbours (their removal and
-    ///   the link of what they merge into), and for mprotect the cut VMA and its
-    ///   changed piece: `Split` (`__split_vma`, `vma_merge`);
+    /// - the remainders of a VMA the range cuts, and for mprotect the cut VMA and its
+    ///   changed piece: `Split` (`__split_vma`);
+    /// - merged neighbours (their removal) and the VMA they merge into (its link):
+    ///   `Merge` (Linux 6.12: `vma_merge_new_range` -> `vma_expand` ->
+    ///   `commit_merge`, or `vma_merge_existing_range` -> `commit_merge`, one
+    ///   `i_mmap_rwsem` hold that is not `__split_vma`);
+    /// - a map whose merged neighbour is the rest of a VMA the map's own range cuts
+    ///   (ld.so's `MAP_FIXED` of a segment over its reservation, when the segment
+    ///   has the reservation's protection and offset: the rest of the reservation
+    ///   is its neighbour): Linux first splits that VMA at the range's edge
+    ///   (`vms_gather_munmap_vmas` -> `__split_vma`: the rest becomes a VMA of its
+    ///   own, in the file's tree), then unlinks the replaced piece
+    ///   (`vms_clean_up_area`), then merges the new mapping with the rest
+    ///   (`vma_expand`); the model does the same three: links the rest (`Split`),
+    ///   unlinks the cut VMA (`ReplaceUnlink`), unlinks the rest and links the
+    ///   merged VMA (`Merge`);
     /// - the other removed VMAs, a VMA a map or unmap cuts included: `ReplaceUnlink`
     ///   for a map, `ExitUnlink` for an unmap (munmap, brk shrink), `Other` for a
     ///   protection change. Removing a cut VMA stands for the kernel's unlink of the
@@ -456,10 +469,11 @@ impl Mm {
     ///   (the model re-links a VMA whose protection changes; Linux does not touch
     ///   `i_mmap` there).
     ///
-    /// Linux does a split's removal and its two inserts under one lock hold; the
-    /// reverse-map interface has no such call, so a split costs the model one
-    /// `remove_batch` plus one `insert` per piece (per VMA) or one `insert_batch`
-    /// (batched): the same entries touched, more holds.
+    /// Linux does a split's removal and its two inserts under one lock hold (a
+    /// merge's removals and insert likewise); the reverse-map interface has no such
+    /// call, so a split costs the model one `remove_batch` plus one `insert` per
+    /// piece (per VMA) or one `insert_batch` (batched): the same entries touched,
+    /// more holds.
     fn replace(
         &self,
         st: &mut State,
@@ -474,6 +488,15 @@ impl Mm {
             return;
         }
         let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
+        // An old VMA of a map that the range does not cut (it lies inside
+        // `[start, end)`, the range widened by merged neighbours) but the core
+        // does: Linux splits it at the core's edge before the merge.
+        let straddles = |v: &Vma| {
+            why == Why::Map
+                && v.start >= start
+                && v.end <= end
+                && ((v.start < core.0 && core.0 < v.end) || (v.start < core.1 && core.1 < v.end))
+        };
         let mut add: Few<Vma> = SmallVec::new();
         let mut add_sites: Few<CallSite> = SmallVec::new();
         if let Some(first) = old.first().filter(|v| v.start < start) {
@@ -490,7 +513,9 @@ impl Mm {
                 })
         };
         for v in new {
-            add_sites.push(if !inside_core(v.start, v.end) || from_cut(&v) {
+            add_sites.push(if !inside_core(v.start, v.end) {
+                CallSite::Merge
+            } else if from_cut(&v) {
                 CallSite::Split
             } else {
                 why.link_site()
@@ -505,13 +530,28 @@ impl Mm {
             .iter()
             .map(|v| {
                 let cut = v.start < start || v.end > end;
-                if (cut && why == Why::Protect) || (!cut && !inside_core(v.start, v.end)) {
+                if cut && why == Why::Protect {
                     CallSite::Split
+                } else if !cut && !inside_core(v.start, v.end) && !straddles(v) {
+                    CallSite::Merge
                 } else {
                     why.unlink_site()
                 }
             })
             .collect();
+        // The kernel's split of a VMA that a merge then grows over (see above):
+        // the piece outside the core on each straddled edge, linked as the split's
+        // new VMA and unlinked again by the merge. Reverse-map calls only: the
+        // process's tree never holds these pieces.
+        let mut rests: Vec<Vma> = Vec::new();
+        for v in old.iter().filter(|v| straddles(v)) {
+            if v.start < core.0 && core.0 < v.end {
+                rests.push(v.slice(v.start, core.0));
+            }
+            if v.start < core.1 && core.1 < v.end {
+                rests.push(v.slice(core.1, v.end));
+            }
+        }
         // The stretches of `[lo, hi)` that old VMAs cover and no new one does.
         let lo = old.first().map_or(start, |v| v.start.min(start));
         let hi = old.last().map_or(end, |v| v.end.max(end));
@@ -527,8 +567,16 @@ impl Mm {
             let (lo, hi) = st.special_span.unwrap_or((v.start, v.end));
             st.special_span = Some((lo.min(v.start), hi.max(v.end)));
         }
+        if rests.iter().any(|v| v.file().is_some()) {
+            let sites = vec![CallSite::Split; rests.len()];
+            self.link(st, &mut rests, &sites);
+        }
         if old.iter().any(|v| v.link.is_some()) {
             self.unlink(st, &old, &old_sites);
+        }
+        if rests.iter().any(|v| v.link.is_some()) {
+            let rests: Vec<Arc<Vma>> = rests.into_iter().map(Arc::new).collect();
+            self.unlink(st, &rests, &vec![CallSite::Merge; rests.len()]);
         }
         if add.iter().any(|v| v.file().is_some()) {
             self.link(st, &mut add, &add_sites);
@@ -555,7 +603,7 @@ impl Mm {
             let v = Arc::new(v);
             // A split piece's store is timed for `aspace predict`
             // ([`split_stores`]); nothing else changes.
-            split_stores::store(site == CallSite::Split, || {
+            split_stores::store(matches!(site, CallSite::Split | CallSite::Merge), || {
                 self.tree
                     .store_range(s, e - 1, v)
                     .expect("a VMA's range is not inverted")

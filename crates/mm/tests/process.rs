@@ -402,6 +402,74 @@ fn rmap_calls_are_counted_at_their_call_sites() {
     }
 }
 
+/// Linux 6.12's holds for a `MAP_FIXED` whose new VMA merges with a neighbour. (1)
+/// ld.so's overlay of a segment that has its reservation's protection and offset
+/// (libc's second read-only segment): the kernel splits the reservation's rest at
+/// the segment's end (`vms_gather_munmap_vmas` -> `__split_vma`), unlinks the
+/// replaced piece (`vms_clean_up_area`), then grows the rest down over the segment
+/// (`vma_merge_new_range` -> `vma_expand` -> `commit_merge`): one split, one
+/// replace-unlink, one merge hold (the model's merge is a removal and an insert,
+/// two holds, which `aspace predict` makes one for the kernel). (2) A mapping beside a compatible one in a
+/// hole: only the merge (`vma_expand` of the neighbour), no split, no link.
+#[test]
+fn a_map_that_merges_is_split_unlinked_and_merged_as_in_linux() {
+    use rmap::stats::CallSite;
+    for pattern in CallPattern::ALL {
+        let files = Files::new(Design::Linux, Topology::detect(), pattern);
+        let f = files.register(Path::new("/synthetic/merge"), 64);
+        let mm = Mm::new(files.clone());
+        let holds = |site: CallSite| f.rmap().stats().site(site).holds;
+        let count = || CallSite::ALL.map(holds);
+        let fixed = MapFlags {
+            fixed: true,
+            shared: false,
+        };
+        let base = 0x10_0000_0000;
+        let page = |n: u64| base + n * PAGE_SIZE;
+        // The reservation (pages 0..10, offset 0), then the text over 2..4.
+        mm.mmap(base, 10 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
+            .unwrap();
+        mm.mmap(page(2), 2 * PAGE_SIZE, Prot::RX, fixed, Some((&f, 2)))
+            .unwrap();
+        let before = count();
+        // (1) Read-only data over 4..6 at offset 4: what the reservation's rest
+        // (4..10, offset 4) already maps.
+        mm.mmap(page(4), 2 * PAGE_SIZE, Prot::R, fixed, Some((&f, 4)))
+            .unwrap();
+        let after = count();
+        let d = |site: CallSite| after[site.index()] - before[site.index()];
+        // A merge is a removal and an insert: two calls in either pattern.
+        let per_piece = 2;
+        assert_eq!(d(CallSite::Split), 1, "the rest's split: {pattern}");
+        assert_eq!(d(CallSite::ReplaceUnlink), 1, "the piece: {pattern}");
+        assert_eq!(d(CallSite::Merge), per_piece, "{pattern}");
+        assert_eq!(d(CallSite::MmapLink), 0, "merged, not linked: {pattern}");
+        assert_eq!(f.rmap().len(), 3, "[0,2) [2,4) [4,10): {pattern}");
+        let v = mm.find(page(4)).unwrap();
+        assert_eq!((v.start, v.end, v.prot), (page(4), page(10), Prot::R));
+        // (2) In a hole beside a compatible mapping: the merge only.
+        mm.munmap(page(8), 2 * PAGE_SIZE).unwrap();
+        let before = count();
+        mm.mmap(page(8), PAGE_SIZE, Prot::R, fixed, Some((&f, 8)))
+            .unwrap();
+        let after = count();
+        let d = |site: CallSite| after[site.index()] - before[site.index()];
+        assert_eq!(d(CallSite::Merge), per_piece, "{pattern}");
+        for site in [
+            CallSite::Split,
+            CallSite::ReplaceUnlink,
+            CallSite::MmapLink,
+            CallSite::ExitUnlink,
+        ] {
+            assert_eq!(d(site), 0, "{site:?}: {pattern}");
+        }
+        assert_eq!(holds(CallSite::Other), 0, "{pattern}");
+        mm.check_invariants().unwrap();
+        mm.exit();
+        assert_eq!(f.rmap().len(), 0, "{pattern}");
+    }
+}
+
 /// Lock-free readers while another thread cuts, re-maps (merging) and re-protects
 /// VMAs: every `vmas()` is sorted and disjoint, and a page that stays
 /// mapped throughout (the middle of a VMA that changes around it) is in every one of

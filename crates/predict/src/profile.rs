@@ -40,6 +40,11 @@ pub enum Site {
     ProtectSplit,
     /// Unlinking on exit or exec's teardown (`unlink_file_vma_batch`).
     ExitUnlink,
+    /// Merging a new or changed mapping with a neighbour (`vma_expand` /
+    /// `commit_merge`, from `vma_merge_new_range` or
+    /// `vma_merge_existing_range`): its own stack in a kernel profile,
+    /// not `__split_vma`.
+    Merge,
     /// Fork's `insert_after` (`dup_mmap`).
     ForkInsertAfter,
     /// An rmap walk (reader).
@@ -53,12 +58,13 @@ pub enum Site {
 
 impl Site {
     /// Every site, in report order.
-    pub const ALL: [Site; 9] = [
+    pub const ALL: [Site; 10] = [
         Site::MmapLink,
         Site::ReplaceUnlink,
         Site::Split,
         Site::ProtectSplit,
         Site::ExitUnlink,
+        Site::Merge,
         Site::ForkInsertAfter,
         Site::Walk,
         Site::ExecLock,
@@ -73,6 +79,7 @@ impl Site {
             Site::Split => "split",
             Site::ProtectSplit => "protect_split",
             Site::ExitUnlink => "exit_unlink",
+            Site::Merge => "merge",
             Site::ForkInsertAfter => "fork_insert_after",
             Site::Walk => "walk",
             Site::ExecLock => "exec_lock",
@@ -645,7 +652,7 @@ mod tests {
         let s = serde_json::to_string(&p).unwrap();
         let q: Profile = serde_json::from_str(&s).unwrap();
         assert_eq!(p, q);
-        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 36);
+        assert_eq!(Site::ALL.iter().map(|s| s.index()).sum::<usize>(), 45);
         assert_eq!(p.lines_per_hold(), (2.0, 0.0));
     }
 

@@ -27,7 +27,7 @@ pub enum CallSite {
     MmapLink = 0,
     /// Unlinking mappings that a new `mmap` replaces (`MAP_FIXED` over them).
     ReplaceUnlink = 1,
-    /// Splitting or merging a mapping (`__split_vma`, `mprotect`'s RELRO split).
+    /// Splitting a mapping (`__split_vma`, `mprotect`'s RELRO split).
     Split = 2,
     /// The exit / `munmap` unlink (batched per file since 2024).
     ExitUnlink = 3,
@@ -38,11 +38,15 @@ pub enum CallSite {
     /// Anything not declared.
     #[default]
     Other = 6,
+    /// Merging a mapping with a neighbour (`vma_expand` / `commit_merge`
+    /// from `vma_merge_new_range` or `vma_merge_existing_range`): not
+    /// `__split_vma`, so a kernel profile lists it apart from the splits.
+    Merge = 7,
 }
 
 impl CallSite {
     /// Number of call sites.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 
     /// Every call site, in index order.
     pub const ALL: [CallSite; CallSite::COUNT] = [
@@ -53,6 +57,7 @@ impl CallSite {
         CallSite::ForkInsertAfter,
         CallSite::Walk,
         CallSite::Other,
+        CallSite::Merge,
     ];
 
     /// A short snake_case name for reports.
@@ -65,6 +70,7 @@ impl CallSite {
             CallSite::ForkInsertAfter => "fork_insert_after",
             CallSite::Walk => "walk",
             CallSite::Other => "other",
+            CallSite::Merge => "merge",
         }
     }
 
@@ -83,6 +89,7 @@ impl CallSite {
             3 => CallSite::ExitUnlink,
             4 => CallSite::ForkInsertAfter,
             5 => CallSite::Walk,
+            7 => CallSite::Merge,
             _ => CallSite::Other,
         }
     }

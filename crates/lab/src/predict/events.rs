@@ -137,6 +137,7 @@ fn site_of(s: rmap::stats::CallSite) -> Site {
         C::ForkInsertAfter => Site::ForkInsertAfter,
         C::Walk => Site::Walk,
         C::Other => Site::Other,
+        C::Merge => Site::Merge,
     }
 }
 
@@ -149,6 +150,7 @@ pub(super) fn call_site(s: Site) -> rmap::stats::CallSite {
         Site::ExitUnlink => C::ExitUnlink,
         Site::ForkInsertAfter => C::ForkInsertAfter,
         Site::Walk => C::Walk,
+        Site::Merge => C::Merge,
         Site::ExecLock | Site::Other => C::Other,
     }
 }
@@ -282,14 +284,17 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
 }
 
 /// Merges each run of consecutive split holds (`Split` or `ProtectSplit`)
-/// of one lock (same map, shard and mode) made by one system call
-/// ([`Event::call`]) into one hold: their times add, their lines are the
-/// union (written where any wrote), their line counts the union's.
+/// or merge holds (`Merge`) of one lock (same map, shard and mode) made by
+/// one system call ([`Event::call`]) into one hold: their times add, their
+/// lines are the union (written where any wrote), their line counts the
+/// union's.
 ///
 /// The kernel's `__split_vma` removes the VMA and inserts its pieces under
-/// one `i_mmap_rwsem` hold; the reverse-map interface has no such call, so
-/// the model's split is a removal plus one insert per piece, consecutive
-/// holds of one lock with nothing between them (`mm`'s `replace` docs).
+/// one `i_mmap_rwsem` hold, and `commit_merge` removes the VMAs a merge
+/// absorbs and inserts the grown one under one hold; the reverse-map
+/// interface has no such call, so the model's split or merge is a removal
+/// plus one insert per piece, consecutive holds of one lock with nothing
+/// between them (`mm`'s `replace` docs).
 /// Each extra hold would pay the lock's and the tree's line transfers again
 /// and queue again. Holds of two different system calls are never merged:
 /// the trailing remainder insert of one `MAP_FIXED` mmap and the leading
@@ -298,7 +303,7 @@ pub fn unnest(events: &[Event]) -> Vec<Event> {
 /// as if made by one call. Design-agnostic: it looks only at call sites,
 /// system calls and lock identities.
 pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
-    let is_split = |s: Site| matches!(s, Site::Split | Site::ProtectSplit);
+    let is_split = |s: Site| matches!(s, Site::Split | Site::ProtectSplit | Site::Merge);
     let mut out: Vec<Event> = Vec::with_capacity(events.len());
     for e in events {
         if let Some(last) = out.last_mut() {

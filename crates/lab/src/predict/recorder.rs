@@ -808,8 +808,9 @@ impl Lines {
 /// for the kernel), its word the hold's first line; the kernel has no lab
 /// counters, so their lines are left out of its holds.
 ///
-/// For the kernel, each split hold (`Split`, `ProtectSplit`, after
-/// [`coalesce_splits`]: one per `__split_vma` or merge) also holds
+/// For the kernel, each split or merge hold (`Split`, `ProtectSplit`,
+/// `Merge`, after [`coalesce_splits`]: one per `__split_vma` or
+/// `commit_merge`) also holds
 /// `own.store_ns`, one store of a split piece into the process's own
 /// maple tree ([`split_store_ns`]), taken off the work outside the holds
 /// (the plain iterations' total had it there); an mprotect split
@@ -833,7 +834,8 @@ fn steps_of(
     // (moved from the work into the hold, added to the hold)
     let own = |e: &Event| -> (f64, f64) {
         match (cost, e.site) {
-            (Cost::Kernel, Site::Split) => (own.store_ns, 0.0),
+            // `commit_merge` stores the grown VMA inside its hold too.
+            (Cost::Kernel, Site::Split | Site::Merge) => (own.store_ns, 0.0),
             (Cost::Kernel, Site::ProtectSplit) => (own.store_ns, own.anon_vma_ns),
             _ => (0.0, 0.0),
         }
@@ -1384,6 +1386,9 @@ mod tests {
     /// store in the hold (`own(e).0` left out of `hold_ns`: the split
     /// holds stay 100 and 60 ns), or without the anon_vma update
     /// (`own(e).1`: the mprotect split 85 ns, not 95): each fails here.
+    /// A merge (`commit_merge`) is one hold with the grown VMA's store, as
+    /// a split: mutants `Site::Merge` left out of `coalesce_splits` (6
+    /// holds, not 5) or out of the store (`Merge` 50 ns, not 75) fail.
     #[test]
     fn kernel_split_holds_hold_the_split_pieces_tree_store_and_the_anon_vma_update() {
         let mut evs = vec![
@@ -1392,13 +1397,18 @@ mod tests {
             ev(1, 0, Site::Split, 40),
             ev(1, 0, Site::MmapLink, 80),
             ev(1, 0, Site::ProtectSplit, 60),
+            ev(1, 0, Site::Merge, 30),
+            ev(1, 0, Site::Merge, 20),
         ];
         for (k, e) in evs.iter_mut().enumerate() {
             e.lines = lines(10, &[(100 + k, true)]);
         }
-        // The two consecutive split holds are one system call's.
+        // The two consecutive split holds are one system call's, and so are
+        // the merge's removal and insert (`commit_merge`: one hold).
         evs[1].call = 3;
         evs[2].call = 3;
+        evs[5].call = 4;
+        evs[6].call = 4;
         let steps = |cost, own| {
             steps_of(
                 &evs,
@@ -1430,13 +1440,15 @@ mod tests {
         let without = steps(Cost::Kernel, OwnWork::default());
         let with = steps(Cost::Kernel, own);
         let (h0, h1) = (holds(&without), holds(&with));
-        assert_eq!(h0.len(), 4, "the split holds of one call merged: {h0:?}");
+        assert_eq!(h0.len(), 5, "the split holds of one call merged: {h0:?}");
         assert_eq!(h0[1], (Site::Split, 100.0, 2));
+        assert_eq!(h0[4], (Site::Merge, 50.0, 2), "one merge hold");
         assert_eq!(h1[1], (Site::Split, 125.0, 2), "one store per merged hold");
         assert_eq!(h1[3], (Site::ProtectSplit, 95.0, 1), "store and anon_vma");
+        assert_eq!(h1[4], (Site::Merge, 75.0, 2), "commit_merge's store");
         assert_eq!((h1[0], h1[2]), (h0[0], h0[2]), "other holds unchanged");
         // The stores move out of the work; the anon_vma update is new.
-        assert!((work(&without) - work(&with) - 50.0).abs() < 1e-9);
+        assert!((work(&without) - work(&with) - 75.0).abs() < 1e-9);
         let total = |st: &[Step]| work(st) + holds(st).iter().map(|h| h.1).sum::<f64>();
         assert!((total(&with) - total(&without) - 10.0).abs() < 1e-9);
         // The model's holds: its own code, whatever the kernel's cost.
