@@ -10,7 +10,7 @@
 //! such store in it. `aspace predict`'s kernel cost puts one back into each
 //! split hold: it needs the time of the model's store of a split piece (a
 //! VMA left over from a cut, or grown by a merge: the entries linked at the
-//! split call site), which [`time_split_stores`] measures.
+//! split and merge call sites), which [`time_split_stores`] measures.
 //!
 //! Off by default: one thread-local test per stored VMA.
 
