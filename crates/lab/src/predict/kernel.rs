@@ -5,28 +5,40 @@
 //! Measured on this host, for the binary being exec'd
 //! ([`measure_exec`]): the binary is run under `ptrace` and stopped as it
 //! exits, and `/proc/PID/smaps` gives, for each file it maps, the pages
-//! that were mapped (`Rss`), and its anonymous pages and page tables. From
-//! the kernel's code (6.x), each exec then writes:
+//! that were mapped (`Rss`), and its anonymous pages and page tables.
 //!
-//! | line | writes per exec | why |
+//! **Touches, not writes** (s39). What costs a transfer is a *touch*: a
+//! burst of locked updates of one line by one CPU (a fault's
+//! `folio_try_get`, `folio_trylock`, `_mapcount` increment, `folio_ref_add`,
+//! `folio_unlock`, `folio_put` of one small folio are one touch: the line
+//! stays in this CPU's cache between them). Two touches of a line are two
+//! transfers when another copy writes the line between them, which, at
+//! several copies, is what happens between the [`Phase`]s of one exec. Each
+//! touch is placed at its phase (see [`add_exec_share`]). From Linux 6.12's
+//! code (`~/.cache/aspace-kernel/linux.git`, 6.12.117), per exec:
+//!
+//! | line | touches | where (6.12) |
 //! |---|---|---|
-//! | one per mapped page of a file | 2 | `folio_add_file_rmap_ptes` at the fault that maps it, `folio_remove_rmap_ptes` when the old image is torn down: the page's `_mapcount` and its folio's counts (one 64-byte `struct page` each) |
-//! | the file's dentry | 2 | `dget` when it is opened (`path_openat`'s final `lockref`), `dput` at close or teardown |
-//! | the file's inode | 2 | the binary's `i_writecount` (`exe_file_deny_write_access` and its allow); a library's open takes and drops its own inode reference |
-//! | `binfmt_lock` | 2 | `search_binary_handler`'s `read_lock` / `read_unlock` |
-//! | `pcpu_alloc_mutex` | 4 | the new mm's per-CPU counters (`rss_stat`) and its `mm_cid`: two allocations, each a lock and an unlock |
-//! | `pcpu_lock` | 8 | the same two allocations and their two frees when the old mm goes |
-//! | the zone's `lock` | 2 per 63 pages | the page allocator's per-CPU lists refill and drain in batches (`pcp->batch`, 63 by default) for the exec's anonymous pages and page tables |
-//! | the memory cgroup's `page_counter` | 2 per 64 pages | charges and uncharges go through a per-CPU stock of 64 pages (`MEMCG_CHARGE_BATCH`) |
+//! | one per mapped page of a file (its `struct page`: `_refcount`, `flags`, `_mapcount` of a small folio) | 3: map, unmap, release | map: `filemap_map_pages` -> `next_uptodate_folio` (`folio_try_get`, `folio_trylock`), `filemap_map_order0_folio` -> `set_pte_range` -> `__folio_add_rmap` (`atomic_inc_and_test(&folio->_mapcount)`), `folio_ref_inc`, `folio_unlock`, `folio_put`; unmap: `exit_mmap` -> `unmap_vmas` -> `zap_present_folio_ptes` -> `folio_remove_rmap_ptes` (`atomic_add_negative(-1, ...)`); release: the reference the mapping held, dropped by the mmu_gather (`__tlb_remove_folio_pages` batches it; `tlb_finish_mmu`, after `free_pgtables`, puts it) |
+//! | a library's dentry, inode | 2 each: map, release | `openat` by ld.so: `legitimize_path` -> `lockref_get_not_dead` (dentry), `do_dentry_open` -> `i_readcount_inc` (`CONFIG_FILE_LOCKING` or `CONFIG_IMA`); the last `fput` when the old image's VMAs go: `dput`, `i_readcount_dec` |
+//! | the executable's dentry, inode | 2 each: start, release | `do_open_execat` (dentry; `exe_file_deny_write_access` and `i_readcount_inc` on the inode, one line), released with the old image (`exe_file_allow_write_access`, `fput`) |
+//! | `binfmt_lock` | 2: start, release | `search_binary_handler`: `read_lock` before `load_binary`, `read_unlock` after it (the old image went inside it, `begin_new_exec`) |
+//! | `pcpu_alloc_mutex` | 1: start | `mm_init`: `percpu_counter_init_many` (rss_stat) and `mm_alloc_cid`, two `pcpu_alloc`s back to back, each `mutex_lock_killable` and unlock |
+//! | `pcpu_lock` | 2: start, release | the same two allocations; `free_percpu` of both when the old `mm` is dropped (`__mmdrop`) |
+//! | `pgd_lock`, `pgd_list` | 2 and 1: start, release | x86-64 has `SHARED_KERNEL_PMD` 0 (`pgtable_64_types.h`): `pgd_alloc` -> `pgd_ctor` -> `pgd_list_add` under `pgd_lock`; `pgd_free` -> `pgd_dtor` -> `pgd_list_del` under it (the list head stands in for the neighbour a deletion writes) |
+//! | the credentials' `group_info`, `user_struct`, `user_namespace`, `ucounts` | 2 each: start, release | `prepare_exec_creds` -> `prepare_creds`: `get_group_info`, `get_uid`, `get_user_ns`, `get_ucounts`; the old creds' `put_cred_rcu`: the four puts. Every copy runs as the same user, so all copies share them |
+//! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 per 64 at release | charges and uncharges go through a per-CPU stock of 64 pages (`MEMCG_CHARGE_BATCH`; one level of the hierarchy counted) |
+//! | the zone's `lock` | 0 | the page allocator's per-CPU lists: an exec frees on its CPU about as many pages as it allocates, far below `pcp->high` (1,865 pages a CPU on this host, `/proc/zoneinfo`), so `rmqueue_bulk` / `free_pcppages_bulk` take the zone lock only when a list runs dry or overflows: not the common case |
 //!
-//! Each write is a transfer when another CPU wrote the line last; a lock's
-//! own hold time is not modelled (its line is). Libraries and their pages
-//! are shared by every copy; with `own_binary` the executable's lines are
-//! each CPU's own. These counts come from reading the kernel; the page
-//! counts from this host's smaps, which for the same binary and C library
-//! are what any machine maps.
+//! A lock's own hold time is not modelled (its line is). Libraries and their
+//! pages are shared by every copy; with `own_binary` the executable's lines
+//! are each CPU's own. The page counts come from this host's smaps, which
+//! for the same binary and C library are what any machine maps; small
+//! folios are assumed (this host's page cache holds libc in order-0 folios,
+//! `/proc/kpageflags`; a large folio would add its head's and `_large_mapcount`'s
+//! lines per folio and keep the per-page `_mapcount`s: 6.12's `__folio_add_rmap`).
 
-use predict::{LineKind, Profile, Step, Touch};
+use predict::{LineKind, Profile, Site, Step, Touch};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
@@ -53,8 +65,10 @@ pub struct ExecShare {
     pub source: String,
 }
 
-/// Writes per exec to a file's lines and the global ones (see the module
-/// docs).
+/// Writes per exec to a file's lines and the global ones, as `aspace bench
+/// --cost kernel` writes them ([`exec_writes`]: the count before s39, each
+/// line's writes back to back; the prediction places touches by
+/// [`Phase`] instead, see [`exec_touches`]).
 const PAGE_WRITES: usize = 2;
 const DENTRY_WRITES: usize = 2;
 const INODE_WRITES: usize = 2;
@@ -245,86 +259,221 @@ fn global_writes(share: &ExecShare) -> [usize; 5] {
     ]
 }
 
+/// Where in an exec a shared line is touched (the module docs name the
+/// kernel code of each). One exec of the loop runs them in this cyclic
+/// order: `Start`, `Unmap`, `Release`, `Map`, then the next exec's
+/// `Start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The exec system call begins (`bprm`: the executable opened, the new
+    /// `mm` allocated, the credentials prepared), before the old image
+    /// goes.
+    Start,
+    /// The old image's pages unmapped (`exit_mmap` -> `unmap_vmas`), before
+    /// its file VMAs are unlinked (the exit-unlink holds that begin a
+    /// recorded iteration).
+    Unmap,
+    /// After those holds: the mmu_gather's reference drops
+    /// (`tlb_finish_mmu`), the old `mm` freed, the old image's files and
+    /// credentials released.
+    Release,
+    /// The new image runs: ld.so opens the libraries and the page faults
+    /// map the files' pages (`filemap_map_pages`), over the rest of the
+    /// exec.
+    Map,
+}
+
+/// Touches per exec of each line of a mapped page, a library's dentry and
+/// inode, the executable's dentry and inode (see the module docs).
+const PAGE_TOUCHES: &[Phase] = &[Phase::Map, Phase::Unmap, Phase::Release];
+const LIBRARY_TOUCHES: &[Phase] = &[Phase::Map, Phase::Release];
+const EXECUTABLE_TOUCHES: &[Phase] = &[Phase::Start, Phase::Release];
+/// The global lines an exec touches outside the memory cgroup, and where:
+/// `binfmt_lock`, `pcpu_alloc_mutex`, `pcpu_lock`, `pgd_lock`,
+/// `pgd_list`, the credentials' `group_info`, `user_struct`,
+/// `user_namespace` and `ucounts`.
+const GLOBAL_TOUCHES: [&[Phase]; 9] = [
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+];
+
+/// One exec's touches of its shared lines, by phase: `(phase, line)`, line
+/// indices from 0 in the order [`exec_writes`] numbers them (each file's
+/// pages, dentry and inode; then the globals; then the memory cgroup's
+/// counter), and the number of lines. The memory cgroup's counter is
+/// touched once per [`MEMCG_BATCH`] private pages at `Map` and again at
+/// `Release`.
+pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
+    let mut next = 0u32;
+    let mut out = Vec::new();
+    let mut line = |phases: &[Phase], out: &mut Vec<(Phase, u32)>| {
+        out.extend(phases.iter().map(|&p| (p, next)));
+        next += 1;
+    };
+    for f in &share.files {
+        for _ in 0..f.pages {
+            line(PAGE_TOUCHES, &mut out);
+        }
+        let own = if f.executable {
+            EXECUTABLE_TOUCHES
+        } else {
+            LIBRARY_TOUCHES
+        };
+        line(own, &mut out); // dentry
+        line(own, &mut out); // inode
+    }
+    for phases in GLOBAL_TOUCHES {
+        line(phases, &mut out);
+    }
+    let charges = share.private_pages.div_ceil(MEMCG_BATCH) as usize;
+    let memcg: Vec<Phase> = [Phase::Map, Phase::Release]
+        .iter()
+        .flat_map(|&p| std::iter::repeat(p).take(charges))
+        .collect();
+    line(&memcg, &mut out);
+    (out, next)
+}
+
 /// Adds the exec's other shared lines to a kernel-cost profile: each
-/// slot's iteration gets [`Step::Touch`]es spread over its work (a mapped
-/// page is written when it is faulted in and when the next exec tears the
-/// image down). With `own_binary`, each slot's executable lines are its
-/// own.
+/// slot's iteration gets one [`Step::Touch`] per [`Phase`] (the map phase's
+/// spread over the work of the new image), so that a line touched at two
+/// phases costs two transfers when another copy wrote it in between. With
+/// `own_binary`, each slot's executable lines are its own.
 pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profile {
     let mut out = p.clone();
-    let new_line = |out: &mut Profile| -> u32 {
-        out.lines.push(LineKind::ExecShared);
-        (out.lines.len() - 1) as u32
-    };
-    // Shared lines: each library's pages, dentry and inode; the globals.
-    let mut shared_writes: Vec<u32> = Vec::new();
-    let file_lines = |out: &mut Profile, f: &MappedFile, into: &mut Vec<u32>| {
-        for _ in 0..f.pages {
-            let l = new_line(out);
-            into.extend(std::iter::repeat(l).take(PAGE_WRITES));
+    let (touches, n) = exec_touches(share);
+    // Which of the numbered lines belong to the executable.
+    let mut exe_lines = vec![false; n as usize];
+    let mut at = 0usize;
+    for f in &share.files {
+        let k = f.pages as usize + 2;
+        if f.executable {
+            exe_lines[at..at + k].fill(true);
         }
-        let d = new_line(out);
-        into.extend(std::iter::repeat(d).take(DENTRY_WRITES));
-        let i = new_line(out);
-        into.extend(std::iter::repeat(i).take(INODE_WRITES));
-    };
-    for f in share.files.iter().filter(|f| !(own_binary && f.executable)) {
-        file_lines(&mut out, f, &mut shared_writes);
+        at += k;
     }
-    for writes in global_writes(share) {
-        let l = new_line(&mut out);
-        shared_writes.extend(std::iter::repeat(l).take(writes));
+    let own = |l: u32| own_binary && exe_lines[l as usize];
+    let base = out.lines.len() as u32;
+    let shared_n = (0..n).filter(|&l| !own(l)).count() as u32;
+    out.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(shared_n as usize));
+    // Shared lines get one index each; a slot's own lines get their own.
+    let mut shared_index = vec![u32::MAX; n as usize];
+    let mut k = base;
+    for l in (0..n).filter(|&l| !own(l)) {
+        shared_index[l as usize] = k;
+        k += 1;
     }
-    let exe: Option<&MappedFile> = share.files.iter().find(|f| f.executable);
-    // Each slot's own executable: its pages, dentry and inode.
-    let own_lines: Vec<Vec<u32>> = (0..out.slots.len())
-        .map(|_| match (own_binary, exe) {
-            (true, Some(f)) => (0..f.pages + 2).map(|_| new_line(&mut out)).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
-    for (s, own) in out.slots.iter_mut().zip(own_lines) {
-        let mut writes = shared_writes.clone();
-        for l in own {
-            // Pages, dentry and inode alike: two writes each.
-            writes.extend([l, l]);
-        }
-        spread_touches(&mut s.steps, writes);
+    let own_n = n - shared_n;
+    let slots = out.slots.len();
+    out.lines.extend(
+        std::iter::repeat(LineKind::ExecShared).take(own_n as usize * slots),
+    );
+    let mut own_index = vec![u32::MAX; n as usize];
+    let mut k = 0u32;
+    for l in (0..n).filter(|&l| own(l)) {
+        own_index[l as usize] = k;
+        k += 1;
     }
+    for (s, slot) in out.slots.iter_mut().enumerate() {
+        let index = |l: u32| {
+            if own(l) {
+                base + shared_n + s as u32 * own_n + own_index[l as usize]
+            } else {
+                shared_index[l as usize]
+            }
+        };
+        let of = |ph: Phase| -> Vec<u32> {
+            touches
+                .iter()
+                .filter(|(p, _)| *p == ph)
+                .map(|&(_, l)| index(l))
+                .collect()
+        };
+        place_touches(
+            &mut slot.steps,
+            [of(Phase::Start), of(Phase::Unmap), of(Phase::Release)],
+            of(Phase::Map),
+        );
+    }
+    let shared_touches = touches.iter().filter(|(_, l)| !own(*l)).count();
     out.notes = format!(
-        "{}; the exec's other shared lines added: {} per exec ({})",
-        out.notes,
-        shared_writes.len(),
-        share.source
+        "{}; the exec's other shared lines added: {} touches of {} lines per exec, at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
+        out.notes, shared_touches, shared_n, share.source
     );
     out
 }
 
-/// Splits `writes` into chunks placed after evenly spaced work steps.
-fn spread_touches(steps: &mut Vec<Step>, writes: Vec<u32>) {
-    const CHUNKS: usize = 8;
+/// Where the old image's teardown falls in a recorded iteration: the
+/// indices of the first and the last of the exit-unlink holds that begin
+/// it (the recorder's iteration starts with the exec, whose `exec_mmap`
+/// tears the old image down before anything of the new one is mapped).
+/// `None` when the iteration's first hold is not an exit unlink.
+fn teardown(steps: &[Step]) -> Option<(usize, usize)> {
+    let mut first = None;
+    let mut last = None;
+    for (i, s) in steps.iter().enumerate() {
+        if let Step::Hold(h) = s {
+            if h.site != Site::ExitUnlink {
+                break;
+            }
+            first.get_or_insert(i);
+            last = Some(i);
+        }
+    }
+    Some((first?, last?))
+}
+
+/// Inserts an iteration's touches: `start` before its first step, `unmap`
+/// just before the teardown's first exit-unlink hold, `release` just after
+/// its last, and `map` in up to 8 chunks after evenly spaced work steps
+/// of the rest. Without a teardown in the recording ([`teardown`]), the
+/// three go before the first step and after the first and second work
+/// steps (or at the end), and `map` is spread over the whole iteration.
+fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], map: Vec<u32>) {
     let work_at: Vec<usize> = steps
         .iter()
         .enumerate()
         .filter(|(_, s)| matches!(s, Step::Work(_)))
         .map(|(i, _)| i)
         .collect();
-    if writes.is_empty() {
-        return;
-    }
-    let chunks = CHUNKS.min(work_at.len().max(1));
-    let per = writes.len().div_ceil(chunks);
-    let mut inserts: Vec<(usize, Vec<u32>)> = writes
-        .chunks(per)
-        .enumerate()
-        .map(|(k, c)| {
-            let at = work_at
-                .get(k * work_at.len() / chunks)
-                .map_or(steps.len(), |&i| i + 1);
-            (at, c.to_vec())
-        })
+    let (unmap_at, release_at) = match teardown(steps) {
+        Some((a, b)) => (a, b + 1),
+        None => (
+            work_at.first().map_or(steps.len(), |&i| i + 1),
+            work_at.get(1).map_or(steps.len(), |&i| i + 1),
+        ),
+    };
+    let map_work: Vec<usize> = work_at
+        .iter()
+        .copied()
+        .filter(|&i| teardown(steps).is_none() || i >= release_at)
         .collect();
-    // Insert from the back so that earlier positions stay valid.
+    let mut inserts: Vec<(usize, Vec<u32>)> = Vec::new();
+    if !map.is_empty() {
+        const CHUNKS: usize = 8;
+        let chunks = CHUNKS.min(map_work.len().max(1));
+        let per = map.len().div_ceil(chunks);
+        for (k, c) in map.chunks(per).enumerate() {
+            let at = map_work
+                .get(k * map_work.len() / chunks)
+                .map_or(steps.len(), |&i| i + 1);
+            inserts.push((at, c.to_vec()));
+        }
+    }
+    inserts.push((release_at, release));
+    inserts.push((unmap_at, unmap));
+    inserts.push((0, start));
+    // Insert from the back so that earlier positions stay valid; of two at
+    // one position the later phase goes in first (it ends up after).
+    inserts.retain(|(_, w)| !w.is_empty());
     inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     for (at, w) in inserts {
         steps.insert(
