@@ -27,7 +27,7 @@
 //! | `pcpu_lock` | 2: start, release | the same two allocations; `free_percpu` of both when the old `mm` is dropped (`__mmdrop`) |
 //! | `pgd_lock`, `pgd_list` | 2 and 1: start, release | x86-64 has `SHARED_KERNEL_PMD` 0 (`pgtable_64_types.h`): `pgd_alloc` -> `pgd_ctor` -> `pgd_list_add` under `pgd_lock`; `pgd_free` -> `pgd_dtor` -> `pgd_list_del` under it (the list head stands in for the neighbour a deletion writes) |
 //! | the credentials' `group_info`, `user_struct`, `user_namespace`, `ucounts` | 2 each: start, release | `prepare_exec_creds` -> `prepare_creds`: `get_group_info`, `get_uid`, `get_user_ns`, `get_ucounts`; the old creds' `put_cred_rcu`: the four puts. Every copy runs as the same user, so all copies share them |
-//! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 per 64 at release | charges and uncharges go through a per-CPU stock of 64 pages (`MEMCG_CHARGE_BATCH`; one level of the hierarchy counted) |
+//! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 at release | `try_charge_memcg`: `consume_stock`, else `page_counter_try_charge` of `MEMCG_CHARGE_BATCH` (64) pages and `refill_stock`; the old image's pages are uncharged by the mmu_gather's `folios_put_refs` -> `mem_cgroup_uncharge_folios` -> `uncharge_batch` (`page_counter_uncharge`), a batch of 31 folios at a time, back to back. One level of the hierarchy counted (each ancestor's counter is another line; a task in the root cgroup charges none) |
 //! | the zone's `lock` | 0 | the page allocator's per-CPU lists: an exec frees on its CPU about as many pages as it allocates, far below `pcp->high` (1,865 pages a CPU on this host, `/proc/zoneinfo`), so `rmqueue_bulk` / `free_pcppages_bulk` take the zone lock only when a list runs dry or overflows: not the common case |
 //!
 //! A lock's own hold time is not modelled (its line is). Libraries and their
@@ -308,7 +308,7 @@ const GLOBAL_TOUCHES: [&[Phase]; 9] = [
 /// indices from 0 in the order [`exec_writes`] numbers them (each file's
 /// pages, dentry and inode; then the globals; then the memory cgroup's
 /// counter), and the number of lines. The memory cgroup's counter is
-/// touched once per [`MEMCG_BATCH`] private pages at `Map` and again at
+/// touched once per [`MEMCG_BATCH`] private pages at `Map` and once at
 /// `Release`.
 pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
     let mut next = 0u32;
@@ -332,13 +332,36 @@ pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
     for phases in GLOBAL_TOUCHES {
         line(phases, &mut out);
     }
+    // Charges through the per-CPU stock, one per 64 pages over the run; the
+    // uncharges of the old image's pages all at its release, back to back.
     let charges = share.private_pages.div_ceil(MEMCG_BATCH) as usize;
-    let memcg: Vec<Phase> = [Phase::Map, Phase::Release]
-        .iter()
-        .flat_map(|&p| std::iter::repeat(p).take(charges))
+    let memcg: Vec<Phase> = std::iter::repeat(Phase::Map)
+        .take(charges)
+        .chain(std::iter::once(Phase::Release))
         .collect();
     line(&memcg, &mut out);
-    (out, next)
+    // The charges fall over the run: each in the middle of its share of the
+    // map phase's other touches (so that, placed in chunks, two charges
+    // share a touch only when there are more charges than chunks).
+    let memcg_line = next - 1;
+    let is_charge = |e: &(Phase, u32)| e.0 == Phase::Map && e.1 == memcg_line;
+    let rest: Vec<(Phase, u32)> = out.iter().copied().filter(|e| !is_charge(e)).collect();
+    let map_n = rest.iter().filter(|e| e.0 == Phase::Map).count();
+    let mut placed = 0usize;
+    let mut m = 0usize;
+    let mut ordered = Vec::with_capacity(out.len());
+    for e in rest {
+        if e.0 == Phase::Map {
+            while placed < charges && (2 * placed + 1) * map_n / (2 * charges) <= m {
+                ordered.push((Phase::Map, memcg_line));
+                placed += 1;
+            }
+            m += 1;
+        }
+        ordered.push(e);
+    }
+    ordered.extend(std::iter::repeat((Phase::Map, memcg_line)).take(charges - placed));
+    (ordered, next)
 }
 
 /// Adds the exec's other shared lines to a kernel-cost profile: each
@@ -373,9 +396,8 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
     }
     let own_n = n - shared_n;
     let slots = out.slots.len();
-    out.lines.extend(
-        std::iter::repeat(LineKind::ExecShared).take(own_n as usize * slots),
-    );
+    out.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(own_n as usize * slots));
     let mut own_index = vec![u32::MAX; n as usize];
     let mut k = 0u32;
     for l in (0..n).filter(|&l| own(l)) {
@@ -546,9 +568,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shared_pages_are_shared_and_own_binaries_are_not() {
-        let share = ExecShare {
+    fn share() -> ExecShare {
+        ExecShare {
             files: vec![
                 MappedFile {
                     path: "/x/exe".into(),
@@ -563,23 +584,96 @@ mod tests {
             ],
             private_pages: 100,
             source: "test".into(),
-        };
+        }
+    }
+
+    /// Each slot's touches in step order: (step index, lines written).
+    fn touches(p: &Profile, slot: usize) -> Vec<(usize, Vec<u32>)> {
+        p.slots[slot]
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Step::Touch(t) => Some((i, t.written.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_exec_touches_each_line_once_per_phase_as_linux_6_12_does() {
+        let (t, n) = exec_touches(&share());
+        let at = |ph: Phase| t.iter().filter(|(p, _)| *p == ph).count();
+        // 13 pages (3 each), 2 files' dentry and inode (2 each), 9 globals,
+        // the memory cgroup's counter: 27 lines; no zone lock.
+        assert_eq!(n, 13 + 4 + 9 + 1);
+        // Start: the executable's dentry and inode, binfmt_lock,
+        // pcpu_alloc_mutex, pcpu_lock, pgd_lock, pgd_list, 4 credentials.
+        assert_eq!(at(Phase::Start), 2 + 9);
+        // Unmap: every mapped page's rmap removal.
+        assert_eq!(at(Phase::Unmap), 13);
+        // Release: every page's reference drop, both files' dentry and
+        // inode, 7 globals, the uncharges.
+        assert_eq!(at(Phase::Release), 13 + 4 + 7 + 1);
+        // Map: every page's fault, libc's open, 2 charges.
+        assert_eq!(at(Phase::Map), 13 + 2 + 2);
+        // A page's line is touched at three phases, once each.
+        let page: Vec<Phase> = t.iter().filter(|(_, l)| *l == 0).map(|(p, _)| *p).collect();
+        assert_eq!(page, vec![Phase::Map, Phase::Unmap, Phase::Release]);
+    }
+
+    #[test]
+    fn the_teardown_separates_a_pages_unmap_from_its_release() {
+        let mut p = profile(2);
+        // An iteration as the recorder gives it: the old image's exit
+        // unlink first, then the new image's mmap.
+        for s in &mut p.slots {
+            let mut exit = s.steps[1].clone();
+            if let Step::Hold(h) = &mut exit {
+                h.site = Site::ExitUnlink;
+            }
+            s.steps.insert(1, exit);
+            s.steps.insert(2, Step::Work(50.0));
+        }
+        let out = add_exec_share(&p, &share(), false);
+        out.validate().unwrap();
+        let steps = &out.slots[0].steps;
+        let exit_at = steps
+            .iter()
+            .position(|s| matches!(s, Step::Hold(h) if h.site == Site::ExitUnlink))
+            .unwrap();
+        let first_page = p.lines.len() as u32;
+        let with_page: Vec<usize> = touches(&out, 0)
+            .into_iter()
+            .filter(|(_, w)| w.contains(&first_page))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(with_page.len(), 3, "map, unmap, release: {steps:?}");
+        // Cyclic order Start, Unmap, Release, Map: the unmap comes before
+        // the exit unlink hold, the release and the map after it.
+        assert!(with_page[0] < exit_at, "{with_page:?} {exit_at}");
+        assert!(with_page[1] > exit_at && with_page[2] > with_page[1]);
+        assert!(matches!(steps[0], Step::Touch(_)), "exec start first");
+        // No touch writes a line twice (that would be one transfer, not two).
+        for (_, w) in touches(&out, 0) {
+            let mut d = w.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), w.len());
+        }
+        assert_eq!(out.times(), p.times(), "no time added");
+    }
+
+    #[test]
+    fn shared_pages_are_shared_and_own_binaries_are_not() {
+        let share = share();
         let lines_of = |p: &Profile, slot: usize| -> Vec<u32> {
-            p.slots[slot]
-                .steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Touch(t) => Some(t.written.clone()),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
+            touches(p, slot).into_iter().flat_map(|(_, w)| w).collect()
         };
         let shared = add_exec_share(&profile(2), &share, false);
         shared.validate().unwrap();
         assert_eq!(lines_of(&shared, 0), lines_of(&shared, 1));
-        // 13 pages x 2, 2 files x (dentry 2 + inode 2), globals 2+4+8+4+4.
-        assert_eq!(lines_of(&shared, 0).len(), 26 + 8 + 22);
+        assert_eq!(lines_of(&shared, 0).len(), exec_touches(&share).0.len());
         assert_eq!(shared.times(), profile(2).times(), "no time added");
         let own = add_exec_share(&profile(2), &share, true);
         own.validate().unwrap();
@@ -589,11 +683,13 @@ mod tests {
             a.iter().any(|l| !b.contains(l)),
             "the executable's lines are each slot's own"
         );
-        let common = a.iter().filter(|l| b.contains(l)).count();
+        let mut common: Vec<u32> = a.iter().copied().filter(|l| b.contains(l)).collect();
+        common.sort_unstable();
+        common.dedup();
         assert_eq!(
-            common,
-            20 + 4 + 22,
-            "libc's pages, dentry, inode and the globals"
+            common.len(),
+            10 + 2 + 9 + 1,
+            "libc's pages, dentry, inode, the globals and the memory cgroup's counter"
         );
     }
 }
