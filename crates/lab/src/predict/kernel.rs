@@ -389,20 +389,16 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
         .extend(std::iter::repeat(LineKind::ExecShared).take(shared_n as usize));
     // Shared lines get one index each; a slot's own lines get their own.
     let mut shared_index = vec![u32::MAX; n as usize];
-    let mut k = base;
-    for l in (0..n).filter(|&l| !own(l)) {
+    for (k, l) in (base..).zip((0..n).filter(|&l| !own(l))) {
         shared_index[l as usize] = k;
-        k += 1;
     }
     let own_n = n - shared_n;
     let slots = out.slots.len();
     out.lines
         .extend(std::iter::repeat(LineKind::ExecShared).take(own_n as usize * slots));
     let mut own_index = vec![u32::MAX; n as usize];
-    let mut k = 0u32;
-    for l in (0..n).filter(|&l| own(l)) {
+    for (k, l) in (0u32..).zip((0..n).filter(|&l| own(l))) {
         own_index[l as usize] = k;
-        k += 1;
     }
     for (s, slot) in out.slots.iter_mut().enumerate() {
         let index = |l: u32| {
