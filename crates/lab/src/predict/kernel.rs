@@ -305,9 +305,9 @@ const GLOBAL_TOUCHES: [&[Phase]; 9] = [
 ];
 
 /// One exec's touches of its shared lines, by phase: `(phase, line)`, line
-/// indices from 0 in the order [`exec_writes`] numbers them (each file's
-/// pages, dentry and inode; then the globals; then the memory cgroup's
-/// counter), and the number of lines. The memory cgroup's counter is
+/// indices from 0 (each file's pages, dentry and inode, as [`exec_writes`]
+/// numbers them; then the nine globals of [`GLOBAL_TOUCHES`]; then the
+/// memory cgroup's counter), and the number of lines. The memory cgroup's counter is
 /// touched once per [`MEMCG_BATCH`] private pages at `Map` and once at
 /// `Release`.
 pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
