@@ -5,28 +5,40 @@
 //! Measured on this host, for the binary being exec'd
 //! ([`measure_exec`]): the binary is run under `ptrace` and stopped as it
 //! exits, and `/proc/PID/smaps` gives, for each file it maps, the pages
-//! that were mapped (`Rss`), and its anonymous pages and page tables. From
-//! the kernel's code (6.x), each exec then writes:
+//! that were mapped (`Rss`), and its anonymous pages and page tables.
 //!
-//! | line | writes per exec | why |
+//! **Touches, not writes** (s39). What costs a transfer is a *touch*: a
+//! burst of locked updates of one line by one CPU (a fault's
+//! `folio_try_get`, `folio_trylock`, `_mapcount` increment, `folio_ref_add`,
+//! `folio_unlock`, `folio_put` of one small folio are one touch: the line
+//! stays in this CPU's cache between them). Two touches of a line are two
+//! transfers when another copy writes the line between them, which, at
+//! several copies, is what happens between the [`Phase`]s of one exec. Each
+//! touch is placed at its phase (see [`add_exec_share`]). From Linux 6.12's
+//! code (`~/.cache/aspace-kernel/linux.git`, 6.12.117), per exec:
+//!
+//! | line | touches | where (6.12) |
 //! |---|---|---|
-//! | one per mapped page of a file | 2 | `folio_add_file_rmap_ptes` at the fault that maps it, `folio_remove_rmap_ptes` when the old image is torn down: the page's `_mapcount` and its folio's counts (one 64-byte `struct page` each) |
-//! | the file's dentry | 2 | `dget` when it is opened (`path_openat`'s final `lockref`), `dput` at close or teardown |
-//! | the file's inode | 2 | the binary's `i_writecount` (`exe_file_deny_write_access` and its allow); a library's open takes and drops its own inode reference |
-//! | `binfmt_lock` | 2 | `search_binary_handler`'s `read_lock` / `read_unlock` |
-//! | `pcpu_alloc_mutex` | 4 | the new mm's per-CPU counters (`rss_stat`) and its `mm_cid`: two allocations, each a lock and an unlock |
-//! | `pcpu_lock` | 8 | the same two allocations and their two frees when the old mm goes |
-//! | the zone's `lock` | 2 per 63 pages | the page allocator's per-CPU lists refill and drain in batches (`pcp->batch`, 63 by default) for the exec's anonymous pages and page tables |
-//! | the memory cgroup's `page_counter` | 2 per 64 pages | charges and uncharges go through a per-CPU stock of 64 pages (`MEMCG_CHARGE_BATCH`) |
+//! | one per mapped page of a file (its `struct page`: `_refcount`, `flags`, `_mapcount` of a small folio) | 3: map, unmap, release | map: `filemap_map_pages` -> `next_uptodate_folio` (`folio_try_get`, `folio_trylock`), `filemap_map_order0_folio` -> `set_pte_range` -> `__folio_add_rmap` (`atomic_inc_and_test(&folio->_mapcount)`), `folio_ref_inc`, `folio_unlock`, `folio_put`; unmap: `exit_mmap` -> `unmap_vmas` -> `zap_present_folio_ptes` -> `folio_remove_rmap_ptes` (`atomic_add_negative(-1, ...)`); release: the reference the mapping held, dropped by the mmu_gather (`__tlb_remove_folio_pages` batches it; `tlb_finish_mmu`, after `free_pgtables`, puts it) |
+//! | a library's dentry, inode | 2 each: map, release | `openat` by ld.so: `legitimize_path` -> `lockref_get_not_dead` (dentry), `do_dentry_open` -> `i_readcount_inc` (`CONFIG_FILE_LOCKING` or `CONFIG_IMA`); the last `fput` when the old image's VMAs go: `dput`, `i_readcount_dec` |
+//! | the executable's dentry, inode | 2 each: start, release | `do_open_execat` (dentry; `exe_file_deny_write_access` and `i_readcount_inc` on the inode, one line), released with the old image (`exe_file_allow_write_access`, `fput`) |
+//! | `binfmt_lock` | 2: start, release | `search_binary_handler`: `read_lock` before `load_binary`, `read_unlock` after it (the old image went inside it, `begin_new_exec`) |
+//! | `pcpu_alloc_mutex` | 1: start | `mm_init`: `percpu_counter_init_many` (rss_stat) and `mm_alloc_cid`, two `pcpu_alloc`s back to back, each `mutex_lock_killable` and unlock |
+//! | `pcpu_lock` | 2: start, release | the same two allocations; `free_percpu` of both when the old `mm` is dropped (`__mmdrop`) |
+//! | `pgd_lock`, `pgd_list` | 2 and 1: start, release | x86-64 has `SHARED_KERNEL_PMD` 0 (`pgtable_64_types.h`): `pgd_alloc` -> `pgd_ctor` -> `pgd_list_add` under `pgd_lock`; `pgd_free` -> `pgd_dtor` -> `pgd_list_del` under it (the list head stands in for the neighbour a deletion writes) |
+//! | the credentials' `group_info`, `user_struct`, `user_namespace`, `ucounts` | 2 each: start, release | `prepare_exec_creds` -> `prepare_creds`: `get_group_info`, `get_uid`, `get_user_ns`, `get_ucounts`; the old creds' `put_cred_rcu`: the four puts. Every copy runs as the same user, so all copies share them |
+//! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 at release | `try_charge_memcg`: `consume_stock`, else `page_counter_try_charge` of `MEMCG_CHARGE_BATCH` (64) pages and `refill_stock`; the old image's pages are uncharged by the mmu_gather's `folios_put_refs` -> `mem_cgroup_uncharge_folios` -> `uncharge_batch` (`page_counter_uncharge`), a batch of 31 folios at a time, back to back. One level of the hierarchy counted (each ancestor's counter is another line; a task in the root cgroup charges none) |
+//! | the zone's `lock` | 0 | the page allocator's per-CPU lists: an exec frees on its CPU about as many pages as it allocates, far below `pcp->high` (1,865 pages a CPU on this host, `/proc/zoneinfo`), so `rmqueue_bulk` / `free_pcppages_bulk` take the zone lock only when a list runs dry or overflows: not the common case |
 //!
-//! Each write is a transfer when another CPU wrote the line last; a lock's
-//! own hold time is not modelled (its line is). Libraries and their pages
-//! are shared by every copy; with `own_binary` the executable's lines are
-//! each CPU's own. These counts come from reading the kernel; the page
-//! counts from this host's smaps, which for the same binary and C library
-//! are what any machine maps.
+//! A lock's own hold time is not modelled (its line is). Libraries and their
+//! pages are shared by every copy; with `own_binary` the executable's lines
+//! are each CPU's own. The page counts come from this host's smaps, which
+//! for the same binary and C library are what any machine maps; small
+//! folios are assumed (this host's page cache holds libc in order-0 folios,
+//! `/proc/kpageflags`; a large folio would add its head's and `_large_mapcount`'s
+//! lines per folio and keep the per-page `_mapcount`s: 6.12's `__folio_add_rmap`).
 
-use predict::{LineKind, Profile, Step, Touch};
+use predict::{LineKind, Profile, Site, Step, Touch};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
@@ -53,8 +65,10 @@ pub struct ExecShare {
     pub source: String,
 }
 
-/// Writes per exec to a file's lines and the global ones (see the module
-/// docs).
+/// Writes per exec to a file's lines and the global ones, as `aspace bench
+/// --cost kernel` writes them ([`exec_writes`]: the count before s39, each
+/// line's writes back to back; the prediction places touches by
+/// [`Phase`] instead, see [`exec_touches`]).
 const PAGE_WRITES: usize = 2;
 const DENTRY_WRITES: usize = 2;
 const INODE_WRITES: usize = 2;
@@ -245,86 +259,239 @@ fn global_writes(share: &ExecShare) -> [usize; 5] {
     ]
 }
 
+/// Where in an exec a shared line is touched (the module docs name the
+/// kernel code of each). One exec of the loop runs them in this cyclic
+/// order: `Start`, `Unmap`, `Release`, `Map`, then the next exec's
+/// `Start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The exec system call begins (`bprm`: the executable opened, the new
+    /// `mm` allocated, the credentials prepared), before the old image
+    /// goes.
+    Start,
+    /// The old image's pages unmapped (`exit_mmap` -> `unmap_vmas`), before
+    /// its file VMAs are unlinked (the exit-unlink holds that begin a
+    /// recorded iteration).
+    Unmap,
+    /// After those holds: the mmu_gather's reference drops
+    /// (`tlb_finish_mmu`), the old `mm` freed, the old image's files and
+    /// credentials released.
+    Release,
+    /// The new image runs: ld.so opens the libraries and the page faults
+    /// map the files' pages (`filemap_map_pages`), over the rest of the
+    /// exec.
+    Map,
+}
+
+/// Touches per exec of each line of a mapped page, a library's dentry and
+/// inode, the executable's dentry and inode (see the module docs).
+const PAGE_TOUCHES: &[Phase] = &[Phase::Map, Phase::Unmap, Phase::Release];
+const LIBRARY_TOUCHES: &[Phase] = &[Phase::Map, Phase::Release];
+const EXECUTABLE_TOUCHES: &[Phase] = &[Phase::Start, Phase::Release];
+/// The global lines an exec touches outside the memory cgroup, and where:
+/// `binfmt_lock`, `pcpu_alloc_mutex`, `pcpu_lock`, `pgd_lock`,
+/// `pgd_list`, the credentials' `group_info`, `user_struct`,
+/// `user_namespace` and `ucounts`.
+const GLOBAL_TOUCHES: [&[Phase]; 9] = [
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+    &[Phase::Start, Phase::Release],
+];
+
+/// One exec's touches of its shared lines, by phase: `(phase, line)`, line
+/// indices from 0 (each file's pages, dentry and inode, as [`exec_writes`]
+/// numbers them; then the nine globals of [`GLOBAL_TOUCHES`]; then the
+/// memory cgroup's counter), and the number of lines. The memory cgroup's counter is
+/// touched once per [`MEMCG_BATCH`] private pages at `Map` and once at
+/// `Release`.
+pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
+    let mut next = 0u32;
+    let mut out = Vec::new();
+    let mut line = |phases: &[Phase], out: &mut Vec<(Phase, u32)>| {
+        out.extend(phases.iter().map(|&p| (p, next)));
+        next += 1;
+    };
+    for f in &share.files {
+        for _ in 0..f.pages {
+            line(PAGE_TOUCHES, &mut out);
+        }
+        let own = if f.executable {
+            EXECUTABLE_TOUCHES
+        } else {
+            LIBRARY_TOUCHES
+        };
+        line(own, &mut out); // dentry
+        line(own, &mut out); // inode
+    }
+    for phases in GLOBAL_TOUCHES {
+        line(phases, &mut out);
+    }
+    // Charges through the per-CPU stock, one per 64 pages over the run; the
+    // uncharges of the old image's pages all at its release, back to back.
+    let charges = share.private_pages.div_ceil(MEMCG_BATCH) as usize;
+    let memcg: Vec<Phase> = std::iter::repeat(Phase::Map)
+        .take(charges)
+        .chain(std::iter::once(Phase::Release))
+        .collect();
+    line(&memcg, &mut out);
+    // The charges fall over the run: each in the middle of its share of the
+    // map phase's other touches (so that, placed in chunks, two charges
+    // share a touch only when there are more charges than chunks).
+    let memcg_line = next - 1;
+    let is_charge = |e: &(Phase, u32)| e.0 == Phase::Map && e.1 == memcg_line;
+    let rest: Vec<(Phase, u32)> = out.iter().copied().filter(|e| !is_charge(e)).collect();
+    let map_n = rest.iter().filter(|e| e.0 == Phase::Map).count();
+    let mut placed = 0usize;
+    let mut m = 0usize;
+    let mut ordered = Vec::with_capacity(out.len());
+    for e in rest {
+        if e.0 == Phase::Map {
+            while placed < charges && (2 * placed + 1) * map_n / (2 * charges) <= m {
+                ordered.push((Phase::Map, memcg_line));
+                placed += 1;
+            }
+            m += 1;
+        }
+        ordered.push(e);
+    }
+    ordered.extend(std::iter::repeat((Phase::Map, memcg_line)).take(charges - placed));
+    (ordered, next)
+}
+
 /// Adds the exec's other shared lines to a kernel-cost profile: each
-/// slot's iteration gets [`Step::Touch`]es spread over its work (a mapped
-/// page is written when it is faulted in and when the next exec tears the
-/// image down). With `own_binary`, each slot's executable lines are its
-/// own.
+/// slot's iteration gets one [`Step::Touch`] per [`Phase`] (the map phase's
+/// spread over the work of the new image), so that a line touched at two
+/// phases costs two transfers when another copy wrote it in between. With
+/// `own_binary`, each slot's executable lines are its own.
 pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profile {
     let mut out = p.clone();
-    let new_line = |out: &mut Profile| -> u32 {
-        out.lines.push(LineKind::ExecShared);
-        (out.lines.len() - 1) as u32
-    };
-    // Shared lines: each library's pages, dentry and inode; the globals.
-    let mut shared_writes: Vec<u32> = Vec::new();
-    let file_lines = |out: &mut Profile, f: &MappedFile, into: &mut Vec<u32>| {
-        for _ in 0..f.pages {
-            let l = new_line(out);
-            into.extend(std::iter::repeat(l).take(PAGE_WRITES));
+    let (touches, n) = exec_touches(share);
+    // Which of the numbered lines belong to the executable.
+    let mut exe_lines = vec![false; n as usize];
+    let mut at = 0usize;
+    for f in &share.files {
+        let k = f.pages as usize + 2;
+        if f.executable {
+            exe_lines[at..at + k].fill(true);
         }
-        let d = new_line(out);
-        into.extend(std::iter::repeat(d).take(DENTRY_WRITES));
-        let i = new_line(out);
-        into.extend(std::iter::repeat(i).take(INODE_WRITES));
-    };
-    for f in share.files.iter().filter(|f| !(own_binary && f.executable)) {
-        file_lines(&mut out, f, &mut shared_writes);
+        at += k;
     }
-    for writes in global_writes(share) {
-        let l = new_line(&mut out);
-        shared_writes.extend(std::iter::repeat(l).take(writes));
+    let own = |l: u32| own_binary && exe_lines[l as usize];
+    let base = out.lines.len() as u32;
+    let shared_n = (0..n).filter(|&l| !own(l)).count() as u32;
+    out.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(shared_n as usize));
+    // Shared lines get one index each; a slot's own lines get their own.
+    let mut shared_index = vec![u32::MAX; n as usize];
+    for (k, l) in (base..).zip((0..n).filter(|&l| !own(l))) {
+        shared_index[l as usize] = k;
     }
-    let exe: Option<&MappedFile> = share.files.iter().find(|f| f.executable);
-    // Each slot's own executable: its pages, dentry and inode.
-    let own_lines: Vec<Vec<u32>> = (0..out.slots.len())
-        .map(|_| match (own_binary, exe) {
-            (true, Some(f)) => (0..f.pages + 2).map(|_| new_line(&mut out)).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
-    for (s, own) in out.slots.iter_mut().zip(own_lines) {
-        let mut writes = shared_writes.clone();
-        for l in own {
-            // Pages, dentry and inode alike: two writes each.
-            writes.extend([l, l]);
-        }
-        spread_touches(&mut s.steps, writes);
+    let own_n = n - shared_n;
+    let slots = out.slots.len();
+    out.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(own_n as usize * slots));
+    let mut own_index = vec![u32::MAX; n as usize];
+    for (k, l) in (0u32..).zip((0..n).filter(|&l| own(l))) {
+        own_index[l as usize] = k;
     }
+    for (s, slot) in out.slots.iter_mut().enumerate() {
+        let index = |l: u32| {
+            if own(l) {
+                base + shared_n + s as u32 * own_n + own_index[l as usize]
+            } else {
+                shared_index[l as usize]
+            }
+        };
+        let of = |ph: Phase| -> Vec<u32> {
+            touches
+                .iter()
+                .filter(|(p, _)| *p == ph)
+                .map(|&(_, l)| index(l))
+                .collect()
+        };
+        place_touches(
+            &mut slot.steps,
+            [of(Phase::Start), of(Phase::Unmap), of(Phase::Release)],
+            of(Phase::Map),
+        );
+    }
+    let shared_touches = touches.iter().filter(|(_, l)| !own(*l)).count();
     out.notes = format!(
-        "{}; the exec's other shared lines added: {} per exec ({})",
-        out.notes,
-        shared_writes.len(),
-        share.source
+        "{}; the exec's other shared lines added: {} touches of {} lines per exec, at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
+        out.notes, shared_touches, shared_n, share.source
     );
     out
 }
 
-/// Splits `writes` into chunks placed after evenly spaced work steps.
-fn spread_touches(steps: &mut Vec<Step>, writes: Vec<u32>) {
-    const CHUNKS: usize = 8;
+/// Where the old image's teardown falls in a recorded iteration: the
+/// indices of the first and the last of the exit-unlink holds that begin
+/// it (the recorder's iteration starts with the exec, whose `exec_mmap`
+/// tears the old image down before anything of the new one is mapped).
+/// `None` when the iteration's first hold is not an exit unlink.
+fn teardown(steps: &[Step]) -> Option<(usize, usize)> {
+    let mut first = None;
+    let mut last = None;
+    for (i, s) in steps.iter().enumerate() {
+        if let Step::Hold(h) = s {
+            if h.site != Site::ExitUnlink {
+                break;
+            }
+            first.get_or_insert(i);
+            last = Some(i);
+        }
+    }
+    Some((first?, last?))
+}
+
+/// Inserts an iteration's touches: `start` before its first step, `unmap`
+/// just before the teardown's first exit-unlink hold, `release` just after
+/// its last, and `map` in up to 8 chunks after evenly spaced work steps
+/// of the rest. Without a teardown in the recording ([`teardown`]), the
+/// three go before the first step and after the first and second work
+/// steps (or at the end), and `map` is spread over the whole iteration.
+fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], map: Vec<u32>) {
     let work_at: Vec<usize> = steps
         .iter()
         .enumerate()
         .filter(|(_, s)| matches!(s, Step::Work(_)))
         .map(|(i, _)| i)
         .collect();
-    if writes.is_empty() {
-        return;
-    }
-    let chunks = CHUNKS.min(work_at.len().max(1));
-    let per = writes.len().div_ceil(chunks);
-    let mut inserts: Vec<(usize, Vec<u32>)> = writes
-        .chunks(per)
-        .enumerate()
-        .map(|(k, c)| {
-            let at = work_at
-                .get(k * work_at.len() / chunks)
-                .map_or(steps.len(), |&i| i + 1);
-            (at, c.to_vec())
-        })
+    let (unmap_at, release_at) = match teardown(steps) {
+        Some((a, b)) => (a, b + 1),
+        None => (
+            work_at.first().map_or(steps.len(), |&i| i + 1),
+            work_at.get(1).map_or(steps.len(), |&i| i + 1),
+        ),
+    };
+    let map_work: Vec<usize> = work_at
+        .iter()
+        .copied()
+        .filter(|&i| teardown(steps).is_none() || i >= release_at)
         .collect();
-    // Insert from the back so that earlier positions stay valid.
+    let mut inserts: Vec<(usize, Vec<u32>)> = Vec::new();
+    if !map.is_empty() {
+        const CHUNKS: usize = 8;
+        let chunks = CHUNKS.min(map_work.len().max(1));
+        let per = map.len().div_ceil(chunks);
+        for (k, c) in map.chunks(per).enumerate() {
+            let at = map_work
+                .get(k * map_work.len() / chunks)
+                .map_or(steps.len(), |&i| i + 1);
+            inserts.push((at, c.to_vec()));
+        }
+    }
+    inserts.push((release_at, release));
+    inserts.push((unmap_at, unmap));
+    inserts.push((0, start));
+    // Insert from the back so that earlier positions stay valid; of two at
+    // one position the later phase goes in first (it ends up after).
+    inserts.retain(|(_, w)| !w.is_empty());
     inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     for (at, w) in inserts {
         steps.insert(
@@ -397,9 +564,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shared_pages_are_shared_and_own_binaries_are_not() {
-        let share = ExecShare {
+    fn share() -> ExecShare {
+        ExecShare {
             files: vec![
                 MappedFile {
                     path: "/x/exe".into(),
@@ -414,23 +580,96 @@ mod tests {
             ],
             private_pages: 100,
             source: "test".into(),
-        };
+        }
+    }
+
+    /// Each slot's touches in step order: (step index, lines written).
+    fn touches(p: &Profile, slot: usize) -> Vec<(usize, Vec<u32>)> {
+        p.slots[slot]
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Step::Touch(t) => Some((i, t.written.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_exec_touches_each_line_once_per_phase_as_linux_6_12_does() {
+        let (t, n) = exec_touches(&share());
+        let at = |ph: Phase| t.iter().filter(|(p, _)| *p == ph).count();
+        // 13 pages (3 each), 2 files' dentry and inode (2 each), 9 globals,
+        // the memory cgroup's counter: 27 lines; no zone lock.
+        assert_eq!(n, 13 + 4 + 9 + 1);
+        // Start: the executable's dentry and inode, binfmt_lock,
+        // pcpu_alloc_mutex, pcpu_lock, pgd_lock, pgd_list, 4 credentials.
+        assert_eq!(at(Phase::Start), 2 + 9);
+        // Unmap: every mapped page's rmap removal.
+        assert_eq!(at(Phase::Unmap), 13);
+        // Release: every page's reference drop, both files' dentry and
+        // inode, 7 globals, the uncharges.
+        assert_eq!(at(Phase::Release), 13 + 4 + 7 + 1);
+        // Map: every page's fault, libc's open, 2 charges.
+        assert_eq!(at(Phase::Map), 13 + 2 + 2);
+        // A page's line is touched at three phases, once each.
+        let page: Vec<Phase> = t.iter().filter(|(_, l)| *l == 0).map(|(p, _)| *p).collect();
+        assert_eq!(page, vec![Phase::Map, Phase::Unmap, Phase::Release]);
+    }
+
+    #[test]
+    fn the_teardown_separates_a_pages_unmap_from_its_release() {
+        let mut p = profile(2);
+        // An iteration as the recorder gives it: the old image's exit
+        // unlink first, then the new image's mmap.
+        for s in &mut p.slots {
+            let mut exit = s.steps[1].clone();
+            if let Step::Hold(h) = &mut exit {
+                h.site = Site::ExitUnlink;
+            }
+            s.steps.insert(1, exit);
+            s.steps.insert(2, Step::Work(50.0));
+        }
+        let out = add_exec_share(&p, &share(), false);
+        out.validate().unwrap();
+        let steps = &out.slots[0].steps;
+        let exit_at = steps
+            .iter()
+            .position(|s| matches!(s, Step::Hold(h) if h.site == Site::ExitUnlink))
+            .unwrap();
+        let first_page = p.lines.len() as u32;
+        let with_page: Vec<usize> = touches(&out, 0)
+            .into_iter()
+            .filter(|(_, w)| w.contains(&first_page))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(with_page.len(), 3, "map, unmap, release: {steps:?}");
+        // Cyclic order Start, Unmap, Release, Map: the unmap comes before
+        // the exit unlink hold, the release and the map after it.
+        assert!(with_page[0] < exit_at, "{with_page:?} {exit_at}");
+        assert!(with_page[1] > exit_at && with_page[2] > with_page[1]);
+        assert!(matches!(steps[0], Step::Touch(_)), "exec start first");
+        // No touch writes a line twice (that would be one transfer, not two).
+        for (_, w) in touches(&out, 0) {
+            let mut d = w.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), w.len());
+        }
+        assert_eq!(out.times(), p.times(), "no time added");
+    }
+
+    #[test]
+    fn shared_pages_are_shared_and_own_binaries_are_not() {
+        let share = share();
         let lines_of = |p: &Profile, slot: usize| -> Vec<u32> {
-            p.slots[slot]
-                .steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Touch(t) => Some(t.written.clone()),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
+            touches(p, slot).into_iter().flat_map(|(_, w)| w).collect()
         };
         let shared = add_exec_share(&profile(2), &share, false);
         shared.validate().unwrap();
         assert_eq!(lines_of(&shared, 0), lines_of(&shared, 1));
-        // 13 pages x 2, 2 files x (dentry 2 + inode 2), globals 2+4+8+4+4.
-        assert_eq!(lines_of(&shared, 0).len(), 26 + 8 + 22);
+        assert_eq!(lines_of(&shared, 0).len(), exec_touches(&share).0.len());
         assert_eq!(shared.times(), profile(2).times(), "no time added");
         let own = add_exec_share(&profile(2), &share, true);
         own.validate().unwrap();
@@ -440,11 +679,13 @@ mod tests {
             a.iter().any(|l| !b.contains(l)),
             "the executable's lines are each slot's own"
         );
-        let common = a.iter().filter(|l| b.contains(l)).count();
+        let mut common: Vec<u32> = a.iter().copied().filter(|l| b.contains(l)).collect();
+        common.sort_unstable();
+        common.dedup();
         assert_eq!(
-            common,
-            20 + 4 + 22,
-            "libc's pages, dentry, inode and the globals"
+            common.len(),
+            10 + 2 + 9 + 1,
+            "libc's pages, dentry, inode, the globals and the memory cgroup's counter"
         );
     }
 }
