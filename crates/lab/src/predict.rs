@@ -271,9 +271,17 @@ pub struct PredictOutput {
     /// `bench-kernel` (what `aspace bench --cost kernel` measures).
     #[serde(default)]
     pub cost: String,
-    /// The profiles' locks (`rwsem` or `parking_lot`).
+    /// The kind of the profiles' reverse-map locks (`rwsem`,
+    /// `parking_lot`, or both joined by `+` where designs differ), read
+    /// from the simulated profiles themselves ([`lock_labels`]), never from
+    /// `--lock` (which saved profiles do not follow).
     #[serde(default)]
     pub lock: String,
+    /// The locks the simulated profiles hold, in words, one line per role:
+    /// the reverse map's, then the exec's other locks ([`lock_labels`]).
+    /// Empty in predictions written before it was.
+    #[serde(default)]
+    pub locks: Vec<String>,
     /// How recorded times were scaled to the target ([`Scale`]).
     #[serde(default)]
     pub scale: String,
@@ -795,7 +803,14 @@ pub fn table(o: &PredictOutput) -> String {
         "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {} cost, {:.0} us per iteration on the host",
         o.machine.name, o.machine.description, o.workload, o.cost, o.iteration_ns / 1e3,
     );
-    if !o.lock.is_empty() {
+    if !o.locks.is_empty() {
+        let _ = writeln!(
+            s,
+            "locks, as the profiles hold them: {}",
+            o.locks.join("; ")
+        );
+        let _ = writeln!(s, "{}", o.scale);
+    } else if !o.lock.is_empty() {
         let _ = writeln!(s, "locks: {}; {}", o.lock, o.scale);
     }
     for c in &o.caveats {
@@ -1087,13 +1102,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         "aspace predict: recorded times x {:.3} ({})",
         scale.factor, scale.source
     );
-    eprintln!(
-        "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
-        designs.len(),
-        m.cpus(),
-        cpus.len(),
-        m.name
-    );
+    match &a.profiles {
+        Some(dir) => eprintln!(
+            "aspace predict: reading {} saved profile(s) from {} (nothing recorded), then simulating {} CPU counts on {}",
+            designs.len(),
+            dir.display(),
+            cpus.len(),
+            m.name
+        ),
+        None => eprintln!(
+            "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
+            designs.len(),
+            m.cpus(),
+            cpus.len(),
+            m.name
+        ),
+    }
     let recorded: Vec<Profile> = designs
         .iter()
         .map(|&d| match &a.profiles {
@@ -1101,6 +1125,10 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             None => plan.record(d, pattern),
         })
         .collect::<Result<_, _>>()?;
+    if let Some(dir) = &a.profiles {
+        // An explicit --lock only (`plan.lock`: None without one).
+        check_saved_locks(a.lock.as_deref().zip(plan.lock), dir, &recorded)?;
+    }
     let profiles: Vec<Profile> = recorded
         .iter()
         .map(|p| plan.finish(p.clone()))
@@ -1203,6 +1231,8 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         ));
     }
     let m_for_notes = m.clone();
+    // What the simulated profiles hold, whatever --lock said.
+    let (lock_word, lock_lines) = lock_labels(&profiles);
     let out = PredictOutput {
         kind: "PREDICTION (simulated, not measured)".into(),
         machine: m,
@@ -1215,11 +1245,8 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         },
         seconds: a.seconds,
         cost: plan.cost_name().into(),
-        lock: match plan.lock_kind() {
-            LockKind::KernelRwsem => "rwsem",
-            LockKind::ParkingLot => "parking_lot",
-        }
-        .into(),
+        lock: lock_word,
+        locks: lock_lines,
         scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
         assumptions: assumptions(&m_for_notes, &profiles, a.overlap()),
@@ -1383,6 +1410,145 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A lock kind's name in the output (as `aspace bench --lock` spells the
+/// bench's own: `rwsem`, `parking_lot`).
+pub fn kind_name(k: LockKind) -> &'static str {
+    match k {
+        LockKind::KernelRwsem => "rwsem",
+        LockKind::ParkingLot => "parking_lot",
+    }
+}
+
+/// [`held_kinds`]: per role (reverse map, the rest of the exec), each
+/// kind held with its locks' names.
+type HeldKinds = [Vec<(LockKind, Vec<String>)>; 2];
+
+/// The kinds of the locks `p`'s holds take, apart by role: those of the
+/// reverse map ([`predict::Site::is_rmap`]) and those of the rest of the
+/// exec (`Site::ExecLock`), each kind with the locks' names. A lock no
+/// hold takes is in neither.
+fn held_kinds(p: &Profile) -> HeldKinds {
+    let mut out: HeldKinds = [Vec::new(), Vec::new()];
+    for st in p.slots.iter().flat_map(|s| &s.steps) {
+        let predict::Step::Hold(h) = st else { continue };
+        let Some(l) = p.locks.get(h.lock as usize) else {
+            continue;
+        };
+        let role = &mut out[usize::from(!h.site.is_rmap())];
+        let i = match role.iter().position(|(k, _)| *k == l.kind) {
+            Some(i) => i,
+            None => {
+                role.push((l.kind, Vec::new()));
+                role.len() - 1
+            }
+        };
+        if !role[i].1.contains(&l.name) {
+            role[i].1.push(l.name.clone());
+        }
+    }
+    out
+}
+
+/// The locks `profiles` hold, read from the profiles (never from the
+/// plan's `--lock`: saved profiles keep the locks they were recorded
+/// with): the reverse-map locks' kind for [`PredictOutput::lock`] (kinds
+/// joined by `+` where designs differ), and one line per role for
+/// [`PredictOutput::locks`]: the reverse map's kinds, each with the designs
+/// that hold it, then the exec's other locks (each kind with its locks'
+/// names), or that none is simulated as a lock.
+pub fn lock_labels(profiles: &[Profile]) -> (String, Vec<String>) {
+    let kinds: Vec<HeldKinds> = profiles.iter().map(held_kinds).collect();
+    let mut lines = Vec::new();
+    let mut words = Vec::new();
+    for (role, what) in [(0, "reverse-map locks"), (1, "the exec's other locks")] {
+        // Each kind, in order of first appearance, with the designs (and
+        // for the exec's locks, the names) that hold it.
+        let mut by_kind: Vec<(LockKind, Vec<&str>, Vec<&str>)> = Vec::new();
+        for (p, k) in profiles.iter().zip(&kinds) {
+            for (kind, names) in &k[role] {
+                let i = match by_kind.iter().position(|(x, _, _)| x == kind) {
+                    Some(i) => i,
+                    None => {
+                        by_kind.push((*kind, Vec::new(), Vec::new()));
+                        by_kind.len() - 1
+                    }
+                };
+                by_kind[i].1.push(p.label.as_str());
+                for n in names {
+                    if !by_kind[i].2.contains(&n.as_str()) {
+                        by_kind[i].2.push(n.as_str());
+                    }
+                }
+            }
+        }
+        if role == 0 {
+            words = by_kind.iter().map(|(k, _, _)| kind_name(*k)).collect();
+        }
+        if by_kind.is_empty() {
+            lines.push(if role == 0 {
+                format!("{what}: none held in the profiles")
+            } else {
+                format!(
+                    "{what}: none simulated as a lock (the rest of what an exec shares enters as shared lines only)"
+                )
+            });
+            continue;
+        }
+        let every = |designs: &[&str]| designs.len() == profiles.len();
+        let parts: Vec<String> = by_kind
+            .iter()
+            .map(|(k, designs, names)| {
+                let whose = if every(designs) && by_kind.len() == 1 {
+                    "every design".to_owned()
+                } else {
+                    designs.join(", ")
+                };
+                if role == 0 {
+                    format!("{} ({whose})", kind_name(*k))
+                } else {
+                    format!("{} ({}; {whose})", kind_name(*k), names.join(", "))
+                }
+            })
+            .collect();
+        lines.push(format!("{what}: {}", parts.join("; ")));
+    }
+    (words.join("+"), lines)
+}
+
+/// With `--profiles`, an explicit `--lock` must be what the saved
+/// profiles' reverse-map locks are: the lock is chosen when recording (the
+/// model runs with it), and nothing is recorded from saved profiles.
+/// `lock` is the flag's value as given and its kind.
+fn check_saved_locks(
+    lock: Option<(&str, LockKind)>,
+    dir: &Path,
+    recorded: &[Profile],
+) -> Result<(), String> {
+    let Some((flag, want)) = lock else {
+        return Ok(());
+    };
+    let other: Vec<String> = recorded
+        .iter()
+        .filter_map(|p| {
+            let [rmap, _] = held_kinds(p);
+            let kinds: Vec<&str> = rmap
+                .iter()
+                .filter(|(k, _)| *k != want)
+                .map(|(k, _)| kind_name(*k))
+                .collect();
+            (!kinds.is_empty()).then(|| format!("{} holds {}", p.label, kinds.join(", ")))
+        })
+        .collect();
+    if other.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--lock {flag}: the saved profiles in {} were recorded with other reverse-map locks ({}); the lock is chosen when recording, and --profiles records nothing: drop --lock, or record again with it",
+        dir.display(),
+        other.join("; ")
+    ))
 }
 
 /// The costs `m` did not measure that a simulation of `profiles` uses,
@@ -1636,6 +1802,7 @@ pub(crate) mod tests {
             seconds: 1.0,
             cost: "model".into(),
             lock: String::new(),
+            locks: Vec::new(),
             scale: String::new(),
             caveats: caveats(Some(0.6), &[]),
             assumptions: assumptions(&m, &[], false),
@@ -1667,6 +1834,151 @@ pub(crate) mod tests {
         assert!(html.contains("Stored validation, not this run"));
         assert!(html.contains("2026-11-27") && html.contains("abc1234"));
         assert!(html.contains("&gt;= 14.50, at bound") || html.contains(">= 14.50, at bound"));
+    }
+
+    /// A profile `label` whose slot takes reverse-map lock 0 of `rmap`'s
+    /// kind, and, with `exec`, the exec's own lock 1 of that kind.
+    fn locked(label: &str, rmap: LockKind, exec: Option<LockKind>) -> Profile {
+        let hold = |lock: u32, site: predict::Site| {
+            predict::Step::Hold(predict::Hold {
+                lock,
+                write: true,
+                site,
+                hold_ns: 100.0,
+                written: vec![],
+                read: vec![],
+                loaded_first: vec![],
+            })
+        };
+        let mut locks = vec![predict::LockDesc {
+            name: "map0#0".into(),
+            kind: rmap,
+            line: 0,
+            contended_line: None,
+        }];
+        let mut steps = vec![predict::Step::Work(500.0), hold(0, predict::Site::MmapLink)];
+        if let Some(k) = exec {
+            locks.push(predict::LockDesc {
+                name: "pcpu_alloc_mutex".into(),
+                kind: k,
+                line: 1,
+                contended_line: None,
+            });
+            steps.push(hold(1, predict::Site::ExecLock));
+        }
+        Profile {
+            label: label.into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            locks,
+            lines: vec![predict::LineKind::LockWord, predict::LineKind::LockWord],
+            slots: vec![predict::CpuProfile { cpu: 0, steps }],
+            recorded_ghz: 3.0,
+            notes: String::new(),
+            exit_vmas_per_hold: 0.0,
+            work_placed: true,
+            loads_recorded: true,
+            hold_timing: false,
+        }
+    }
+
+    /// The output's locks come from the profiles, by role: saved rwsem
+    /// recordings say rwsem whatever the plan's default; designs that
+    /// differ are named apart; the exec's own locks are labelled as such,
+    /// with their own kind.
+    #[test]
+    fn the_locks_are_labelled_from_the_profiles_by_role_and_kind() {
+        let rw = LockKind::KernelRwsem;
+        let pl = LockKind::ParkingLot;
+        let (word, lines) =
+            lock_labels(&[locked("linux", rw, None), locked("numa_split", rw, None)]);
+        assert_eq!(word, "rwsem");
+        assert_eq!(lines[0], "reverse-map locks: rwsem (every design)");
+        assert!(
+            lines[1].starts_with("the exec's other locks: none simulated"),
+            "{lines:?}"
+        );
+        let (word, lines) = lock_labels(&[locked("linux", rw, None), locked("sharded", pl, None)]);
+        assert_eq!(word, "rwsem+parking_lot");
+        assert_eq!(
+            lines[0],
+            "reverse-map locks: rwsem (linux); parking_lot (sharded)"
+        );
+        // The model's parking_lot reverse map beside the kernel's mutex.
+        let (word, lines) =
+            lock_labels(&[locked("linux", pl, Some(rw)), locked("aspace", pl, None)]);
+        assert_eq!(
+            word, "parking_lot",
+            "the exec's lock is not the reverse map's"
+        );
+        assert_eq!(lines[0], "reverse-map locks: parking_lot (every design)");
+        assert_eq!(
+            lines[1],
+            "the exec's other locks: rwsem (pcpu_alloc_mutex; linux)"
+        );
+        // A lock no hold takes is not reported.
+        let mut idle = locked("linux", rw, None);
+        idle.locks.push(predict::LockDesc {
+            name: "unused".into(),
+            kind: pl,
+            line: 1,
+            contended_line: None,
+        });
+        assert_eq!(lock_labels(&[idle]).0, "rwsem");
+        // The text and the HTML print them.
+        let m = Machine::by_name("device-16").unwrap();
+        let (lock, locks) = lock_labels(&[locked("linux", rw, None)]);
+        let o = PredictOutput {
+            kind: "PREDICTION (simulated, not measured)".into(),
+            machine: m.clone(),
+            host: m.clone(),
+            workload: "execl".into(),
+            iteration_ns: 20_000.0,
+            seconds: 1.0,
+            cost: "model".into(),
+            lock,
+            locks,
+            scale: "recorded times x 1.000: as saved".into(),
+            caveats: vec![],
+            assumptions: vec![],
+            validation: DEFAULT_VALIDATION.into(),
+            stored_validation: None,
+            curves: vec![curve("linux", 20_000.0, 300_000.0)],
+            placement: vec![],
+        };
+        let text = table(&o);
+        assert!(
+            text.contains(
+                "locks, as the profiles hold them: reverse-map locks: rwsem (every design)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("parking_lot"), "{text}");
+        let html = host::predict_page(&o);
+        assert!(
+            html.contains("reverse-map locks: rwsem (every design)"),
+            "{html}"
+        );
+    }
+
+    /// With saved profiles, an explicit `--lock` of another kind is refused
+    /// (it would not be simulated), the same kind or none is accepted.
+    #[test]
+    fn an_explicit_lock_must_match_the_saved_profiles() {
+        let rw = LockKind::KernelRwsem;
+        let saved = [locked("linux", rw, Some(LockKind::ParkingLot))];
+        let dir = Path::new("saved");
+        let e = check_saved_locks(Some(("parking-lot", LockKind::ParkingLot)), dir, &saved)
+            .unwrap_err();
+        assert!(
+            e.contains("--lock parking-lot") && e.contains("linux holds rwsem"),
+            "{e}"
+        );
+        assert!(
+            check_saved_locks(Some(("rwsem", rw)), dir, &saved).is_ok(),
+            "the exec's lock does not count"
+        );
+        assert!(check_saved_locks(None, dir, &saved).is_ok());
     }
 
     #[test]

@@ -391,6 +391,7 @@ mod tests {
             seconds: 1.0,
             cost: "model".into(),
             lock: String::new(),
+            locks: Vec::new(),
             scale: String::new(),
             caveats: vec![],
             assumptions: vec![],

@@ -207,6 +207,21 @@ pub fn predict_section(o: &PredictOutput) -> String {
         esc(&o.cost),
         o.iteration_ns / 1e3,
     );
+    if !o.locks.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"proj\">Locks, as the simulated profiles hold them: {}. {}.</p>",
+            esc(&o.locks.join("; ")),
+            esc(&o.scale)
+        );
+    } else if !o.lock.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"proj\">Locks: {}. {}.</p>",
+            esc(&o.lock),
+            esc(&o.scale)
+        );
+    }
     for c in &o.caveats {
         let _ = write!(
             s,
