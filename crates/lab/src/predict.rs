@@ -155,12 +155,13 @@ pub struct PredictArgs {
     /// built into this binary.
     #[arg(long)]
     pub model_share: Option<PathBuf>,
-    /// Overlap the transfers of lines a CPU touches independently (a hold's
+    /// Require that line transfers a CPU makes independently (a hold's
     /// written lines that it did not load first, a touch's locked updates)
-    /// by the simulated machine's calibrated factors (`line_overlap`,
-    /// `rmw_overlap` of `aspace calibrate`). This is the default: a
-    /// description without the factors stays serial, and says so. Kept so
-    /// that scripts that pass it keep working.
+    /// overlap by the simulated machine's calibrated factors (`line_overlap`,
+    /// `rmw_overlap` of `aspace calibrate`, or `--overlap-from`'s): refused
+    /// where the machine has neither. Overlap is the default wherever the
+    /// factors exist; without this flag a description without them stays
+    /// serial, and says so.
     #[arg(long, conflicts_with = "serial")]
     pub overlap: bool,
     /// Charge every line transfer serially, one at a time, even where the
@@ -188,6 +189,8 @@ impl PredictArgs {
 /// Applies `--overlap-from` to the simulated machine `m`: its factors are
 /// replaced by that calibration's, and the sources say so. Whether they
 /// are used at all is [`PredictArgs::overlap`] (passed to [`simulate_all`]).
+/// An explicit `--overlap` on a machine left without either factor is
+/// refused: it asks for what cannot be done.
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
     if let Some(f) = &a.overlap_from {
         let from = Machine::load(f).map_err(|e| e.to_string())?;
@@ -210,6 +213,12 @@ pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
                 ),
             );
         }
+    }
+    if a.overlap && m.line_overlap.is_none() && m.rmw_overlap.is_none() {
+        return Err(format!(
+            "--overlap: {}'s description has no calibrated line_overlap or rmw_overlap, so its line transfers would be charged one at a time: give --overlap-from a calibration that has them (the output names it a stand-in), or drop --overlap (overlap is the default wherever the factors exist)",
+            m.name
+        ));
     }
     Ok(())
 }
@@ -1762,6 +1771,49 @@ pub(crate) mod tests {
         assert!(parse(&["--serial", "--overlap"]).is_err());
         assert!(parse(&["--serial", "--overlap-from", "x.json"]).is_err());
         assert!(parse(&["--overlap-from", "x.json"]).unwrap());
+    }
+
+    /// `--overlap` asks for the calibrated overlap: refused on a machine
+    /// without either factor (every built-in), accepted where it has one,
+    /// its own or `--overlap-from`'s; without the flag nothing is refused.
+    #[test]
+    fn an_explicit_overlap_needs_the_factors() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: PredictArgs,
+        }
+        let args = |v: &[&str]| {
+            Cli::try_parse_from(std::iter::once("predict").chain(v.iter().copied()))
+                .unwrap()
+                .a
+        };
+        let bare = Machine::by_name("hygon-384").unwrap();
+        let e = overlap_arg(&args(&["--overlap"]), &mut bare.clone()).unwrap_err();
+        assert!(
+            e.contains("--overlap: hygon-384") && e.contains("--overlap-from"),
+            "{e}"
+        );
+        assert!(overlap_arg(&args(&[]), &mut bare.clone()).is_ok());
+        for (line, rmw) in [(Some(0.03), None), (None, Some(0.02))] {
+            let mut m = bare.clone();
+            m.line_overlap = line;
+            m.rmw_overlap = rmw;
+            assert!(overlap_arg(&args(&["--overlap"]), &mut m).is_ok());
+        }
+        // A stand-in's factors count.
+        let d = std::env::temp_dir().join(format!("s39-overlap-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("calib.json");
+        let mut from = Machine::by_name("device-16").unwrap();
+        from.line_overlap = Some(0.033);
+        std::fs::write(&f, serde_json::to_string(&from).unwrap()).unwrap();
+        let mut m = bare.clone();
+        let a = args(&["--overlap", "--overlap-from", f.to_str().unwrap()]);
+        assert!(overlap_arg(&a, &mut m).is_ok());
+        assert_eq!(m.line_overlap, Some(0.033));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     /// The output says whether the clock reads inside held time were
