@@ -573,6 +573,11 @@ fn saved_rwsem_profiles_are_labelled_rwsem_whatever_the_default() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("predict.json")).unwrap()).unwrap();
     assert_eq!(v["lock"], "rwsem");
+    // Every point says how it reads against its bound (linux: a point).
+    assert_eq!(
+        v["curves"][0]["readings"],
+        serde_json::json!(["point", "point"])
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("reverse-map locks: rwsem"), "{html}");
     let o = run(&["--lock", "parking-lot"]);

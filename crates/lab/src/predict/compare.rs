@@ -411,6 +411,7 @@ mod tests {
             profile_notes: String::new(),
             points: pts.iter().map(|&(c, r)| point(c, r)).collect(),
             bound_per_s: bound.to_vec(),
+            readings: Vec::new(),
         }
     }
 

@@ -267,11 +267,9 @@ pub fn predict_section(o: &PredictOutput) -> String {
     ));
     let _ = write!(
         s,
-        "<p class=\"proj\">\"&ge; r, at bound\": the design reaches {:.0}% or more of its \
-         no-reverse-map bound there, so it is limited by the rest of what an exec shares: at least r, \
-         not a point. The bound (the same iterations with every reverse-map hold removed) is an upper \
-         limit, not a forecast.</p>",
-        100.0 * super::AT_BOUND
+        "<p class=\"proj\">{} The bound (the same iterations with every reverse-map hold removed) \
+         is an upper limit, not a forecast.</p>",
+        esc(&super::reading_rule())
     );
     if !o.assumptions.is_empty() {
         s.push_str("<p>Assumed (not measured on this machine):</p><ul>");
