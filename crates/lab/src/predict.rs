@@ -1222,6 +1222,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             None => plan.record(d, pattern),
         })
         .collect::<Result<_, _>>()?;
+    // A recording on a busy host says so in each profile's notes, so that
+    // its saved profiles still say so when simulated again (`caveats`).
+    let recorded: Vec<Profile> = match busy.filter(|&b| b > crate::calibrate::BUSY_SHARE) {
+        Some(b) if a.profiles.is_none() => recorded
+            .into_iter()
+            .map(|mut p| {
+                p.notes = format!(
+                    "{}; {BUSY_NOTE} (other work took {:.0}% of its CPU time, --busy-ok)",
+                    p.notes,
+                    100.0 * b
+                );
+                p
+            })
+            .collect(),
+        _ => recorded,
+    };
     if let Some(dir) = &a.profiles {
         // An explicit --lock only (`plan.lock`: None without one).
         check_saved_locks(a.lock.as_deref().zip(plan.lock), dir, &recorded)?;
@@ -1499,6 +1515,9 @@ pub(crate) fn point_cells(linux: Option<&Curve>, c: &Curve, p: &Prediction, seco
     }
 }
 
+/// The words a recording on a busy host leaves in each profile's notes.
+pub const BUSY_NOTE: &str = "recorded on a busy host";
+
 /// What may make a run's figures differ from another's, from the
 /// recording host's busy share and the profiles' notes.
 pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
@@ -1508,6 +1527,20 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
             "recorded on a busy host (other work took {:.0}% of its CPU time, --busy-ok): hold and exec times are this host's under load",
             100.0 * b
         ));
+    } else {
+        // Saved profiles (`--profiles`): their own recording's load, as
+        // their notes say.
+        let busy_saved: Vec<&str> = profiles
+            .iter()
+            .filter(|p| p.notes.contains(BUSY_NOTE))
+            .map(|p| p.label.as_str())
+            .collect();
+        if !busy_saved.is_empty() {
+            out.push(format!(
+                "{}: {BUSY_NOTE}, as the saved profiles' notes say: hold and exec times are that host's under load",
+                busy_saved.join(", ")
+            ));
+        }
     }
     for p in profiles {
         if p.notes.contains("host too busy") {
@@ -2235,6 +2268,31 @@ pub(crate) mod tests {
             rule.contains("94.5% or more") && rule.contains("85.7-94.5%"),
             "{rule}"
         );
+    }
+
+    /// A busy recording's profiles carry the note; simulated again from
+    /// them, the output still says the host was busy (once, naming the
+    /// designs), and says so of a warm-up the host was too busy for.
+    #[test]
+    fn saved_profiles_say_their_recording_host_was_busy() {
+        let mut busy = locked("linux", LockKind::KernelRwsem, None);
+        busy.notes =
+            format!("warm-up; {BUSY_NOTE} (other work took 40% of its CPU time, --busy-ok)");
+        let quiet = locked("aspace", LockKind::KernelRwsem, None);
+        let c = caveats(None, &[busy.clone(), quiet.clone()]);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].starts_with("linux: recorded on a busy host, as the saved"),
+            "{c:?}"
+        );
+        let c = caveats(Some(0.4), &[busy.clone()]);
+        assert_eq!(c.len(), 1, "the recording run says it once: {c:?}");
+        assert!(c[0].contains("40%"), "{c:?}");
+        assert!(caveats(None, &[quiet.clone()]).is_empty());
+        let mut unadapted = quiet;
+        unadapted.notes = "warm-up: host too busy for the hand-over".into();
+        let c = caveats(None, &[unadapted]);
+        assert!(c[0].starts_with("aspace: the host was too busy"), "{c:?}");
     }
 
     #[test]
