@@ -2285,10 +2285,10 @@ pub(crate) mod tests {
             c[0].starts_with("linux: recorded on a busy host, as the saved"),
             "{c:?}"
         );
-        let c = caveats(Some(0.4), &[busy.clone()]);
+        let c = caveats(Some(0.4), std::slice::from_ref(&busy));
         assert_eq!(c.len(), 1, "the recording run says it once: {c:?}");
         assert!(c[0].contains("40%"), "{c:?}");
-        assert!(caveats(None, &[quiet.clone()]).is_empty());
+        assert!(caveats(None, std::slice::from_ref(&quiet)).is_empty());
         let mut unadapted = quiet;
         unadapted.notes = "warm-up: host too busy for the hand-over".into();
         let c = caveats(None, &[unadapted]);
