@@ -1183,14 +1183,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // Without a host calibration the host's clock is measured, never
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
-    // Saved profiles carry their own scale (`recorded_ghz`): nothing is
-    // timed here.
+    // Saved profiles carry their own scale (`recorded_ghz`): no hold is
+    // recorded or timed here. What `Plan::finish` adds for a real exec is
+    // measured again, here and now (`kernel::measure_exec`: its count of
+    // shared lines varies from run to run), and with --kernel-work so is
+    // the model's own exec: the output says so.
     let scale = match &a.profiles {
         Some(dir) => Scale {
             factor: 1.0,
             source: format!(
-                "as saved in {} (each profile's recorded_ghz), nothing recorded or timed here",
-                dir.display()
+                "as saved in {} (each profile's recorded_ghz), no hold recorded or timed here{}",
+                dir.display(),
+                saved_remeasured(a.model_cost, a.kernel_work, &a.binary)
             ),
         },
         None => plan.scale()?.clone(),
@@ -1403,6 +1407,25 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         html_path.display()
     );
     Ok(())
+}
+
+/// What a `--profiles` run still measures on this host, for the scale's
+/// words: nothing for the model's own cost; for a real exec's cost (the
+/// kernel's, or the bench's `--kernel-work`), the exec's other shared
+/// lines (`kernel::measure_exec` runs `binary` again), and with
+/// `--kernel-work` the model's own exec (timed again).
+fn saved_remeasured(model_cost: bool, kernel_work: bool, binary: &Path) -> String {
+    match (model_cost, kernel_work) {
+        (true, false) => String::new(),
+        (false, _) => format!(
+            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes)",
+            binary.display()
+        ),
+        (true, true) => format!(
+            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes), and the model's own exec is timed again here",
+            binary.display()
+        ),
+    }
 }
 
 /// Reads `design`'s profile as an earlier run recorded it (`--profiles`).
@@ -2293,6 +2316,21 @@ pub(crate) mod tests {
         unadapted.notes = "warm-up: host too busy for the hand-over".into();
         let c = caveats(None, &[unadapted]);
         assert!(c[0].starts_with("aspace: the host was too busy"), "{c:?}");
+    }
+
+    /// A `--profiles` run says what it measures again here: nothing for
+    /// the model's cost, the exec's shared lines for a real exec's.
+    #[test]
+    fn saved_profiles_say_what_is_measured_again() {
+        let b = Path::new("/bin/true");
+        assert_eq!(saved_remeasured(true, false, b), "");
+        let k = saved_remeasured(false, false, b);
+        assert!(
+            k.contains("shared lines are measured again here (/bin/true"),
+            "{k}"
+        );
+        assert!(!k.contains("timed again"), "{k}");
+        assert!(saved_remeasured(true, true, b).contains("model's own exec is timed again"));
     }
 
     #[test]
