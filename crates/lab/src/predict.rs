@@ -939,6 +939,9 @@ pub fn table(o: &PredictOutput) -> String {
          bound x linux: AT MOST, the no-reverse-map bound over linux (no design can pass it).",
         reading_rule()
     );
+    for u in unranked(o) {
+        let _ = writeln!(s, "{u}");
+    }
     let _ = writeln!(s, "profiles:");
     for c in &o.curves {
         let _ = writeln!(
@@ -962,6 +965,50 @@ pub fn table(o: &PredictOutput) -> String {
         }
     }
     s
+}
+
+/// The CPU counts where two or more designs (linux aside) are at or near
+/// their bounds, in words: their order there is not a ranking (each is
+/// "at least" its figure, or undecided), for the text and the HTML. Read
+/// from the same [`Curve::reading`] as the cells.
+pub fn unranked(o: &PredictOutput) -> Vec<String> {
+    let mut cpus: Vec<u32> = o
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.cpus))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut out = Vec::new();
+    for n in cpus {
+        let mut at = Vec::new();
+        let mut near = Vec::new();
+        for c in o.curves.iter().filter(|c| c.design != "linux") {
+            let Some(p) = c.points.iter().find(|p| p.cpus == n) else {
+                continue;
+            };
+            match c.reading(n, p.per_s) {
+                Reading::AtBound => at.push(c.design.as_str()),
+                Reading::NearBound => near.push(c.design.as_str()),
+                Reading::Point => {}
+            }
+        }
+        if at.len() + near.len() < 2 {
+            continue;
+        }
+        let mut who = Vec::new();
+        if !at.is_empty() {
+            who.push(format!("{} at the bound", at.join(", ")));
+        }
+        if !near.is_empty() {
+            who.push(format!("{} near the bound", near.join(", ")));
+        }
+        out.push(format!(
+            "at {n} CPUs, {}: their order is not a ranking (each is at least its figure, or not decided)",
+            who.join(", ")
+        ));
+    }
+    out
 }
 
 /// The rule of [`Curve::reading`] in words, for the text and the HTML.
@@ -2286,6 +2333,41 @@ pub(crate) mod tests {
             "linux at 95% of its bound is the reference"
         );
         assert_eq!(lin.bound, "<= 1.05");
+        // Two designs at or near their bounds at one CPU count: not ranked.
+        let o = PredictOutput {
+            kind: String::new(),
+            machine: Machine::by_name("device-16").unwrap(),
+            host: Machine::by_name("device-16").unwrap(),
+            workload: "execl".into(),
+            iteration_ns: 1.0,
+            seconds: 1.0,
+            cost: "model".into(),
+            lock: String::new(),
+            locks: vec![],
+            scale: String::new(),
+            caveats: vec![],
+            assumptions: vec![],
+            validation: String::new(),
+            stored_validation: None,
+            curves: vec![
+                linux.clone(),
+                curve("aspace", 132_000.0, 132_500.0),
+                curve("sharded", 0.9 * 132_500.0, 132_500.0),
+            ],
+            placement: vec![],
+        };
+        assert_eq!(
+            unranked(&o),
+            vec!["at 16 CPUs, aspace at the bound, sharded near the bound: their order is not a ranking (each is at least its figure, or not decided)".to_owned()]
+        );
+        assert!(table(&o).contains("their order is not a ranking"));
+        assert!(host::predict_page(&o).contains("their order is not a ranking"));
+        let mut one = o.clone();
+        one.curves[2] = curve("sharded", 0.5 * 132_500.0, 132_500.0);
+        assert!(
+            unranked(&one).is_empty(),
+            "one design at its bound: nothing to rank"
+        );
         let rule = reading_rule();
         assert!(
             rule.contains("94.5% or more") && rule.contains("85.7-94.5%"),

@@ -280,6 +280,9 @@ pub fn predict_section(o: &PredictOutput) -> String {
          is an upper limit, not a forecast.</p>",
         esc(&super::reading_rule())
     );
+    for u in super::unranked(o) {
+        let _ = write!(s, "<p class=\"proj\">{}</p>", esc(&u));
+    }
     if !o.assumptions.is_empty() {
         s.push_str("<p>Assumed (not measured on this machine):</p><ul>");
         for a in &o.assumptions {
