@@ -155,12 +155,13 @@ pub struct PredictArgs {
     /// built into this binary.
     #[arg(long)]
     pub model_share: Option<PathBuf>,
-    /// Overlap the transfers of lines a CPU touches independently (a hold's
+    /// Require that line transfers a CPU makes independently (a hold's
     /// written lines that it did not load first, a touch's locked updates)
-    /// by the simulated machine's calibrated factors (`line_overlap`,
-    /// `rmw_overlap` of `aspace calibrate`). This is the default: a
-    /// description without the factors stays serial, and says so. Kept so
-    /// that scripts that pass it keep working.
+    /// overlap by the simulated machine's calibrated factors (`line_overlap`,
+    /// `rmw_overlap` of `aspace calibrate`, or `--overlap-from`'s): refused
+    /// where the machine has neither. Overlap is the default wherever the
+    /// factors exist; without this flag a description without them stays
+    /// serial, and says so.
     #[arg(long, conflicts_with = "serial")]
     pub overlap: bool,
     /// Charge every line transfer serially, one at a time, even where the
@@ -188,6 +189,8 @@ impl PredictArgs {
 /// Applies `--overlap-from` to the simulated machine `m`: its factors are
 /// replaced by that calibration's, and the sources say so. Whether they
 /// are used at all is [`PredictArgs::overlap`] (passed to [`simulate_all`]).
+/// An explicit `--overlap` on a machine left without either factor is
+/// refused: it asks for what cannot be done.
 pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
     if let Some(f) = &a.overlap_from {
         let from = Machine::load(f).map_err(|e| e.to_string())?;
@@ -210,6 +213,12 @@ pub fn overlap_arg(a: &PredictArgs, m: &mut Machine) -> Result<(), String> {
                 ),
             );
         }
+    }
+    if a.overlap && m.line_overlap.is_none() && m.rmw_overlap.is_none() {
+        return Err(format!(
+            "--overlap: {}'s description has no calibrated line_overlap or rmw_overlap, so its line transfers would be charged one at a time: give --overlap-from a calibration that has them (the output names it a stand-in), or drop --overlap (overlap is the default wherever the factors exist)",
+            m.name
+        ));
     }
     Ok(())
 }
@@ -234,6 +243,10 @@ pub struct Curve {
     /// reverse-map design can reach there, execs/s.
     #[serde(default)]
     pub bound_per_s: Vec<f64>,
+    /// How each point reads against its bound ([`Curve::reading`]), by
+    /// point. Empty in predictions written before it was.
+    #[serde(default)]
+    pub readings: Vec<Reading>,
 }
 
 impl Curve {
@@ -244,12 +257,82 @@ impl Curve {
             .position(|p| p.cpus == cpus)
             .and_then(|i| self.bound_per_s.get(i).copied())
     }
+
+    /// How the point of `per_s` at `cpus` reads against the design's
+    /// bound there. Two tests, each against [`AT_BOUND`] with the band
+    /// [`RUN_TO_RUN`] around it: the point's share of its bound, and the
+    /// bound's own scaling (its rate over `cpus` times its one-CPU rate:
+    /// a bound that scales nearly linearly does not say that other shared
+    /// state limits anything; one CPU alone is limited by its own work).
+    /// [`Reading::AtBound`] when both are clearly on the bound's side,
+    /// [`Reading::Point`] when either is clearly on the other,
+    /// [`Reading::NearBound`] otherwise. Without a bound at `cpus`: a
+    /// point; without one at 1 CPU the bound counts as sublinear beyond
+    /// one CPU.
+    pub fn reading(&self, cpus: u32, per_s: f64) -> Reading {
+        use std::cmp::Ordering::{Greater, Less};
+        let Some(b) = self.bound_at(cpus).filter(|&b| b > 0.0) else {
+            return Reading::Point;
+        };
+        let share = against(per_s / b, AT_BOUND);
+        let linear = match self.bound_at(1).filter(|&one| one > 0.0) {
+            Some(one) => against(b / (one * f64::from(cpus)), AT_BOUND),
+            None if cpus > 1 => Less,
+            None => Greater,
+        };
+        match (share, linear) {
+            (Less, _) | (_, Greater) => Reading::Point,
+            (Greater, Less) => Reading::AtBound,
+            _ => Reading::NearBound,
+        }
+    }
 }
 
 /// A design whose prediction comes within this share of its no-reverse-map
-/// bound is limited by the rest of what the iteration shares, not by its
-/// reverse map: its figure is reported as "at least".
+/// bound (while the bound itself stays below this share of linear
+/// scaling) is limited by the rest of what the iteration shares, not by
+/// its reverse map: its figure is reported as "at least" (beyond the band
+/// [`RUN_TO_RUN`] around it; see [`Curve::reading`]).
 pub const AT_BOUND: f64 = 0.9;
+
+/// How much two runs of one command may differ: issue 26's target for
+/// `aspace predict --machine hygon-384` run twice on a busy host (the
+/// ratios within 5%; measured: within 1.2% in s38's pair, 3.3% and 4.2%
+/// in earlier pairs, README "Stability on a busy host"). A figure within
+/// this factor of a threshold of [`Curve::reading`] (at or above
+/// `line / (1 + RUN_TO_RUN)`, below `line * (1 + RUN_TO_RUN)`) may fall on
+/// either side of it in another run, so it is read as near, never
+/// decided by the threshold alone.
+pub const RUN_TO_RUN: f64 = 0.05;
+
+/// Where `x` lies against `line`, with the band [`RUN_TO_RUN`]: `Less`
+/// below `line / (1 + RUN_TO_RUN)`, `Greater` at or above
+/// `line * (1 + RUN_TO_RUN)`, `Equal` (near) between.
+fn against(x: f64, line: f64) -> std::cmp::Ordering {
+    if x >= line * (1.0 + RUN_TO_RUN) {
+        std::cmp::Ordering::Greater
+    } else if x < line / (1.0 + RUN_TO_RUN) {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// How a design's predicted point reads against its no-reverse-map bound
+/// ([`Curve::reading`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading {
+    /// A prediction: the reverse map limits the design there.
+    Point,
+    /// Within the band of a threshold: which of the reverse map and the
+    /// rest of what an exec shares limits it is not decided; printed as
+    /// the point, labelled "near bound" (an "at least" if the rest does).
+    NearBound,
+    /// Limited by the rest of what an exec shares: "at least", not a
+    /// point.
+    AtBound,
+}
 
 /// What `aspace predict` writes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -271,9 +354,17 @@ pub struct PredictOutput {
     /// `bench-kernel` (what `aspace bench --cost kernel` measures).
     #[serde(default)]
     pub cost: String,
-    /// The profiles' locks (`rwsem` or `parking_lot`).
+    /// The kind of the profiles' reverse-map locks (`rwsem`,
+    /// `parking_lot`, or both joined by `+` where designs differ), read
+    /// from the simulated profiles themselves ([`lock_labels`]), never from
+    /// `--lock` (which saved profiles do not follow).
     #[serde(default)]
     pub lock: String,
+    /// The locks the simulated profiles hold, in words, one line per role:
+    /// the reverse map's, then the exec's other locks ([`lock_labels`]).
+    /// Empty in predictions written before it was.
+    #[serde(default)]
+    pub locks: Vec<String>,
     /// How recorded times were scaled to the target ([`Scale`]).
     #[serde(default)]
     pub scale: String,
@@ -795,7 +886,14 @@ pub fn table(o: &PredictOutput) -> String {
         "\nPREDICTION (simulated, not measured) for {} ({}), workload {}, {} cost, {:.0} us per iteration on the host",
         o.machine.name, o.machine.description, o.workload, o.cost, o.iteration_ns / 1e3,
     );
-    if !o.lock.is_empty() {
+    if !o.locks.is_empty() {
+        let _ = writeln!(
+            s,
+            "locks, as the profiles hold them: {}",
+            o.locks.join("; ")
+        );
+        let _ = writeln!(s, "{}", o.scale);
+    } else if !o.lock.is_empty() {
         let _ = writeln!(s, "locks: {}; {}", o.lock, o.scale);
     }
     for c in &o.caveats {
@@ -837,13 +935,13 @@ pub fn table(o: &PredictOutput) -> String {
     }
     let _ = writeln!(
         s,
-        "x linux: the design's predicted execs/s over linux's at the same CPU count; \
-         \">= r, at bound\": the design reaches {:.0}% or more of its no-reverse-map bound there, \
-         and the bound itself stays below linear scaling, so the rest of what an exec shares \
-         limits it: at least r, not a point. \
+        "x linux: the design's predicted execs/s over linux's at the same CPU count; {} \
          bound x linux: AT MOST, the no-reverse-map bound over linux (no design can pass it).",
-        100.0 * AT_BOUND
+        reading_rule()
     );
+    for u in unranked(o) {
+        let _ = writeln!(s, "{u}");
+    }
     let _ = writeln!(s, "profiles:");
     for c in &o.curves {
         let _ = writeln!(
@@ -867,6 +965,67 @@ pub fn table(o: &PredictOutput) -> String {
         }
     }
     s
+}
+
+/// The CPU counts where two or more designs (linux aside) are at or near
+/// their bounds, in words: their order there is not a ranking (each is
+/// "at least" its figure, or undecided), for the text and the HTML. Read
+/// from the same [`Curve::reading`] as the cells.
+pub fn unranked(o: &PredictOutput) -> Vec<String> {
+    let mut cpus: Vec<u32> = o
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.cpus))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut out = Vec::new();
+    for n in cpus {
+        let mut at = Vec::new();
+        let mut near = Vec::new();
+        for c in o.curves.iter().filter(|c| c.design != "linux") {
+            let Some(p) = c.points.iter().find(|p| p.cpus == n) else {
+                continue;
+            };
+            match c.reading(n, p.per_s) {
+                Reading::AtBound => at.push(c.design.as_str()),
+                Reading::NearBound => near.push(c.design.as_str()),
+                Reading::Point => {}
+            }
+        }
+        if at.len() + near.len() < 2 {
+            continue;
+        }
+        let mut who = Vec::new();
+        if !at.is_empty() {
+            who.push(format!("{} at the bound", at.join(", ")));
+        }
+        if !near.is_empty() {
+            who.push(format!("{} near the bound", near.join(", ")));
+        }
+        out.push(format!(
+            "at {n} CPUs, {}: their order is not a ranking (each is at least its figure, or not decided)",
+            who.join(", ")
+        ));
+    }
+    out
+}
+
+/// The rule of [`Curve::reading`] in words, for the text and the HTML.
+pub fn reading_rule() -> String {
+    let lo = 100.0 * AT_BOUND / (1.0 + RUN_TO_RUN);
+    let hi = 100.0 * AT_BOUND * (1.0 + RUN_TO_RUN);
+    format!(
+        "\">= r, at bound\": the design reaches {hi:.1}% or more of its no-reverse-map bound there, \
+         and the bound itself stays under {lo:.1}% of linear scaling, so the rest of what an exec \
+         shares limits it: at least r, not a point. \
+         \"r, near bound\": the share of the bound, or the bound's share of linear scaling, lies \
+         within {:.0}% of the {:.0}% line ({lo:.1}-{hi:.1}%), as far as two runs of one command may \
+         differ: whether the reverse map or the rest limits the design is not decided; r is the \
+         simulated point, and at least r if the rest limits it. A plain r is a point.",
+        100.0 * RUN_TO_RUN,
+        100.0 * AT_BOUND
+    )
 }
 
 /// Throughput against CPUs per design, labelled as a prediction: small
@@ -1071,14 +1230,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // Without a host calibration the host's clock is measured, never
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
-    // Saved profiles carry their own scale (`recorded_ghz`): nothing is
-    // timed here.
+    // Saved profiles carry their own scale (`recorded_ghz`): no hold is
+    // recorded or timed here. What `Plan::finish` adds for a real exec is
+    // measured again, here and now (`kernel::measure_exec`: its count of
+    // shared lines varies from run to run), and with --kernel-work so is
+    // the model's own exec: the output says so.
     let scale = match &a.profiles {
         Some(dir) => Scale {
             factor: 1.0,
             source: format!(
-                "as saved in {} (each profile's recorded_ghz), nothing recorded or timed here",
-                dir.display()
+                "as saved in {} (each profile's recorded_ghz), no hold recorded or timed here{}",
+                dir.display(),
+                saved_remeasured(a.model_cost, a.kernel_work, &a.binary)
             ),
         },
         None => plan.scale()?.clone(),
@@ -1087,13 +1250,22 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         "aspace predict: recorded times x {:.3} ({})",
         scale.factor, scale.source
     );
-    eprintln!(
-        "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
-        designs.len(),
-        m.cpus(),
-        cpus.len(),
-        m.name
-    );
+    match &a.profiles {
+        Some(dir) => eprintln!(
+            "aspace predict: reading {} saved profile(s) from {} (nothing recorded), then simulating {} CPU counts on {}",
+            designs.len(),
+            dir.display(),
+            cpus.len(),
+            m.name
+        ),
+        None => eprintln!(
+            "aspace predict: recording {} profile(s) ({} slots each), then simulating {} CPU counts on {}",
+            designs.len(),
+            m.cpus(),
+            cpus.len(),
+            m.name
+        ),
+    }
     let recorded: Vec<Profile> = designs
         .iter()
         .map(|&d| match &a.profiles {
@@ -1101,6 +1273,26 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             None => plan.record(d, pattern),
         })
         .collect::<Result<_, _>>()?;
+    // A recording on a busy host says so in each profile's notes, so that
+    // its saved profiles still say so when simulated again (`caveats`).
+    let recorded: Vec<Profile> = match busy.filter(|&b| b > crate::calibrate::BUSY_SHARE) {
+        Some(b) if a.profiles.is_none() => recorded
+            .into_iter()
+            .map(|mut p| {
+                p.notes = format!(
+                    "{}; {BUSY_NOTE} (other work took {:.0}% of its CPU time, --busy-ok)",
+                    p.notes,
+                    100.0 * b
+                );
+                p
+            })
+            .collect(),
+        _ => recorded,
+    };
+    if let Some(dir) = &a.profiles {
+        // An explicit --lock only (`plan.lock`: None without one).
+        check_saved_locks(a.lock.as_deref().zip(plan.lock), dir, &recorded)?;
+    }
     let profiles: Vec<Profile> = recorded
         .iter()
         .map(|p| plan.finish(p.clone()))
@@ -1170,6 +1362,18 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
             profile_notes: p.notes.clone(),
             points,
             bound_per_s: bound.iter().map(|b| b.per_s).collect(),
+            readings: Vec::new(),
+        })
+        .map(|mut c| {
+            c.readings = c
+                .points
+                .iter()
+                .map(|p| match c.design.as_str() {
+                    "linux" => Reading::Point,
+                    _ => c.reading(p.cpus, p.per_s),
+                })
+                .collect();
+            c
         })
         .collect();
     let mut placement = vec![assumed_placement(&m)];
@@ -1203,6 +1407,8 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         ));
     }
     let m_for_notes = m.clone();
+    // What the simulated profiles hold, whatever --lock said.
+    let (lock_word, lock_lines) = lock_labels(&profiles);
     let out = PredictOutput {
         kind: "PREDICTION (simulated, not measured)".into(),
         machine: m,
@@ -1215,11 +1421,8 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         },
         seconds: a.seconds,
         cost: plan.cost_name().into(),
-        lock: match plan.lock_kind() {
-            LockKind::KernelRwsem => "rwsem",
-            LockKind::ParkingLot => "parking_lot",
-        }
-        .into(),
+        lock: lock_word,
+        locks: lock_lines,
         scale: format!("recorded times x {:.3}: {}", scale.factor, scale.source),
         caveats: caveats(busy, &profiles),
         assumptions: assumptions(&m_for_notes, &profiles, a.overlap()),
@@ -1251,6 +1454,25 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         html_path.display()
     );
     Ok(())
+}
+
+/// What a `--profiles` run still measures on this host, for the scale's
+/// words: nothing for the model's own cost; for a real exec's cost (the
+/// kernel's, or the bench's `--kernel-work`), the exec's other shared
+/// lines (`kernel::measure_exec` runs `binary` again), and with
+/// `--kernel-work` the model's own exec (timed again).
+fn saved_remeasured(model_cost: bool, kernel_work: bool, binary: &Path) -> String {
+    match (model_cost, kernel_work) {
+        (true, false) => String::new(),
+        (false, _) => format!(
+            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes)",
+            binary.display()
+        ),
+        (true, true) => format!(
+            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes), and the model's own exec is timed again here",
+            binary.display()
+        ),
+    }
 }
 
 /// Reads `design`'s profile as an earlier run recorded it (`--profiles`).
@@ -1311,8 +1533,8 @@ pub fn host_without_calibration() -> Machine {
 /// A predicted point's cells, as the text and HTML tables print them.
 pub(crate) struct Cells {
     /// The ratio to linux at the same CPU count (PREDICTED), ">= r, at
-    /// bound" when the design is at its bound, "-" when linux has no such
-    /// point.
+    /// bound" when the design is at its bound, "r, near bound" near it
+    /// ([`Curve::reading`]), "-" when linux has no such point.
     pub ratio: String,
     /// The bound's ratio to linux (AT MOST), "-" when not simulated.
     pub bound: String,
@@ -1327,18 +1549,17 @@ pub(crate) fn point_cells(linux: Option<&Curve>, c: &Curve, p: &Prediction, seco
         .filter(|q| q.per_s > 0.0)
         .map(|q| q.per_s);
     let bound = c.bound_at(p.cpus);
-    // At its bound, and the bound itself held below linear scaling by the
-    // rest of what the iteration shares (one CPU alone is limited by its
-    // own work, not by sharing).
-    let sublinear = match (c.bound_at(1), bound) {
-        (Some(one), Some(b)) => b < AT_BOUND * one * f64::from(p.cpus),
-        _ => p.cpus > 1,
+    // linux is the reference (1.00), never read against its bound.
+    let reading = if c.design == "linux" {
+        Reading::Point
+    } else {
+        c.reading(p.cpus, p.per_s)
     };
-    let at_bound = sublinear && bound.is_some_and(|b| b > 0.0 && p.per_s >= AT_BOUND * b);
-    let ratio = match lin {
-        None => "-".into(),
-        Some(l) if at_bound && c.design != "linux" => format!(">= {:.2}, at bound", p.per_s / l),
-        Some(l) => format!("{:.2}", p.per_s / l),
+    let ratio = match (lin, reading) {
+        (None, _) => "-".into(),
+        (Some(l), Reading::AtBound) => format!(">= {:.2}, at bound", p.per_s / l),
+        (Some(l), Reading::NearBound) => format!("{:.2}, near bound", p.per_s / l),
+        (Some(l), Reading::Point) => format!("{:.2}", p.per_s / l),
     };
     let bound = match (lin, bound) {
         (Some(l), Some(b)) => format!("<= {:.2}", b / l),
@@ -1364,6 +1585,9 @@ pub(crate) fn point_cells(linux: Option<&Curve>, c: &Curve, p: &Prediction, seco
     }
 }
 
+/// The words a recording on a busy host leaves in each profile's notes.
+pub const BUSY_NOTE: &str = "recorded on a busy host";
+
 /// What may make a run's figures differ from another's, from the
 /// recording host's busy share and the profiles' notes.
 pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
@@ -1373,6 +1597,20 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
             "recorded on a busy host (other work took {:.0}% of its CPU time, --busy-ok): hold and exec times are this host's under load",
             100.0 * b
         ));
+    } else {
+        // Saved profiles (`--profiles`): their own recording's load, as
+        // their notes say.
+        let busy_saved: Vec<&str> = profiles
+            .iter()
+            .filter(|p| p.notes.contains(BUSY_NOTE))
+            .map(|p| p.label.as_str())
+            .collect();
+        if !busy_saved.is_empty() {
+            out.push(format!(
+                "{}: {BUSY_NOTE}, as the saved profiles' notes say: hold and exec times are that host's under load",
+                busy_saved.join(", ")
+            ));
+        }
     }
     for p in profiles {
         if p.notes.contains("host too busy") {
@@ -1383,6 +1621,145 @@ pub fn caveats(busy: Option<f64>, profiles: &[Profile]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A lock kind's name in the output (as `aspace bench --lock` spells the
+/// bench's own: `rwsem`, `parking_lot`).
+pub fn kind_name(k: LockKind) -> &'static str {
+    match k {
+        LockKind::KernelRwsem => "rwsem",
+        LockKind::ParkingLot => "parking_lot",
+    }
+}
+
+/// [`held_kinds`]: per role (reverse map, the rest of the exec), each
+/// kind held with its locks' names.
+type HeldKinds = [Vec<(LockKind, Vec<String>)>; 2];
+
+/// The kinds of the locks `p`'s holds take, apart by role: those of the
+/// reverse map ([`predict::Site::is_rmap`]) and those of the rest of the
+/// exec (`Site::ExecLock`), each kind with the locks' names. A lock no
+/// hold takes is in neither.
+fn held_kinds(p: &Profile) -> HeldKinds {
+    let mut out: HeldKinds = [Vec::new(), Vec::new()];
+    for st in p.slots.iter().flat_map(|s| &s.steps) {
+        let predict::Step::Hold(h) = st else { continue };
+        let Some(l) = p.locks.get(h.lock as usize) else {
+            continue;
+        };
+        let role = &mut out[usize::from(!h.site.is_rmap())];
+        let i = match role.iter().position(|(k, _)| *k == l.kind) {
+            Some(i) => i,
+            None => {
+                role.push((l.kind, Vec::new()));
+                role.len() - 1
+            }
+        };
+        if !role[i].1.contains(&l.name) {
+            role[i].1.push(l.name.clone());
+        }
+    }
+    out
+}
+
+/// The locks `profiles` hold, read from the profiles (never from the
+/// plan's `--lock`: saved profiles keep the locks they were recorded
+/// with): the reverse-map locks' kind for [`PredictOutput::lock`] (kinds
+/// joined by `+` where designs differ), and one line per role for
+/// [`PredictOutput::locks`]: the reverse map's kinds, each with the designs
+/// that hold it, then the exec's other locks (each kind with its locks'
+/// names), or that none is simulated as a lock.
+pub fn lock_labels(profiles: &[Profile]) -> (String, Vec<String>) {
+    let kinds: Vec<HeldKinds> = profiles.iter().map(held_kinds).collect();
+    let mut lines = Vec::new();
+    let mut words = Vec::new();
+    for (role, what) in [(0, "reverse-map locks"), (1, "the exec's other locks")] {
+        // Each kind, in order of first appearance, with the designs (and
+        // for the exec's locks, the names) that hold it.
+        let mut by_kind: Vec<(LockKind, Vec<&str>, Vec<&str>)> = Vec::new();
+        for (p, k) in profiles.iter().zip(&kinds) {
+            for (kind, names) in &k[role] {
+                let i = match by_kind.iter().position(|(x, _, _)| x == kind) {
+                    Some(i) => i,
+                    None => {
+                        by_kind.push((*kind, Vec::new(), Vec::new()));
+                        by_kind.len() - 1
+                    }
+                };
+                by_kind[i].1.push(p.label.as_str());
+                for n in names {
+                    if !by_kind[i].2.contains(&n.as_str()) {
+                        by_kind[i].2.push(n.as_str());
+                    }
+                }
+            }
+        }
+        if role == 0 {
+            words = by_kind.iter().map(|(k, _, _)| kind_name(*k)).collect();
+        }
+        if by_kind.is_empty() {
+            lines.push(if role == 0 {
+                format!("{what}: none held in the profiles")
+            } else {
+                format!(
+                    "{what}: none simulated as a lock (the rest of what an exec shares enters as shared lines only)"
+                )
+            });
+            continue;
+        }
+        let every = |designs: &[&str]| designs.len() == profiles.len();
+        let parts: Vec<String> = by_kind
+            .iter()
+            .map(|(k, designs, names)| {
+                let whose = if every(designs) && by_kind.len() == 1 {
+                    "every design".to_owned()
+                } else {
+                    designs.join(", ")
+                };
+                if role == 0 {
+                    format!("{} ({whose})", kind_name(*k))
+                } else {
+                    format!("{} ({}; {whose})", kind_name(*k), names.join(", "))
+                }
+            })
+            .collect();
+        lines.push(format!("{what}: {}", parts.join("; ")));
+    }
+    (words.join("+"), lines)
+}
+
+/// With `--profiles`, an explicit `--lock` must be what the saved
+/// profiles' reverse-map locks are: the lock is chosen when recording (the
+/// model runs with it), and nothing is recorded from saved profiles.
+/// `lock` is the flag's value as given and its kind.
+fn check_saved_locks(
+    lock: Option<(&str, LockKind)>,
+    dir: &Path,
+    recorded: &[Profile],
+) -> Result<(), String> {
+    let Some((flag, want)) = lock else {
+        return Ok(());
+    };
+    let other: Vec<String> = recorded
+        .iter()
+        .filter_map(|p| {
+            let [rmap, _] = held_kinds(p);
+            let kinds: Vec<&str> = rmap
+                .iter()
+                .filter(|(k, _)| *k != want)
+                .map(|(k, _)| kind_name(*k))
+                .collect();
+            (!kinds.is_empty()).then(|| format!("{} holds {}", p.label, kinds.join(", ")))
+        })
+        .collect();
+    if other.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--lock {flag}: the saved profiles in {} were recorded with other reverse-map locks ({}); the lock is chosen when recording, and --profiles records nothing: drop --lock, or record again with it",
+        dir.display(),
+        other.join("; ")
+    ))
 }
 
 /// The costs `m` did not measure that a simulation of `profiles` uses,
@@ -1524,6 +1901,7 @@ pub(crate) mod tests {
             profile_notes: String::new(),
             points: vec![point(16, per_s)],
             bound_per_s: vec![bound],
+            readings: Vec::new(),
         }
     }
 
@@ -1598,6 +1976,49 @@ pub(crate) mod tests {
         assert!(parse(&["--overlap-from", "x.json"]).unwrap());
     }
 
+    /// `--overlap` asks for the calibrated overlap: refused on a machine
+    /// without either factor (every built-in), accepted where it has one,
+    /// its own or `--overlap-from`'s; without the flag nothing is refused.
+    #[test]
+    fn an_explicit_overlap_needs_the_factors() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: PredictArgs,
+        }
+        let args = |v: &[&str]| {
+            Cli::try_parse_from(std::iter::once("predict").chain(v.iter().copied()))
+                .unwrap()
+                .a
+        };
+        let bare = Machine::by_name("hygon-384").unwrap();
+        let e = overlap_arg(&args(&["--overlap"]), &mut bare.clone()).unwrap_err();
+        assert!(
+            e.contains("--overlap: hygon-384") && e.contains("--overlap-from"),
+            "{e}"
+        );
+        assert!(overlap_arg(&args(&[]), &mut bare.clone()).is_ok());
+        for (line, rmw) in [(Some(0.03), None), (None, Some(0.02))] {
+            let mut m = bare.clone();
+            m.line_overlap = line;
+            m.rmw_overlap = rmw;
+            assert!(overlap_arg(&args(&["--overlap"]), &mut m).is_ok());
+        }
+        // A stand-in's factors count.
+        let d = std::env::temp_dir().join(format!("s39-overlap-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("calib.json");
+        let mut from = Machine::by_name("device-16").unwrap();
+        from.line_overlap = Some(0.033);
+        std::fs::write(&f, serde_json::to_string(&from).unwrap()).unwrap();
+        let mut m = bare.clone();
+        let a = args(&["--overlap", "--overlap-from", f.to_str().unwrap()]);
+        assert!(overlap_arg(&a, &mut m).is_ok());
+        assert_eq!(m.line_overlap, Some(0.033));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     /// The output says whether the clock reads inside held time were
     /// charged, and at what cost from where (a stand-in named as such).
     #[test]
@@ -1636,6 +2057,7 @@ pub(crate) mod tests {
             seconds: 1.0,
             cost: "model".into(),
             lock: String::new(),
+            locks: Vec::new(),
             scale: String::new(),
             caveats: caveats(Some(0.6), &[]),
             assumptions: assumptions(&m, &[], false),
@@ -1667,6 +2089,330 @@ pub(crate) mod tests {
         assert!(html.contains("Stored validation, not this run"));
         assert!(html.contains("2026-11-27") && html.contains("abc1234"));
         assert!(html.contains("&gt;= 14.50, at bound") || html.contains(">= 14.50, at bound"));
+    }
+
+    /// A profile `label` whose slot takes reverse-map lock 0 of `rmap`'s
+    /// kind, and, with `exec`, the exec's own lock 1 of that kind.
+    fn locked(label: &str, rmap: LockKind, exec: Option<LockKind>) -> Profile {
+        let hold = |lock: u32, site: predict::Site| {
+            predict::Step::Hold(predict::Hold {
+                lock,
+                write: true,
+                site,
+                hold_ns: 100.0,
+                written: vec![],
+                read: vec![],
+                loaded_first: vec![],
+            })
+        };
+        let mut locks = vec![predict::LockDesc {
+            name: "map0#0".into(),
+            kind: rmap,
+            line: 0,
+            contended_line: None,
+        }];
+        let mut steps = vec![predict::Step::Work(500.0), hold(0, predict::Site::MmapLink)];
+        if let Some(k) = exec {
+            locks.push(predict::LockDesc {
+                name: "pcpu_alloc_mutex".into(),
+                kind: k,
+                line: 1,
+                contended_line: None,
+            });
+            steps.push(hold(1, predict::Site::ExecLock));
+        }
+        Profile {
+            label: label.into(),
+            workload: "execl".into(),
+            call_pattern: "per-vma".into(),
+            locks,
+            lines: vec![predict::LineKind::LockWord, predict::LineKind::LockWord],
+            slots: vec![predict::CpuProfile { cpu: 0, steps }],
+            recorded_ghz: 3.0,
+            notes: String::new(),
+            exit_vmas_per_hold: 0.0,
+            work_placed: true,
+            loads_recorded: true,
+            hold_timing: false,
+        }
+    }
+
+    /// The output's locks come from the profiles, by role: saved rwsem
+    /// recordings say rwsem whatever the plan's default; designs that
+    /// differ are named apart; the exec's own locks are labelled as such,
+    /// with their own kind.
+    #[test]
+    fn the_locks_are_labelled_from_the_profiles_by_role_and_kind() {
+        let rw = LockKind::KernelRwsem;
+        let pl = LockKind::ParkingLot;
+        let (word, lines) =
+            lock_labels(&[locked("linux", rw, None), locked("numa_split", rw, None)]);
+        assert_eq!(word, "rwsem");
+        assert_eq!(lines[0], "reverse-map locks: rwsem (every design)");
+        assert!(
+            lines[1].starts_with("the exec's other locks: none simulated"),
+            "{lines:?}"
+        );
+        let (word, lines) = lock_labels(&[locked("linux", rw, None), locked("sharded", pl, None)]);
+        assert_eq!(word, "rwsem+parking_lot");
+        assert_eq!(
+            lines[0],
+            "reverse-map locks: rwsem (linux); parking_lot (sharded)"
+        );
+        // The model's parking_lot reverse map beside the kernel's mutex.
+        let (word, lines) =
+            lock_labels(&[locked("linux", pl, Some(rw)), locked("aspace", pl, None)]);
+        assert_eq!(
+            word, "parking_lot",
+            "the exec's lock is not the reverse map's"
+        );
+        assert_eq!(lines[0], "reverse-map locks: parking_lot (every design)");
+        assert_eq!(
+            lines[1],
+            "the exec's other locks: rwsem (pcpu_alloc_mutex; linux)"
+        );
+        // A lock no hold takes is not reported.
+        let mut idle = locked("linux", rw, None);
+        idle.locks.push(predict::LockDesc {
+            name: "unused".into(),
+            kind: pl,
+            line: 1,
+            contended_line: None,
+        });
+        assert_eq!(lock_labels(&[idle]).0, "rwsem");
+        // The text and the HTML print them.
+        let m = Machine::by_name("device-16").unwrap();
+        let (lock, locks) = lock_labels(&[locked("linux", rw, None)]);
+        let o = PredictOutput {
+            kind: "PREDICTION (simulated, not measured)".into(),
+            machine: m.clone(),
+            host: m.clone(),
+            workload: "execl".into(),
+            iteration_ns: 20_000.0,
+            seconds: 1.0,
+            cost: "model".into(),
+            lock,
+            locks,
+            scale: "recorded times x 1.000: as saved".into(),
+            caveats: vec![],
+            assumptions: vec![],
+            validation: DEFAULT_VALIDATION.into(),
+            stored_validation: None,
+            curves: vec![curve("linux", 20_000.0, 300_000.0)],
+            placement: vec![],
+        };
+        let text = table(&o);
+        assert!(
+            text.contains(
+                "locks, as the profiles hold them: reverse-map locks: rwsem (every design)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("parking_lot"), "{text}");
+        let html = host::predict_page(&o);
+        assert!(
+            html.contains("reverse-map locks: rwsem (every design)"),
+            "{html}"
+        );
+    }
+
+    /// With saved profiles, an explicit `--lock` of another kind is refused
+    /// (it would not be simulated), the same kind or none is accepted.
+    #[test]
+    fn an_explicit_lock_must_match_the_saved_profiles() {
+        let rw = LockKind::KernelRwsem;
+        let saved = [locked("linux", rw, Some(LockKind::ParkingLot))];
+        let dir = Path::new("saved");
+        let e = check_saved_locks(Some(("parking-lot", LockKind::ParkingLot)), dir, &saved)
+            .unwrap_err();
+        assert!(
+            e.contains("--lock parking-lot") && e.contains("linux holds rwsem"),
+            "{e}"
+        );
+        assert!(
+            check_saved_locks(Some(("rwsem", rw)), dir, &saved).is_ok(),
+            "the exec's lock does not count"
+        );
+        assert!(check_saved_locks(None, dir, &saved).is_ok());
+    }
+
+    /// A design's curve at 1 and `cpus` CPUs: its bound `one` at 1 CPU
+    /// and `bound` at `cpus`, its point there `share` of the bound.
+    fn curve_at(cpus: u32, one: f64, bound: f64, share: f64) -> Curve {
+        Curve {
+            design: "sharded".into(),
+            call_pattern: "per-vma".into(),
+            holds_per_iteration: 38,
+            model_rmap_ns: 1000.0,
+            profile_notes: String::new(),
+            points: vec![point(1, 0.9 * one), point(cpus, share * bound)],
+            bound_per_s: vec![one, bound],
+            readings: Vec::new(),
+        }
+    }
+
+    /// The reading at and around its thresholds: the point's share of its
+    /// bound (a bound at 10% of linear scaling: clearly sublinear), and
+    /// the bound's own scaling (a point at 99% of its bound).
+    #[test]
+    fn a_point_near_its_bound_is_read_the_same_on_either_side_of_90_percent() {
+        let (lo, hi) = (AT_BOUND / (1.0 + RUN_TO_RUN), AT_BOUND * (1.0 + RUN_TO_RUN));
+        assert!((lo - 0.857).abs() < 1e-3 && (hi - 0.945).abs() < 1e-9);
+        let at = |share: f64| {
+            let c = curve_at(96, 1000.0, 9600.0, share);
+            c.reading(96, share * 9600.0)
+        };
+        let eps = 1e-9;
+        for (share, want) in [
+            (0.5, Reading::Point),
+            (lo * (1.0 - eps), Reading::Point),
+            (lo * (1.0 + eps), Reading::NearBound),
+            // s38's pair: sharded at 96 at 89.9% and 90.3% of its bound.
+            (0.899, Reading::NearBound),
+            (0.903, Reading::NearBound),
+            (hi * (1.0 - eps), Reading::NearBound),
+            (hi * (1.0 + eps), Reading::AtBound),
+            (1.0, Reading::AtBound),
+        ] {
+            assert_eq!(at(share), want, "at {share} of the bound");
+        }
+        // The bound's scaling, the point at 99% of it: at 96 CPUs the
+        // bound is `lin` of 96 times its one-CPU rate.
+        let scaled = |lin: f64| {
+            let c = curve_at(96, 1000.0, lin * 96_000.0, 0.99);
+            c.reading(96, 0.99 * lin * 96_000.0)
+        };
+        for (lin, want) in [
+            (0.5, Reading::AtBound),
+            (lo * (1.0 - eps), Reading::AtBound),
+            (lo * (1.0 + eps), Reading::NearBound),
+            (hi * (1.0 - eps), Reading::NearBound),
+            (hi * (1.0 + eps), Reading::Point),
+            (1.0, Reading::Point),
+        ] {
+            assert_eq!(scaled(lin), want, "a bound at {lin} of linear");
+        }
+        // Far below the bound, a near-linear bound does not matter: a point.
+        let c = curve_at(96, 1000.0, 0.9 * 96_000.0, 0.5);
+        assert_eq!(c.reading(96, 0.5 * 0.9 * 96_000.0), Reading::Point);
+        // One CPU (its bound is its own one-CPU rate), no bound, a zero
+        // bound: points. No one-CPU bound: sublinear beyond one CPU.
+        let c = curve_at(96, 1000.0, 9600.0, 1.0);
+        assert_eq!(c.reading(1, 1000.0), Reading::Point);
+        assert_eq!(c.reading(48, 1e6), Reading::Point, "no bound at 48");
+        let mut z = c.clone();
+        z.bound_per_s[1] = 0.0;
+        assert_eq!(z.reading(96, 9600.0), Reading::Point);
+        let mut no_one = c.clone();
+        no_one.points.remove(0);
+        no_one.bound_per_s.remove(0);
+        assert_eq!(no_one.reading(96, 9600.0), Reading::AtBound);
+        let mut alone = no_one.clone();
+        alone.points[0].cpus = 1;
+        assert_eq!(alone.reading(1, 9600.0), Reading::Point);
+    }
+
+    /// The cells: "at bound" as "at least", "near bound" beside the point,
+    /// a plain point; linux (the reference) never read against its bound;
+    /// the legend gives the band.
+    #[test]
+    fn the_cells_say_how_each_point_reads() {
+        let linux = curve("linux", 10_000.0, 10_500.0);
+        let cell = |share: f64| {
+            let mut c = curve("sharded", share * 132_500.0, 132_500.0);
+            c.design = "sharded".into();
+            point_cells(Some(&linux), &c, &c.points[0].clone(), 1.0).ratio
+        };
+        assert_eq!(cell(0.899), "11.91, near bound");
+        assert_eq!(cell(0.903), "11.96, near bound");
+        assert_eq!(cell(0.99), ">= 13.12, at bound");
+        assert_eq!(cell(0.5), "6.62");
+        let lin = point_cells(Some(&linux), &linux, &linux.points[0].clone(), 1.0);
+        assert_eq!(
+            lin.ratio, "1.00",
+            "linux at 95% of its bound is the reference"
+        );
+        assert_eq!(lin.bound, "<= 1.05");
+        // Two designs at or near their bounds at one CPU count: not ranked.
+        let o = PredictOutput {
+            kind: String::new(),
+            machine: Machine::by_name("device-16").unwrap(),
+            host: Machine::by_name("device-16").unwrap(),
+            workload: "execl".into(),
+            iteration_ns: 1.0,
+            seconds: 1.0,
+            cost: "model".into(),
+            lock: String::new(),
+            locks: vec![],
+            scale: String::new(),
+            caveats: vec![],
+            assumptions: vec![],
+            validation: String::new(),
+            stored_validation: None,
+            curves: vec![
+                linux.clone(),
+                curve("aspace", 132_000.0, 132_500.0),
+                curve("sharded", 0.9 * 132_500.0, 132_500.0),
+            ],
+            placement: vec![],
+        };
+        assert_eq!(
+            unranked(&o),
+            vec!["at 16 CPUs, aspace at the bound, sharded near the bound: their order is not a ranking (each is at least its figure, or not decided)".to_owned()]
+        );
+        assert!(table(&o).contains("their order is not a ranking"));
+        assert!(host::predict_page(&o).contains("their order is not a ranking"));
+        let mut one = o.clone();
+        one.curves[2] = curve("sharded", 0.5 * 132_500.0, 132_500.0);
+        assert!(
+            unranked(&one).is_empty(),
+            "one design at its bound: nothing to rank"
+        );
+        let rule = reading_rule();
+        assert!(
+            rule.contains("94.5% or more") && rule.contains("85.7-94.5%"),
+            "{rule}"
+        );
+    }
+
+    /// A busy recording's profiles carry the note; simulated again from
+    /// them, the output still says the host was busy (once, naming the
+    /// designs), and says so of a warm-up the host was too busy for.
+    #[test]
+    fn saved_profiles_say_their_recording_host_was_busy() {
+        let mut busy = locked("linux", LockKind::KernelRwsem, None);
+        busy.notes =
+            format!("warm-up; {BUSY_NOTE} (other work took 40% of its CPU time, --busy-ok)");
+        let quiet = locked("aspace", LockKind::KernelRwsem, None);
+        let c = caveats(None, &[busy.clone(), quiet.clone()]);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].starts_with("linux: recorded on a busy host, as the saved"),
+            "{c:?}"
+        );
+        let c = caveats(Some(0.4), std::slice::from_ref(&busy));
+        assert_eq!(c.len(), 1, "the recording run says it once: {c:?}");
+        assert!(c[0].contains("40%"), "{c:?}");
+        assert!(caveats(None, std::slice::from_ref(&quiet)).is_empty());
+        let mut unadapted = quiet;
+        unadapted.notes = "warm-up: host too busy for the hand-over".into();
+        let c = caveats(None, &[unadapted]);
+        assert!(c[0].starts_with("aspace: the host was too busy"), "{c:?}");
+    }
+
+    /// A `--profiles` run says what it measures again here: nothing for
+    /// the model's cost, the exec's shared lines for a real exec's.
+    #[test]
+    fn saved_profiles_say_what_is_measured_again() {
+        let b = Path::new("/bin/true");
+        assert_eq!(saved_remeasured(true, false, b), "");
+        let k = saved_remeasured(false, false, b);
+        assert!(
+            k.contains("shared lines are measured again here (/bin/true"),
+            "{k}"
+        );
+        assert!(!k.contains("timed again"), "{k}");
+        assert!(saved_remeasured(true, true, b).contains("model's own exec is timed again"));
     }
 
     #[test]

@@ -40,8 +40,13 @@ pub struct HostPrediction {
     /// The points (thread counts above the host's CPUs are left out: the
     /// simulator runs one copy per CPU).
     pub points: Vec<HostPoint>,
-    /// The validation errors, where the file was found.
+    /// The validation errors, where the file was found: the stored
+    /// validation's (`aspace predict --validate`), not this run's.
     pub validation_checks: Vec<Check>,
+    /// What the checks are ([`StoredValidation::label`]: stored, when,
+    /// from which commit). Empty in results written before it was.
+    #[serde(default)]
+    pub validation_label: String,
 }
 
 /// One validation comparison: a published (or measured) figure against its

@@ -508,3 +508,85 @@ fn a_short_survey_writes_its_folder_and_summary() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Saved profiles keep the locks they were recorded with: `predict
+/// --profiles` labels what they hold (rwsem here), in the text, the JSON
+/// and the HTML, not the plan's default (parking_lot for --model-cost),
+/// and refuses an explicit --lock of another kind.
+#[test]
+fn saved_rwsem_profiles_are_labelled_rwsem_whatever_the_default() {
+    let d = tmpdir("cli-saved-locks");
+    let hold = |site: &str| {
+        serde_json::json!({"Hold": {"lock": 0, "write": true, "site": site,
+            "hold_ns": 300.0, "written": [1], "read": []}})
+    };
+    let slots: Vec<serde_json::Value> = (0..2)
+        .map(|c| {
+            serde_json::json!({"cpu": c, "steps": [
+                {"Work": 5000.0}, hold("MmapLink"), {"Work": 5000.0}, hold("ExitUnlink")]})
+        })
+        .collect();
+    let profile = serde_json::json!({
+        "label": "linux", "workload": "execl", "call_pattern": "per-vma",
+        "locks": [{"name": "map0#0", "kind": "KernelRwsem", "line": 0}],
+        "lines": ["LockWord", "Tree"],
+        "slots": slots,
+        "recorded_ghz": 3.0, "notes": "hand-made", "work_placed": true,
+        "loads_recorded": true
+    });
+    std::fs::write(d.join("linux.recorded.json"), profile.to_string()).unwrap();
+    let out = d.join("out");
+    let run = |lock: &[&str]| {
+        let mut args = vec![
+            "predict",
+            "--machine",
+            "device-16",
+            "--model-cost",
+            "--model-exec-ns",
+            "13477",
+            "--designs",
+            "linux",
+            "--cpus",
+            "1,2",
+            "--seconds",
+            "0.02",
+            "--profiles",
+            d.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(lock);
+        aspace(&args)
+    };
+    let o = run(&[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("reverse-map locks: rwsem") && !stdout.contains("parking_lot"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("saved profile(s)") && !stderr.contains("recording 1"),
+        "{stderr}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("predict.json")).unwrap()).unwrap();
+    assert_eq!(v["lock"], "rwsem");
+    // Every point says how it reads against its bound (linux: a point).
+    assert_eq!(
+        v["curves"][0]["readings"],
+        serde_json::json!(["point", "point"])
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("reverse-map locks: rwsem"), "{html}");
+    let o = run(&["--lock", "parking-lot"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("--lock parking-lot") && stderr.contains("linux holds rwsem"),
+        "{stderr}"
+    );
+    assert!(run(&["--lock", "rwsem"]).status.success());
+    let _ = std::fs::remove_dir_all(&d);
+}

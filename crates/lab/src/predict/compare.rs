@@ -391,6 +391,7 @@ mod tests {
             seconds: 1.0,
             cost: "model".into(),
             lock: String::new(),
+            locks: Vec::new(),
             scale: String::new(),
             caveats: vec![],
             assumptions: vec![],
@@ -410,6 +411,7 @@ mod tests {
             profile_notes: String::new(),
             points: pts.iter().map(|&(c, r)| point(c, r)).collect(),
             bound_per_s: bound.to_vec(),
+            readings: Vec::new(),
         }
     }
 

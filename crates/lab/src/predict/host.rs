@@ -18,12 +18,18 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-/// Reads the validation file (empty when absent or unreadable).
-pub fn load_checks(path: &Path) -> Vec<Check> {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
+/// Reads the stored validation file (as `--validate` writes it, or the
+/// bare list of checks older files hold): its checks and its label
+/// ([`crate::predicted::StoredValidation::label`]); none when absent or
+/// unreadable.
+pub fn load_checks(path: &Path) -> (Vec<Check>, String) {
+    match crate::predicted::StoredValidation::load(path) {
+        Some(v) => {
+            let label = v.label(path);
+            (v.checks, label)
+        }
+        None => (Vec::new(), String::new()),
+    }
 }
 
 /// What `aspace bench` predicts for its own run.
@@ -120,6 +126,7 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
             }
         }
     }
+    let (validation_checks, validation_label) = load_checks(b.validation);
     Ok(HostPrediction {
         kind: KIND.into(),
         machine: format!("{} ({} CPUs)", host.description, host.cpus()),
@@ -130,12 +137,14 @@ pub fn predict_for_bench(b: &BenchPlan<'_>) -> Result<HostPrediction, String> {
                bounds that take no lock (exclude) are not simulated"
             .into(),
         points,
-        validation_checks: load_checks(b.validation),
+        validation_checks,
+        validation_label,
     })
 }
 
-/// The validation table (every published figure and this host's 1-2
-/// thread ratios against their predictions, with the errors).
+/// The stored validation's table (every published figure and this host's
+/// 1-2 thread ratios against their predictions, with the errors), under a
+/// heading that says it is stored, not this run's.
 pub fn checks_html(checks: &[Check]) -> String {
     if checks.is_empty() {
         return format!(
@@ -169,7 +178,7 @@ pub fn checks_html(checks: &[Check]) -> String {
         })
         .collect();
     format!(
-        "<h3>Validation: predicted against published and measured ({met} of {} targets met)</h3>{}",
+        "<h3>Stored validation, not this run: predicted against published and measured ({met} of {} targets met)</h3>{}",
         checks.len(),
         table(
             &rows,
@@ -207,6 +216,21 @@ pub fn predict_section(o: &PredictOutput) -> String {
         esc(&o.cost),
         o.iteration_ns / 1e3,
     );
+    if !o.locks.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"proj\">Locks, as the simulated profiles hold them: {}. {}.</p>",
+            esc(&o.locks.join("; ")),
+            esc(&o.scale)
+        );
+    } else if !o.lock.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"proj\">Locks: {}. {}.</p>",
+            esc(&o.lock),
+            esc(&o.scale)
+        );
+    }
     for c in &o.caveats {
         let _ = write!(
             s,
@@ -252,12 +276,13 @@ pub fn predict_section(o: &PredictOutput) -> String {
     ));
     let _ = write!(
         s,
-        "<p class=\"proj\">\"&ge; r, at bound\": the design reaches {:.0}% or more of its \
-         no-reverse-map bound there, so it is limited by the rest of what an exec shares: at least r, \
-         not a point. The bound (the same iterations with every reverse-map hold removed) is an upper \
-         limit, not a forecast.</p>",
-        100.0 * super::AT_BOUND
+        "<p class=\"proj\">{} The bound (the same iterations with every reverse-map hold removed) \
+         is an upper limit, not a forecast.</p>",
+        esc(&super::reading_rule())
     );
+    for u in super::unranked(o) {
+        let _ = write!(s, "<p class=\"proj\">{}</p>", esc(&u));
+    }
     if !o.assumptions.is_empty() {
         s.push_str("<p>Assumed (not measured on this machine):</p><ul>");
         for a in &o.assumptions {
@@ -383,6 +408,13 @@ pub fn bench_section(r: &Results, hp: Option<&HostPrediction>) -> String {
             ],
         ));
     }
+    if !hp.validation_label.is_empty() {
+        let _ = write!(
+            s,
+            "<p>{}. Its figures are those of that run, not this bench's.</p>",
+            esc(&hp.validation_label)
+        );
+    }
     s.push_str(&checks_html(&hp.validation_checks));
     s.push_str("</section>");
     s
@@ -391,6 +423,44 @@ pub fn bench_section(r: &Results, hp: Option<&HostPrediction>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stored validation is read in the format `--validate` writes
+    /// (an object with date, commit and checks; the bench's report found
+    /// none in it before) and in the older bare list, labelled stored.
+    #[test]
+    fn the_stored_validation_is_read_in_both_formats_and_labelled() {
+        let d = std::env::temp_dir().join(format!("s39-checks-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let check = Check {
+            what: "w".into(),
+            setting: "s".into(),
+            published: "1".into(),
+            published_value: Some(1.0),
+            predicted: 1.0,
+            target: "t".into(),
+            error: Some(0.0),
+            met: true,
+        };
+        let new = d.join("new.json");
+        let stored = crate::predicted::StoredValidation {
+            date: "2026-11-28".into(),
+            commit: "abc".into(),
+            host: "h".into(),
+            checks: vec![check.clone()],
+        };
+        std::fs::write(&new, serde_json::to_string(&stored).unwrap()).unwrap();
+        let (checks, label) = load_checks(&new);
+        assert_eq!(checks, vec![check.clone()]);
+        assert!(
+            label.starts_with("STORED validation, not this run") && label.contains("abc"),
+            "{label}"
+        );
+        let old = d.join("old.json");
+        std::fs::write(&old, serde_json::to_string(&vec![check.clone()]).unwrap()).unwrap();
+        assert_eq!(load_checks(&old).0, vec![check]);
+        assert!(load_checks(&d.join("none.json")).0.is_empty());
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn bench_section_labels_predictions_and_errors() {
@@ -424,8 +494,19 @@ mod tests {
                 error: Some(-15.3),
                 met: false,
             }],
+            validation_label:
+                "STORED validation, not this run: v.json (made 2026-11-28 by commit abc)".into(),
         };
         let s = bench_section(&r, Some(&hp));
+        assert!(
+            s.contains("Stored validation, not this run: predicted against"),
+            "{s}"
+        );
+        assert!(s.contains("made 2026-11-28 by commit abc"), "{s}");
+        assert!(
+            !s.contains("<h3>Validation"),
+            "never headed as this run's: {s}"
+        );
         assert!(s.contains(KIND));
         assert!(s.contains("PREDICTED"));
         assert!(s.contains("1234"));
