@@ -623,6 +623,7 @@ impl Plan {
                 recorder::Cost::Kernel
             },
             lock: self.lock_kind(),
+            stagger: true,
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
@@ -1743,6 +1744,7 @@ pub(crate) mod tests {
                 own_binary: false,
                 cost: recorder::Cost::Model,
                 lock: LockKind::ParkingLot,
+                stagger: true,
             },
         )
         .expect("a sharded profile");
