@@ -714,6 +714,7 @@ impl Plan {
                 recorder::Cost::Kernel
             },
             lock: self.lock_kind(),
+            stagger: true,
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
@@ -2489,6 +2490,7 @@ pub(crate) mod tests {
                 own_binary: false,
                 cost: recorder::Cost::Model,
                 lock: LockKind::ParkingLot,
+                stagger: true,
             },
         )
         .expect("a sharded profile");

@@ -674,6 +674,34 @@ impl Mm {
         st.start_stack = START_STACK;
     }
 
+    /// Part `part` of [`Mm::exec_program`] cut into `parts` (at least 1)
+    /// consecutive parts: part 0 tears the old image down, each part
+    /// replays its share of the steps (`steps * part / parts` up to
+    /// `steps * (part + 1) / parts`), and the last sets the heap and stack
+    /// as the whole call does. Parts `0..parts` called in order change the
+    /// maps exactly as one `exec_program` does; between two parts other
+    /// address spaces may run theirs, as concurrent execs do (the predict
+    /// recorder's staggered turns). `part >= parts` does nothing.
+    pub fn exec_program_part(&self, prog: &Program, part: usize, parts: usize) {
+        let parts = parts.max(1);
+        if part >= parts {
+            return;
+        }
+        let mut st = self.state.lock();
+        if part == 0 {
+            self.teardown(&mut st);
+        }
+        let n = prog.steps.len();
+        for step in &prog.steps[n * part / parts..n * (part + 1) / parts] {
+            self.replay_step(&mut st, step);
+        }
+        if part + 1 == parts {
+            st.brk_start = prog.brk_start;
+            st.brk = prog.heap_end.unwrap_or(prog.brk_start);
+            st.start_stack = START_STACK;
+        }
+    }
+
     pub(crate) fn replay_step(&self, st: &mut State, step: &ExecStep) {
         match step {
             ExecStep::Map {

@@ -69,6 +69,11 @@ pub struct RecordConfig {
     /// The locks' kind in the profile (the model's recorded holds can be
     /// simulated under either lock: `aspace bench --lock`).
     pub lock: LockKind,
+    /// Staggered turns (the default since session s39): with more than
+    /// one slot of the exec loop, a turn is one part of an exec and the
+    /// slots are spread over its parts (see `take_turns`). `false`: one
+    /// whole exec a turn, as before (kept to compare the two).
+    pub stagger: bool,
 }
 
 /// The process that runs the loop. For `shell` it is the forking shell,
@@ -539,9 +544,29 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
 
 /// Runs one thread per program (one per CPU of the target), each first
 /// measuring plain iterations back to back on its own, then taking turns
-/// with the others, one iteration a turn: [`WARM_ROUNDS`] unrecorded
-/// rounds, then `cfg.iterations` recorded ones. Returns each thread's
-/// measurements, in thread order.
+/// with the others: [`WARM_ROUNDS`] unrecorded rounds, then
+/// `cfg.iterations` recorded ones. Returns each thread's measurements, in
+/// thread order.
+///
+/// **Staggered turns** (an exec loop with more than one slot): a turn is
+/// one part of an exec, not a whole one. Each exec is cut into as many
+/// parts as there are slots ([`mm::Mm::exec_program_part`]) and slot `k`
+/// runs `k` parts ahead of slot 0, so whenever a slot's hold runs, the
+/// other slots' processes are in the middle of their own execs, one at
+/// each point of it, as the bench's threads are (every thread is always
+/// somewhere in an exec): a hold meets the trees with the other execs'
+/// half-built images in them. This matters for the interval tree's
+/// augmented maxima: an exec's first mapping of a library reserves the
+/// whole span, whose end lies past every resident mapping's, so alone it
+/// raises `max_last` on its whole path from the root and its later
+/// splits and replacement lower it again (about 20 written lines a hold
+/// on libc's tree); with other execs' reservations in the tree the
+/// raise stops where one of theirs already holds the value
+/// (`IntervalTree::link_and_augment`, `propagate`). Whole-exec turns
+/// (before session s39) left the other slots' images finished, so every
+/// such hold wrote its whole path. A slot's recorded exec is its parts
+/// from a part 0 on, the events concatenated. The fork-exec-exit loop
+/// keeps whole turns.
 fn take_turns(
     files: &std::sync::Arc<Files>,
     topo: &Topology,
@@ -551,7 +576,19 @@ fn take_turns(
     let n = progs.len();
     let recorded_rounds = cfg.iterations.max(1);
     // Turn 0: each thread's plain iterations, one thread after the other.
-    let rounds = 1 + WARM_ROUNDS + recorded_rounds;
+    // Staggered turns: an exec in one part per slot (see above); the
+    // recorded execs start at a part 0, at most `parts` turns after the
+    // warm-up.
+    let parts = if !cfg.stagger || cfg.shell || n < 2 {
+        1
+    } else {
+        n
+    };
+    let rounds = if parts > 1 {
+        1 + (WARM_ROUNDS + recorded_rounds + 1) * parts
+    } else {
+        1 + WARM_ROUNDS + recorded_rounds
+    };
     // Plain iterations per slot: enough for a stable median on small
     // machines, a handful on big ones (pooled over slots afterwards).
     let plain = cfg.iterations.max(400 / n.max(1)).clamp(1, 101);
@@ -580,6 +617,11 @@ fn take_turns(
                         runs: Vec::new(),
                     };
                     let mut mm: Option<Mm> = None;
+                    // The exec part this slot runs next, and the recorded
+                    // exec being put together from its parts.
+                    let mut part = k % parts;
+                    let mut pending: Option<(f64, Vec<Event>)> = None;
+                    let mut recorded = 0;
                     for round in 0..rounds {
                         let mine = round * n + k;
                         // Acquire: pairs with the Release hand-over below, so
@@ -595,6 +637,34 @@ fn take_turns(
                                         mm.get_or_insert_with(|| looper(files, cfg.shell, prog));
                                     if round == 0 {
                                         measure_plain(files, mm, prog, cfg.shell, plain, &mut rec);
+                                        if parts > 1 {
+                                            // Start `k` parts into an exec.
+                                            for p in 0..part {
+                                                mm.exec_program_part(prog, p, parts);
+                                            }
+                                        }
+                                    } else if parts > 1 {
+                                        // Staggered: one part a turn.
+                                        let warm = round <= WARM_ROUNDS * parts;
+                                        if part == 0 && !warm && recorded < recorded_rounds {
+                                            pending = Some((0.0, Vec::new()));
+                                        }
+                                        if let Some((ns, ev)) = pending.as_mut() {
+                                            let t = thread_cpu_ns();
+                                            let e =
+                                                record(|| mm.exec_program_part(prog, part, parts));
+                                            *ns += thread_cpu_ns() - t;
+                                            ev.extend(e);
+                                        } else {
+                                            mm.exec_program_part(prog, part, parts);
+                                        }
+                                        part = (part + 1) % parts;
+                                        if part == 0 {
+                                            if let Some(run) = pending.take() {
+                                                rec.runs.push(run);
+                                                recorded += 1;
+                                            }
+                                        }
                                     } else if round > WARM_ROUNDS {
                                         let t = thread_cpu_ns();
                                         let ev = record(|| iteration(cfg.shell, mm, prog));
@@ -1024,6 +1094,7 @@ mod tests {
                     own_binary,
                     cost: Cost::Kernel,
                     lock: LockKind::KernelRwsem,
+                    stagger: true,
                 },
             )
             .expect("a profile")
@@ -1063,6 +1134,85 @@ mod tests {
             assert_eq!(locks_of(&own, i).len(), libs.len() + 1, "slot {i}");
             assert_eq!(holds(&own, i), holds(&shared, i), "the same exec, slot {i}");
         }
+    }
+
+    /// Staggered turns: each slot's holds meet the other slots' execs half
+    /// done. libc's first mapping reserves the whole span, past every
+    /// finished image's end, so with whole-exec turns each of its later
+    /// replacements lowers the augmented maximum on its whole path from
+    /// the root; with the other execs' reservations in the tree the change
+    /// stops below theirs. The same exec, the same holds, fewer tree lines
+    /// written by libc's replacements (mutant: staggering off, `parts` 1,
+    /// leaves as many lines as whole turns).
+    #[test]
+    fn staggered_turns_meet_other_execs_half_done_and_write_less_of_the_path() {
+        if check(Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let m = Machine::by_name("device-16").expect("built-in machine");
+        let record = |stagger| {
+            record_profile(
+                &m,
+                &RecordConfig {
+                    design: Design::Linux,
+                    pattern: CallPattern::PerVma,
+                    shell: false,
+                    binary: "/bin/true".into(),
+                    resident: 4,
+                    iterations: 1,
+                    warmup: (0, Duration::ZERO),
+                    own_binary: false,
+                    cost: Cost::Model,
+                    lock: LockKind::ParkingLot,
+                    stagger,
+                },
+            )
+            .expect("a profile")
+        };
+        // Per exec: (holds, tree lines written) of the call site on the lock
+        // with the most holds (libc's).
+        let written = |p: &Profile, site: Site| {
+            let mut per_lock: HashMap<u32, (usize, usize)> = HashMap::new();
+            for s in &p.slots {
+                for st in &s.steps {
+                    if let Step::Hold(h) = st {
+                        let e = per_lock.entry(h.lock).or_default();
+                        if h.site == site {
+                            e.0 += 1;
+                            e.1 += h
+                                .written
+                                .iter()
+                                .filter(|&&l| p.lines[l as usize] == LineKind::Tree)
+                                .count();
+                        }
+                    }
+                }
+            }
+            per_lock.into_values().max().expect("holds")
+        };
+        let whole = record(false);
+        let stag = record(true);
+        let holds = |p: &Profile| -> Vec<usize> {
+            p.slots
+                .iter()
+                .map(|s| {
+                    s.steps
+                        .iter()
+                        .filter(|s| matches!(s, Step::Hold(_)))
+                        .count()
+                })
+                .collect()
+        };
+        assert_eq!(holds(&whole), holds(&stag), "the same execs");
+        let (wn, ww) = written(&whole, Site::ReplaceUnlink);
+        let (sn, sw) = written(&stag, Site::ReplaceUnlink);
+        assert_eq!(wn, sn);
+        assert!(wn > 0, "libc's mapping is replaced in every exec");
+        assert!(
+            4 * sw < 3 * ww,
+            "staggered: {sw} tree lines written in {sn} replacements, whole turns {ww}"
+        );
     }
 
     /// The warm-up's hand-over phase: every turn it counts made one link
