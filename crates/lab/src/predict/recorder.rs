@@ -221,7 +221,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         nodes: m.nodes,
         cpus_per_node: m.cpus_per_node(),
     };
-    let files = Files::new(cfg.design, topo.clone(), cfg.pattern);
+    let files = registry(cfg, topo.clone());
     let prog = files
         .program(&cfg.binary)
         .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
@@ -535,6 +535,19 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     };
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
+}
+
+/// The recording's files. For the kernel cost each split of a file VMA by
+/// a map or unmap also removes the cut VMA and reinserts it with its new
+/// range inside the split's hold, as Linux 6.12's `__split_vma` does
+/// (`vma_prepare`/`vma_complete`: `__vma_link_file(new)`,
+/// `vma_interval_tree_remove(vma)`, `vma_interval_tree_insert(vma)`), in the
+/// recorded design's own structure ([`Files::set_kernel_split_holds`]); the
+/// model cost keeps the lab's own calls (one insert per split piece).
+fn registry(cfg: &RecordConfig, topo: Topology) -> std::sync::Arc<Files> {
+    let files = Files::new(cfg.design, topo, cfg.pattern);
+    files.set_kernel_split_holds(cfg.cost == Cost::Kernel);
+    files
 }
 
 /// Runs one thread per program (one per CPU of the target), each first
@@ -1063,6 +1076,27 @@ mod tests {
             assert_eq!(locks_of(&own, i).len(), libs.len() + 1, "slot {i}");
             assert_eq!(holds(&own, i), holds(&shared, i), "the same exec, slot {i}");
         }
+    }
+
+    /// Only a kernel-cost recording's splits remove and reinsert the cut
+    /// VMA ([`registry`]). Mutants run: the switch on for both costs, off
+    /// for both.
+    #[test]
+    fn only_kernel_cost_recordings_make_kernel_split_holds() {
+        let cfg = |cost| RecordConfig {
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            shell: false,
+            binary: "/bin/true".into(),
+            resident: 0,
+            iterations: 1,
+            warmup: (0, Duration::ZERO),
+            own_binary: false,
+            cost,
+            lock: LockKind::KernelRwsem,
+        };
+        assert!(registry(&cfg(Cost::Kernel), Topology::Os).kernel_split_holds());
+        assert!(!registry(&cfg(Cost::Model), Topology::Os).kernel_split_holds());
     }
 
     /// The warm-up's hand-over phase: every turn it counts made one link
