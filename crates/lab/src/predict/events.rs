@@ -586,8 +586,14 @@ mod tests {
             mm.mmap(base, 10 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
                 .unwrap();
             let evs = record(|| {
-                mm.mmap(base + 2 * PAGE_SIZE, 2 * PAGE_SIZE, Prot::RX, fixed, Some((&f, 2)))
-                    .unwrap();
+                mm.mmap(
+                    base + 2 * PAGE_SIZE,
+                    2 * PAGE_SIZE,
+                    Prot::RX,
+                    fixed,
+                    Some((&f, 2)),
+                )
+                .unwrap();
             });
             coalesce_splits(&evs)
         };
