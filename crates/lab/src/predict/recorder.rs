@@ -510,7 +510,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
             if cfg.cost == Cost::Kernel {
                 format!(
-                    "each split or merge hold also holds one maple-tree store of a split piece or merged VMA, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
+                    "each split of a map or munmap also removes the cut VMA from the design's reverse map and reinserts it with its new range (Linux 6.12's __split_vma: 3 interval-tree operations in its hold); each split or merge hold also holds one maple-tree store of a split piece or merged VMA, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
                     own.store_ns, own.anon_vma_ns
                 )
             } else {
