@@ -132,6 +132,8 @@ pub struct Files {
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
     /// Programs planned so far, by the path exec was given ([`Files::program`]).
     pub(crate) programs: Mutex<HashMap<PathBuf, Arc<Program>>>,
+    /// [`Files::set_kernel_split_holds`].
+    kernel_split_holds: std::sync::atomic::AtomicBool,
 }
 
 impl Files {
@@ -145,7 +147,29 @@ impl Files {
             search: SearchPath::default(),
             files: Mutex::new(HashMap::new()),
             programs: Mutex::new(HashMap::new()),
+            kernel_split_holds: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Makes every split of a file VMA by a map or unmap of an [`crate::Mm`]
+    /// on this registry also remove the cut VMA from its file's reverse map
+    /// and reinsert it with its new range, at the split call site, as Linux
+    /// 6.12's `__split_vma` does inside its one `i_mmap_rwsem` hold
+    /// (`vma_prepare`: `__vma_link_file(new)`, `vma_interval_tree_remove(vma)`;
+    /// `vma_complete`: `vma_interval_tree_insert(vma)`). For `aspace predict`'s
+    /// kernel-cost recordings only: off by default, so the lab's designs are
+    /// measured with their own calls (see `Mm::replace`).
+    pub fn set_kernel_split_holds(&self, on: bool) {
+        // Relaxed: set before the recording's threads start (their spawn
+        // orders it) and never changed while they run.
+        self.kernel_split_holds
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// [`Files::set_kernel_split_holds`].
+    pub fn kernel_split_holds(&self) -> bool {
+        self.kernel_split_holds
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The rmap design of every file here.

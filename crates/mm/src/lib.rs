@@ -567,18 +567,67 @@ impl Mm {
             let (lo, hi) = st.special_span.unwrap_or((v.start, v.end));
             st.special_span = Some((lo.min(v.start), hi.max(v.end)));
         }
+        // Kernel-shaped split holds ([`Files::set_kernel_split_holds`]; a
+        // protection change already removes the cut VMA and inserts its
+        // pieces in its split hold): after linking each split piece, the cut
+        // VMA's entry is removed and reinserted with the range it keeps, at
+        // the split site, as Linux 6.12's `__split_vma` does between
+        // `vma_prepare` (`__vma_link_file(new)`, `vma_interval_tree_remove`)
+        // and `vma_complete` (`vma_interval_tree_insert`). `unlinked` holds
+        // each old VMA as the reverse map then has it (the reinserted entry
+        // replaces the old one), for the unlink of what the call replaces.
+        let kernel = why != Why::Protect && self.files.kernel_split_holds();
+        let mut unlinked: Few<Arc<Vma>> = old.clone();
         if rests.iter().any(|v| v.file().is_some()) {
-            let sites = vec![CallSite::Split; rests.len()];
-            self.link(st, &mut rests, &sites);
+            if kernel {
+                // `vms_gather_munmap_vmas` -> `__split_vma` at the core's
+                // edge, one hold per edge.
+                for r in rests.iter_mut() {
+                    self.link(st, std::slice::from_mut(r), &[CallSite::Split]);
+                    if let Some(cur) = unlinked
+                        .iter_mut()
+                        .find(|o| o.start <= r.start && r.end <= o.end)
+                    {
+                        self.resplit(st, cur, r.start, r.end);
+                    }
+                }
+            } else {
+                let sites = vec![CallSite::Split; rests.len()];
+                self.link(st, &mut rests, &sites);
+            }
+        }
+        // With a cut VMA the kernel splits (each end one `__split_vma` hold)
+        // before it unlinks the replaced piece (`vms_clean_up_area`), so the
+        // kernel-shaped calls link first, the pieces one by one, each split
+        // piece followed by its cut VMA's remove and reinsert, and unlink
+        // after: the holds per site stay the kernel's (split, link, split,
+        // unlink where the kernel makes split, split, unlink, link: two
+        // split holds of one call in a row would be one after
+        // `coalesce_splits`).
+        let cut_first = old.first().is_some_and(|v| v.start < start);
+        let cut_last = old.last().is_some_and(|v| v.end > end);
+        let split_first = kernel && rests.is_empty() && (cut_first || cut_last);
+        if split_first && add.iter().any(|v| v.file().is_some()) {
+            let n = add.len();
+            for i in 0..n {
+                self.link(st, &mut add[i..i + 1], &add_sites[i..i + 1]);
+                let (s, e) = (add[i].start, add[i].end);
+                if i == 0 && cut_first {
+                    self.resplit(st, &mut unlinked[0], s, e);
+                } else if i + 1 == n && cut_last {
+                    let k = unlinked.len() - 1;
+                    self.resplit(st, &mut unlinked[k], s, e);
+                }
+            }
         }
         if old.iter().any(|v| v.link.is_some()) {
-            self.unlink(st, &old, &old_sites);
+            self.unlink(st, &unlinked, &old_sites);
         }
         if rests.iter().any(|v| v.link.is_some()) {
             let rests: Vec<Arc<Vma>> = rests.into_iter().map(Arc::new).collect();
             self.unlink(st, &rests, &vec![CallSite::Merge; rests.len()]);
         }
-        if add.iter().any(|v| v.file().is_some()) {
+        if !split_first && add.iter().any(|v| v.file().is_some()) {
             self.link(st, &mut add, &add_sites);
         }
         // Tree writes: first each cleared stretch emptied in one write (an erase when
@@ -609,6 +658,45 @@ impl Mm {
                     .expect("a VMA's range is not inverted")
             });
         }
+    }
+
+    /// The second half of a kernel-shaped split ([`Files::set_kernel_split_holds`]):
+    /// `cur`, a file VMA just split, loses the piece `[s, e)` (at one of its
+    /// ends, already linked as the split's new VMA): its reverse-map entry is
+    /// removed and the range it keeps inserted as a new entry, both at the
+    /// split call site (Linux 6.12 `__split_vma`: `vma_prepare` ->
+    /// `vma_interval_tree_remove(vma)`, `vma_complete` ->
+    /// `vma_interval_tree_insert(vma)` with the new `vm_start`/`vm_pgoff` or
+    /// `vm_end`). `cur` becomes the VMA with the kept range and the new entry
+    /// (the process's tree is not touched: `replace` stores what stays).
+    fn resplit(&self, st: &mut State, cur: &mut Arc<Vma>, s: u64, e: u64) {
+        let Some(link) = cur.link else { return };
+        let Some((file, _)) = cur.file() else { return };
+        let (lo, hi) = if s == cur.start {
+            (e, cur.end)
+        } else {
+            (cur.start, s)
+        };
+        if lo >= hi {
+            return;
+        }
+        let mut kept = cur.slice(lo, hi);
+        let (_, pgoff) = kept.file().expect("a slice of a file VMA");
+        let id = self.new_id(st);
+        let handle = {
+            let _site = set_call_site(CallSite::Split);
+            let rmap = file.rmap();
+            rmap.remove_batch(&[link.handle])
+                .expect("every file VMA in the tree is linked");
+            rmap.insert(interval(&kept, pgoff), id)
+                .expect("valid interval")
+        };
+        st.calls.remove_batch += 1;
+        st.calls.unlinked += 1;
+        st.calls.insert += 1;
+        st.calls.linked += 1;
+        kept.link = Some(Link { handle, id });
+        *cur = Arc::new(kept);
     }
 
     /// The VMAs intersecting `[start, end)`, in address order: one `find` descent

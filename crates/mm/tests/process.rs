@@ -534,3 +534,80 @@ fn lock_free_readers_see_disjoint_vmas_and_no_transient_hole() {
     assert!(reader.join().unwrap() >= 100);
     mm.check_invariants().unwrap();
 }
+
+/// Kernel-shaped split holds (`Files::set_kernel_split_holds`, for `aspace
+/// predict`'s kernel cost): Linux 6.12's `__split_vma` inserts the new piece,
+/// removes the cut VMA and reinserts it with its new range in one
+/// `i_mmap_rwsem` hold (`vma_prepare` / `vma_complete`). With the switch on,
+/// each split piece's insert is followed by that remove and reinsert at the
+/// split site, and the replaced piece's unlink removes the reinserted entry
+/// (the reverse map stays exact: `check_invariants`); off (the lab's own
+/// calls), a split is the piece's insert alone. Per VMA (Linux's pattern):
+/// the text over the middle of a reservation (two splits), the rodata
+/// overlay that merges (one split of the reservation's rest) and a munmap
+/// of a tail (one split). Mutants run: `resplit` a no-op (split 2, not 6);
+/// the unlink given `old` instead of the reinserted entries (panics: a
+/// stale handle); the switch ignored (off gives 6).
+#[test]
+fn kernel_split_holds_remove_and_reinsert_the_cut_vma() {
+    use rmap::stats::CallSite;
+    for kernel in [false, true] {
+        for pattern in CallPattern::ALL {
+            let files = Files::new(Design::Linux, Topology::detect(), pattern);
+            files.set_kernel_split_holds(kernel);
+            let f = files.register(Path::new("/synthetic/split"), 64);
+            let mm = Mm::new(files.clone());
+            let holds = |site: CallSite| f.rmap().stats().site(site).holds;
+            let count = || CallSite::ALL.map(holds);
+            let fixed = MapFlags {
+                fixed: true,
+                shared: false,
+            };
+            let base = 0x10_0000_0000;
+            let page = |n: u64| base + n * PAGE_SIZE;
+            mm.mmap(base, 10 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
+                .unwrap();
+            // (1) Text over 2..4: split at 2 and at 4.
+            let before = count();
+            mm.mmap(page(2), 2 * PAGE_SIZE, Prot::RX, fixed, Some((&f, 2)))
+                .unwrap();
+            let after = count();
+            let d = |site: CallSite| after[site.index()] - before[site.index()];
+            mm.check_invariants().unwrap();
+            assert_eq!(f.rmap().len(), 3, "{kernel} {pattern}");
+            assert_eq!(d(CallSite::ReplaceUnlink), 1, "{kernel} {pattern}");
+            assert_eq!(d(CallSite::MmapLink), 1, "{kernel} {pattern}");
+            let per_vma = pattern == CallPattern::PerVma;
+            // Off: one insert per piece (per VMA) or one batch; on: the
+            // pieces one by one, each with the cut VMA's remove and insert.
+            let splits = match (kernel, per_vma) {
+                (false, true) => 2,
+                (false, false) => 1,
+                (true, _) => 6,
+            };
+            assert_eq!(d(CallSite::Split), splits, "{kernel} {pattern}");
+            // (2) Read-only data over 4..6, merging with the rest 4..10: the
+            // rest's split, its cut VMA's remove and insert when on.
+            let before = count();
+            mm.mmap(page(4), 2 * PAGE_SIZE, Prot::R, fixed, Some((&f, 4)))
+                .unwrap();
+            let after = count();
+            let d = |site: CallSite| after[site.index()] - before[site.index()];
+            mm.check_invariants().unwrap();
+            assert_eq!(d(CallSite::Split), if kernel { 3 } else { 1 }, "{pattern}");
+            assert_eq!(d(CallSite::ReplaceUnlink), 1, "{kernel} {pattern}");
+            assert_eq!(d(CallSite::Merge), 2, "{kernel} {pattern}");
+            // (3) munmap of the tail 8..10 of 4..10: one split.
+            let before = count();
+            mm.munmap(page(8), 2 * PAGE_SIZE).unwrap();
+            let after = count();
+            let d = |site: CallSite| after[site.index()] - before[site.index()];
+            mm.check_invariants().unwrap();
+            assert_eq!(d(CallSite::Split), if kernel { 3 } else { 1 }, "{pattern}");
+            assert_eq!(d(CallSite::ExitUnlink), 1, "{kernel} {pattern}");
+            assert_eq!(f.rmap().len(), 3, "[0,2) [2,4) [4,8): {kernel} {pattern}");
+            mm.exit();
+            assert_eq!(f.rmap().len(), 0, "{kernel} {pattern}");
+        }
+    }
+}

@@ -562,6 +562,58 @@ mod tests {
         );
     }
 
+    /// A kernel-cost recording's split holds (`Files::set_kernel_split_holds`,
+    /// Linux 6.12 `__split_vma`: insert the piece, remove and reinsert the
+    /// cut VMA in one hold) stay one hold per split after
+    /// [`coalesce_splits`], two for a map over a VMA's middle as in the
+    /// kernel, each touching more lines than the piece's insert alone.
+    /// Mutant run: the pieces' splits done back to back before the link
+    /// (the kernel's order: split, split, unlink, link) coalesces them into
+    /// one hold.
+    #[test]
+    fn kernel_split_holds_stay_one_hold_per_split() {
+        use mm::{MapFlags, Mm, Prot, PAGE_SIZE};
+        let holds = |kernel: bool| {
+            let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+            files.set_kernel_split_holds(kernel);
+            let f = files.register(Path::new("/synthetic/split"), 64);
+            let mm = Mm::new(files.clone());
+            let fixed = MapFlags {
+                fixed: true,
+                shared: false,
+            };
+            let base = 0x10_0000_0000;
+            mm.mmap(base, 10 * PAGE_SIZE, Prot::R, fixed, Some((&f, 0)))
+                .unwrap();
+            let evs = record(|| {
+                mm.mmap(
+                    base + 2 * PAGE_SIZE,
+                    2 * PAGE_SIZE,
+                    Prot::RX,
+                    fixed,
+                    Some((&f, 2)),
+                )
+                .unwrap();
+            });
+            coalesce_splits(&evs)
+        };
+        let sites = |h: &[Event]| h.iter().map(|e| e.site).collect::<Vec<_>>();
+        let model = holds(false);
+        let kernel = holds(true);
+        use Site::*;
+        assert_eq!(sites(&model), [ReplaceUnlink, Split, MmapLink, Split]);
+        assert_eq!(sites(&kernel), [Split, MmapLink, Split, ReplaceUnlink]);
+        let split_lines = |h: &[Event]| {
+            h.iter()
+                .filter(|e| e.site == Split)
+                .map(|e| e.lines.len())
+                .collect::<Vec<_>>()
+        };
+        for (k, m) in split_lines(&kernel).into_iter().zip(split_lines(&model)) {
+            assert!(k > m, "kernel split hold {k} lines, model {m}");
+        }
+    }
+
     #[test]
     fn splits_of_two_system_calls_stay_two_holds() {
         let at = |mut e: Event, call: u32| {

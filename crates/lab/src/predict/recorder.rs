@@ -226,7 +226,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         nodes: m.nodes,
         cpus_per_node: m.cpus_per_node(),
     };
-    let files = Files::new(cfg.design, topo.clone(), cfg.pattern);
+    let files = registry(cfg, topo.clone());
     let prog = files
         .program(&cfg.binary)
         .map_err(|e| format!("cannot exec {}: {e}", cfg.binary.display()))?;
@@ -515,7 +515,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
             if cfg.cost == Cost::Kernel {
                 format!(
-                    "each split or merge hold also holds one maple-tree store of a split piece or merged VMA, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
+                    "each split of a map or munmap also removes the cut VMA from the design's reverse map and reinserts it with its new range (Linux 6.12's __split_vma: 3 interval-tree operations in its hold); each split or merge hold also holds one maple-tree store of a split piece or merged VMA, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
                     own.store_ns, own.anon_vma_ns
                 )
             } else {
@@ -540,6 +540,19 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     };
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
+}
+
+/// The recording's files. For the kernel cost each split of a file VMA by
+/// a map or unmap also removes the cut VMA and reinserts it with its new
+/// range inside the split's hold, as Linux 6.12's `__split_vma` does
+/// (`vma_prepare`/`vma_complete`: `__vma_link_file(new)`,
+/// `vma_interval_tree_remove(vma)`, `vma_interval_tree_insert(vma)`), in the
+/// recorded design's own structure ([`Files::set_kernel_split_holds`]); the
+/// model cost keeps the lab's own calls (one insert per split piece).
+fn registry(cfg: &RecordConfig, topo: Topology) -> std::sync::Arc<Files> {
+    let files = Files::new(cfg.design, topo, cfg.pattern);
+    files.set_kernel_split_holds(cfg.cost == Cost::Kernel);
+    files
 }
 
 /// Runs one thread per program (one per CPU of the target), each first
@@ -1213,6 +1226,28 @@ mod tests {
             4 * sw < 3 * ww,
             "staggered: {sw} tree lines written in {sn} replacements, whole turns {ww}"
         );
+    }
+
+    /// Only a kernel-cost recording's splits remove and reinsert the cut
+    /// VMA ([`registry`]). Mutants run: the switch on for both costs, off
+    /// for both.
+    #[test]
+    fn only_kernel_cost_recordings_make_kernel_split_holds() {
+        let cfg = |cost| RecordConfig {
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            shell: false,
+            binary: "/bin/true".into(),
+            resident: 0,
+            iterations: 1,
+            warmup: (0, Duration::ZERO),
+            own_binary: false,
+            cost,
+            lock: LockKind::KernelRwsem,
+            stagger: true,
+        };
+        assert!(registry(&cfg(Cost::Kernel), Topology::Os).kernel_split_holds());
+        assert!(!registry(&cfg(Cost::Model), Topology::Os).kernel_split_holds());
     }
 
     /// The warm-up's hand-over phase: every turn it counts made one link
