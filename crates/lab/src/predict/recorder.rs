@@ -715,7 +715,11 @@ fn plain_site_holds(stats: &[rmap::LockStats]) -> Vec<f64> {
             let i = call_site(site).index();
             let per_iteration: Vec<f64> = stats
                 .windows(2)
-                .map(|w| w[1].per_site[i].hold_ns.saturating_sub(w[0].per_site[i].hold_ns) as f64)
+                .map(|w| {
+                    w[1].per_site[i]
+                        .hold_ns
+                        .saturating_sub(w[0].per_site[i].hold_ns) as f64
+                })
                 .collect();
             if per_iteration.is_empty() {
                 0.0
@@ -1380,7 +1384,11 @@ mod tests {
         let got = plain_site_holds(&stats);
         let at = |site: Site| got[Site::ALL.iter().position(|&x| x == site).unwrap()];
         assert_eq!(at(Site::MmapLink), 400.0);
-        assert!((900.0..=902.0).contains(&at(Site::Split)), "{}", at(Site::Split));
+        assert!(
+            (900.0..=902.0).contains(&at(Site::Split)),
+            "{}",
+            at(Site::Split)
+        );
         assert_eq!(at(Site::Walk), 0.0);
         // No iteration measured: nothing to correct by.
         assert!(plain_site_holds(&stats[..1]).iter().all(|&x| x == 0.0));
