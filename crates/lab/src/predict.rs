@@ -392,6 +392,20 @@ pub struct PredictOutput {
     pub placement: Vec<String>,
 }
 
+impl PredictOutput {
+    /// Every CPU count that some curve has a point at, ascending, once.
+    pub fn cpu_counts(&self) -> Vec<u32> {
+        let mut cpus: Vec<u32> = self
+            .curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.cpus))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+}
+
 /// The built-in placement of `cpus` copies on `m`, in words.
 pub fn assumed_placement(m: &Machine) -> String {
     if m.single_llc() {
@@ -973,13 +987,7 @@ pub fn table(o: &PredictOutput) -> String {
 /// "at least" its figure, or undecided), for the text and the HTML. Read
 /// from the same [`Curve::reading`] as the cells.
 pub fn unranked(o: &PredictOutput) -> Vec<String> {
-    let mut cpus: Vec<u32> = o
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.cpus))
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
+    let cpus = o.cpu_counts();
     let mut out = Vec::new();
     for n in cpus {
         let mut at = Vec::new();

@@ -288,13 +288,7 @@ fn ratios(
 /// against the bench's `exclude`), or `linux` against the kernel's
 /// dynamic and static curves; each cell PREDICTED / measured.
 pub fn table(o: &PredictOutput, m: &Measured, source: &Path) -> String {
-    let mut cpus: Vec<u32> = o
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.cpus))
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
+    let cpus = o.cpu_counts();
     let mut rows: Vec<(String, Vec<Option<f64>>)> = Vec::new();
     for c in &o.curves {
         let pred: Vec<(u32, f64)> = c.points.iter().map(|p| (p.cpus, p.per_s)).collect();
