@@ -2487,19 +2487,11 @@ pub(crate) mod tests {
         let m = Machine::by_name("device-16").unwrap();
         let p = recorder::record_profile(
             &m,
-            &recorder::RecordConfig {
-                design: Design::Sharded,
-                pattern: CallPattern::PerVma,
-                shell: false,
-                binary: "/bin/true".into(),
-                resident: 4,
-                iterations: 1,
-                warmup: (0, Duration::ZERO),
-                own_binary: false,
-                cost: recorder::Cost::Model,
-                lock: LockKind::ParkingLot,
-                stagger: true,
-            },
+            &recorder::small_true_config(
+                Design::Sharded,
+                recorder::Cost::Model,
+                LockKind::ParkingLot,
+            ),
         )
         .expect("a sharded profile");
         let profiles = vec![p];

@@ -1109,6 +1109,26 @@ pub fn check(binary: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot exec {}: {e}", binary.display()))
 }
 
+/// A small recording of `/bin/true` for tests: per-VMA calls, not a
+/// shell, 4 resident processes, one iteration, no warm-up, one shared
+/// binary, staggered turns. Tests change a field with struct update.
+#[cfg(test)]
+pub(crate) fn small_true_config(design: Design, cost: Cost, lock: LockKind) -> RecordConfig {
+    RecordConfig {
+        design,
+        pattern: CallPattern::PerVma,
+        shell: false,
+        binary: "/bin/true".into(),
+        resident: 4,
+        iterations: 1,
+        warmup: (0, Duration::ZERO),
+        own_binary: false,
+        cost,
+        lock,
+        stagger: true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::events::test_event as ev;
@@ -1125,17 +1145,8 @@ mod tests {
             record_profile(
                 &m,
                 &RecordConfig {
-                    design: Design::Linux,
-                    pattern: CallPattern::PerVma,
-                    shell: false,
-                    binary: "/bin/true".into(),
-                    resident: 4,
-                    iterations: 1,
-                    warmup: (0, Duration::ZERO),
                     own_binary,
-                    cost: Cost::Kernel,
-                    lock: LockKind::KernelRwsem,
-                    stagger: true,
+                    ..small_true_config(Design::Linux, Cost::Kernel, LockKind::KernelRwsem)
                 },
             )
             .expect("a profile")
@@ -1196,17 +1207,8 @@ mod tests {
             record_profile(
                 &m,
                 &RecordConfig {
-                    design: Design::Linux,
-                    pattern: CallPattern::PerVma,
-                    shell: false,
-                    binary: "/bin/true".into(),
-                    resident: 4,
-                    iterations: 1,
-                    warmup: (0, Duration::ZERO),
-                    own_binary: false,
-                    cost: Cost::Model,
-                    lock: LockKind::ParkingLot,
                     stagger,
+                    ..small_true_config(Design::Linux, Cost::Model, LockKind::ParkingLot)
                 },
             )
             .expect("a profile")
@@ -1262,17 +1264,8 @@ mod tests {
     #[test]
     fn only_kernel_cost_recordings_make_kernel_split_holds() {
         let cfg = |cost| RecordConfig {
-            design: Design::Linux,
-            pattern: CallPattern::PerVma,
-            shell: false,
-            binary: "/bin/true".into(),
             resident: 0,
-            iterations: 1,
-            warmup: (0, Duration::ZERO),
-            own_binary: false,
-            cost,
-            lock: LockKind::KernelRwsem,
-            stagger: true,
+            ..small_true_config(Design::Linux, cost, LockKind::KernelRwsem)
         };
         assert!(registry(&cfg(Cost::Kernel), Topology::Os).kernel_split_holds());
         assert!(!registry(&cfg(Cost::Model), Topology::Os).kernel_split_holds());
