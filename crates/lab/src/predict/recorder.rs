@@ -247,12 +247,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             .map_err(|e| format!("cannot plan a copy of {}: {e}", cfg.binary.display()))
     };
     let populate = || -> Vec<Mm> {
-        (0..cfg.resident)
-            .map(|_| {
-                let r = Mm::new(files.clone());
-                r.exec_program(&prog);
-                r
-            })
+        populate(&files, &prog, &topo, cfg.resident, cfg.cost == Cost::Kernel)
+            .into_iter()
+            .map(|(_, r)| r)
             .collect()
     };
     let mut residents = populate();
@@ -540,6 +537,47 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     };
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
+}
+
+/// `n` resident processes that exec `prog` and stay, each with the node
+/// of `topo` it exec'd on.
+///
+/// `spread` (the kernel's cost): the residents are the other processes of
+/// a busy machine, which run on every CPU of it; the split patch's cover
+/// letter: "the i_mmap tree for libc.so can have over 6000 VMAs, all the
+/// VMAs can be in different NUMA node". Resident `i` then execs from a
+/// thread of its own, the threads started one after another, so that the
+/// emulated topology ([`Topology::current_cpu`]: consecutive threads on
+/// consecutive nodes, then CPUs) puts consecutive residents on
+/// consecutive nodes: a design that files a VMA by its CPU's node or
+/// shard (`numa_split`, `numa_locks`, `sharded`, `aspace`) holds the
+/// residents' VMAs in all of its trees, a 1/nodes share each, as the
+/// patched kernel's sibling trees would. A design of one tree gets the
+/// same inserts in the same order either way.
+///
+/// Otherwise (the model's cost) they exec on this thread, as `aspace
+/// bench`'s main thread builds them before it starts the workers (all in
+/// the tree of that thread's node or group): what that bench runs.
+fn populate(
+    files: &std::sync::Arc<Files>,
+    prog: &std::sync::Arc<Program>,
+    topo: &Topology,
+    n: usize,
+    spread: bool,
+) -> Vec<(u32, Mm)> {
+    let one = || {
+        let r = Mm::new(files.clone());
+        r.exec_program(prog);
+        (topo.current_node(), r)
+    };
+    if !spread {
+        return (0..n).map(|_| one()).collect();
+    }
+    std::thread::scope(|s| {
+        (0..n)
+            .map(|_| s.spawn(one).join().expect("a resident's exec panicked"))
+            .collect()
+    })
 }
 
 /// The recording's files. For the kernel cost each split of a file VMA by
@@ -1186,6 +1224,36 @@ mod tests {
             assert_eq!(locks_of(&own, i).len(), libs.len() + 1, "slot {i}");
             assert_eq!(holds(&own, i), holds(&shared, i), "the same exec, slot {i}");
         }
+    }
+
+    /// The kernel's residents exec on every node in turn, so that a design
+    /// of one tree per node holds them in all of its trees; the model's
+    /// exec on the recording's own thread, as the bench's do (mutant:
+    /// `spread` ignored, every resident on one node, leaves 3 of the 4
+    /// nodes' trees without residents).
+    #[test]
+    fn kernel_residents_exec_on_every_node_the_models_on_one() {
+        if check(Path::new("/bin/true")).is_err() {
+            eprintln!("skipped: the model cannot exec /bin/true here");
+            return;
+        }
+        let topo = Topology::Emulated {
+            nodes: 4,
+            cpus_per_node: 2,
+        };
+        let files = Files::new(Design::NumaSplit, topo.clone(), CallPattern::PerVma);
+        let prog = files.program(Path::new("/bin/true")).expect("a program");
+        let per_node = |spread| {
+            let mut n = [0usize; 4];
+            for (node, _) in populate(&files, &prog, &topo, 12, spread) {
+                n[node as usize] += 1;
+            }
+            n
+        };
+        assert_eq!(per_node(true), [3, 3, 3, 3]);
+        let one = per_node(false);
+        assert_eq!(one.iter().filter(|&&k| k > 0).count(), 1, "{one:?}");
+        assert_eq!(one.iter().sum::<usize>(), 12);
     }
 
     /// Staggered turns: each slot's holds meet the other slots' execs half
