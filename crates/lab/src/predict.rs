@@ -777,9 +777,11 @@ impl Plan {
 /// after the one of the thread that built the shared state and starts the
 /// copies (Linux's `select_idle_cpu()` scans from the waker's CPU + 1). In
 /// a recording that thread is CPU 0: the recorder's main thread builds the
-/// residents (for a design that groups CPUs, in CPU 0's group) before the
-/// slots run, as the bench's main thread builds them on its own CPU before
-/// it starts the workers. Elsewhere the placement's own (0).
+/// residents with the model's cost (for a design that groups CPUs, in CPU
+/// 0's group; with the kernel's they exec all over the machine:
+/// `recorder::populate`) before the slots run, as the bench's main thread
+/// builds them on its own CPU before it starts the workers. Elsewhere the
+/// placement's own (0).
 pub fn first_cpus(m: &Machine, cpus: u32) -> Vec<u32> {
     if m.single_llc() && cpus < m.cpus() {
         vec![1 % m.cores_per_node.max(1)]
