@@ -43,11 +43,13 @@
 //!
 //! Iteration streams: a `for` loop keeps its place in registers and steps
 //! a leaf without checks, taking its entries from the leaf's mask of used
-//! slots (17.0 instructions an entry at 10^5, boxed `u64`, summing
-//! `start ^ value`; 18.4 through `tree.iter()`, whose items may outlive
-//! it, and which takes its pin's holds for them once a leaf), and a
-//! consuming adapter (`fold`, `for_each`, `sum`, `collect`, ...) scans a
-//! whole leaf at a time (14.5). `BENCHMARKS.md` has the figures.
+//! slots (14.8 instructions an entry at 10^5, boxed `u64`, summing
+//! `start ^ value`; 16.2 through `tree.iter()`, whose items may outlive
+//! it, and which takes its pin's holds for them once a leaf; none for
+//! plain words in the slot, such as [`XValue`], whose items need no pin:
+//! 15.8 there, as through a [`Reader`]), and a consuming adapter (`fold`,
+//! `for_each`, `sum`, `collect`, ...) scans a whole leaf at a time (14.5).
+//! `BENCHMARKS.md` has the figures.
 //!
 //! | idiomatic (`BTreeMap` / rangemap style) | kernel-style | Linux |
 //! |---|---|---|

@@ -193,7 +193,12 @@ impl<T, S: Repr<T>> MapleTree<T, S> {
     /// decrement; see `BENCHMARKS.md` for the instructions). Where the
     /// items need not outlive the loop, a `for` loop over a [`Reader`]'s
     /// iteration (`tree.reader().iter()`) has no such decrement: its items
-    /// borrow the reader's pin.
+    /// borrow the reader's pin. Where the values are plain words in the
+    /// slot ([`XValue`](crate::XValue), `u32`, `&'static U` in an
+    /// [`Inline`](crate::Inline) tree), the items hold nothing either:
+    /// each is a copy of its word, valid without a pin, so they cost what
+    /// a [`Reader`]'s do, and once the iterator is dropped they hold back
+    /// no reclamation.
     ///
     /// ```
     /// let tree: aspace_maple::MapleTree<&str> = [(0..=9, "a"), (20..=29, "b")].into_iter().collect();

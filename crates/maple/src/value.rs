@@ -72,7 +72,11 @@ use std::sync::Arc;
 ///   the tree then owns), reading the value only through shared access;
 /// - if `WORD_IS_COPY` is `true`, `w` itself is such a word: the tree may
 ///   hold `w` twice (in two trees) and call `from_word` on each, without
-///   calling `clone_word`.
+///   calling `clone_word`; and a borrow does not depend on the value being
+///   alive: it stays valid for its whole lifetime `'a` even after the
+///   tree's value was dropped (the word owns nothing, as an integer or a
+///   `&'static` does), so the items of an iteration
+///   ([`MapleTree::iter`](crate::MapleTree::iter)) keep no pin for it.
 ///
 /// The tree calls `from_word` for the final drop only after every borrow
 /// of the word has ended (epoch-based reclamation), so a borrow may read
@@ -87,8 +91,10 @@ pub unsafe trait InlineValue: Sized {
     /// Whether a copy of the word is a clone of the value, with nothing
     /// to count or allocate (a `Copy` value held in the word itself, or a
     /// `&'static` reference): then [`dup`](crate::MapleTree::dup) copies
-    /// each leaf whole and never visits its values. `false` unless an
-    /// implementation promises it (see the trait's safety section).
+    /// each leaf whole and never visits its values, and the items of
+    /// [`MapleTree::iter`](crate::MapleTree::iter) hold no share of its
+    /// pin. `false` unless an implementation promises it (see the trait's
+    /// safety section).
     #[doc(hidden)]
     const WORD_IS_COPY: bool = false;
 

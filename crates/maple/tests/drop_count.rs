@@ -625,6 +625,50 @@ fn iteration_holds_taken_a_leaf_at_a_time_are_given_back() {
     settle(c, &HashSet::new());
 }
 
+/// The items of `tree.iter()` over plain in-slot words (`XValue`) keep no
+/// pin: their values are copies of the words. The iterator pins the
+/// version it walks while it lives (a boxed value that a writer replaces
+/// meanwhile is not reclaimed), and once it is dropped, items it yielded
+/// and that are still alive hold nothing back: the replaced value is
+/// reclaimed while they live, and they still read their own values.
+#[test]
+fn plain_word_items_do_not_hold_the_pin_after_their_iterator() {
+    use aspace_maple::{Inline, XValue};
+    let c = Counters::leak();
+    let t = MapleTree::new();
+    t.store_range(0, 9, c.make(1)).unwrap();
+    let x: MapleTree<XValue, Inline> = MapleTree::new_inline();
+    for i in 0..100u64 {
+        x.store_range(i * 4, i * 4 + 1, XValue::new(i as usize).unwrap())
+            .unwrap();
+    }
+    let old = held(&t);
+    let mut it = x.iter();
+    let kept: Vec<_> = it.by_ref().take(9).collect();
+    // The iterator's pin holds back the replaced value.
+    t.store_range(0, 9, c.make(2)).unwrap();
+    for _ in 0..20 {
+        aspace_maple::flush_retired();
+    }
+    assert!(old.is_subset(&c.live()), "reclaimed under a live iterator");
+    assert_eq!(it.next().map(|(r, v)| (r, v.get())), Some((36..=37, 9)));
+    drop(it);
+    // The items alone do not: the replaced value goes.
+    settle(c, &held(&t));
+    let got: Vec<_> = kept.iter().map(|(r, v)| (*r.start(), v.get())).collect();
+    let want: Vec<_> = (0..9).map(|i| (i * 4, i as usize)).collect();
+    assert_eq!(got, want);
+    // And a fold's items, kept past the fold, neither.
+    let kept2: Vec<_> = x.iter().skip(90).collect();
+    t.store_range(0, 9, c.make(3)).unwrap();
+    settle(c, &held(&t));
+    assert_eq!(kept2.len(), 10);
+    assert_eq!(kept2[9].1.get(), 99);
+    drop((kept, kept2));
+    drop(t);
+    settle(c, &HashSet::new());
+}
+
 /// Iterations that overlap on one thread (here of two trees): an entry of
 /// either keeps its value alive after both iterators are gone, a writer
 /// replaced everything and the other's entry was dropped (whichever goes

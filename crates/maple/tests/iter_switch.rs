@@ -172,6 +172,13 @@ fn next_then_fold_or_back_at_every_point() {
                 &w,
                 &format!("{what}, inline"),
             );
+            // `tree.range` over plain in-slot words, whose items hold no
+            // share of the pin (`Entries`).
+            check(
+                || inline.range(a..=b).map(|(r, v)| (r, v.get() as u64)),
+                &w,
+                &format!("{what}, inline tree.range"),
+            );
         }
     }
 }

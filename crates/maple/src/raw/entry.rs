@@ -592,6 +592,13 @@ impl Drop for SharedPinRef {
 /// released when the iterator and the last item it yielded are all gone
 /// (until then, memory retired by writers is not reclaimed). Items stay on
 /// the thread that iterated: neither the iterator nor a [`Ref`] is `Send`.
+///
+/// Where the values are plain words in the slot (an
+/// [`Inline`](crate::Inline) tree of [`XValue`](crate::XValue), `u32` or
+/// `&'static U`: [`InlineValue`](crate::InlineValue)'s `WORD_IS_COPY`),
+/// an item's value is a copy of its word, valid without any pin: the items
+/// then share nothing, the pin goes with the iterator, and a `for` loop
+/// costs what one over a [`Reader`](crate::Reader) does.
 pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
     /// The pin shared with the items, of which the iterator is one holder.
     /// The iteration walks the version the pin keeps alive, and each value
@@ -602,6 +609,16 @@ pub struct Entries<'a, T: 'a, S: Repr<T> = Boxed> {
 }
 
 impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
+    /// Whether the items hold a share of the pin. Not where the value is
+    /// a plain word ([`Repr::WORD_IS_COPY`]: an in-slot integer or
+    /// `&'static`): its [`Ref`] is a copy of the word, valid for `'a`
+    /// whether or not the value stays in the tree (the trait's promise,
+    /// [`InlineValue`](crate::InlineValue)), so it needs no pin, and
+    /// its drop does nothing, as a [`Reader`](crate::Reader)'s item's
+    /// (`BENCHMARKS.md`, s40). The iterator still pins the version it
+    /// walks, until it is dropped.
+    const HOLDS: bool = !S::WORD_IS_COPY;
+
     // Inlined, so that the iterator is made in the caller's registers
     // rather than written through a pointer to the caller's frame, which
     // kept it in memory there (its cursor stored on every entry of a `for`
@@ -630,8 +647,10 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
     /// [`SharedPinRef::hold_in_fold`]).
     #[inline]
     fn hold(&self) {
-        // SAFETY: the iterator is a holder.
-        unsafe { SharedPinRef::hold_n(self.pin, 1) };
+        if Self::HOLDS {
+            // SAFETY: the iterator is a holder.
+            unsafe { SharedPinRef::hold_n(self.pin, 1) };
+        }
     }
 
     /// Brings the holds for the front's queued entries to what
@@ -640,6 +659,9 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
     /// than `next`'s steps (`next_back`'s) calls this after.
     #[inline]
     fn requeue(&self, before: u32) {
+        if !Self::HOLDS {
+            return;
+        }
         let after = self.iter.queued();
         if after > before {
             // SAFETY: the iterator is a holder.
@@ -658,8 +680,10 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
             // SAFETY: the hold passes to the item.
             Some(raw) => Some(unsafe { self.item(raw) }),
             None => {
-                // SAFETY: the hold is the caller's, and unused.
-                unsafe { SharedPinRef::release(self.pin) };
+                if Self::HOLDS {
+                    // SAFETY: the hold is the caller's, and unused.
+                    unsafe { SharedPinRef::release(self.pin) };
+                }
                 None
             }
         }
@@ -668,16 +692,34 @@ impl<'a, T: 'a, S: Repr<T>> Entries<'a, T, S> {
     /// Makes the item for `raw` with a hold the caller has.
     ///
     /// # Safety
-    /// The caller has a hold on the pin, besides the iterator's, and gives
-    /// it to the item; `raw` was yielded by the iteration.
+    /// Where the items hold ([`Entries::HOLDS`]), the caller has a hold on
+    /// the pin, besides the iterator's, and gives it to the item; `raw`
+    /// was yielded by the iteration.
     #[inline(always)]
     unsafe fn item(&self, raw: RawEntry<Slot<T, S>>) -> Item<'a, T, S> {
-        // SAFETY: the iterator and the hold are two holders; a yielded
-        // word is never null and belongs to the version the pin keeps
-        // alive.
-        unsafe {
-            SharedPinRef::assume_two(self.pin);
-            Ref::item(EntryPin::Shared(SharedPinRef(self.pin)), raw)
+        // SAFETY: forwarded.
+        unsafe { Self::item_under(self.pin, raw) }
+    }
+
+    /// [`Entries::item`] from the pin's pointer (for `fold`'s closure).
+    ///
+    /// # Safety
+    /// As [`Entries::item`], for the iteration of `pin`.
+    #[inline(always)]
+    unsafe fn item_under(pin: NonNull<SharedPin>, raw: RawEntry<Slot<T, S>>) -> Item<'a, T, S> {
+        if Self::HOLDS {
+            // SAFETY: the iterator and the hold are two holders; a
+            // yielded word is never null and belongs to the version the
+            // pin keeps alive.
+            unsafe {
+                SharedPinRef::assume_two(pin);
+                Ref::item(EntryPin::Shared(SharedPinRef(pin)), raw)
+            }
+        } else {
+            // SAFETY: a yielded word is never null; it is a plain word
+            // (`WORD_IS_COPY`), whose borrow stays valid for `'a` without
+            // a pin (`InlineValue`'s safety section).
+            unsafe { Ref::item(EntryPin::Borrowed, raw) }
         }
     }
 }
@@ -691,9 +733,16 @@ impl<T, S: Repr<T>> Drop for Entries<'_, T, S> {
     /// 17.1).
     #[inline(always)]
     fn drop(&mut self) {
+        // The iterator's hold, and where the items hold, one per entry its
+        // front has queued.
+        let queued = if Self::HOLDS {
+            self.iter.queued_mask()
+        } else {
+            0
+        };
         // SAFETY: the iterator is a holder until now, and holds one hold
-        // per entry its front has queued.
-        unsafe { SharedPinRef::release_iterator(self.pin, self.iter.queued_mask()) }
+        // per bit of `queued`.
+        unsafe { SharedPinRef::release_iterator(self.pin, queued) }
         // SAFETY: `iter` is not used again.
         unsafe { std::mem::ManuallyDrop::take(&mut self.iter) }.drop_out_of_line();
     }
@@ -707,8 +756,13 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     #[inline(always)]
     fn next(&mut self) -> Option<Item<'a, T, S>> {
         // The holds announced are the entries', each passed to its item
-        // when it is yielded (or given back when the queue is emptied).
-        let raw = self.iter.next_raw_announced(&mut Holds(self.pin));
+        // when it is yielded (or given back when the queue is emptied);
+        // none where the items hold none.
+        let raw = if Self::HOLDS {
+            self.iter.next_raw_announced(&mut Holds(self.pin))
+        } else {
+            self.iter.next_raw()
+        };
         // SAFETY: every entry yielded was announced, and its hold is
         // passed to the item.
         raw.map(|raw| unsafe { self.item(raw) })
@@ -722,6 +776,12 @@ impl<'a, T: 'a, S: Repr<T>> Iterator for Entries<'a, T, S> {
     #[inline]
     fn fold<B, F: FnMut(B, Item<'a, T, S>) -> B>(mut self, init: B, mut f: F) -> B {
         let pin = self.pin;
+        if !Self::HOLDS {
+            return self.iter.fold_raw(init, |acc, raw| {
+                // SAFETY: items need no hold (`Entries::HOLDS`).
+                f(acc, unsafe { Self::item_under(pin, raw) })
+            });
+        }
         // The fold takes its entries one by one, from the checked steps
         // and its own scans: give back the holds of those queued.
         let queued = self.iter.queued();
