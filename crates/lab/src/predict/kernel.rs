@@ -30,6 +30,12 @@
 //! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 at release | `try_charge_memcg`: `consume_stock`, else `page_counter_try_charge` of `MEMCG_CHARGE_BATCH` (64) pages and `refill_stock`; the old image's pages are uncharged by the mmu_gather's `folios_put_refs` -> `mem_cgroup_uncharge_folios` -> `uncharge_batch` (`page_counter_uncharge`), a batch of 31 folios at a time, back to back. One level of the hierarchy counted (each ancestor's counter is another line; a task in the root cgroup charges none) |
 //! | the zone's `lock` | 0 | the page allocator's per-CPU lists: an exec frees on its CPU about as many pages as it allocates, far below `pcp->high` (1,865 pages a CPU on this host, `/proc/zoneinfo`), so `rmqueue_bulk` / `free_pcppages_bulk` take the zone lock only when a list runs dry or overflows: not the common case |
 //!
+//! **Access kinds** (s40, [`Access`]): every touch above takes its line by
+//! a locked read-modify-write except `pgd_list`'s, whose links are plain
+//! stores under `pgd_lock`; the simulator charges locked updates one after
+//! another unless the machine measured `rmw_overlap`, plain stores
+//! overlapped ([`exec_access`], `predict::Touch`).
+//!
 //! A lock's own hold time is not modelled (its line is). Libraries and their
 //! pages are shared by every copy; with `own_binary` the executable's lines
 //! are each CPU's own. The page counts come from this host's smaps, which
@@ -479,9 +485,18 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
         );
     }
     let shared_touches = touches.iter().filter(|(_, l)| !own(*l)).count();
+    let stores = touches
+        .iter()
+        .filter(|(_, l)| !own(*l) && access[*l as usize] == Access::Store)
+        .count();
     out.notes = format!(
-        "{}; the exec's other shared lines added: {} touches of {} lines per exec, at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
-        out.notes, shared_touches, shared_n, share.source
+        "{}; the exec's other shared lines added: {} touches of {} lines per exec ({} locked updates, {} plain stores), at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
+        out.notes,
+        shared_touches,
+        shared_n,
+        shared_touches - stores,
+        stores,
+        share.source
     );
     out
 }
