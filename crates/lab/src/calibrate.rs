@@ -1127,6 +1127,7 @@ pub fn calibrate(cfg: &CalibrateConfig) -> Result<Machine, String> {
         speed_by_cpus: speed,
         line_overlap: overlap.map(|o| (o.stores / o.dependent).clamp(0.01, 2.0)),
         rmw_overlap: overlap.map(|o| (o.rmws / o.dependent).clamp(0.01, 2.0)),
+        miss_slots: None,
         busy_share: busy,
         sources,
     };

@@ -1848,7 +1848,14 @@ fn work_placement(profiles: &[Profile]) -> String {
 /// them; otherwise none, a lower bound).
 fn transfer_rule(m: &Machine, overlap: bool, profiles: &[Profile]) -> String {
     if m.line_overlap.is_none() && m.rmw_overlap.is_none() {
-        return "line transfers: serial, one at a time (the machine's description has no calibrated line_overlap / rmw_overlap: an upper bound on what they cost)".into();
+        let stores = match m.miss_slots {
+            Some(k) if overlap => format!(
+                "; a touch's plain stores overlap by 1/{k}, the core's documented fill buffers ({})",
+                m.sources.get("miss_slots").map_or("no source", String::as_str)
+            ),
+            _ => String::new(),
+        };
+        return format!("line transfers: serial, one at a time (the machine's description has no calibrated line_overlap / rmw_overlap: an upper bound on what they cost; locked updates wait for the memory operations before them){stores}");
     }
     if !overlap {
         return "line transfers: serial, one at a time (--serial: the machine's line_overlap / rmw_overlap unused; an upper bound on what they cost)".into();

@@ -146,6 +146,13 @@ pub struct Machine {
     /// lines, where measured ([`Machine::rmw_overlap`]).
     #[serde(default)]
     pub rmw_overlap: Option<f64>,
+    /// L1 data cache misses one core keeps in flight at once (its line-fill
+    /// buffers), where the CPU model's documentation gives it (a fact of
+    /// the architecture, with its source in `sources`, not a measurement):
+    /// the bound on how far independent plain stores' transfers overlap
+    /// where `line_overlap` was not measured ([`Machine::store_overlap`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_slots: Option<u32>,
     /// The share of the machine's CPU time other work took while it was
     /// measured (0..1), where known: a calibration on a busy host times
     /// the scheduler as much as the hardware.
@@ -359,6 +366,11 @@ impl Machine {
                 }
             }
         }
+        if let Some(k) = self.miss_slots {
+            if !(1..=1024).contains(&k) {
+                return err(format!("miss_slots {k} must be in 1..=1024"));
+            }
+        }
         let mut last = 0;
         for p in &self.speed_by_cpus {
             if p.cpus <= last || p.cpus > self.cpus() {
@@ -477,6 +489,29 @@ impl Machine {
             self.rmw_overlap,
             "RMW overlap: not measured, every transfer serial (1)",
         )
+    }
+
+    /// The cost of each further transfer of a run of plain stores to
+    /// independent lines (a touch's `stored` lines): the measured
+    /// [`Machine::line_overlap`] (the calibration's stores timed to the
+    /// fence that drains them are exactly such a run); else, where the
+    /// description documents the core's [`Machine::miss_slots`], `1 /
+    /// miss_slots` (the store buffer hands the ownership requests to that
+    /// many fill buffers at once: n transfers of latency L take about
+    /// L + (n - 1) L / slots); else 1 (serial).
+    pub fn store_overlap(&self) -> Overlap {
+        match (self.line_overlap, self.miss_slots) {
+            (None, Some(k)) if k > 0 => Overlap {
+                factor: 1.0 / f64::from(k),
+                assumed: Some(
+                    "store overlap: not measured, 1 / the core's documented fill buffers (miss_slots)",
+                ),
+            },
+            _ => Overlap::of(
+                self.line_overlap,
+                "store overlap: not measured, every transfer serial (1)",
+            ),
+        }
     }
 
     /// Per-CPU speed of private work with `busy` CPUs running, relative to

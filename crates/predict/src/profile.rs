@@ -214,12 +214,26 @@ pub struct Hold {
 /// Shared lines an iteration updates outside any lock (atomic reference
 /// counts, counters): each access is a transfer when another CPU wrote the
 /// line last, and a line moves between CPUs one transfer at a time.
+///
+/// By access kind, as the simulator charges them (`sim/lines.rs`): locked
+/// read-modify-writes (`written`: each waits for the memory operations
+/// before it, so one after another unless the machine measured
+/// `rmw_overlap`), plain stores (`stored`: they retire into the store
+/// buffer and their ownership requests overlap, [`crate::Machine::store_overlap`])
+/// and plain loads (`read`: charged as a dependent chain).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Touch {
-    /// Lines written (atomic read-modify-writes), in order.
+    /// Lines written by locked read-modify-writes (`lock`-prefixed on
+    /// x86: atomic increments, `cmpxchg`, a spinlock's acquisition), in
+    /// order.
     pub written: Vec<u32>,
     /// Lines read.
     pub read: Vec<u32>,
+    /// Lines written by plain stores (no lock prefix: a list's links
+    /// under a lock already held), after `written`. Empty in profiles
+    /// made before s40.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored: Vec<u32>,
 }
 
 /// One step of an iteration.
@@ -363,7 +377,7 @@ impl Profile {
                         h.hold_ns
                     }
                     Step::Touch(t) => {
-                        if !lines_ok(&t.written) || !lines_ok(&t.read) {
+                        if !lines_ok(&t.written) || !lines_ok(&t.read) || !lines_ok(&t.stored) {
                             return err(format!("slot {}: a touched line out of range", s.cpu));
                         }
                         0.0
@@ -541,6 +555,7 @@ mod tests {
                     Step::Touch(Touch {
                         written: vec![3],
                         read: vec![],
+                        stored: vec![],
                     }),
                     Step::Work(300.0),
                 ],
@@ -607,6 +622,7 @@ mod tests {
         p.slots[0].steps.push(Step::Touch(Touch {
             written: vec![99],
             read: vec![],
+            stored: vec![],
         }));
         assert!(p.validate().is_err(), "a line out of range");
         let mut p = tiny();

@@ -40,6 +40,7 @@ fn flat(cpus: u32, lat: f64) -> Machine {
         speed_by_cpus: Vec::new(),
         line_overlap: None,
         rmw_overlap: None,
+        miss_slots: None,
         unlock_wake_ns: None,
         clock_read_ns: None,
         busy_share: None,
@@ -419,6 +420,7 @@ fn a_shared_line_caps_throughput_at_its_transfer_rate() {
                 Step::Touch(Touch {
                     written: vec![0],
                     read: vec![],
+                    stored: vec![],
                 }),
             ],
         }],
@@ -677,6 +679,7 @@ fn a_touch_s_locked_updates_overlap_by_the_rmw_factor() {
             Step::Touch(Touch {
                 written: (1..9).collect(),
                 read: vec![],
+                stored: vec![],
             }),
         ];
     }
@@ -697,6 +700,64 @@ fn a_touch_s_locked_updates_overlap_by_the_rmw_factor() {
         "overlapped {}",
         cost(&m, true)
     );
+}
+
+/// Two CPUs that each touch the same 8 lines outside any lock, in turn,
+/// with the lines' access kind given: locked updates (`written`) or plain
+/// stores (`stored`). Returns the touch's cost per iteration, ns.
+fn touch_cost(m: &Machine, stores: bool, overlap: bool) -> f64 {
+    let mut p = rwsem(2, 10_000.0, 0.0, 0, |_| 0, 1);
+    p.lines
+        .extend(std::iter::repeat(LineKind::ExecShared).take(8));
+    let lines: Vec<u32> = (1..9).collect();
+    for s in &mut p.slots {
+        let (written, stored) = if stores {
+            (vec![], lines.clone())
+        } else {
+            (lines.clone(), vec![])
+        };
+        s.steps = vec![
+            Step::Work(10_000.0),
+            Step::Touch(Touch {
+                written,
+                read: vec![],
+                stored,
+            }),
+        ];
+    }
+    let r = run_overlap(m, &p, 2, overlap);
+    // `per_s` is both CPUs' rate.
+    2e9 / r.per_s - 10_000.0
+}
+
+#[test]
+fn a_touch_charges_locked_updates_serially_and_plain_stores_by_the_fill_buffers() {
+    // A core with 4 fill buffers documented, no overlap measured.
+    let mut m = flat(2, 100.0);
+    m.miss_slots = Some(4);
+    m.validate().unwrap();
+    // Locked updates wait for the memory operations before them: 8
+    // transfers one after another, with or without overlap.
+    let rmw = touch_cost(&m, false, true);
+    assert!(close(rmw, 800.0, 0.03), "locked {rmw}");
+    // Plain stores: 100 + 7 x 100 / 4.
+    let st = touch_cost(&m, true, true);
+    assert!(close(st, 275.0, 0.03), "stored {st}");
+    // --serial charges the stores one at a time too: the kind decides.
+    let serial = touch_cost(&m, true, false);
+    assert!(close(serial, 800.0, 0.03), "stored, serial {serial}");
+    // A measured line_overlap (the calibration's stores) takes precedence
+    // over the documented bound: 100 + 7 x 50.
+    m.line_overlap = Some(0.5);
+    let measured = touch_cost(&m, true, true);
+    assert!(close(measured, 450.0, 0.03), "stored, measured {measured}");
+    // Without either, stores are serial.
+    let mut bare = flat(2, 100.0);
+    bare.miss_slots = None;
+    assert!(close(touch_cost(&bare, true, true), 800.0, 0.03));
+    let mut bad = flat(2, 100.0);
+    bad.miss_slots = Some(0);
+    assert!(bad.validate().is_err(), "no fill buffer is refused");
 }
 
 /// Eight threads on one parking_lot lock, each holding it 1 us and

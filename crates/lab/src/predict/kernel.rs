@@ -30,6 +30,12 @@
 //! | the memory cgroup's `page_counter` | 1 per 64 private pages at map, 1 at release | `try_charge_memcg`: `consume_stock`, else `page_counter_try_charge` of `MEMCG_CHARGE_BATCH` (64) pages and `refill_stock`; the old image's pages are uncharged by the mmu_gather's `folios_put_refs` -> `mem_cgroup_uncharge_folios` -> `uncharge_batch` (`page_counter_uncharge`), a batch of 31 folios at a time, back to back. One level of the hierarchy counted (each ancestor's counter is another line; a task in the root cgroup charges none) |
 //! | the zone's `lock` | 0 | the page allocator's per-CPU lists: an exec frees on its CPU about as many pages as it allocates, far below `pcp->high` (1,865 pages a CPU on this host, `/proc/zoneinfo`), so `rmqueue_bulk` / `free_pcppages_bulk` take the zone lock only when a list runs dry or overflows: not the common case |
 //!
+//! **Access kinds** (s40, [`Access`]): every touch above takes its line by
+//! a locked read-modify-write except `pgd_list`'s, whose links are plain
+//! stores under `pgd_lock`; the simulator charges locked updates one after
+//! another unless the machine measured `rmw_overlap`, plain stores
+//! overlapped ([`exec_access`], `predict::Touch`).
+//!
 //! A lock's own hold time is not modelled (its line is). Libraries and their
 //! pages are shared by every copy; with `own_binary` the executable's lines
 //! are each CPU's own. The page counts come from this host's smaps, which
@@ -288,6 +294,34 @@ pub enum Phase {
 const PAGE_TOUCHES: &[Phase] = &[Phase::Map, Phase::Unmap, Phase::Release];
 const LIBRARY_TOUCHES: &[Phase] = &[Phase::Map, Phase::Release];
 const EXECUTABLE_TOUCHES: &[Phase] = &[Phase::Start, Phase::Release];
+/// How a touch accesses its line (s40), from Linux 6.12's code on x86-64;
+/// the simulator charges each kind its own way (`predict::Touch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A locked read-modify-write (`lock`-prefixed: `atomic_inc`,
+    /// `refcount_inc`, `atomic_add_negative`, `cmpxchg` of `lockref` or a
+    /// mutex, a spinlock's or rwlock's acquisition): it waits for every
+    /// memory operation before it, so the touches of a phase are charged
+    /// one after another unless the machine measured `rmw_overlap`.
+    Rmw,
+    /// Plain stores (no lock prefix) to a line no locked update of the
+    /// touch takes: they retire into the store buffer and their
+    /// transfers overlap.
+    Store,
+}
+
+/// The access kind of every line of a touch of each kind of line (the
+/// module docs name the code): a mapped page's `struct page` (map:
+/// `folio_try_get`'s `cmpxchg`, `folio_trylock`'s `lock bts`, the
+/// `_mapcount` `lock inc`; unmap: `atomic_add_negative`; release:
+/// `folio_ref_sub_and_test`: each phase's first access to the line that
+/// needs ownership is locked; the plain load of `flags` before it in each
+/// phase is on the same line, charged as that one transfer), a dentry
+/// (`lockref` `cmpxchg`), an inode (`i_readcount` `atomic_inc` / `dec`,
+/// `i_writecount`'s `atomic_dec_unless_positive`), the memory cgroup's
+/// `page_counter` (`atomic_long_add_return` / `sub_return`): all locked.
+const FILE_ACCESS: Access = Access::Rmw;
+
 /// The global lines an exec touches outside the memory cgroup, and where:
 /// `binfmt_lock`, `pcpu_alloc_mutex`, `pcpu_lock`, `pgd_lock`,
 /// `pgd_list`, the credentials' `group_info`, `user_struct`,
@@ -303,6 +337,34 @@ const GLOBAL_TOUCHES: [&[Phase]; 9] = [
     &[Phase::Start, Phase::Release],
     &[Phase::Start, Phase::Release],
 ];
+/// Their access kinds, in the same order: `read_lock` / `read_unlock`
+/// (`lock xadd`), `mutex_lock` / `mutex_unlock` (`cmpxchg`), `spin_lock`
+/// (`cmpxchg`; the unlock's plain store finds the line owned), `pgd_lock`
+/// likewise, `pgd_list`: **plain stores** (`pgd_list_add` / `pgd_list_del`
+/// write the list links under `pgd_lock`, no lock prefix), the four
+/// credential counts (`refcount_inc` / `refcount_dec_and_test`,
+/// `get_ucounts`' `atomic_add_negative`: `lock xadd`).
+const GLOBAL_ACCESS: [Access; 9] = [
+    Access::Rmw,
+    Access::Rmw,
+    Access::Rmw,
+    Access::Rmw,
+    Access::Store,
+    Access::Rmw,
+    Access::Rmw,
+    Access::Rmw,
+    Access::Rmw,
+];
+
+/// The access kind of each line [`exec_touches`] numbers, indexed by line.
+pub fn exec_access(share: &ExecShare) -> Vec<Access> {
+    let file_lines: u64 = share.files.iter().map(|f| f.pages + 2).sum();
+    let mut out = vec![FILE_ACCESS; file_lines as usize];
+    out.extend(GLOBAL_ACCESS);
+    // The memory cgroup's counter.
+    out.push(FILE_ACCESS);
+    out
+}
 
 /// One exec's touches of its shared lines, by phase: `(phase, line)`, line
 /// indices from 0 (each file's pages, dentry and inode, as [`exec_writes`]
@@ -372,6 +434,7 @@ pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
 pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profile {
     let mut out = p.clone();
     let (touches, n) = exec_touches(share);
+    let access = exec_access(share);
     // Which of the numbered lines belong to the executable.
     let mut exe_lines = vec![false; n as usize];
     let mut at = 0usize;
@@ -408,11 +471,11 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
                 shared_index[l as usize]
             }
         };
-        let of = |ph: Phase| -> Vec<u32> {
+        let of = |ph: Phase| -> Vec<(u32, Access)> {
             touches
                 .iter()
                 .filter(|(p, _)| *p == ph)
-                .map(|&(_, l)| index(l))
+                .map(|&(_, l)| (index(l), access[l as usize]))
                 .collect()
         };
         place_touches(
@@ -422,9 +485,18 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
         );
     }
     let shared_touches = touches.iter().filter(|(_, l)| !own(*l)).count();
+    let stores = touches
+        .iter()
+        .filter(|(_, l)| !own(*l) && access[*l as usize] == Access::Store)
+        .count();
     out.notes = format!(
-        "{}; the exec's other shared lines added: {} touches of {} lines per exec, at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
-        out.notes, shared_touches, shared_n, share.source
+        "{}; the exec's other shared lines added: {} touches of {} lines per exec ({} locked updates, {} plain stores), at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({})",
+        out.notes,
+        shared_touches,
+        shared_n,
+        shared_touches - stores,
+        stores,
+        share.source
     );
     out
 }
@@ -455,7 +527,11 @@ fn teardown(steps: &[Step]) -> Option<(usize, usize)> {
 /// of the rest. Without a teardown in the recording ([`teardown`]), the
 /// three go before the first step and after the first and second work
 /// steps (or at the end), and `map` is spread over the whole iteration.
-fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], map: Vec<u32>) {
+fn place_touches(
+    steps: &mut Vec<Step>,
+    [start, unmap, release]: [Vec<(u32, Access)>; 3],
+    map: Vec<(u32, Access)>,
+) {
     let work_at: Vec<usize> = steps
         .iter()
         .enumerate()
@@ -474,7 +550,7 @@ fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], 
         .copied()
         .filter(|&i| teardown(steps).is_none() || i >= release_at)
         .collect();
-    let mut inserts: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut inserts: Vec<(usize, Vec<(u32, Access)>)> = Vec::new();
     if !map.is_empty() {
         const CHUNKS: usize = 8;
         let chunks = CHUNKS.min(map_work.len().max(1));
@@ -494,11 +570,13 @@ fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], 
     inserts.retain(|(_, w)| !w.is_empty());
     inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     for (at, w) in inserts {
+        let of = |k: Access| w.iter().filter(|e| e.1 == k).map(|e| e.0).collect();
         steps.insert(
             at.min(steps.len()),
             Step::Touch(Touch {
-                written: w,
+                written: of(Access::Rmw),
                 read: Vec::new(),
+                stored: of(Access::Store),
             }),
         );
     }
@@ -590,7 +668,7 @@ mod tests {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s {
-                Step::Touch(t) => Some((i, t.written.clone())),
+                Step::Touch(t) => Some((i, [t.written.clone(), t.stored.clone()].concat())),
                 _ => None,
             })
             .collect()
@@ -616,6 +694,37 @@ mod tests {
         // A page's line is touched at three phases, once each.
         let page: Vec<Phase> = t.iter().filter(|(_, l)| *l == 0).map(|(p, _)| *p).collect();
         assert_eq!(page, vec![Phase::Map, Phase::Unmap, Phase::Release]);
+    }
+
+    #[test]
+    fn only_the_pgd_list_links_are_plain_stores() {
+        let share = share();
+        let (t, n) = exec_touches(&share);
+        let access = exec_access(&share);
+        assert_eq!(access.len(), n as usize, "one kind per line");
+        // Files: 13 pages and 2 x (dentry, inode) = 17 lines; the globals
+        // follow: binfmt_lock, pcpu_alloc_mutex, pcpu_lock, pgd_lock,
+        // pgd_list (17 + 4 = 21).
+        let stores: Vec<usize> = (0..access.len())
+            .filter(|&l| access[l] == Access::Store)
+            .collect();
+        assert_eq!(stores, vec![21]);
+        assert_eq!(
+            t.iter().filter(|e| e.1 == 21).collect::<Vec<_>>(),
+            vec![&(Phase::Start, 21)],
+            "pgd_list: the head written at the start (pgd_list_add)"
+        );
+        // In the profile: the start's touch writes the others by locked
+        // updates and stores to pgd_list.
+        let out = add_exec_share(&profile(2), &share, false);
+        out.validate().unwrap();
+        let Step::Touch(start) = &out.slots[0].steps[0] else {
+            panic!("exec start first")
+        };
+        let pgd_list = out.lines.len() as u32 - n + 21;
+        assert_eq!(start.stored, vec![pgd_list]);
+        assert_eq!(start.written.len(), 2 + 9 - 1);
+        assert!(!start.written.contains(&pgd_list));
     }
 
     #[test]

@@ -146,6 +146,7 @@ pub fn add_model_share(p: &Profile, share: &ModelShare) -> Profile {
             Step::Touch(Touch {
                 written: if w { vec![l] } else { vec![] },
                 read: if w { vec![] } else { vec![l] },
+                stored: vec![],
             })
         };
         if work <= 0.0 {

@@ -41,9 +41,21 @@
 //!   out together: each is requested at once (queueing behind its line's
 //!   current transfer as above), the longest wait counts in full and every
 //!   other at the calibrated factor of itself;
-//! * a touch outside the locks (locked updates of reference counts and
-//!   struct pages) overlaps its written lines by `rmw_overlap` the same
-//!   way; its reads stay serial.
+//! * a touch outside the locks charges each line by its access kind
+//!   (`Touch`, s40): its **locked updates** (reference counts, struct
+//!   pages, a spinlock's acquisition) overlap by `rmw_overlap` the same
+//!   way where it was measured, and are otherwise serial: on x86 a
+//!   `lock`-prefixed instruction waits for every load and store before it
+//!   to complete (Intel SDM vol. 3A, "Bus locking" and "Strengthening or
+//!   weakening the memory-ordering model"), which is the documented rule;
+//!   a core may still fetch the next line early (this host's AMD EPYC
+//!   measured `rmw_overlap` 0.016), which only a calibration on the
+//!   machine itself can say. Its **plain stores** (a list's links under a
+//!   lock already held) retire into the store buffer and their ownership
+//!   requests go out together: they overlap by `line_overlap` where
+//!   measured (the calibration's stores are such a run), else by the
+//!   core's documented fill buffers (`Machine::miss_slots`, a factor of
+//!   1 / slots), else serially. Its **loads** stay serial.
 //!
 //! A profile recorded before s37 does not say which written lines were
 //! loaded first (`Profile::loads_recorded` false): every written line

@@ -160,7 +160,10 @@ pub struct SimConfig {
     pub first_cpu: u32,
     /// Overlap the transfers of lines a CPU touches independently, by the
     /// machine's measured factors ([`Machine::line_overlap`] for a hold's
-    /// written lines, [`Machine::rmw_overlap`] for a touch's): see
+    /// written lines, [`Machine::rmw_overlap`] for a touch's locked
+    /// updates, [`Machine::store_overlap`] for its plain stores, which
+    /// also overlaps by the documented `miss_slots` where `line_overlap`
+    /// was not measured): see
     /// `sim/lines.rs` for which lines are taken as independent (a hold's
     /// written lines that it loaded first, [`crate::Hold::loaded_first`],
     /// stay in its serial chain). Off, or on a description without the
@@ -342,7 +345,14 @@ struct CHold {
 enum CStep {
     Work(f64),
     Hold(CHold),
-    Touch { first: u32, w_end: u32, r_end: u32 },
+    /// `line_ids[first..w_end]` locked updates, `[w_end..s_end]` plain
+    /// stores, `[s_end..r_end]` loads.
+    Touch {
+        first: u32,
+        w_end: u32,
+        s_end: u32,
+        r_end: u32,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -599,6 +609,8 @@ struct Sim<'a> {
     /// written lines, a touch's written lines (1: serial).
     hold_overlap: f64,
     touch_overlap: f64,
+    /// A touch's plain stores ([`Machine::store_overlap`]; 1: serial).
+    store_overlap: f64,
     /// parking_lot: each simulated CPU's thread's `ThreadData` line (the
     /// parking queue's links, its park and unpark tokens); empty without
     /// parking_lot locks.
@@ -933,14 +945,25 @@ impl<'a> Sim<'a> {
             CStep::Touch {
                 first,
                 w_end,
+                s_end,
                 r_end,
             } => {
+                // Locked updates: each waits for the memory operations
+                // before it (one after another), unless the machine
+                // measured how far they overlap.
                 let at = if self.touch_overlap < 1.0 {
                     self.access_overlapped(c, first, w_end, t, self.touch_overlap)
                 } else {
                     self.access_chain(c, first, w_end, true, t)
                 };
-                let at = self.access_chain(c, w_end, r_end, false, at);
+                // Plain stores after them: their ownership requests leave
+                // the store buffer together.
+                let at = if self.store_overlap < 1.0 {
+                    self.access_overlapped(c, w_end, s_end, at, self.store_overlap)
+                } else {
+                    self.access_chain(c, w_end, s_end, true, at)
+                };
+                let at = self.access_chain(c, s_end, r_end, false, at);
                 self.cpus[c as usize].state = CpuState::Running;
                 self.push(at, c, Kind::Done);
             }
@@ -1163,10 +1186,13 @@ pub fn simulate_placed(
                         let first = line_ids.len() as u32;
                         line_ids.extend(&tc.written);
                         let w_end = line_ids.len() as u32;
+                        line_ids.extend(&tc.stored);
+                        let s_end = line_ids.len() as u32;
                         line_ids.extend(&tc.read);
                         CStep::Touch {
                             first,
                             w_end,
+                            s_end,
                             r_end: line_ids.len() as u32,
                         }
                     }
@@ -1316,6 +1342,11 @@ pub fn simulate_placed(
         hold_overlap,
         touch_overlap: if cfg.overlap {
             m.rmw_overlap().factor
+        } else {
+            1.0
+        },
+        store_overlap: if cfg.overlap {
+            m.store_overlap().factor
         } else {
             1.0
         },
