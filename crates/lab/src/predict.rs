@@ -673,7 +673,23 @@ impl Plan {
         }
     }
 
-    /// What a real exec of the binary maps ([`kernel::measure_exec`]).
+    /// Whether [`Plan::finish`] adds a real exec's other shared lines (the
+    /// kernel cost, and the model's with `kernel_work`): [`Plan::exec_share`].
+    pub fn needs_exec_share(&self) -> bool {
+        !self.model_cost || self.kernel_work
+    }
+
+    /// Uses `share` as what a real exec of the binary maps, instead of
+    /// measuring it ([`Plan::exec_share`]): the measurement saved with
+    /// `--profiles`. Fails once the plan has measured or been given one.
+    pub fn use_exec_share(&self, share: kernel::ExecShare) -> Result<(), String> {
+        self.exec_share
+            .set(Ok(share))
+            .map_err(|_| "the exec's shared lines were already measured".to_string())
+    }
+
+    /// What a real exec of the binary maps ([`kernel::measure_exec`], on
+    /// first use, unless [`Plan::use_exec_share`] gave it).
     pub fn exec_share(&self) -> Result<&kernel::ExecShare, String> {
         self.exec_share
             .get_or_init(|| kernel::measure_exec(&self.binary, &[]))
@@ -729,6 +745,8 @@ impl Plan {
             },
             lock: self.lock_kind(),
             stagger: true,
+            // As `aspace bench --cost kernel` runs the model.
+            kernel_splits: self.model_cost && self.kernel_work,
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
@@ -1240,17 +1258,19 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
     // Saved profiles carry their own scale (`recorded_ghz`): no hold is
-    // recorded or timed here. What `Plan::finish` adds for a real exec is
-    // measured again, here and now (`kernel::measure_exec`: its count of
-    // shared lines varies from run to run), and with --kernel-work so is
-    // the model's own exec: the output says so.
+    // recorded or timed here. What `Plan::finish` adds for a real exec
+    // comes from the exec's measurement saved with them
+    // (`use_saved_exec_share`); a folder saved before s40 has none and it
+    // is measured again (its count of shared lines varies from run to
+    // run); with --kernel-work the model's own exec is timed again: the
+    // output says so.
     let scale = match &a.profiles {
         Some(dir) => Scale {
             factor: 1.0,
             source: format!(
                 "as saved in {} (each profile's recorded_ghz), no hold recorded or timed here{}",
                 dir.display(),
-                saved_remeasured(a.model_cost, a.kernel_work, &a.binary)
+                use_saved_exec_share(&plan, dir, &a.binary)?
             ),
         },
         None => plan.scale()?.clone(),
@@ -1316,6 +1336,14 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
                 std::fs::write(&f, text)
                     .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
             }
+        }
+        // The exec's measurement the profiles were finished with, for
+        // `--profiles` to use again; an earlier one left in the folder is
+        // not these profiles'.
+        if plan.needs_exec_share() {
+            kernel::save_exec_share(dir, plan.exec_share()?)?;
+        } else {
+            let _ = std::fs::remove_file(dir.join(kernel::SAVED_EXEC_SHARE));
         }
     }
     let t0 = std::time::Instant::now();
@@ -1465,22 +1493,61 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// What a `--profiles` run still measures on this host, for the scale's
-/// words: nothing for the model's own cost; for a real exec's cost (the
-/// kernel's, or the bench's `--kernel-work`), the exec's other shared
-/// lines (`kernel::measure_exec` runs `binary` again), and with
-/// `--kernel-work` the model's own exec (timed again).
-fn saved_remeasured(model_cost: bool, kernel_work: bool, binary: &Path) -> String {
-    match (model_cost, kernel_work) {
-        (true, false) => String::new(),
-        (false, _) => format!(
-            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes)",
-            binary.display()
-        ),
-        (true, true) => format!(
-            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes), and the model's own exec is timed again here",
-            binary.display()
-        ),
+/// For a `--profiles` run whose cost adds a real exec's other shared lines
+/// ([`Plan::needs_exec_share`]): gives `plan` the exec's measurement saved
+/// in `dir` ([`kernel::load_exec_share`]), so that two runs from one folder
+/// simulate the same profiles; the words for the scale's source. A folder
+/// without one (saved before session s40) gets the program measured again
+/// here, said on stderr and in the output (two such runs can differ); a
+/// saved measurement of another program than `--binary` is refused.
+fn use_saved_exec_share(plan: &Plan, dir: &Path, binary: &Path) -> Result<String, String> {
+    if !plan.needs_exec_share() {
+        return Ok(String::new());
+    }
+    let own = if plan.kernel_work {
+        ", and the model's own exec is timed again here"
+    } else {
+        ""
+    };
+    let saved = dir.join(kernel::SAVED_EXEC_SHARE);
+    match kernel::load_exec_share(dir)? {
+        Some(share) => {
+            let same = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if same(&share.program) != same(binary) {
+                return Err(format!(
+                    "--profiles: {} measured {}, not --binary {}: pass --binary {} (the program those profiles were recorded for), or record again",
+                    saved.display(),
+                    share.program.display(),
+                    binary.display(),
+                    share.program.display()
+                ));
+            }
+            let words = format!(
+                "; the real exec's other shared lines as saved in {} ({} on {}, {}: {} files, {} private pages; not measured again){own}",
+                saved.display(),
+                share.source,
+                share.host,
+                share.measured_utc(),
+                share.files.len(),
+                share.private_pages
+            );
+            plan.use_exec_share(share)?;
+            Ok(words)
+        }
+        None => {
+            eprintln!(
+                "aspace predict: {} has no {} (saved before session s40): measuring {} again here; its count of shared lines can differ from run to run, so two runs from this folder can differ. Record again with --save-profiles to keep one measurement with the profiles.",
+                dir.display(),
+                kernel::SAVED_EXEC_SHARE,
+                binary.display()
+            );
+            Ok(format!(
+                "; the real exec's other shared lines are MEASURED AGAIN here ({} has no {}, saved before session s40: {} under ptrace, whose count can differ from run to run; record again with --save-profiles to keep one){own}",
+                dir.display(),
+                kernel::SAVED_EXEC_SHARE,
+                binary.display()
+            ))
+        }
     }
 }
 
