@@ -259,10 +259,8 @@ impl KernelCost {
         let share = crate::predict::kernel::measure_exec(binary, &[])?;
         let touches = crate::predict::kernel::PhaseLines::of(&share);
         let lines_n = touches.lines;
-        let touches_n = touches.start.len()
-            + touches.unmap.len()
-            + touches.release.len()
-            + touches.map.len();
+        let touches_n =
+            touches.start.len() + touches.unmap.len() + touches.release.len() + touches.map.len();
         // The calibration's speed curve, on a machine of this host's CPUs.
         let mut speed = crate::predict::host_without_calibration();
         speed.speed_by_cpus = calibration
@@ -395,10 +393,17 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     run
 }
 
-fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+/// A point's file registry: its design, topology and call pattern; with
+/// the kernel's cost, kernel-shaped splits (see the module docs), as
+/// `aspace predict` records that cost (`RecordConfig::kernel_splits`).
+fn registry(p: &Point) -> Arc<Files> {
     let files = Files::new(p.design, p.topology.clone(), p.pattern);
-    // The kernel's cost splits as the kernel does (see the module docs).
     files.set_kernel_split_holds(p.kernel.is_some());
+    files
+}
+
+fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+    let files = registry(p);
     let prog: Arc<Program> = files
         .program(&p.binary)
         .map_err(|e| format!("cannot exec {}: {e}", p.binary.display()))?;
@@ -697,6 +702,111 @@ mod tests {
                 lines: 0,
             },
         }
+    }
+
+    /// A point of this host running /bin/true with `kernel`.
+    fn true_point(kernel: Option<Arc<KernelCost>>) -> Point {
+        Point {
+            workload: Workload::Execl,
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            threads: 1,
+            repeat: 0,
+            oversubscribed: false,
+            duration: Duration::from_millis(120),
+            resident: 0,
+            walk_rate: 0.0,
+            topology: Topology::Os,
+            topology_name: "os".into(),
+            binary: "/bin/true".into(),
+            kernel,
+            lock: rmap::LockImpl::Rwsem,
+            placement_every: 1,
+        }
+    }
+
+    /// `--cost kernel` splits as the kernel does, as the prediction records
+    /// that cost; the model's cost keeps the lab's own calls. Mutant run:
+    /// the switch left off (s40).
+    #[test]
+    fn the_kernel_cost_bench_splits_as_the_kernel_does() {
+        let kernel = Arc::new(cost(Vec::new()));
+        assert!(registry(&true_point(Some(kernel))).kernel_split_holds());
+        assert!(!registry(&true_point(None)).kernel_split_holds());
+    }
+
+    /// The bench touches the exec's other shared lines where the prediction
+    /// places them: one iteration (`run_map` after the exec, then
+    /// `run_exit` around the model's exit) touches each line as often as
+    /// a predicted slot's iteration does, and, as in the prediction, the
+    /// start and unmap touches come before the exit's unlinks and the
+    /// release touches after them. Mutants run: the release touched before
+    /// the exit; the start phase left out; the map phase's chunks cut at 7
+    /// (a touch lost) (s40).
+    #[test]
+    fn the_bench_touches_the_lines_the_prediction_places_at_the_same_places() {
+        let share = crate::predict::kernel::tests::share();
+        let touches = crate::predict::kernel::PhaseLines::of(&share);
+        let mut k = cost(Vec::new());
+        k.lines = (0..touches.lines).map(|_| PaddedLine::default()).collect();
+        k.touches = touches;
+        let counts = |k: &KernelCost| -> Vec<u64> {
+            k.lines
+                .iter()
+                .map(|l| l.0.load(Ordering::Relaxed))
+                .collect()
+        };
+        k.run_map(0.0);
+        let after_map = counts(&k);
+        let mut at_exit = Vec::new();
+        k.run_exit(|| at_exit = counts(&k));
+        let after = counts(&k);
+        // The prediction: a recorded iteration (exit unlink, work, link,
+        // work) with the same share added; its lines after the profile's own.
+        let mut p = crate::predict::kernel::tests::profile(1);
+        let mut exit = p.slots[0].steps[1].clone();
+        if let predict::Step::Hold(h) = &mut exit {
+            h.site = predict::Site::ExitUnlink;
+        }
+        p.slots[0].steps.insert(1, exit);
+        p.slots[0].steps.insert(2, predict::Step::Work(50.0));
+        let base = p.lines.len();
+        let out = crate::predict::kernel::add_exec_share(&p, &share, false);
+        let steps = &out.slots[0].steps;
+        let exit_at = steps
+            .iter()
+            .position(
+                |s| matches!(s, predict::Step::Hold(h) if h.site == predict::Site::ExitUnlink),
+            )
+            .unwrap();
+        let n = after.len();
+        let mut before_exit = vec![0u64; n];
+        let mut after_exit = vec![0u64; n];
+        for (i, s) in steps.iter().enumerate() {
+            if let predict::Step::Touch(t) = s {
+                for &l in &t.written {
+                    let c = if i < exit_at {
+                        &mut before_exit
+                    } else {
+                        &mut after_exit
+                    };
+                    c[l as usize - base] += 1;
+                }
+            }
+        }
+        assert_eq!(out.lines.len(), base + n, "the same lines");
+        // Cyclic order start, unmap, [exit], release, map: before the exit
+        // the prediction has start and unmap, the bench has them after map.
+        let bench_before: Vec<u64> = at_exit.iter().zip(&after_map).map(|(e, m)| e - m).collect();
+        let bench_after: Vec<u64> = after
+            .iter()
+            .zip(&at_exit)
+            .zip(&after_map)
+            .map(|((a, e), m)| a - e + m)
+            .collect();
+        assert_eq!(bench_before, before_exit);
+        assert_eq!(bench_after, after_exit);
+        assert!(bench_before.iter().sum::<u64>() > 0 && bench_after.iter().sum::<u64>() > 0);
     }
 
     /// `bench --lock`: a point's maps take its lock for the whole run (seen

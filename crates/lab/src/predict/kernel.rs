@@ -584,7 +584,7 @@ fn place_touches(steps: &mut Vec<Step>, [start, unmap, release]: [Vec<u32>; 3], 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use predict::{CpuProfile, Hold, LockDesc, LockKind, Site};
 
@@ -604,7 +604,7 @@ mod tests {
         assert!(share.private_pages > 0);
     }
 
-    fn profile(slots: u32) -> Profile {
+    pub(crate) fn profile(slots: u32) -> Profile {
         Profile {
             label: "t".into(),
             workload: "execl".into(),
@@ -643,7 +643,7 @@ mod tests {
         }
     }
 
-    fn share() -> ExecShare {
+    pub(crate) fn share() -> ExecShare {
         ExecShare {
             files: vec![
                 MappedFile {
