@@ -745,8 +745,11 @@ mod tests {
     /// (a touch lost) (s40).
     #[test]
     fn the_bench_touches_the_lines_the_prediction_places_at_the_same_places() {
-        let share = crate::predict::kernel::tests::share();
+        let mut share = crate::predict::kernel::tests::share();
+        // Enough map-phase touches for all 8 chunks.
+        share.files[1].pages = 200;
         let touches = crate::predict::kernel::PhaseLines::of(&share);
+        assert_eq!(touches.map_chunks(SPIN_CHUNKS).count(), SPIN_CHUNKS);
         let mut k = cost(Vec::new());
         k.lines = (0..touches.lines).map(|_| PaddedLine::default()).collect();
         k.touches = touches;
