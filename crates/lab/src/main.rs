@@ -211,9 +211,12 @@ struct BenchArgs {
     predict_host: Option<PathBuf>,
     /// model: each iteration costs what the model's exec costs; kernel: each
     /// iteration also spins for the rest of a real exec of the binary (its
-    /// calibrated CPU time) and writes the exec's other shared lines (page,
-    /// dentry, inode and allocator counts), so every design is measured
-    /// under the kernel's conditions.
+    /// calibrated CPU time), touches the exec's other shared lines (pages,
+    /// dentries, inodes, allocator, credential and memory-cgroup lines) at
+    /// the 4 places of an exec where Linux touches them, as `aspace predict`
+    /// places them, and splits a file VMA as the kernel does (the cut VMA
+    /// removed and reinserted), so every design is measured under the
+    /// kernel's conditions.
     #[arg(long, value_enum, default_value_t = CostArg::Model)]
     cost: CostArg,
     /// The designs' locks: rwsem (waits as Linux's rw_semaphore does: writers

@@ -673,7 +673,23 @@ impl Plan {
         }
     }
 
-    /// What a real exec of the binary maps ([`kernel::measure_exec`]).
+    /// Whether [`Plan::finish`] adds a real exec's other shared lines (the
+    /// kernel cost, and the model's with `kernel_work`): [`Plan::exec_share`].
+    pub fn needs_exec_share(&self) -> bool {
+        !self.model_cost || self.kernel_work
+    }
+
+    /// Uses `share` as what a real exec of the binary maps, instead of
+    /// measuring it ([`Plan::exec_share`]): the measurement saved with
+    /// `--profiles`. Fails once the plan has measured or been given one.
+    pub fn use_exec_share(&self, share: kernel::ExecShare) -> Result<(), String> {
+        self.exec_share
+            .set(Ok(share))
+            .map_err(|_| "the exec's shared lines were already measured".to_string())
+    }
+
+    /// What a real exec of the binary maps ([`kernel::measure_exec`], on
+    /// first use, unless [`Plan::use_exec_share`] gave it).
     pub fn exec_share(&self) -> Result<&kernel::ExecShare, String> {
         self.exec_share
             .get_or_init(|| kernel::measure_exec(&self.binary, &[]))
@@ -729,6 +745,8 @@ impl Plan {
             },
             lock: self.lock_kind(),
             stagger: true,
+            // As `aspace bench --cost kernel` runs the model.
+            kernel_splits: self.model_cost && self.kernel_work,
         };
         let mut p = recorder::record_profile(&self.machine, &cfg)?;
         let scale = self.scale()?.factor;
@@ -1242,17 +1260,19 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     // taken as a nominal one.
     plan.measure_host = a.host.is_none();
     // Saved profiles carry their own scale (`recorded_ghz`): no hold is
-    // recorded or timed here. What `Plan::finish` adds for a real exec is
-    // measured again, here and now (`kernel::measure_exec`: its count of
-    // shared lines varies from run to run), and with --kernel-work so is
-    // the model's own exec: the output says so.
+    // recorded or timed here. What `Plan::finish` adds for a real exec
+    // comes from the exec's measurement saved with them
+    // (`use_saved_exec_share`); a folder saved before s40 has none and it
+    // is measured again (its count of shared lines varies from run to
+    // run); with --kernel-work the model's own exec is timed again: the
+    // output says so.
     let scale = match &a.profiles {
         Some(dir) => Scale {
             factor: 1.0,
             source: format!(
                 "as saved in {} (each profile's recorded_ghz), no hold recorded or timed here{}",
                 dir.display(),
-                saved_remeasured(a.model_cost, a.kernel_work, &a.binary)
+                use_saved_exec_share(&plan, dir, &a.binary)?
             ),
         },
         None => plan.scale()?.clone(),
@@ -1309,16 +1329,7 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
         .map(|p| plan.finish(p.clone()))
         .collect::<Result<_, _>>()?;
     if let Some(dir) = &a.save_profiles {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        for (name, list) in [("profile", &profiles), ("recorded", &recorded)] {
-            for p in list {
-                let f = dir.join(format!("{}.{name}.json", p.label));
-                let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
-                std::fs::write(&f, text)
-                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-            }
-        }
+        save_profiles(dir, &plan, &profiles, &recorded)?;
     }
     let t0 = std::time::Instant::now();
     let on = |label: &str, n: u32| {
@@ -1467,22 +1478,89 @@ pub fn run(a: PredictArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// What a `--profiles` run still measures on this host, for the scale's
-/// words: nothing for the model's own cost; for a real exec's cost (the
-/// kernel's, or the bench's `--kernel-work`), the exec's other shared
-/// lines (`kernel::measure_exec` runs `binary` again), and with
-/// `--kernel-work` the model's own exec (timed again).
-fn saved_remeasured(model_cost: bool, kernel_work: bool, binary: &Path) -> String {
-    match (model_cost, kernel_work) {
-        (true, false) => String::new(),
-        (false, _) => format!(
-            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes)",
-            binary.display()
-        ),
-        (true, true) => format!(
-            "; the real exec's other shared lines are measured again here ({} under ptrace: their count can differ from run to run, see the profiles' notes), and the model's own exec is timed again here",
-            binary.display()
-        ),
+/// Writes a `--save-profiles` folder: each profile as simulated
+/// (`<design>.profile.json`) and as recorded (`<design>.recorded.json`,
+/// what `--profiles` reads), and, where the plan's cost adds a real exec's
+/// other shared lines, the exec's measurement they were finished with
+/// ([`kernel::SAVED_EXEC_SHARE`], what `--profiles` uses again).
+fn save_profiles(
+    dir: &Path,
+    plan: &Plan,
+    profiles: &[Profile],
+    recorded: &[Profile],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, list) in [("profile", profiles), ("recorded", recorded)] {
+        for p in list {
+            let f = dir.join(format!("{}.{name}.json", p.label));
+            let text = serde_json::to_string(p).map_err(|e| e.to_string())?;
+            std::fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        }
+    }
+    // An earlier measurement left in the folder is not these profiles'.
+    if plan.needs_exec_share() {
+        kernel::save_exec_share(dir, plan.exec_share()?)
+    } else {
+        let _ = std::fs::remove_file(dir.join(kernel::SAVED_EXEC_SHARE));
+        Ok(())
+    }
+}
+
+/// For a `--profiles` run whose cost adds a real exec's other shared lines
+/// ([`Plan::needs_exec_share`]): gives `plan` the exec's measurement saved
+/// in `dir` ([`kernel::load_exec_share`]), so that two runs from one folder
+/// simulate the same profiles; the words for the scale's source. A folder
+/// without one (saved before session s40) gets the program measured again
+/// here, said on stderr and in the output (two such runs can differ); a
+/// saved measurement of another program than `--binary` is refused.
+fn use_saved_exec_share(plan: &Plan, dir: &Path, binary: &Path) -> Result<String, String> {
+    if !plan.needs_exec_share() {
+        return Ok(String::new());
+    }
+    let own = if plan.kernel_work {
+        ", and the model's own exec is timed again here"
+    } else {
+        ""
+    };
+    let saved = dir.join(kernel::SAVED_EXEC_SHARE);
+    match kernel::load_exec_share(dir)? {
+        Some(share) => {
+            let same = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if same(&share.program) != same(binary) {
+                return Err(format!(
+                    "--profiles: {} measured {}, not --binary {}: pass --binary {} (the program those profiles were recorded for), or record again",
+                    saved.display(),
+                    share.program.display(),
+                    binary.display(),
+                    share.program.display()
+                ));
+            }
+            let words = format!(
+                "; the real exec's other shared lines as saved in {} ({} on {}, {}: {} files, {} private pages; not measured again){own}",
+                saved.display(),
+                share.source,
+                share.host,
+                share.measured_utc(),
+                share.files.len(),
+                share.private_pages
+            );
+            plan.use_exec_share(share)?;
+            Ok(words)
+        }
+        None => {
+            eprintln!(
+                "aspace predict: {} has no {} (saved before session s40): measuring {} again here; its count of shared lines can differ from run to run, so two runs from this folder can differ. Record again with --save-profiles to keep one measurement with the profiles.",
+                dir.display(),
+                kernel::SAVED_EXEC_SHARE,
+                binary.display()
+            );
+            Ok(format!(
+                "; the real exec's other shared lines are MEASURED AGAIN here ({} has no {}, saved before session s40: {} under ptrace, whose count can differ from run to run; record again with --save-profiles to keep one){own}",
+                dir.display(),
+                kernel::SAVED_EXEC_SHARE,
+                binary.display()
+            ))
+        }
     }
 }
 
@@ -1891,6 +1969,132 @@ fn transfer_rule(m: &Machine, overlap: bool, profiles: &[Profile]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use predict::Step;
+
+    /// A kernel-cost plan for device-16 whose real iteration is given
+    /// (nothing timed on this host).
+    fn kernel_plan(binary: &str) -> Plan {
+        let m = Machine::by_name("device-16").unwrap();
+        let mut host = host_without_calibration();
+        host.exec_ns = Some(400_000.0);
+        let mut plan = Plan::new(m, host, false, binary.into(), 0, false, 0.05);
+        plan.target_iteration_ns = Some(400_000.0);
+        plan
+    }
+
+    /// A recorded iteration as the recorder gives it: an exit unlink, work,
+    /// an mmap link, work; two slots.
+    fn recorded_profile() -> Profile {
+        let mut p = kernel::tests::profile(2);
+        for s in &mut p.slots {
+            let mut exit = s.steps[1].clone();
+            if let Step::Hold(h) = &mut exit {
+                h.site = predict::Site::ExitUnlink;
+            }
+            s.steps.insert(1, exit);
+            s.steps.insert(2, Step::Work(50.0));
+        }
+        p.label = "linux".into();
+        p
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("s40-repro-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// `--save-profiles` keeps the exec's measurement and `--profiles`
+    /// uses it: two runs from one folder finish the same profiles and
+    /// predict the same rates, from the saved measurement, not a new one.
+    /// The saved measurement is of /bin/true with made-up page counts (800
+    /// pages of libc), which no run of /bin/true maps: a loader that
+    /// measured again would finish different profiles. Mutants run: the
+    /// loader ignoring the saved file (`load_exec_share` -> `Ok(None)`);
+    /// `save_profiles` not writing it (s40).
+    #[test]
+    fn saved_profiles_predict_the_same_twice_from_the_saved_exec_measurement() {
+        let dir = scratch("saved");
+        let mut share = kernel::tests::share();
+        share.files[0].path = "/bin/true".into();
+        share.files[1].pages = 800;
+        share.program = "/bin/true".into();
+        share.measured_unix_s = 1_795_000_000;
+        let saving = kernel_plan("/bin/true");
+        saving.use_exec_share(share.clone()).unwrap();
+        let recorded = vec![recorded_profile()];
+        let profiles: Vec<Profile> = recorded
+            .iter()
+            .map(|p| saving.finish(p.clone()))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        save_profiles(&dir, &saving, &profiles, &recorded).unwrap();
+        let run = || {
+            let plan = kernel_plan("/bin/true");
+            let words = use_saved_exec_share(&plan, &dir, Path::new("/bin/true")).unwrap();
+            assert!(words.contains("as saved in"), "{words}");
+            assert!(words.contains("2026-11-18"), "{words}");
+            assert_eq!(plan.exec_share().unwrap(), &share, "the saved one");
+            let p = load_recorded(&dir, Design::Linux).unwrap();
+            let p = plan.finish(p).unwrap();
+            let m = plan.machine.clone();
+            let r = simulate_all(&m, std::slice::from_ref(&p), &[1, 2], 0.05, false).unwrap();
+            (p, r[0].iter().map(|x| x.per_s).collect::<Vec<f64>>())
+        };
+        let (a, ra) = run();
+        let (b, rb) = run();
+        assert_eq!(a, b, "the same profile twice");
+        assert_eq!(a, profiles[0], "the profile the saving run simulated");
+        assert_eq!(ra, rb, "the same predictions twice");
+        // 800 pages of libc: its 3 touches each are in the profile.
+        let touches: usize = a.slots[0]
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Touch(t) => t.written.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(touches, kernel::exec_touches(&share).0.len());
+        assert!(touches > 3 * 800);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A folder saved before s40 (no exec measurement) is measured again,
+    /// and the words say so; a saved measurement of another program than
+    /// --binary is refused with the program to pass; a model-cost plan
+    /// needs none and saves none.
+    #[test]
+    fn an_old_folder_is_measured_again_and_said_so_and_another_program_is_refused() {
+        let dir = scratch("old");
+        std::fs::create_dir_all(&dir).unwrap();
+        let plan = kernel_plan("/bin/true");
+        let words = use_saved_exec_share(&plan, &dir, Path::new("/bin/true")).unwrap();
+        assert!(words.contains("MEASURED AGAIN"), "{words}");
+        assert!(words.contains("--save-profiles"), "{words}");
+        let mut share = kernel::tests::share();
+        share.program = "/x/other".into();
+        kernel::save_exec_share(&dir, &share).unwrap();
+        let e = use_saved_exec_share(&kernel_plan("/bin/true"), &dir, Path::new("/bin/true"))
+            .unwrap_err();
+        assert!(e.contains("pass --binary /x/other"), "{e}");
+        std::fs::write(dir.join(kernel::SAVED_EXEC_SHARE), "{").unwrap();
+        let e = use_saved_exec_share(&kernel_plan("/bin/true"), &dir, Path::new("/bin/true"))
+            .unwrap_err();
+        assert!(e.contains("not a saved exec measurement"), "{e}");
+        let mut model = kernel_plan("/bin/true");
+        model.model_cost = true;
+        assert_eq!(
+            use_saved_exec_share(&model, &dir, Path::new("/x")).unwrap(),
+            ""
+        );
+        save_profiles(&dir, &model, &[], &[]).unwrap();
+        assert!(
+            !dir.join(kernel::SAVED_EXEC_SHARE).exists(),
+            "a stale one removed"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A prediction of `per_s` at `cpus` with no breakdown (also used by `compare`'s tests).
     pub(crate) fn point(cpus: u32, per_s: f64) -> Prediction {
@@ -2419,18 +2623,27 @@ pub(crate) mod tests {
     }
 
     /// A `--profiles` run says what it measures again here: nothing for
-    /// the model's cost, the exec's shared lines for a real exec's.
+    /// the model's cost; for the bench's kernel cost (`--kernel-work`), the
+    /// model's own exec (timed again), the exec's shared lines as saved.
     #[test]
     fn saved_profiles_say_what_is_measured_again() {
+        let dir = scratch("words");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut share = kernel::tests::share();
+        share.program = "/bin/true".into();
+        kernel::save_exec_share(&dir, &share).unwrap();
         let b = Path::new("/bin/true");
-        assert_eq!(saved_remeasured(true, false, b), "");
-        let k = saved_remeasured(false, false, b);
+        let mut model = kernel_plan("/bin/true");
+        model.model_cost = true;
+        assert_eq!(use_saved_exec_share(&model, &dir, b).unwrap(), "");
+        model.kernel_work = true;
+        let k = use_saved_exec_share(&model, &dir, b).unwrap();
+        assert!(k.contains("model's own exec is timed again"), "{k}");
         assert!(
-            k.contains("shared lines are measured again here (/bin/true"),
+            k.contains("as saved in") && !k.contains("MEASURED AGAIN"),
             "{k}"
         );
-        assert!(!k.contains("timed again"), "{k}");
-        assert!(saved_remeasured(true, true, b).contains("model's own exec is timed again"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -21,12 +21,21 @@
 //!
 //! With [`KernelCost`] (`aspace bench --cost kernel`), each iteration also
 //! does what a real exec costs beyond the model: it spins for the rest of
-//! the real exec's calibrated CPU time, and writes the exec's other shared
-//! lines (page, dentry and inode counts of the files it maps, the kernel's
-//! global allocator and binfmt lines, [`crate::predict::kernel`]) as real
-//! atomics on lines every worker shares. The reverse maps are the model's;
-//! everything else an exec does is there in time and in shared lines, so
-//! that each design is measured under the kernel's conditions.
+//! the real exec's calibrated CPU time, and touches the exec's other shared
+//! lines (the pages, dentries and inodes of the files it maps, the kernel's
+//! global allocator, binfmt, page-table list and credential lines, the
+//! memory cgroup's counter) as real atomics on lines every worker shares,
+//! each at the place of the exec where Linux 6.12 touches it: the lines and
+//! places are [`crate::predict::kernel::PhaseLines`], the very list the
+//! prediction places in its profiles (exec start, the old image's unmap
+//! before its exit unlinks, its release after them, the new image's faults
+//! spread over the spin). Each split of a file VMA also removes and
+//! reinserts the cut VMA in its file's reverse map, inside the split's
+//! hold, as the kernel's `__split_vma` does
+//! ([`Files::set_kernel_split_holds`], as the prediction's recordings of
+//! this cost have it). The reverse maps are the model's; everything else
+//! an exec does is there in time and in shared lines, so that each design
+//! is measured under the kernel's conditions.
 
 use crate::model_exec::{fault_plan, model_exec_ns, thread_cpu_ns};
 use crate::results::{CallsPerOp, Placement, Run, SiteCost, ThreadPlacement, WalkCost};
@@ -193,8 +202,8 @@ pub struct KernelCost {
     /// Where each figure came from.
     pub source: String,
     lines: Vec<PaddedLine>,
-    /// The lines one iteration writes, in order, in [`SPIN_CHUNKS`] chunks.
-    writes: Vec<u32>,
+    /// The lines one iteration touches, by phase of the exec.
+    touches: crate::predict::kernel::PhaseLines,
 }
 
 impl std::fmt::Debug for KernelCost {
@@ -205,7 +214,7 @@ impl std::fmt::Debug for KernelCost {
             .field("spin_ns", &self.spin_ns)
             .field("speed_by_cpus", &self.speed.speed_by_cpus)
             .field("lines", &self.lines.len())
-            .field("writes", &self.writes.len())
+            .field("touches", &self.touches)
             .finish()
     }
 }
@@ -215,9 +224,10 @@ impl std::fmt::Debug for KernelCost {
 #[derive(Default)]
 struct PaddedLine(std::sync::atomic::AtomicU64);
 
-/// The spin and the writes are split in this many pieces per iteration,
-/// interleaved (faults and unmaps are spread over a real exec).
-const SPIN_CHUNKS: usize = 8;
+/// The spin is split in this many pieces per iteration, the map phase's
+/// touches between them (a new image's faults are spread over a real
+/// exec), as the prediction places them.
+const SPIN_CHUNKS: usize = crate::predict::kernel::MAP_CHUNKS;
 
 impl KernelCost {
     /// Measures what it needs: `exec_ns` from `calibration` (an `aspace
@@ -247,12 +257,10 @@ impl KernelCost {
         };
         let model_ns = model_exec_ns(binary)?;
         let share = crate::predict::kernel::measure_exec(binary, &[])?;
-        let mut lines_n = 0u32;
-        let mut writes = Vec::new();
-        for w in crate::predict::kernel::exec_writes(&share) {
-            lines_n = lines_n.max(w + 1);
-            writes.push(w);
-        }
+        let touches = crate::predict::kernel::PhaseLines::of(&share);
+        let lines_n = touches.lines;
+        let touches_n =
+            touches.start.len() + touches.unmap.len() + touches.release.len() + touches.map.len();
         // The calibration's speed curve, on a machine of this host's CPUs.
         let mut speed = crate::predict::host_without_calibration();
         speed.speed_by_cpus = calibration
@@ -279,15 +287,15 @@ impl KernelCost {
             spin_ns: (exec_ns - model_ns).max(0.0),
             speed,
             source: format!(
-                "real exec {:.0} us ({exec_source}); the model's own {:.1} us (exclude, one thread, median); {slows}; {} shared-line writes per exec over {} lines ({})",
+                "real exec {:.0} us ({exec_source}); the model's own {:.1} us (exclude, one thread, median); {slows}; {} shared-line touches per exec over {} lines, at 4 places in it (exec start, the old image's unmap, its release after the exit unlinks, the new image's faults; Linux 6.12's code, kernel.rs) ({}); kernel-shaped splits (the cut VMA removed and reinserted in the split's hold)",
                 exec_ns / 1e3,
                 model_ns / 1e3,
-                writes.len(),
+                touches_n,
                 lines_n,
                 share.source
             ),
             lines: (0..lines_n).map(|_| PaddedLine::default()).collect(),
-            writes,
+            touches,
         })
     }
 
@@ -299,8 +307,9 @@ impl KernelCost {
         self.spin_ns / self.speed.speed_at(busy.max(1)).max(0.01)
     }
 
-    /// One iteration's addition: `spin_ns` of this thread's CPU time spun
-    /// (see [`KernelCost::spin_at`]) and the writes, interleaved.
+    /// The new image's part of one iteration: `spin_ns` of this thread's
+    /// CPU time spun (see [`KernelCost::spin_at`]) in [`SPIN_CHUNKS`]
+    /// pieces, each followed by its chunk of the map phase's touches.
     ///
     /// CPU time, not wall-clock time: `exec_ns` is the real exec's CPU time,
     /// and a real exec's work takes longer on the wall clock whenever its
@@ -309,10 +318,9 @@ impl KernelCost {
     /// the 2-vCPU development host at load 4.7 the wall-clock spin ran
     /// `linux` 1.16x the real execl at one copy and 1.12x at two
     /// (docs/results/predict/README.md, "--cost kernel on this host").
-    fn run(&self, spin_ns: f64) {
-        let per = self.writes.len().div_ceil(SPIN_CHUNKS).max(1);
+    fn run_map(&self, spin_ns: f64) {
         let spin = spin_ns / SPIN_CHUNKS as f64;
-        let mut chunks = self.writes.chunks(per);
+        let mut chunks = self.touches.map_chunks(SPIN_CHUNKS);
         for _ in 0..SPIN_CHUNKS {
             let until = thread_cpu_ns() + spin;
             // The thread's CPU clock is a system call: read it every 64
@@ -323,12 +331,29 @@ impl KernelCost {
                 }
             }
             if let Some(c) = chunks.next() {
-                for &l in c {
-                    // Relaxed: a stand-in for the kernel's reference
-                    // counts; only the line's movement matters.
-                    self.lines[l as usize].0.fetch_add(1, Ordering::Relaxed);
-                }
+                self.touch(c);
             }
+        }
+    }
+
+    /// The old image's teardown and the next exec's start: the exec-start
+    /// touches, the unmap's, `exit` (the model's exit unlinks), the
+    /// release's. With [`KernelCost::run_map`] after the next exec, the
+    /// cyclic order of the prediction's phases (start, unmap, release,
+    /// map).
+    fn run_exit(&self, exit: impl FnOnce()) {
+        self.touch(&self.touches.start);
+        self.touch(&self.touches.unmap);
+        exit();
+        self.touch(&self.touches.release);
+    }
+
+    /// One touch of each line: an atomic add on it.
+    fn touch(&self, lines: &[u32]) {
+        for &l in lines {
+            // Relaxed: a stand-in for the kernel's reference counts; only
+            // the line's movement matters.
+            self.lines[l as usize].0.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -368,8 +393,17 @@ pub fn run_point(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
     run
 }
 
-fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+/// A point's file registry: its design, topology and call pattern; with
+/// the kernel's cost, kernel-shaped splits (see the module docs), as
+/// `aspace predict` records that cost (`RecordConfig::kernel_splits`).
+fn registry(p: &Point) -> Arc<Files> {
     let files = Files::new(p.design, p.topology.clone(), p.pattern);
+    files.set_kernel_split_holds(p.kernel.is_some());
+    files
+}
+
+fn run_point_locked(p: &Point, tick: &dyn Fn(f64)) -> Result<Run, String> {
+    let files = registry(p);
     let prog: Arc<Program> = files
         .program(&p.binary)
         .map_err(|e| format!("cannot exec {}: {e}", p.binary.display()))?;
@@ -598,10 +632,13 @@ fn worker(
             loop {
                 mm.exec_program(prog);
                 fault_all(&mm);
-                if let Some((k, spin_ns)) = kernel {
-                    k.run(spin_ns);
+                match kernel {
+                    Some((k, spin_ns)) => {
+                        k.run_map(spin_ns);
+                        k.run_exit(|| mm.exit());
+                    }
+                    None => mm.exit(),
                 }
-                mm.exit();
                 ops += 1;
                 sample(ops);
                 // Relaxed: a stop flag; no data is published through it.
@@ -619,10 +656,13 @@ fn worker(
                 let child = parent.fork();
                 child.exec_program(prog);
                 fault_all(&child);
-                if let Some((k, spin_ns)) = kernel {
-                    k.run(spin_ns);
+                match kernel {
+                    Some((k, spin_ns)) => {
+                        k.run_map(spin_ns);
+                        k.run_exit(|| child.exit());
+                    }
+                    None => child.exit(),
                 }
-                child.exit();
                 calls.add(&child.calls());
                 ops += 1;
                 sample(ops);
@@ -654,8 +694,122 @@ mod tests {
             speed,
             source: String::new(),
             lines: Vec::new(),
-            writes: Vec::new(),
+            touches: crate::predict::kernel::PhaseLines {
+                start: Vec::new(),
+                unmap: Vec::new(),
+                release: Vec::new(),
+                map: Vec::new(),
+                lines: 0,
+            },
         }
+    }
+
+    /// A point of this host running /bin/true with `kernel`.
+    fn true_point(kernel: Option<Arc<KernelCost>>) -> Point {
+        Point {
+            workload: Workload::Execl,
+            design: Design::Linux,
+            pattern: CallPattern::PerVma,
+            threads: 1,
+            repeat: 0,
+            oversubscribed: false,
+            duration: Duration::from_millis(120),
+            resident: 0,
+            walk_rate: 0.0,
+            topology: Topology::Os,
+            topology_name: "os".into(),
+            binary: "/bin/true".into(),
+            kernel,
+            lock: rmap::LockImpl::Rwsem,
+            placement_every: 1,
+        }
+    }
+
+    /// `--cost kernel` splits as the kernel does, as the prediction records
+    /// that cost; the model's cost keeps the lab's own calls. Mutant run:
+    /// the switch left off (s40).
+    #[test]
+    fn the_kernel_cost_bench_splits_as_the_kernel_does() {
+        let kernel = Arc::new(cost(Vec::new()));
+        assert!(registry(&true_point(Some(kernel))).kernel_split_holds());
+        assert!(!registry(&true_point(None)).kernel_split_holds());
+    }
+
+    /// The bench touches the exec's other shared lines where the prediction
+    /// places them: one iteration (`run_map` after the exec, then
+    /// `run_exit` around the model's exit) touches each line as often as
+    /// a predicted slot's iteration does, and, as in the prediction, the
+    /// start and unmap touches come before the exit's unlinks and the
+    /// release touches after them. Mutants run: the release touched before
+    /// the exit; the start phase left out; the map phase's chunks cut at 7
+    /// (a touch lost) (s40).
+    #[test]
+    fn the_bench_touches_the_lines_the_prediction_places_at_the_same_places() {
+        let mut share = crate::predict::kernel::tests::share();
+        // Enough map-phase touches for all 8 chunks.
+        share.files[1].pages = 200;
+        let touches = crate::predict::kernel::PhaseLines::of(&share);
+        assert_eq!(touches.map_chunks(SPIN_CHUNKS).count(), SPIN_CHUNKS);
+        let mut k = cost(Vec::new());
+        k.lines = (0..touches.lines).map(|_| PaddedLine::default()).collect();
+        k.touches = touches;
+        let counts = |k: &KernelCost| -> Vec<u64> {
+            k.lines
+                .iter()
+                .map(|l| l.0.load(Ordering::Relaxed))
+                .collect()
+        };
+        k.run_map(0.0);
+        let after_map = counts(&k);
+        let mut at_exit = Vec::new();
+        k.run_exit(|| at_exit = counts(&k));
+        let after = counts(&k);
+        // The prediction: a recorded iteration (exit unlink, work, link,
+        // work) with the same share added; its lines after the profile's own.
+        let mut p = crate::predict::kernel::tests::profile(1);
+        let mut exit = p.slots[0].steps[1].clone();
+        if let predict::Step::Hold(h) = &mut exit {
+            h.site = predict::Site::ExitUnlink;
+        }
+        p.slots[0].steps.insert(1, exit);
+        p.slots[0].steps.insert(2, predict::Step::Work(50.0));
+        let base = p.lines.len();
+        let out = crate::predict::kernel::add_exec_share(&p, &share, false);
+        let steps = &out.slots[0].steps;
+        let exit_at = steps
+            .iter()
+            .position(
+                |s| matches!(s, predict::Step::Hold(h) if h.site == predict::Site::ExitUnlink),
+            )
+            .unwrap();
+        let n = after.len();
+        let mut before_exit = vec![0u64; n];
+        let mut after_exit = vec![0u64; n];
+        for (i, s) in steps.iter().enumerate() {
+            if let predict::Step::Touch(t) = s {
+                for &l in &t.written {
+                    let c = if i < exit_at {
+                        &mut before_exit
+                    } else {
+                        &mut after_exit
+                    };
+                    c[l as usize - base] += 1;
+                }
+            }
+        }
+        assert_eq!(out.lines.len(), base + n, "the same lines");
+        // Cyclic order start, unmap, [exit], release, map: before the exit
+        // the prediction has start and unmap, the bench has them after map.
+        let bench_before: Vec<u64> = at_exit.iter().zip(&after_map).map(|(e, m)| e - m).collect();
+        let bench_after: Vec<u64> = after
+            .iter()
+            .zip(&at_exit)
+            .zip(&after_map)
+            .map(|((a, e), m)| a - e + m)
+            .collect();
+        assert_eq!(bench_before, before_exit);
+        assert_eq!(bench_after, after_exit);
+        assert!(bench_before.iter().sum::<u64>() > 0 && bench_after.iter().sum::<u64>() > 0);
     }
 
     /// `bench --lock`: a point's maps take its lock for the whole run (seen

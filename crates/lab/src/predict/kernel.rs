@@ -69,22 +69,75 @@ pub struct ExecShare {
     pub private_pages: u64,
     /// How it was measured.
     pub source: String,
+    /// The program run ([`measure_exec`]'s `binary`, as given).
+    pub program: PathBuf,
+    /// Where: this host's name and kernel release
+    /// (`/proc/sys/kernel/hostname`, `osrelease`).
+    pub host: String,
+    /// When: seconds since 1970-01-01 UTC.
+    pub measured_unix_s: u64,
 }
 
-/// Writes per exec to a file's lines and the global ones, as `aspace bench
-/// --cost kernel` writes them ([`exec_writes`]: the count before s39, each
-/// line's writes back to back; the prediction places touches by
-/// [`Phase`] instead, see [`exec_touches`]).
-const PAGE_WRITES: usize = 2;
-const DENTRY_WRITES: usize = 2;
-const INODE_WRITES: usize = 2;
-const BINFMT_WRITES: usize = 2;
-const PCPU_MUTEX_WRITES: usize = 4;
-const PCPU_LOCK_WRITES: usize = 8;
-/// Pages per zone-lock acquisition (`pcp->batch`) and per memory-cgroup
-/// charge (`MEMCG_CHARGE_BATCH`).
-const PCP_BATCH: u64 = 63;
+impl ExecShare {
+    /// [`ExecShare::measured_unix_s`] as `YYYY-MM-DD HH:MM:SS UTC`.
+    pub fn measured_utc(&self) -> String {
+        let s = self.measured_unix_s;
+        let (y, m, d) = super::validate::civil_date((s / 86_400) as i64);
+        let t = s % 86_400;
+        format!(
+            "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+            t / 3600,
+            t / 60 % 60,
+            t % 60
+        )
+    }
+}
+
+/// The file of an `aspace predict --save-profiles` folder that keeps the
+/// exec's measurement ([`ExecShare`]) its kernel-cost profiles were
+/// finished with, so that `--profiles` simulates them again with the same
+/// one ([`load_exec_share`]) instead of running the program again (its
+/// count of mapped pages differs from run to run under ptrace).
+pub const SAVED_EXEC_SHARE: &str = "exec-share.json";
+
+/// Writes `share` into a `--save-profiles` folder ([`SAVED_EXEC_SHARE`]).
+pub fn save_exec_share(dir: &Path, share: &ExecShare) -> Result<(), String> {
+    let f = dir.join(SAVED_EXEC_SHARE);
+    let text = serde_json::to_string_pretty(share).map_err(|e| e.to_string())?;
+    std::fs::write(&f, text + "\n").map_err(|e| format!("cannot write {}: {e}", f.display()))
+}
+
+/// The exec's measurement saved in a `--profiles` folder, `None` when the
+/// folder has none (saved before session s40, or by a model-cost run that
+/// needed none); an unreadable or malformed one is an error.
+pub fn load_exec_share(dir: &Path) -> Result<Option<ExecShare>, String> {
+    let f = dir.join(SAVED_EXEC_SHARE);
+    if !f.exists() {
+        return Ok(None);
+    }
+    let text = crate::input::read_text(&f, "--profiles", crate::input::RESULTS_CAP)?;
+    let share: ExecShare = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--profiles: {} is not a saved exec measurement: {e}",
+            f.display()
+        )
+    })?;
+    if share.files.is_empty() {
+        return Err(format!(
+            "--profiles: {} maps no file: not a measurement of a real exec",
+            f.display()
+        ));
+    }
+    Ok(Some(share))
+}
+
+/// Private pages per memory-cgroup charge (`MEMCG_BATCH`).
 const MEMCG_BATCH: u64 = 64;
+
+/// The chunks an exec's map-phase touches are spread over, in the
+/// prediction ([`add_exec_share`]: after evenly spaced work steps) and in
+/// `aspace bench --cost kernel` (between the pieces of its spin).
+pub const MAP_CHUNKS: usize = 8;
 
 /// Runs `binary` with `args` under `ptrace`, stops it as it exits, and
 /// reads what it mapped from `/proc/PID/smaps` and `/proc/PID/status`.
@@ -223,46 +276,75 @@ fn read_maps(pid: i32, binary: &Path) -> Result<ExecShare, String> {
             "{} run under ptrace on this host, stopped at exit: /proc/PID/smaps Rss per file, Anonymous, VmPTE",
             binary.display()
         ),
+        program: binary.to_path_buf(),
+        host: this_host(),
+        measured_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
     })
 }
 
-/// The lines one exec writes, in order, as indices from 0 (each file's
-/// pages, dentry and inode, then the globals; see the module docs): what
-/// `aspace bench --cost kernel` writes, the same lines every copy shares.
-pub fn exec_writes(share: &ExecShare) -> Vec<u32> {
-    let mut next = 0u32;
-    let mut line = || {
-        next += 1;
-        next - 1
+/// This host's name and kernel release, for [`ExecShare::host`].
+fn this_host() -> String {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".into())
     };
-    let mut out = Vec::new();
-    for f in &share.files {
-        for _ in 0..f.pages {
-            let l = line();
-            out.extend(std::iter::repeat(l).take(PAGE_WRITES));
-        }
-        let d = line();
-        out.extend(std::iter::repeat(d).take(DENTRY_WRITES));
-        let i = line();
-        out.extend(std::iter::repeat(i).take(INODE_WRITES));
-    }
-    for writes in global_writes(share) {
-        let l = line();
-        out.extend(std::iter::repeat(l).take(writes));
-    }
-    out
+    format!(
+        "{} (Linux {})",
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/osrelease")
+    )
 }
 
-/// Writes per exec to each global line: `binfmt_lock`,
-/// `pcpu_alloc_mutex`, `pcpu_lock`, the zone lock, the memcg counter.
-fn global_writes(share: &ExecShare) -> [usize; 5] {
-    [
-        BINFMT_WRITES,
-        PCPU_MUTEX_WRITES,
-        PCPU_LOCK_WRITES,
-        2 * share.private_pages.div_ceil(PCP_BATCH) as usize,
-        2 * share.private_pages.div_ceil(MEMCG_BATCH) as usize,
-    ]
+/// One exec's touches of its shared lines grouped by [`Phase`], each group
+/// in [`exec_touches`]'s order, and the number of lines: what
+/// [`add_exec_share`] places in a profile and what `aspace bench --cost
+/// kernel` writes (one source for both).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseLines {
+    /// Touched as the exec begins.
+    pub start: Vec<u32>,
+    /// Just before the old image's exit unlinks.
+    pub unmap: Vec<u32>,
+    /// Just after them.
+    pub release: Vec<u32>,
+    /// Over the new image's faults, in [`MAP_CHUNKS`] chunks.
+    pub map: Vec<u32>,
+    /// Lines numbered.
+    pub lines: u32,
+}
+
+impl PhaseLines {
+    /// [`exec_touches`] of `share`, grouped.
+    pub fn of(share: &ExecShare) -> PhaseLines {
+        let (t, lines) = exec_touches(share);
+        let at = |ph: Phase| -> Vec<u32> {
+            t.iter()
+                .filter(|(p, _)| *p == ph)
+                .map(|&(_, l)| l)
+                .collect()
+        };
+        PhaseLines {
+            start: at(Phase::Start),
+            unmap: at(Phase::Unmap),
+            release: at(Phase::Release),
+            map: at(Phase::Map),
+            lines,
+        }
+    }
+
+    /// The map phase's touches in [`MAP_CHUNKS`] chunks (fewer when there
+    /// are fewer touches), as [`add_exec_share`] places them.
+    pub fn map_chunks(&self, chunks: usize) -> std::slice::Chunks<'_, u32> {
+        map_chunks(&self.map, chunks)
+    }
+}
+
+/// `map` in at most `chunks` chunks of equal size (the last shorter).
+fn map_chunks(map: &[u32], chunks: usize) -> std::slice::Chunks<'_, u32> {
+    map.chunks(map.len().div_ceil(chunks.max(1)).max(1))
 }
 
 /// Where in an exec a shared line is touched (the module docs name the
@@ -367,8 +449,7 @@ pub fn exec_access(share: &ExecShare) -> Vec<Access> {
 }
 
 /// One exec's touches of its shared lines, by phase: `(phase, line)`, line
-/// indices from 0 (each file's pages, dentry and inode, as [`exec_writes`]
-/// numbers them; then the nine globals of [`GLOBAL_TOUCHES`]; then the
+/// indices from 0 (each file's pages, dentry and inode in turn; then the nine globals of [`GLOBAL_TOUCHES`]; then the
 /// memory cgroup's counter), and the number of lines. The memory cgroup's counter is
 /// touched once per [`MEMCG_BATCH`] private pages at `Map` and once at
 /// `Release`.
@@ -552,10 +633,8 @@ fn place_touches(
         .collect();
     let mut inserts: Vec<(usize, Vec<(u32, Access)>)> = Vec::new();
     if !map.is_empty() {
-        const CHUNKS: usize = 8;
-        let chunks = CHUNKS.min(map_work.len().max(1));
-        let per = map.len().div_ceil(chunks);
-        for (k, c) in map.chunks(per).enumerate() {
+        let chunks = MAP_CHUNKS.min(map_work.len().max(1));
+        for (k, c) in map_chunks(&map, chunks).enumerate() {
             let at = map_work
                 .get(k * map_work.len() / chunks)
                 .map_or(steps.len(), |&i| i + 1);
@@ -583,7 +662,7 @@ fn place_touches(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use predict::{CpuProfile, Hold, LockDesc, LockKind, Site};
 
@@ -603,7 +682,7 @@ mod tests {
         assert!(share.private_pages > 0);
     }
 
-    fn profile(slots: u32) -> Profile {
+    pub(crate) fn profile(slots: u32) -> Profile {
         Profile {
             label: "t".into(),
             workload: "execl".into(),
@@ -642,7 +721,7 @@ mod tests {
         }
     }
 
-    fn share() -> ExecShare {
+    pub(crate) fn share() -> ExecShare {
         ExecShare {
             files: vec![
                 MappedFile {
@@ -658,6 +737,9 @@ mod tests {
             ],
             private_pages: 100,
             source: "test".into(),
+            program: "/x/exe".into(),
+            host: "test".into(),
+            measured_unix_s: 0,
         }
     }
 

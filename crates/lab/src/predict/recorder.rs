@@ -74,6 +74,11 @@ pub struct RecordConfig {
     /// slots are spread over its parts (see `take_turns`). `false`: one
     /// whole exec a turn, as before (kept to compare the two).
     pub stagger: bool,
+    /// The model cost with kernel-shaped splits (the cut VMA removed and
+    /// reinserted in the split's hold, [`Files::set_kernel_split_holds`]),
+    /// as `aspace bench --cost kernel` runs the model; the kernel cost
+    /// always has them ([`registry`]).
+    pub kernel_splits: bool,
 }
 
 /// The process that runs the loop. For `shell` it is the forking shell,
@@ -586,10 +591,11 @@ fn populate(
 /// (`vma_prepare`/`vma_complete`: `__vma_link_file(new)`,
 /// `vma_interval_tree_remove(vma)`, `vma_interval_tree_insert(vma)`), in the
 /// recorded design's own structure ([`Files::set_kernel_split_holds`]); the
-/// model cost keeps the lab's own calls (one insert per split piece).
+/// model cost keeps the lab's own calls (one insert per split piece) unless
+/// `kernel_splits` (the bench's `--cost kernel`) asks for the kernel's.
 fn registry(cfg: &RecordConfig, topo: Topology) -> std::sync::Arc<Files> {
     let files = Files::new(cfg.design, topo, cfg.pattern);
-    files.set_kernel_split_holds(cfg.cost == Cost::Kernel);
+    files.set_kernel_split_holds(cfg.cost == Cost::Kernel || cfg.kernel_splits);
     files
 }
 
@@ -1164,6 +1170,7 @@ pub(crate) fn small_true_config(design: Design, cost: Cost, lock: LockKind) -> R
         cost,
         lock,
         stagger: true,
+        kernel_splits: false,
     }
 }
 
@@ -1326,9 +1333,10 @@ mod tests {
         );
     }
 
-    /// Only a kernel-cost recording's splits remove and reinsert the cut
-    /// VMA ([`registry`]). Mutants run: the switch on for both costs, off
-    /// for both.
+    /// Only a kernel-cost recording's splits, and a model-cost one's for
+    /// the bench's `--cost kernel` (`kernel_splits`), remove and reinsert
+    /// the cut VMA ([`registry`]). Mutants run: the switch on for both
+    /// costs, off for both; `kernel_splits` ignored (s40).
     #[test]
     fn only_kernel_cost_recordings_make_kernel_split_holds() {
         let cfg = |cost| RecordConfig {
@@ -1337,6 +1345,11 @@ mod tests {
         };
         assert!(registry(&cfg(Cost::Kernel), Topology::Os).kernel_split_holds());
         assert!(!registry(&cfg(Cost::Model), Topology::Os).kernel_split_holds());
+        let bench_kernel = RecordConfig {
+            kernel_splits: true,
+            ..cfg(Cost::Model)
+        };
+        assert!(registry(&bench_kernel, Topology::Os).kernel_split_holds());
     }
 
     /// The warm-up's hand-over phase: every turn it counts made one link

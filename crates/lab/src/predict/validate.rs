@@ -663,7 +663,7 @@ fn utc_date() -> String {
 /// The proleptic Gregorian date of `days` since 1970-01-01: days are
 /// counted in 400-year eras of 146,097 days from 0000-03-01, so that the
 /// leap day ends each year of the era's arithmetic.
-fn civil_date(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_date(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
