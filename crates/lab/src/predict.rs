@@ -2051,7 +2051,7 @@ pub(crate) mod tests {
             .steps
             .iter()
             .map(|s| match s {
-                Step::Touch(t) => t.written.len(),
+                Step::Touch(t) => t.written.len() + t.stored.len(),
                 _ => 0,
             })
             .sum();

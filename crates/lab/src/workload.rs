@@ -787,7 +787,8 @@ mod tests {
         let mut after_exit = vec![0u64; n];
         for (i, s) in steps.iter().enumerate() {
             if let predict::Step::Touch(t) = s {
-                for &l in &t.written {
+                // Locked updates and plain stores alike: the bench writes both.
+                for &l in t.written.iter().chain(&t.stored) {
                     let c = if i < exit_at {
                         &mut before_exit
                     } else {

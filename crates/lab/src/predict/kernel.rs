@@ -343,7 +343,7 @@ impl PhaseLines {
 }
 
 /// `map` in at most `chunks` chunks of equal size (the last shorter).
-fn map_chunks(map: &[u32], chunks: usize) -> std::slice::Chunks<'_, u32> {
+fn map_chunks<E>(map: &[E], chunks: usize) -> std::slice::Chunks<'_, E> {
     map.chunks(map.len().div_ceil(chunks.max(1)).max(1))
 }
 
