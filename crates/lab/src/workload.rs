@@ -828,21 +828,8 @@ mod tests {
             rmap::LockImpl::ParkingLot => rmap::LockImpl::Rwsem,
         };
         let p = Point {
-            workload: Workload::Execl,
-            design: Design::Linux,
-            pattern: CallPattern::PerVma,
-            threads: 1,
-            repeat: 0,
-            oversubscribed: false,
-            duration: Duration::from_millis(120),
-            resident: 0,
-            walk_rate: 0.0,
-            topology: Topology::Os,
-            topology_name: "os".into(),
-            binary: "/bin/true".into(),
-            kernel: None,
             lock: other,
-            placement_every: 1,
+            ..true_point(None)
         };
         let seen = std::sync::Mutex::new(Vec::new());
         let run = run_point(&p, &|_| seen.lock().unwrap().push(rmap::lock_impl()))
