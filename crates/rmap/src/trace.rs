@@ -379,6 +379,15 @@ impl Snapshot {
         self
     }
 
+    /// Whether node `i` of a tree of `T` differs from its copy here (true
+    /// where the copy has no node `i` or holds another type).
+    pub(crate) fn changed<T: PartialEq + 'static>(&self, i: usize, now: &T) -> bool {
+        match self.0.downcast_ref::<Vec<T>>() {
+            Some(v) => v.get(i) != Some(now),
+            None => true,
+        }
+    }
+
     /// The key given to [`Snapshot::with_key`], if any.
     pub(crate) fn key(&self) -> Option<(u64, u64)> {
         self.1
