@@ -36,6 +36,11 @@
 //! two holds share: a model that follows each line's last writer charges a
 //! transfer only where another CPU wrote the line last.
 //!
+//! A removal by handle through `designs/parts.rs` does not search, so it
+//! records the node and only the ancestors its fix-up loads (those it
+//! rewrote and the one where `propagate` stopped), not the root path
+//! (`VmaTree::trace_unlinked`, s40).
+//!
 //! Where a design changes a tree, the nodes the change wrote are found by
 //! comparing the tree's arena before and after it (a copy taken only while
 //! recording, `Snapshot`): rotations, recolourings and the augmented
