@@ -36,6 +36,11 @@
 //! two holds share: a model that follows each line's last writer charges a
 //! transfer only where another CPU wrote the line last.
 //!
+//! A removal by handle through `designs/parts.rs` does not search, so it
+//! records the node and only the ancestors its fix-up loads (those it
+//! rewrote and the one where `propagate` stopped), not the root path
+//! (`VmaTree::trace_unlinked`, s40).
+//!
 //! Where a design changes a tree, the nodes the change wrote are found by
 //! comparing the tree's arena before and after it (a copy taken only while
 //! recording, `Snapshot`): rotations, recolourings and the augmented
@@ -377,6 +382,15 @@ impl Snapshot {
     pub(crate) fn with_key(mut self, key: (u64, u64)) -> Snapshot {
         self.1 = Some(key);
         self
+    }
+
+    /// Whether node `i` of a tree of `T` differs from its copy here (true
+    /// where the copy has no node `i` or holds another type).
+    pub(crate) fn changed<T: PartialEq + 'static>(&self, i: usize, now: &T) -> bool {
+        match self.0.downcast_ref::<Vec<T>>() {
+            Some(v) => v.get(i) != Some(now),
+            None => true,
+        }
     }
 
     /// The key given to [`Snapshot::with_key`], if any.

@@ -138,6 +138,49 @@ impl VmaTree {
         trace_path(&self.t, slot);
     }
 
+    /// For the event recorder, before a removal by handle: the header
+    /// written and the node read. The removal starts at the node's slot
+    /// (it does not search from the root), so its ancestors are not read
+    /// here: returns them, bottom-up, for [`VmaTree::trace_unlinked`].
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
+        use crate::interval_tree::NIL;
+        crate::trace::touch_val(self, true);
+        let n = self.t.node(slot);
+        crate::trace::touch_node(n, false);
+        let mut path = Vec::new();
+        if !n.in_tree() {
+            return path;
+        }
+        let mut p = self.t.parent_of(slot);
+        while p != NIL {
+            path.push(p);
+            p = self.t.parent_of(p);
+        }
+        path
+    }
+
+    /// For the event recorder, after a removal by handle and before
+    /// [`VmaTree::trace_changed`]: the ancestors (`path`, from
+    /// [`VmaTree::trace_unlink_entry`]) the fix-up loaded, read first.
+    /// `propagate` walks up while an ancestor's `max_last` changes and
+    /// stops at the first it leaves as it was (`interval_tree.rs`), so
+    /// those are the ancestors the change wrote, bottom-up, and the first
+    /// it did not; the ones above are never loaded (they were recorded as
+    /// read before s40-exit2: the whole root path, ~13 lines a VMA).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_unlinked(&self, path: &[u32], before: &crate::trace::Snapshot) {
+        for &p in path {
+            let n = self.t.node(p);
+            crate::trace::touch_node(n, false);
+            if !before.changed(p as usize, n) {
+                break;
+            }
+        }
+    }
+
     /// For the event recorder: a copy of the arena before a change.
     #[cold]
     pub(crate) fn trace_snapshot(&self) -> crate::trace::Snapshot {
@@ -183,6 +226,44 @@ mod tests {
     use super::shardset::ShardTree;
     use super::*;
     use crate::interval_tree::IntervalTree;
+
+    /// A removal by handle records the ancestors its fix-up loads (those
+    /// whose `max_last` it rewrote and the one where it stopped), not the
+    /// whole path from the root: removing the leftmost of 1023 nested-free
+    /// entries (its `max_last` is the smallest, so no ancestor's changes
+    /// beyond a rebalance) reads a few lines where the root path is ~9
+    /// deep. Mutant `exit2-root-path` (record `trace_entry`'s root path in
+    /// `remove_in`/`remove_batch` again) fails it: 6 lines read.
+    #[test]
+    fn a_removal_by_handle_reads_only_what_its_fix_up_loads() {
+        use crate::{Design, Interval, Topology};
+        for batch in [false, true] {
+            let m = Design::Linux.build(&Topology::Os);
+            let hs: Vec<_> = (0..1023u64)
+                .map(|i| {
+                    m.insert(Interval::new(i * 10, i * 10 + 5).unwrap(), i)
+                        .unwrap()
+                })
+                .collect();
+            // A red-black tree of 1023 nodes is at least 9 deep at its
+            // leftmost leaf (log2(1024) - 1).
+            let depth = 9;
+            let ev = crate::trace::record(|| {
+                if batch {
+                    m.remove_batch(&hs[..1]).unwrap();
+                } else {
+                    m.remove(hs[0]).unwrap();
+                }
+            });
+            assert_eq!(ev.len(), 1);
+            assert!(
+                ev[0].lines_read <= 2,
+                "batch {batch}: {} lines read (root path {depth})",
+                ev[0].lines_read
+            );
+            assert!(ev[0].lines_written >= 2, "batch {batch}: header and node");
+        }
+    }
 
     /// `Design::shard_of_cpu` answers what each design's own rule picks on
     /// a thread running on that CPU (emulated 2 nodes of 8 CPUs: threads

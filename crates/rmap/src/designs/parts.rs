@@ -289,13 +289,14 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let t = g.tree_mut(s);
         let snap = if rec {
             t.check(h.slot(), h.gen())?;
-            t.trace_entry(h.slot());
-            Some(t.trace_snapshot())
+            let path = t.trace_unlink_entry(h.slot());
+            Some((path, t.trace_snapshot()))
         } else {
             None
         };
         t.remove(h.slot(), h.gen())?;
-        if let Some(snap) = snap {
+        if let Some((path, snap)) = snap {
+            t.trace_unlinked(&path, &snap);
             t.trace_changed(snap);
         }
         self.count_len(&g, -1);
@@ -431,13 +432,14 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             for &h in handles {
                 let t = g.tree_mut(h.shard() as usize);
                 let snap = if rec {
-                    t.trace_entry(h.slot());
-                    Some(t.trace_snapshot())
+                    let path = t.trace_unlink_entry(h.slot());
+                    Some((path, t.trace_snapshot()))
                 } else {
                     None
                 };
                 t.remove_checked(h.slot());
-                if let Some(snap) = snap {
+                if let Some((path, snap)) = snap {
+                    t.trace_unlinked(&path, &snap);
                     t.trace_changed(snap);
                 }
             }

@@ -54,6 +54,17 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     fn trace_snapshot(&self) -> crate::trace::Snapshot;
     /// ... and every node that change wrote, touched as written.
     fn trace_changed(&self, before: crate::trace::Snapshot);
+    /// For the event recorder, before a removal by handle: what the
+    /// removal reads before it changes the tree; returns what
+    /// [`ShardTree::trace_unlinked`] needs. By default [`ShardTree::trace_entry`].
+    fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
+        self.trace_entry(slot);
+        Vec::new()
+    }
+    /// For the event recorder, after that removal (before
+    /// [`ShardTree::trace_changed`]): what its fix-up loaded. By default
+    /// nothing more.
+    fn trace_unlinked(&self, _path: &[u32], _before: &crate::trace::Snapshot) {}
 }
 
 impl ShardTree for super::VmaTree {
@@ -97,6 +108,12 @@ impl ShardTree for super::VmaTree {
     }
     fn trace_entry(&self, slot: u32) {
         super::VmaTree::trace_entry(self, slot)
+    }
+    fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
+        super::VmaTree::trace_unlink_entry(self, slot)
+    }
+    fn trace_unlinked(&self, path: &[u32], before: &crate::trace::Snapshot) {
+        super::VmaTree::trace_unlinked(self, path, before)
     }
     fn trace_snapshot(&self) -> crate::trace::Snapshot {
         super::VmaTree::trace_snapshot(self)
