@@ -1985,15 +1985,7 @@ pub(crate) mod tests {
     /// A recorded iteration as the recorder gives it: an exit unlink, work,
     /// an mmap link, work; two slots.
     fn recorded_profile() -> Profile {
-        let mut p = kernel::tests::profile(2);
-        for s in &mut p.slots {
-            let mut exit = s.steps[1].clone();
-            if let Step::Hold(h) = &mut exit {
-                h.site = predict::Site::ExitUnlink;
-            }
-            s.steps.insert(1, exit);
-            s.steps.insert(2, Step::Work(50.0));
-        }
+        let mut p = kernel::tests::profile_with_teardown(2);
         p.label = "linux".into();
         p
     }

@@ -694,13 +694,7 @@ mod tests {
             speed,
             source: String::new(),
             lines: Vec::new(),
-            touches: crate::predict::kernel::PhaseLines {
-                start: Vec::new(),
-                unmap: Vec::new(),
-                release: Vec::new(),
-                map: Vec::new(),
-                lines: 0,
-            },
+            touches: crate::predict::kernel::PhaseLines::default(),
         }
     }
 
@@ -766,13 +760,7 @@ mod tests {
         let after = counts(&k);
         // The prediction: a recorded iteration (exit unlink, work, link,
         // work) with the same share added; its lines after the profile's own.
-        let mut p = crate::predict::kernel::tests::profile(1);
-        let mut exit = p.slots[0].steps[1].clone();
-        if let predict::Step::Hold(h) = &mut exit {
-            h.site = predict::Site::ExitUnlink;
-        }
-        p.slots[0].steps.insert(1, exit);
-        p.slots[0].steps.insert(2, predict::Step::Work(50.0));
+        let p = crate::predict::kernel::tests::profile_with_teardown(1);
         let base = p.lines.len();
         let out = crate::predict::kernel::add_exec_share(&p, &share, false);
         let steps = &out.slots[0].steps;

@@ -82,10 +82,10 @@ impl ExecShare {
     /// [`ExecShare::measured_unix_s`] as `YYYY-MM-DD HH:MM:SS UTC`.
     pub fn measured_utc(&self) -> String {
         let s = self.measured_unix_s;
-        let (y, m, d) = super::validate::civil_date((s / 86_400) as i64);
         let t = s % 86_400;
         format!(
-            "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+            "{} {:02}:{:02}:{:02} UTC",
+            super::validate::date_of(s),
             t / 3600,
             t / 60 % 60,
             t % 60
@@ -278,9 +278,7 @@ fn read_maps(pid: i32, binary: &Path) -> Result<ExecShare, String> {
         ),
         program: binary.to_path_buf(),
         host: this_host(),
-        measured_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        measured_unix_s: super::validate::unix_now_s(),
     })
 }
 
@@ -302,7 +300,7 @@ fn this_host() -> String {
 /// in [`exec_touches`]'s order, and the number of lines: what
 /// [`add_exec_share`] places in a profile and what `aspace bench --cost
 /// kernel` writes (one source for both).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhaseLines {
     /// Touched as the exec begins.
     pub start: Vec<u32>,
@@ -320,6 +318,12 @@ impl PhaseLines {
     /// [`exec_touches`] of `share`, grouped.
     pub fn of(share: &ExecShare) -> PhaseLines {
         let (t, lines) = exec_touches(share);
+        PhaseLines::group(&t, lines)
+    }
+
+    /// `touches` (as [`exec_touches`] gives them, over `lines` lines)
+    /// grouped by phase, each group in order.
+    fn group(t: &[(Phase, u32)], lines: u32) -> PhaseLines {
         let at = |ph: Phase| -> Vec<u32> {
             t.iter()
                 .filter(|(p, _)| *p == ph)
@@ -515,6 +519,7 @@ pub fn exec_touches(share: &ExecShare) -> (Vec<(Phase, u32)>, u32) {
 pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profile {
     let mut out = p.clone();
     let (touches, n) = exec_touches(share);
+    let phases = PhaseLines::group(&touches, n);
     let access = exec_access(share);
     // Which of the numbered lines belong to the executable.
     let mut exe_lines = vec![false; n as usize];
@@ -552,17 +557,16 @@ pub fn add_exec_share(p: &Profile, share: &ExecShare, own_binary: bool) -> Profi
                 shared_index[l as usize]
             }
         };
-        let of = |ph: Phase| -> Vec<(u32, Access)> {
-            touches
+        let of = |lines: &[u32]| -> Vec<(u32, Access)> {
+            lines
                 .iter()
-                .filter(|(p, _)| *p == ph)
-                .map(|&(_, l)| (index(l), access[l as usize]))
+                .map(|&l| (index(l), access[l as usize]))
                 .collect()
         };
         place_touches(
             &mut slot.steps,
-            [of(Phase::Start), of(Phase::Unmap), of(Phase::Release)],
-            of(Phase::Map),
+            [of(&phases.start), of(&phases.unmap), of(&phases.release)],
+            of(&phases.map),
         );
     }
     let shared_touches = touches.iter().filter(|(_, l)| !own(*l)).count();
@@ -809,11 +813,11 @@ pub(crate) mod tests {
         assert!(!start.written.contains(&pgd_list));
     }
 
-    #[test]
-    fn the_teardown_separates_a_pages_unmap_from_its_release() {
-        let mut p = profile(2);
-        // An iteration as the recorder gives it: the old image's exit
-        // unlink first, then the new image's mmap.
+    /// [`profile`] with an iteration as the recorder gives it: the old
+    /// image's exit unlink (a copy of the link's hold), work, then the new
+    /// image's mmap link, work.
+    pub(crate) fn profile_with_teardown(slots: u32) -> Profile {
+        let mut p = profile(slots);
         for s in &mut p.slots {
             let mut exit = s.steps[1].clone();
             if let Step::Hold(h) = &mut exit {
@@ -822,6 +826,12 @@ pub(crate) mod tests {
             s.steps.insert(1, exit);
             s.steps.insert(2, Step::Work(50.0));
         }
+        p
+    }
+
+    #[test]
+    fn the_teardown_separates_a_pages_unmap_from_its_release() {
+        let p = profile_with_teardown(2);
         let out = add_exec_share(&p, &share(), false);
         out.validate().unwrap();
         let steps = &out.slots[0].steps;

@@ -653,9 +653,18 @@ pub fn markdown(checks: &[Check], notes: &[String], host: &Machine, a: &PredictA
 
 /// Today's date, UTC, as `YYYY-MM-DD`.
 fn utc_date() -> String {
-    let secs = std::time::SystemTime::now()
+    date_of(unix_now_s())
+}
+
+/// Seconds since 1970-01-01 UTC now (0 for a clock set before it).
+pub(crate) fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The UTC date of `secs` since 1970-01-01 as `YYYY-MM-DD`.
+pub(crate) fn date_of(secs: u64) -> String {
     let (y, m, d) = civil_date((secs / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
@@ -663,7 +672,7 @@ fn utc_date() -> String {
 /// The proleptic Gregorian date of `days` since 1970-01-01: days are
 /// counted in 400-year eras of 146,097 days from 0000-03-01, so that the
 /// leap day ends each year of the era's arithmetic.
-pub(crate) fn civil_date(days: i64) -> (i64, u32, u32) {
+fn civil_date(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
