@@ -289,14 +289,14 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let t = g.tree_mut(s);
         let snap = if rec {
             t.check(h.slot(), h.gen())?;
-            t.trace_entry(h.slot());
+            t.trace_removal(h.slot());
             Some(t.trace_snapshot())
         } else {
             None
         };
         t.remove(h.slot(), h.gen())?;
         if let Some(snap) = snap {
-            t.trace_changed(snap);
+            t.trace_removed(snap);
         }
         self.count_len(&g, -1);
         Ok(())
@@ -431,14 +431,14 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             for &h in handles {
                 let t = g.tree_mut(h.shard() as usize);
                 let snap = if rec {
-                    t.trace_entry(h.slot());
+                    t.trace_removal(h.slot());
                     Some(t.trace_snapshot())
                 } else {
                     None
                 };
                 t.remove_checked(h.slot());
                 if let Some(snap) = snap {
-                    t.trace_changed(snap);
+                    t.trace_removed(snap);
                 }
             }
             self.counters.set_len(g.total());

@@ -49,6 +49,17 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     /// For the event recorder: the lines an insert or removal of live
     /// entry `slot` touches (call before a removal, after an insert).
     fn trace_entry(&self, slot: u32);
+    /// For the event recorder: the lines a removal of live entry `slot`
+    /// loads before it changes anything (call before the removal; by
+    /// default [`ShardTree::trace_entry`]'s) ...
+    fn trace_removal(&self, slot: u32) {
+        self.trace_entry(slot)
+    }
+    /// ... and after it, what it loaded around its change and what it
+    /// wrote (by default [`ShardTree::trace_changed`]'s).
+    fn trace_removed(&self, before: crate::trace::Snapshot) {
+        self.trace_changed(before)
+    }
     /// For the event recorder: a copy of the tree's arena, taken before a
     /// change ...
     fn trace_snapshot(&self) -> crate::trace::Snapshot;
@@ -103,6 +114,12 @@ impl ShardTree for super::VmaTree {
     }
     fn trace_changed(&self, before: crate::trace::Snapshot) {
         super::VmaTree::trace_changed(self, before)
+    }
+    fn trace_removal(&self, slot: u32) {
+        super::VmaTree::trace_removal(self, slot)
+    }
+    fn trace_removed(&self, before: crate::trace::Snapshot) {
+        super::VmaTree::trace_removed(self, before)
     }
 }
 
@@ -235,14 +252,14 @@ impl<T: ShardTree> ShardSet<T> {
         let mut t = sh.counters.write_in(&sh.lock, c);
         let snap = if t.recording() {
             t.check(h.slot(), h.gen())?;
-            t.trace_entry(h.slot());
+            t.trace_removal(h.slot());
             Some(t.trace_snapshot())
         } else {
             None
         };
         t.remove(h.slot(), h.gen())?;
         if let Some(snap) = snap {
-            t.trace_changed(snap);
+            t.trace_removed(snap);
         }
         sh.counters.set_len(t.len());
         Ok(())
@@ -298,14 +315,14 @@ impl<T: ShardTree> ShardSet<T> {
             let rec = t.recording();
             for h in handles {
                 let snap = if rec {
-                    t.trace_entry(h.slot());
+                    t.trace_removal(h.slot());
                     Some(t.trace_snapshot())
                 } else {
                     None
                 };
                 t.remove_checked(h.slot());
                 if let Some(snap) = snap {
-                    t.trace_changed(snap);
+                    t.trace_removed(snap);
                 }
             }
             sh.counters.set_len(t.len());
@@ -319,14 +336,14 @@ impl<T: ShardTree> ShardSet<T> {
         let rec = crate::trace::recording();
         for h in handles {
             let snap = if rec {
-                guards[pos(h)].trace_entry(h.slot());
+                guards[pos(h)].trace_removal(h.slot());
                 Some(guards[pos(h)].trace_snapshot())
             } else {
                 None
             };
             guards[pos(h)].remove_checked(h.slot());
             if let Some(snap) = snap {
-                guards[pos(h)].trace_changed(snap);
+                guards[pos(h)].trace_removed(snap);
             }
         }
         for (g, &s) in guards.iter().zip(&ids) {
