@@ -839,6 +839,45 @@ pub fn simulate_all_placed(
     overlap: bool,
     placed: &(dyn Fn(usize, u32) -> Option<Vec<u32>> + Sync),
 ) -> Result<Vec<Vec<Prediction>>, String> {
+    simulate_points(m, profiles, cpus, seconds, None, overlap, placed)
+}
+
+/// [`simulate_all`] with `warmup_s` simulated seconds before each point's
+/// measured time instead of the default (a twentieth of `seconds`, at most
+/// 50 ms): for a point that leaves its start slowly. All copies start
+/// together, and a contended lock's queue can stay in a slow state from
+/// that start for a good part of a second before the work's jitter breaks
+/// it up (the validation's exit-batching row: `linux` at 20 CPUs of
+/// spr-224 measured 20.1k-24.0k execs/s over seeds 1-6 of one recording
+/// after 50 ms, 23.7k-24.1k after 1 s: docs/results/predict/exit-s40/).
+pub fn simulate_all_warm(
+    m: &Machine,
+    profiles: &[Profile],
+    cpus: &[u32],
+    seconds: f64,
+    warmup_s: f64,
+    overlap: bool,
+) -> Result<Vec<Vec<Prediction>>, String> {
+    simulate_points(
+        m,
+        profiles,
+        cpus,
+        seconds,
+        Some(warmup_s * 1e9),
+        overlap,
+        &|_, _| None,
+    )
+}
+
+fn simulate_points(
+    m: &Machine,
+    profiles: &[Profile],
+    cpus: &[u32],
+    seconds: f64,
+    warmup_ns: Option<f64>,
+    overlap: bool,
+    placed: &(dyn Fn(usize, u32) -> Option<Vec<u32>> + Sync),
+) -> Result<Vec<Vec<Prediction>>, String> {
     type Job = (usize, usize, u32, usize, Option<Vec<u32>>);
     let jobs: Vec<Job> = (0..profiles.len())
         .flat_map(|p| {
@@ -868,7 +907,7 @@ pub fn simulate_all_placed(
                 let (p, c, first, n) = (*p, *c, *first, *n);
                 let mut cfg = SimConfig::new(cpus[c]);
                 cfg.duration_ns = seconds * 1e9 / n as f64;
-                cfg.warmup_ns = (seconds * 5e7).min(5e7);
+                cfg.warmup_ns = warmup_ns.unwrap_or((seconds * 5e7).min(5e7));
                 cfg.work_jitter = WORK_JITTER;
                 cfg.first_cpu = first;
                 cfg.overlap = overlap;

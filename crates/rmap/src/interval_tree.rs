@@ -1387,6 +1387,31 @@ impl<P: Copy, K: KeyOrder> IntervalTree<P, K> {
         (Self::slot_of(self.root), i)
     }
 
+    /// For the event recorder: node `n`'s parent, left and right child as
+    /// slots (`NIL` where it has none), or `None` when `n` is not linked.
+    /// `n` may come from a copy of the arena: only its links are read.
+    pub(crate) fn link_slots(n: &Node<P>) -> Option<[u32; 3]> {
+        if !n.in_tree() {
+            return None;
+        }
+        let slot = |r: u32| if r == NIL { NIL } else { Self::slot_of(r) };
+        Some([slot(n.parent), slot(n.left), slot(n.right)])
+    }
+
+    /// For the event recorder: `a` and `b` (one slot before and after a
+    /// change) differ in more than the parent link: a node whose children,
+    /// colour, maximum or state the change rewrote, not one it only
+    /// re-parented.
+    pub(crate) fn differs_beyond_parent(a: &Node<P>, b: &Node<P>) -> bool
+    where
+        P: PartialEq,
+    {
+        Node {
+            parent: b.parent,
+            ..*a
+        } != *b
+    }
+
     /// The parent slot of linked node `i` (`NIL` at the root).
     #[inline]
     pub(crate) fn parent_of(&self, i: u32) -> u32 {

@@ -36,10 +36,11 @@
 //! two holds share: a model that follows each line's last writer charges a
 //! transfer only where another CPU wrote the line last.
 //!
-//! A removal by handle through `designs/parts.rs` does not search, so it
-//! records the node and only the ancestors its fix-up loads (those it
-//! rewrote and the one where `propagate` stopped), not the root path
-//! (`VmaTree::trace_unlinked`, s40).
+//! A removal by handle does not search from the root (it starts at the
+//! node its handle names and follows parent links), so it records the
+//! node and the nodes around what it changed
+//! ([`touch_loaded_around_changes`]: the written nodes, the children,
+//! parent and sibling the fix-up reads), not the root path (s40).
 //!
 //! Where a design changes a tree, the nodes the change wrote are found by
 //! comparing the tree's arena before and after it (a copy taken only while
@@ -384,15 +385,6 @@ impl Snapshot {
         self
     }
 
-    /// Whether node `i` of a tree of `T` differs from its copy here (true
-    /// where the copy has no node `i` or holds another type).
-    pub(crate) fn changed<T: PartialEq + 'static>(&self, i: usize, now: &T) -> bool {
-        match self.0.downcast_ref::<Vec<T>>() {
-            Some(v) => v.get(i) != Some(now),
-            None => true,
-        }
-    }
-
     /// The key given to [`Snapshot::with_key`], if any.
     pub(crate) fn key(&self) -> Option<(u64, u64)> {
         self.1
@@ -487,6 +479,73 @@ pub(crate) fn touch_changed<T: Copy + PartialEq + 'static>(
         }
     }
     drop(old);
+    overhead_since(start);
+}
+
+/// For a removal found by its handle (no search from the root): notes as
+/// read, for the innermost open hold, the nodes the change must have
+/// loaded, before [`touch_changed`] notes what it wrote. `links` gives a
+/// node's parent, left and right child as slots (`None` when it is not
+/// linked), `rewrote(before, after)` whether a changed slot changed in
+/// more than its parent link; both are read in the arena before the
+/// change (`before`) and after it (`nodes`). Loaded: every node the
+/// change wrote that was linked before (it followed a link to it and read
+/// it first), and, for every node it rewrote (children, colour, maximum,
+/// state: not one it only re-parented), that node's children, its parent
+/// and the parent's children. This is what an unlink of a node with
+/// parent links reads: the augmented maximum recomputed from each
+/// rewritten node's children, then checked on its parent (where the walk
+/// up stops: the first parent whose value stays, and its other child),
+/// the rebalancing's sibling and its children (the sibling is recoloured
+/// or rotated: rewritten), the successor it moves (rewritten) and that
+/// successor's old parent. It misses a node of the successor's search
+/// between two the change left alone (that search is short: the
+/// successor's subtree's left spine). Its time does not count in the
+/// hold's.
+#[cold]
+pub(crate) fn touch_loaded_around_changes<T: Copy + PartialEq + 'static>(
+    before: &Snapshot,
+    nodes: &[T],
+    links: impl Fn(&T) -> Option<[u32; 3]>,
+    rewrote: impl Fn(&T, &T) -> bool,
+) {
+    let start = std::time::Instant::now();
+    let Some(old) = before.0.downcast_ref::<Vec<T>>() else {
+        return;
+    };
+    let nil = crate::interval_tree::NIL;
+    let mut loaded = std::collections::BTreeSet::new();
+    for (c, n) in nodes.iter().enumerate() {
+        let was = old.get(c);
+        if was == Some(n) {
+            continue;
+        }
+        if let Some(w) = was {
+            if links(w).is_some() {
+                loaded.insert(c);
+            }
+        }
+        if was.is_some_and(|w| !rewrote(w, n)) {
+            continue;
+        }
+        for arena in [&old[..], nodes] {
+            let Some([p, l, r]) = arena.get(c).and_then(&links) else {
+                continue;
+            };
+            let parent = arena.get(p as usize).and_then(&links);
+            let [_, pl, pr] = parent.unwrap_or([nil; 3]);
+            for i in [l, r, p, pl, pr] {
+                if i != nil {
+                    loaded.insert(i as usize);
+                }
+            }
+        }
+    }
+    for i in loaded {
+        if let Some(n) = nodes.get(i) {
+            touch_node(n, false);
+        }
+    }
     overhead_since(start);
 }
 

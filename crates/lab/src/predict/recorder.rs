@@ -417,6 +417,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
     };
     let mut recorded: Vec<(u32, f64, Vec<Event>)> = Vec::new();
     let mut labelled = 0usize;
+    let mut carried_over = 0usize;
     let mut seen = std::collections::HashSet::new();
     for (k, r) in records.into_iter().enumerate() {
         if !seen.insert(r.cpu) {
@@ -458,6 +459,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             &exec_steps
         };
         labelled += usize::from(label_calls(&mut events, steps));
+        if cfg.cost == Cost::Model {
+            carried_over += own_nodes_carried_over(&mut events);
+        }
         recorded.push((r.cpu, r.plain_ns, events));
     }
     pool_times(&mut recorded);
@@ -514,7 +518,7 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
         loads_recorded: true,
         hold_timing: false,
         notes: format!(
-            "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots",
+            "{}contended warm-up: {} of {} acquisitions contended ({:.1}%, links and unlinks of the warm-up's bursts included); {} hand-overs between two threads in {:.0} ms{}; {} locks seen while recording; {} slots took turns ({} recorded rounds); system calls known in {} of {} slots{}",
             if cfg.cost == Cost::Kernel {
                 format!(
                     "each split of a map or munmap also removes the cut VMA from the design's reverse map and reinserts it with its new range (Linux 6.12's __split_vma: 3 interval-tree operations in its hold); each split or merge hold also holds one maple-tree store of a split piece or merged VMA, {:.0} ns (the model's own store, timed here: Linux 6.12's __split_vma and commit_merge store inside their i_mmap_rwsem hold), an mprotect split also the anon_vma's lock and its one-entry tree's remove and insert, {:.0} ns (linux's map of one entry, timed here); ",
@@ -538,6 +542,13 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
             cfg.iterations.max(1),
             labelled,
             slots_n,
+            if carried_over > 0 {
+                format!(
+                    "; {carried_over} tree nodes a teardown freed given the identities of the nodes its slot made and kept (each slot's iteration a loop of its own)"
+                )
+            } else {
+                String::new()
+            },
         ),
     };
     p.validate().map_err(|e| e.to_string())?;
@@ -556,8 +567,9 @@ pub fn record_profile(m: &Machine, cfg: &RecordConfig) -> Result<Profile, String
 /// consecutive nodes, then CPUs) puts consecutive residents on
 /// consecutive nodes: a design that files a VMA by its CPU's node or
 /// shard (`numa_split`, `numa_locks`, `sharded`, `aspace`) holds the
-/// residents' VMAs in all of its trees, a 1/nodes share each, as the
-/// patched kernel's sibling trees would. A design of one tree gets the
+/// residents' VMAs in all of its trees, a 1/nodes share each (at most
+/// `ceil(n / nodes)` a node, even when other threads take tickets
+/// meanwhile), as the patched kernel's sibling trees would. A design of one tree gets the
 /// same inserts in the same order either way.
 ///
 /// Otherwise (the model's cost) they exec on this thread, as `aspace
@@ -578,11 +590,40 @@ fn populate(
     if !spread {
         return (0..n).map(|_| one()).collect();
     }
+    // A thread's emulated CPU is a process-wide ticket, so threads that
+    // other code starts meanwhile (tests run side by side) can take some
+    // of the tickets: a thread whose node already has its share does not
+    // exec, and another is started, so that the shares stay even. After
+    // `64 * n` refusals (other threads taking nearly every ticket) any
+    // node is taken.
+    let nodes = topo.nodes().max(1) as usize;
+    let share = n.div_ceil(nodes);
+    let mut per_node = vec![0usize; nodes];
+    let mut out = Vec::with_capacity(n);
+    let mut refused = 0usize;
     std::thread::scope(|s| {
-        (0..n)
-            .map(|_| s.spawn(one).join().expect("a resident's exec panicked"))
-            .collect()
-    })
+        while out.len() < n {
+            let take_any = refused >= 64 * n;
+            let full: Vec<bool> = per_node.iter().map(|&k| k >= share).collect();
+            let got = s
+                .spawn(move || {
+                    let node = topo.current_node() as usize;
+                    (take_any || !full.get(node).copied().unwrap_or(false)).then(one)
+                })
+                .join()
+                .expect("a resident's exec panicked");
+            match got {
+                Some((node, mm)) => {
+                    if let Some(k) = per_node.get_mut(node as usize) {
+                        *k += 1;
+                    }
+                    out.push((node, mm));
+                }
+                None => refused += 1,
+            }
+        }
+    });
+    out
 }
 
 /// The recording's files. For the kernel cost each split of a file VMA by
@@ -927,6 +968,88 @@ struct OwnWork {
     anon_vma_ns: f64,
 }
 
+/// Makes a slot's recorded iteration a loop of its own for the model cost:
+/// the tree nodes its holds free that it did not make in the iteration
+/// (the previous image's, freed by the exec's teardown, `ExitUnlink`) are
+/// given, in order, the identities of the nodes it makes in the iteration
+/// and keeps (the new image's, which the next exec's teardown frees), per
+/// map and shard; returns how many were renamed.
+///
+/// The recorder's trees keep their nodes in an arena whose free list every
+/// slot shares: in the recorded round the nodes a slot's teardown frees
+/// are the ones it made a round before, and the next slots' links take
+/// them over. Replayed as they were recorded, a slot's every teardown
+/// would free nodes the other slots made (whoever took them over in the
+/// recording), each a transfer in every iteration. On the bench a
+/// thread's teardown frees its own previous image, whose nodes it made
+/// itself one exec before (their lines are another CPU's only where
+/// another thread's change wrote them since, which the renamed identity
+/// keeps: the other slots' recorded touches of it). A node made and freed
+/// within the iteration (an `munmap`ed mapping) is already its own; what
+/// the two lists do not pair (they differ only when the images differ)
+/// stays as recorded. A line of a hold that already names the new
+/// identity is merged into it.
+fn own_nodes_carried_over(events: &mut [Event]) -> usize {
+    use std::collections::HashSet;
+    let mut made: HashMap<(u32, u32), HashSet<usize>> = HashMap::new();
+    // Nodes made in the iteration and still live, in order of making.
+    let mut kept: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    // (event, line) of each node freed that the iteration did not make.
+    let mut carried: HashMap<(u32, u32), Vec<(usize, usize)>> = HashMap::new();
+    for (ei, e) in events.iter().enumerate() {
+        let key = (e.map, e.shard);
+        for (li, l) in e.lines.iter().enumerate() {
+            if !l.is_node() {
+                continue;
+            }
+            if l.allocated {
+                made.entry(key).or_default().insert(l.line);
+                kept.entry(key).or_default().push(l.line);
+            } else if l.freed {
+                if made.get(&key).is_some_and(|m| m.contains(&l.line)) {
+                    if let Some(k) = kept.get_mut(&key) {
+                        k.retain(|&x| x != l.line);
+                    }
+                } else {
+                    carried.entry(key).or_default().push((ei, li));
+                }
+            }
+        }
+    }
+    let mut renamed = 0;
+    let mut touched_events = Vec::new();
+    for (key, freed) in &carried {
+        let Some(new) = kept.get(key) else {
+            continue;
+        };
+        for (&(ei, li), &id) in freed.iter().zip(new) {
+            events[ei].lines[li].line = id;
+            touched_events.push(ei);
+            renamed += 1;
+        }
+    }
+    touched_events.sort_unstable();
+    touched_events.dedup();
+    for ei in touched_events {
+        let e = &mut events[ei];
+        let mut merged: Vec<rmap::trace::LineTouch> = Vec::with_capacity(e.lines.len());
+        for l in &e.lines {
+            match merged.iter_mut().find(|m| m.line == l.line) {
+                Some(m) => {
+                    m.loaded_first &= l.loaded_first;
+                    m.written |= l.written;
+                    m.freed |= l.freed;
+                }
+                None => merged.push(*l),
+            }
+        }
+        e.lines = merged;
+        e.lines_written = e.lines.iter().filter(|l| l.written).count() as u32;
+        e.lines_read = e.lines.len() as u32 - e.lines_written;
+    }
+    renamed
+}
+
 /// The profile's lines: each recorded line identity once, with its kind.
 #[derive(Default)]
 struct Lines {
@@ -1089,9 +1212,12 @@ fn steps_of(
 /// per VMA it unlinks (the exit path before 2024's batching): `k` =
 /// [`Profile::exit_vmas_per_hold`] rounded when the recorder measured it,
 /// else links on that map in the iteration / exit holds on it; each piece
-/// holds `1/k` of the time, reads the lines the batch read and writes
-/// every `k`-th of the lines it wrote (the batch's writes are its
-/// removals' together). Design-agnostic.
+/// holds `1/k` of the time and reads and writes every `k`-th of the lines
+/// the batch read and wrote: a removal starts at its own node and touches
+/// the nodes around what it changes (`rmap`'s `VmaTree::trace_removed`;
+/// Linux's `rb_erase_augmented` is the same), with no search from the
+/// root, so the batch's lines are its removals' together, reads as well
+/// as writes. Design-agnostic.
 pub fn unbatch_exit(p: &Profile) -> Profile {
     let mut out = p.clone();
     for s in &mut out.slots {
@@ -1121,18 +1247,21 @@ pub fn unbatch_exit(p: &Profile) -> Profile {
                         if i > 0 {
                             steps.push(Step::Work(0.0));
                         }
-                        // Each piece removes one VMA: it writes its share
-                        // of the nodes the batch wrote, and walks the same
-                        // upper path (every read line).
+                        // Each piece removes one VMA: its share of the
+                        // nodes the batch read and wrote.
+                        let share = |lines: &[u32]| -> Vec<u32> {
+                            lines
+                                .iter()
+                                .enumerate()
+                                .filter(|(j, _)| j % k == i)
+                                .map(|(_, &l)| l)
+                                .collect()
+                        };
                         let mut piece = h.clone();
                         piece.hold_ns = h.hold_ns / k as f64;
-                        piece.written = h
-                            .written
-                            .iter()
-                            .enumerate()
-                            .filter(|(j, _)| j % k == i)
-                            .map(|(_, &l)| l)
-                            .collect();
+                        piece.written = share(&h.written);
+                        piece.read = share(&h.read);
+                        piece.loaded_first.retain(|l| piece.written.contains(l));
                         steps.push(Step::Hold(piece));
                     }
                 }
@@ -1237,7 +1366,9 @@ mod tests {
     /// of one tree per node holds them in all of its trees; the model's
     /// exec on the recording's own thread, as the bench's do (mutant:
     /// `spread` ignored, every resident on one node, leaves 3 of the 4
-    /// nodes' trees without residents).
+    /// nodes' trees without residents; mutant s41-tickets: every started
+    /// thread execs, whatever its node, gives uneven shares while another
+    /// thread takes tickets, as it did when tests ran side by side).
     #[test]
     fn kernel_residents_exec_on_every_node_the_models_on_one() {
         if check(Path::new("/bin/true")).is_err() {
@@ -1258,6 +1389,23 @@ mod tests {
             n
         };
         assert_eq!(per_node(true), [3, 3, 3, 3]);
+        // Even while other threads take emulated CPU tickets (as other
+        // tests do, side by side): the shares stay even.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let noisy = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = topo.clone();
+                    std::thread::spawn(move || t.current_cpu())
+                        .join()
+                        .expect("a ticket");
+                }
+            });
+            let n = per_node(true);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            n
+        });
+        assert_eq!(noisy, [3, 3, 3, 3]);
         let one = per_node(false);
         assert_eq!(one.iter().filter(|&&k| k > 0).count(), 1, "{one:?}");
         assert_eq!(one.iter().sum::<usize>(), 12);
@@ -1781,6 +1929,82 @@ mod tests {
         assert!(t > 0.0 && t.is_finite(), "{t}");
     }
 
+    /// A slot's teardown frees last iteration's nodes; the iteration then
+    /// makes nodes (one of them freed again by an munmap). The nodes the
+    /// teardown freed take, in order, the identities of the nodes the
+    /// iteration made and kept, on the same map only; the munmap's free
+    /// (of a node made in the iteration) and the other map's stay.
+    #[test]
+    fn a_teardown_frees_the_nodes_its_slot_made_and_kept() {
+        let node = |x: usize| (1usize << (usize::BITS - 1)) | x;
+        let touch =
+            |line: usize, written: bool, allocated: bool, freed: bool| rmap::trace::LineTouch {
+                line: node(line),
+                written,
+                loaded_first: !allocated,
+                allocated,
+                freed,
+                kernel_keeps: false,
+            };
+        let with = |mut e: Event, t: Vec<rmap::trace::LineTouch>| {
+            // The lock word first (not a node).
+            e.lines = lines(e.map as usize, &[]);
+            e.lines.extend(t);
+            e.lines_written = e.lines.iter().filter(|l| l.written).count() as u32;
+            e.lines_read = e.lines.len() as u32 - e.lines_written;
+            e
+        };
+        let mut evs = vec![
+            // The teardown: frees 1 and 2 (last iteration's), reads 5 (a
+            // node this iteration makes later, another slot's now).
+            with(
+                ev(1, 0, Site::ExitUnlink, 100),
+                vec![
+                    touch(1, true, false, true),
+                    touch(2, true, false, true),
+                    touch(5, false, false, false),
+                ],
+            ),
+            // Another map's teardown: nothing made there, stays.
+            with(
+                ev(2, 0, Site::ExitUnlink, 100),
+                vec![touch(9, true, false, true)],
+            ),
+            with(
+                ev(1, 0, Site::MmapLink, 100),
+                vec![touch(4, true, true, false)],
+            ),
+            with(
+                ev(1, 0, Site::MmapLink, 100),
+                vec![touch(7, true, true, false)],
+            ),
+            // An munmap frees 7, made in this iteration: its own already.
+            with(
+                ev(1, 0, Site::ExitUnlink, 100),
+                vec![touch(7, true, false, true)],
+            ),
+            with(
+                ev(1, 0, Site::MmapLink, 100),
+                vec![touch(5, true, true, false)],
+            ),
+        ];
+        assert_eq!(own_nodes_carried_over(&mut evs), 2);
+        let ids = |e: &Event| -> Vec<(usize, bool)> {
+            e.lines[1..]
+                .iter()
+                .map(|l| (l.line & !node(0), l.written))
+                .collect()
+        };
+        // 1 -> 4, 2 -> 5 (merged with the read of 5: written).
+        assert_eq!(ids(&evs[0]), vec![(4, true), (5, true)]);
+        assert_eq!((evs[0].lines_written, evs[0].lines_read), (3, 0));
+        assert_eq!(ids(&evs[1]), vec![(9, true)]);
+        assert_eq!(ids(&evs[4]), vec![(7, true)]);
+        // Nothing to pair with: nothing renamed.
+        let mut alone = vec![evs[1].clone()];
+        assert_eq!(own_nodes_carried_over(&mut alone), 0);
+    }
+
     #[test]
     fn unbatching_exit_splits_by_links() {
         let mut locks = HashMap::new();
@@ -1790,7 +2014,7 @@ mod tests {
             1,
             &(0..10)
                 .map(|i| (100 + i, true))
-                .chain([(200, false)])
+                .chain((200..205).map(|i| (i, false)))
                 .collect::<Vec<_>>(),
         );
         evs.extend((0..5).map(|_| ev(1, 0, Site::MmapLink, 100)));
@@ -1830,8 +2054,9 @@ mod tests {
             .collect();
         assert_eq!(exits, vec![100.0; 5]);
         assert_eq!(p.times().0, q.times().0);
-        // The batch's written lines are shared out, each once; every piece
-        // reads what the batch read.
+        // The batch's written and read lines are shared out, each once (a
+        // removal touches the nodes around its own change, no path from the
+        // root that every piece would walk).
         let pieces: Vec<&Hold> = q.slots[0]
             .steps
             .iter()
@@ -1848,13 +2073,18 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        let mut all: Vec<u32> = pieces.iter().flat_map(|h| h.written.clone()).collect();
-        all.sort_unstable();
-        let mut want = batch.written.clone();
-        want.sort_unstable();
-        assert_eq!(all, want);
+        let shared_out = |of: fn(&Hold) -> &Vec<u32>| {
+            let mut all: Vec<u32> = pieces.iter().flat_map(|h| of(h).clone()).collect();
+            all.sort_unstable();
+            let mut want = of(batch).clone();
+            want.sort_unstable();
+            assert_eq!(all, want);
+        };
+        shared_out(|h| &h.written);
+        shared_out(|h| &h.read);
+        assert_eq!(batch.read.len(), 5);
         assert!(pieces
             .iter()
-            .all(|h| h.read == batch.read && h.written.len() == 2));
+            .all(|h| h.written.len() == 2 && h.read.len() == 1));
     }
 }

@@ -524,14 +524,14 @@ impl Aspace {
                 resolve_shard(h, 1)?;
                 let snap = if g.recording() {
                     g.check(h.slot(), h.gen())?;
-                    g.trace_entry(h.slot());
+                    g.trace_removal(h.slot());
                     Some(g.trace_snapshot())
                 } else {
                     None
                 };
                 g.remove(h.slot(), h.gen())?;
                 if let Some(snap) = snap {
-                    g.trace_changed(snap);
+                    g.trace_removed(snap);
                 }
                 self.counters.set_len(g.len());
                 Ok(())
@@ -707,14 +707,14 @@ impl ReverseMap for Aspace {
                     let rec = g.recording();
                     for h in handles {
                         let snap = if rec {
-                            g.trace_entry(h.slot());
+                            g.trace_removal(h.slot());
                             Some(g.trace_snapshot())
                         } else {
                             None
                         };
                         g.remove_checked(h.slot());
                         if let Some(snap) = snap {
-                            g.trace_changed(snap);
+                            g.trace_removed(snap);
                         }
                     }
                     self.counters.set_len(g.len());

@@ -138,47 +138,32 @@ impl VmaTree {
         trace_path(&self.t, slot);
     }
 
-    /// For the event recorder, before a removal by handle: the header
-    /// written and the node read. The removal starts at the node's slot
-    /// (it does not search from the root), so its ancestors are not read
-    /// here: returns them, bottom-up, for [`VmaTree::trace_unlinked`].
+    /// For the event recorder, before removing live entry `slot`: the
+    /// header written and the entry read. A removal starts at the entry
+    /// its handle names and follows parent links up (`unlink_core`,
+    /// `propagate`): it does not search from the root, so the path above
+    /// what it changes is not its (Linux 6.12's `vma_interval_tree_remove`,
+    /// `rb_erase_augmented_cached`, is the same). The nodes around the
+    /// change are added by [`VmaTree::trace_removed`].
     #[cold]
     #[inline(never)]
-    pub(crate) fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
-        use crate::interval_tree::NIL;
+    pub(crate) fn trace_removal(&self, slot: u32) {
         crate::trace::touch_val(self, true);
-        let n = self.t.node(slot);
-        crate::trace::touch_node(n, false);
-        let mut path = Vec::new();
-        if !n.in_tree() {
-            return path;
-        }
-        let mut p = self.t.parent_of(slot);
-        while p != NIL {
-            path.push(p);
-            p = self.t.parent_of(p);
-        }
-        path
+        crate::trace::touch_node(self.t.node(slot), false);
     }
 
-    /// For the event recorder, after a removal by handle and before
-    /// [`VmaTree::trace_changed`]: the ancestors (`path`, from
-    /// [`VmaTree::trace_unlink_entry`]) the fix-up loaded, read first.
-    /// `propagate` walks up while an ancestor's `max_last` changes and
-    /// stops at the first it leaves as it was (`interval_tree.rs`), so
-    /// those are the ancestors the change wrote, bottom-up, and the first
-    /// it did not; the ones above are never loaded (they were recorded as
-    /// read before s40-exit2: the whole root path, ~13 lines a VMA).
+    /// For the event recorder, after a removal: the nodes it loaded around
+    /// what it changed ([`crate::trace::touch_loaded_around_changes`]),
+    /// then, as [`VmaTree::trace_changed`], every node it wrote.
     #[cold]
-    #[inline(never)]
-    pub(crate) fn trace_unlinked(&self, path: &[u32], before: &crate::trace::Snapshot) {
-        for &p in path {
-            let n = self.t.node(p);
-            crate::trace::touch_node(n, false);
-            if !before.changed(p as usize, n) {
-                break;
-            }
-        }
+    pub(crate) fn trace_removed(&self, before: crate::trace::Snapshot) {
+        crate::trace::touch_loaded_around_changes(
+            &before,
+            self.t.nodes(),
+            IntervalTree::<VmaId>::link_slots,
+            IntervalTree::<VmaId>::differs_beyond_parent,
+        );
+        self.trace_changed(before);
     }
 
     /// For the event recorder: a copy of the arena before a change.
@@ -226,44 +211,6 @@ mod tests {
     use super::shardset::ShardTree;
     use super::*;
     use crate::interval_tree::IntervalTree;
-
-    /// A removal by handle records the ancestors its fix-up loads (those
-    /// whose `max_last` it rewrote and the one where it stopped), not the
-    /// whole path from the root: removing the leftmost of 1023 nested-free
-    /// entries (its `max_last` is the smallest, so no ancestor's changes
-    /// beyond a rebalance) reads a few lines where the root path is ~9
-    /// deep. Mutant `exit2-root-path` (record `trace_entry`'s root path in
-    /// `remove_in`/`remove_batch` again) fails it: 6 lines read.
-    #[test]
-    fn a_removal_by_handle_reads_only_what_its_fix_up_loads() {
-        use crate::{Design, Interval, Topology};
-        for batch in [false, true] {
-            let m = Design::Linux.build(&Topology::Os);
-            let hs: Vec<_> = (0..1023u64)
-                .map(|i| {
-                    m.insert(Interval::new(i * 10, i * 10 + 5).unwrap(), i)
-                        .unwrap()
-                })
-                .collect();
-            // A red-black tree of 1023 nodes is at least 9 deep at its
-            // leftmost leaf (log2(1024) - 1).
-            let depth = 9;
-            let ev = crate::trace::record(|| {
-                if batch {
-                    m.remove_batch(&hs[..1]).unwrap();
-                } else {
-                    m.remove(hs[0]).unwrap();
-                }
-            });
-            assert_eq!(ev.len(), 1);
-            assert!(
-                ev[0].lines_read <= 2,
-                "batch {batch}: {} lines read (root path {depth})",
-                ev[0].lines_read
-            );
-            assert!(ev[0].lines_written >= 2, "batch {batch}: header and node");
-        }
-    }
 
     /// `Design::shard_of_cpu` answers what each design's own rule picks on
     /// a thread running on that CPU (emulated 2 nodes of 8 CPUs: threads
@@ -333,5 +280,72 @@ mod tests {
     fn generation_wrap_retires_the_slot() {
         forced_wrap(&mut VmaTree::new(), |t, s, g| t.t.set_gen_for_test(s, g));
         forced_wrap(&mut GroupTree::new(), |t, s, g| t.set_gen_for_test(s, g));
+    }
+
+    /// A removal starts at the node its handle names and follows parent
+    /// links: the recorder charges it the nodes around its change, not
+    /// the path from the root an insert walks. 4096 entries inserted in a
+    /// scrambled order, every one ending at the same page (no maximum
+    /// above a removed node's parent changes): 64 inserts read their paths
+    /// (11 nodes on average); 64 removals (every 64th entry) read half as
+    /// many (their rebalancing's siblings and the nodes whose maxima they
+    /// recheck), fewer than 3/4 of the inserts', and load every node they
+    /// write before writing it, through `remove` and `remove_batch` alike.
+    #[test]
+    fn a_removal_reads_around_its_change_not_the_path_from_the_root() {
+        use crate::{Design, Topology};
+        let m = Design::Linux.build(&Topology::Os);
+        let iv = |i: u64| Interval::new(i, 1 << 20).unwrap();
+        // Inserted in a scrambled order (an odd multiplier permutes 0..4096).
+        let handles: Vec<_> = (0..4096u64)
+            .map(|i| {
+                m.insert(iv(i.wrapping_mul(2_654_435_761) % 4096), i)
+                    .unwrap()
+            })
+            .collect();
+        // 64 more inserts, spread over the keys: each reads its path.
+        let ins_read = (0..64u64)
+            .map(|i| {
+                let (_, ins) = crate::trace::record_lines(|| m.insert(iv(i * 64 + 31), i).unwrap());
+                f64::from(ins[0].event.lines_read)
+            })
+            .sum::<f64>()
+            / 64.0;
+        assert!(ins_read >= 11.0, "an insert reads its path: {ins_read:.1}");
+        let (mut read, mut written, mut n) = (0u32, 0u32, 0u32);
+        // Every other one through `remove_batch`: both removals by handle.
+        for (k, &h) in handles.iter().step_by(64).enumerate() {
+            let (_, rm) = crate::trace::record_lines(|| {
+                if k % 2 == 1 {
+                    m.remove_batch(&[h]).unwrap()
+                } else {
+                    m.remove(h).unwrap()
+                }
+            });
+            assert_eq!(rm.len(), 1);
+            let e = &rm[0];
+            read += e.event.lines_read;
+            written += e.event.lines_written;
+            n += 1;
+            assert!(
+                e.lines
+                    .iter()
+                    .filter(|l| l.is_node() && l.written)
+                    .all(|l| l.loaded_first),
+                "a removal loads each node before it writes it"
+            );
+        }
+        let (read, written) = (
+            f64::from(read) / f64::from(n),
+            f64::from(written) / f64::from(n),
+        );
+        assert!(
+            read < 0.75 * ins_read,
+            "a removal reads {read:.1} lines, an insert {ins_read:.1}"
+        );
+        assert!(
+            read >= 1.0 && written >= 3.0,
+            "{read:.1} read, {written:.1} written"
+        );
     }
 }

@@ -289,15 +289,14 @@ impl<S: TreeSet, R: ShardRule> SingleLock<S, R> {
         let t = g.tree_mut(s);
         let snap = if rec {
             t.check(h.slot(), h.gen())?;
-            let path = t.trace_unlink_entry(h.slot());
-            Some((path, t.trace_snapshot()))
+            t.trace_removal(h.slot());
+            Some(t.trace_snapshot())
         } else {
             None
         };
         t.remove(h.slot(), h.gen())?;
-        if let Some((path, snap)) = snap {
-            t.trace_unlinked(&path, &snap);
-            t.trace_changed(snap);
+        if let Some(snap) = snap {
+            t.trace_removed(snap);
         }
         self.count_len(&g, -1);
         Ok(())
@@ -432,15 +431,14 @@ impl<S: TreeSet, R: ShardRule> ReverseMap for SingleLock<S, R> {
             for &h in handles {
                 let t = g.tree_mut(h.shard() as usize);
                 let snap = if rec {
-                    let path = t.trace_unlink_entry(h.slot());
-                    Some((path, t.trace_snapshot()))
+                    t.trace_removal(h.slot());
+                    Some(t.trace_snapshot())
                 } else {
                     None
                 };
                 t.remove_checked(h.slot());
-                if let Some((path, snap)) = snap {
-                    t.trace_unlinked(&path, &snap);
-                    t.trace_changed(snap);
+                if let Some(snap) = snap {
+                    t.trace_removed(snap);
                 }
             }
             self.counters.set_len(g.total());

@@ -49,22 +49,22 @@ pub(crate) trait ShardTree: Default + Send + Sync {
     /// For the event recorder: the lines an insert or removal of live
     /// entry `slot` touches (call before a removal, after an insert).
     fn trace_entry(&self, slot: u32);
+    /// For the event recorder: the lines a removal of live entry `slot`
+    /// loads before it changes anything (call before the removal; by
+    /// default [`ShardTree::trace_entry`]'s) ...
+    fn trace_removal(&self, slot: u32) {
+        self.trace_entry(slot)
+    }
+    /// ... and after it, what it loaded around its change and what it
+    /// wrote (by default [`ShardTree::trace_changed`]'s).
+    fn trace_removed(&self, before: crate::trace::Snapshot) {
+        self.trace_changed(before)
+    }
     /// For the event recorder: a copy of the tree's arena, taken before a
     /// change ...
     fn trace_snapshot(&self) -> crate::trace::Snapshot;
     /// ... and every node that change wrote, touched as written.
     fn trace_changed(&self, before: crate::trace::Snapshot);
-    /// For the event recorder, before a removal by handle: what the
-    /// removal reads before it changes the tree; returns what
-    /// [`ShardTree::trace_unlinked`] needs. By default [`ShardTree::trace_entry`].
-    fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
-        self.trace_entry(slot);
-        Vec::new()
-    }
-    /// For the event recorder, after that removal (before
-    /// [`ShardTree::trace_changed`]): what its fix-up loaded. By default
-    /// nothing more.
-    fn trace_unlinked(&self, _path: &[u32], _before: &crate::trace::Snapshot) {}
 }
 
 impl ShardTree for super::VmaTree {
@@ -109,17 +109,17 @@ impl ShardTree for super::VmaTree {
     fn trace_entry(&self, slot: u32) {
         super::VmaTree::trace_entry(self, slot)
     }
-    fn trace_unlink_entry(&self, slot: u32) -> Vec<u32> {
-        super::VmaTree::trace_unlink_entry(self, slot)
-    }
-    fn trace_unlinked(&self, path: &[u32], before: &crate::trace::Snapshot) {
-        super::VmaTree::trace_unlinked(self, path, before)
-    }
     fn trace_snapshot(&self) -> crate::trace::Snapshot {
         super::VmaTree::trace_snapshot(self)
     }
     fn trace_changed(&self, before: crate::trace::Snapshot) {
         super::VmaTree::trace_changed(self, before)
+    }
+    fn trace_removal(&self, slot: u32) {
+        super::VmaTree::trace_removal(self, slot)
+    }
+    fn trace_removed(&self, before: crate::trace::Snapshot) {
+        super::VmaTree::trace_removed(self, before)
     }
 }
 
@@ -252,14 +252,14 @@ impl<T: ShardTree> ShardSet<T> {
         let mut t = sh.counters.write_in(&sh.lock, c);
         let snap = if t.recording() {
             t.check(h.slot(), h.gen())?;
-            t.trace_entry(h.slot());
+            t.trace_removal(h.slot());
             Some(t.trace_snapshot())
         } else {
             None
         };
         t.remove(h.slot(), h.gen())?;
         if let Some(snap) = snap {
-            t.trace_changed(snap);
+            t.trace_removed(snap);
         }
         sh.counters.set_len(t.len());
         Ok(())
@@ -315,14 +315,14 @@ impl<T: ShardTree> ShardSet<T> {
             let rec = t.recording();
             for h in handles {
                 let snap = if rec {
-                    t.trace_entry(h.slot());
+                    t.trace_removal(h.slot());
                     Some(t.trace_snapshot())
                 } else {
                     None
                 };
                 t.remove_checked(h.slot());
                 if let Some(snap) = snap {
-                    t.trace_changed(snap);
+                    t.trace_removed(snap);
                 }
             }
             sh.counters.set_len(t.len());
@@ -336,14 +336,14 @@ impl<T: ShardTree> ShardSet<T> {
         let rec = crate::trace::recording();
         for h in handles {
             let snap = if rec {
-                guards[pos(h)].trace_entry(h.slot());
+                guards[pos(h)].trace_removal(h.slot());
                 Some(guards[pos(h)].trace_snapshot())
             } else {
                 None
             };
             guards[pos(h)].remove_checked(h.slot());
             if let Some(snap) = snap {
-                guards[pos(h)].trace_changed(snap);
+                guards[pos(h)].trace_removed(snap);
             }
         }
         for (g, &s) in guards.iter().zip(&ids) {
