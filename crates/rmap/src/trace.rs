@@ -39,7 +39,7 @@
 //! A removal by handle does not search from the root (it starts at the
 //! node its handle names and follows parent links), so it records the
 //! node and the nodes around what it changed
-//! ([`touch_loaded_around_changes`]: the written nodes, the children,
+//! (`touch_loaded_around_changes`: the written nodes, the children,
 //! parent and sibling the fix-up reads), not the root path (s40).
 //!
 //! Where a design changes a tree, the nodes the change wrote are found by
