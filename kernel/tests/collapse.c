@@ -25,6 +25,9 @@
 
 #define PER_NODE 2
 #define SIZE (2 * HPAGE)
+/* MADV_COLLAPSE's transient EAGAIN: up to 40 tries 25 ms apart */
+#define COLLAPSE_TRIES 40
+#define COLLAPSE_PAUSE_MS 25
 
 static char *map_aligned(const char *path)
 {
@@ -100,13 +103,28 @@ static int reader(const char *path, int node, struct gate *g)
 static int collapser(const char *path)
 {
 	char *map = map_aligned(path);
-	int tries;
+	int tries, err = 0;
 
-	/* a page briefly held elsewhere (an LRU batch) fails a try: retry */
-	for (tries = 0; tries < 5; tries++)
+	/*
+	 * EAGAIN is the kernel's "transient, try again": a page briefly
+	 * locked, off the LRU or with an extra reference elsewhere (an LRU
+	 * batch, a reader's fault still finishing). Five tries back to back
+	 * were not enough on a busy host (numa_split failed once in CI, with
+	 * nothing of the series involved), so retry for up to a second, with
+	 * a pause for the other CPUs to let go. A page still mapped after the
+	 * unmap makes every try fail, so a broken reverse-map walk still
+	 * fails here; any other error fails at once.
+	 */
+	for (tries = 1; tries <= COLLAPSE_TRIES; tries++) {
 		if (!madvise(map, HPAGE, MADV_COLLAPSE))
 			return verify(map, "collapsing process");
-	fail("MADV_COLLAPSE: %s", strerror(errno));
+		err = errno;
+		if (err != EAGAIN)
+			break;
+		pause_ms(COLLAPSE_PAUSE_MS);
+	}
+	fail("MADV_COLLAPSE: %s (try %d of %d)", strerror(err),
+	     tries > COLLAPSE_TRIES ? COLLAPSE_TRIES : tries, COLLAPSE_TRIES);
 	return 1;
 }
 
