@@ -40,6 +40,16 @@ pub struct Event {
     pub placed: Option<Placement>,
 }
 
+impl Event {
+    /// Sets [`Event::lines_written`] and [`Event::lines_read`] from
+    /// [`Event::lines`], after a change to those lines (merged holds,
+    /// renamed nodes).
+    pub fn recount_lines(&mut self) {
+        self.lines_written = self.lines.iter().filter(|l| l.written).count() as u32;
+        self.lines_read = self.lines.len() as u32 - self.lines_written;
+    }
+}
+
 /// Where a hold fell in an iteration, ns from the iteration's start, as
 /// [`place`] measures it (`rmap::stats::place_holds`: plain iterations,
 /// hold timing only).
@@ -323,8 +333,7 @@ pub fn coalesce_splits(events: &[Event]) -> Vec<Event> {
                     _ => None,
                 };
                 merge_lines(&mut last.lines, &e.lines);
-                last.lines_written = last.lines.iter().filter(|l| l.written).count() as u32;
-                last.lines_read = last.lines.len() as u32 - last.lines_written;
+                last.recount_lines();
                 continue;
             }
         }

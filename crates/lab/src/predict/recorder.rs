@@ -1044,8 +1044,7 @@ fn own_nodes_carried_over(events: &mut [Event]) -> usize {
             }
         }
         e.lines = merged;
-        e.lines_written = e.lines.iter().filter(|l| l.written).count() as u32;
-        e.lines_read = e.lines.len() as u32 - e.lines_written;
+        e.recount_lines();
     }
     renamed
 }
@@ -1950,8 +1949,7 @@ mod tests {
             // The lock word first (not a node).
             e.lines = lines(e.map as usize, &[]);
             e.lines.extend(t);
-            e.lines_written = e.lines.iter().filter(|l| l.written).count() as u32;
-            e.lines_read = e.lines.len() as u32 - e.lines_written;
+            e.recount_lines();
             e
         };
         let mut evs = vec![
