@@ -78,34 +78,31 @@ impl Point {
         cpus: u32,
         warmup_s: f64,
     ) -> Result<Vec<Prediction>, String> {
-        Ok(crate::predict::simulate_all_warm(
-            &self.machine,
-            profiles,
-            &[cpus],
-            self.plan.seconds,
-            warmup_s,
-            self.overlap,
-        )?
-        .into_iter()
-        .map(|mut v| v.remove(0))
-        .collect())
+        self.simulate(profiles, cpus, Some(warmup_s))
     }
 
     fn run(&self, profiles: &[Profile], cpus: u32) -> Result<Vec<Prediction>, String> {
-        Ok(
-            // The published machines have no overlap factors: every transfer
-            // serial, with or without --serial.
-            simulate_all(
-                &self.machine,
-                profiles,
-                &[cpus],
-                self.plan.seconds,
-                self.overlap,
-            )?
-            .into_iter()
-            .map(|mut v| v.remove(0))
-            .collect(),
-        )
+        self.simulate(profiles, cpus, None)
+    }
+
+    /// Each profile's point at `cpus`, after `warmup_s` of warm-up where
+    /// given, else the default.
+    fn simulate(
+        &self,
+        profiles: &[Profile],
+        cpus: u32,
+        warmup_s: Option<f64>,
+    ) -> Result<Vec<Prediction>, String> {
+        // The published machines have no overlap factors: every transfer
+        // serial, with or without --serial.
+        let (m, secs) = (&self.machine, self.plan.seconds);
+        let points = match warmup_s {
+            Some(w) => {
+                crate::predict::simulate_all_warm(m, profiles, &[cpus], secs, w, self.overlap)?
+            }
+            None => simulate_all(m, profiles, &[cpus], secs, self.overlap)?,
+        };
+        Ok(points.into_iter().map(|mut v| v.remove(0)).collect())
     }
 
     /// Execs/s of `profile`'s iteration with no reverse map at `cpus`
