@@ -54,17 +54,29 @@ descendants() {
     done
 }
 
-# While strace runs: a process stopped at the entry of exit_group (231 on x86-64)
-# has its final layout; copy its maps once.
+# True when one of process $1's threads is stopped at the entry of exit_group (231
+# on x86-64). Any thread may end the process (Go's runtime calls exit_group from
+# whichever thread runs main's goroutine, not the leader); the maps are the
+# process's all the same.
+exiting() {
+    local task nr stat state
+    for task in /proc/"$1"/task/*; do
+        read -r nr _ 2>/dev/null <"$task/syscall" || continue
+        [ "$nr" = 231 ] || continue
+        read -r stat 2>/dev/null <"$task/stat" || continue
+        state=${stat##*) }
+        [ "${state%% *}" = t ] && return 0
+    done
+    return 1
+}
+
+# While strace runs: a process with a thread stopped at exit_group has its final
+# layout; copy its maps once, named by the process (thread group) id.
 declare -A saved=()
 while kill -0 "$tracer" 2>/dev/null; do
     while read -r p; do
         [ -z "${saved[$p]:-}" ] || continue
-        read -r nr _ 2>/dev/null <"/proc/$p/syscall" || continue
-        [ "$nr" = 231 ] || continue
-        read -r stat 2>/dev/null <"/proc/$p/stat" || continue
-        state=${stat##*) }
-        [ "${state%% *}" = t ] || continue
+        exiting "$p" || continue
         if cp "/proc/$p/maps" "$out.maps/$p.maps.tmp" 2>/dev/null; then
             mv "$out.maps/$p.maps.tmp" "$out.maps/$p.maps"
             saved[$p]=1

@@ -1,0 +1,92 @@
+//! `scripts/record.sh` against a process that a thread other than its leader ends:
+//! Go's runtime calls `exit_group` from whichever thread runs `main`'s goroutine, so
+//! a script that looked only at each process's leader for the stop at `exit_group`
+//! took no maps of a Go program and failed the recording ("no maps of the first
+//! process").
+//!
+//! The traced program is this test binary itself, run again with
+//! [`CHILD_ENV`] set: [`child_exits_from_a_thread`] then ends the process from a
+//! thread it spawned, while the leader waits in `join`. Needs strace and setarch (the
+//! script's own needs); without strace the test says so and checks nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Set in the re-run test binary: [`child_exits_from_a_thread`] exits from a thread.
+const CHILD_ENV: &str = "ASPACE_RECORD_SCRIPT_CHILD";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// In the re-run binary: a spawned thread ends the whole process with status 0
+/// (`exit` ends in `exit_group`) while the leader blocks on the join, never
+/// returning. In a normal test run: nothing.
+#[test]
+fn child_exits_from_a_thread() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let t = std::thread::spawn(|| std::process::exit(0));
+    let _ = t.join();
+    unreachable!("the thread's exit ends the process");
+}
+
+#[test]
+fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
+    if !have("strace") {
+        eprintln!("strace is not installed: scripts/record.sh cannot run here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aspace-record-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("thread-exit");
+    let exe = std::env::current_exe().unwrap();
+    let run = Command::new(repo_root().join("scripts/record.sh"))
+        .arg(&out)
+        .arg(&exe)
+        .args(["--exact", "child_exits_from_a_thread", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        // Two seconds at exit_group (the default is 300 ms): time enough for the
+        // script's polling to see the stop on a busy machine.
+        .env("RECORD_EXIT_HOLD_US", "2000000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "record.sh failed:\n{stderr}");
+
+    let strace = std::fs::read_to_string(out.with_extension("strace")).unwrap();
+    let leader = strace
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the trace names its first process")
+        .to_owned();
+    // The thread that called exit_group is not the leader: the case the script
+    // must handle (otherwise this test would not test it).
+    let caller = strace
+        .lines()
+        .find(|l| l.contains("exit_group("))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the trace has the exit_group");
+    assert_ne!(caller, leader, "exit_group came from the leader:\n{strace}");
+
+    let maps_dir = PathBuf::from(format!("{}.maps", out.display()));
+    let maps = std::fs::read_to_string(maps_dir.join(format!("{leader}.maps")))
+        .unwrap_or_else(|e| panic!("no maps of process {leader}: {e}\n{stderr}"));
+    let layout = mm::maps::parse_maps(&maps).expect("the saved maps parse");
+    let exe_name = std::fs::canonicalize(&exe).unwrap();
+    assert!(
+        maps.contains(&*exe_name.to_string_lossy()),
+        "the saved maps are not the traced program's:\n{maps}"
+    );
+    assert!(!layout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
