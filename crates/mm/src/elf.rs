@@ -40,8 +40,12 @@ pub const MAX_DYNAMIC_BYTES: u64 = 1 << 20;
 pub const MAX_DYNSTR_BYTES: u64 = 16 << 20;
 /// `PATH_MAX`: the longest `PT_INTERP` the kernel accepts, NUL included.
 pub const PATH_MAX: u64 = 4096;
-/// The largest `PT_NOTE` segment searched for the build-id, in bytes.
+/// The largest `PT_NOTE` segment or `SHT_NOTE` section searched for the build-id, in
+/// bytes.
 pub const MAX_NOTE_BYTES: u64 = 64 << 10;
+/// The largest section header table read (for a build-id in a note section only), in
+/// bytes: 4,096 sections.
+pub const MAX_SHDR_BYTES: u64 = 4096 * 64;
 
 /// Whether a file is a fixed-address executable or position independent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,8 +121,9 @@ pub struct ElfImage {
     pub file_pages: u64,
     /// The file's device and inode, for an image read from a file ([`ElfImage::load`]).
     pub file_id: Option<FileId>,
-    /// The GNU build-id (`NT_GNU_BUILD_ID` in a `PT_NOTE`), if the file has one: the
-    /// linker's hash of the file's contents, which names one build of it.
+    /// The GNU build-id (`NT_GNU_BUILD_ID` in a `PT_NOTE`, else in a `SHT_NOTE`
+    /// section), if the file has one: the linker's hash of the file's contents, which
+    /// names one build of it.
     pub build_id: Option<Vec<u8>>,
 }
 
@@ -449,7 +454,10 @@ impl ElfImage {
             rpath,
             file_pages: src.len().div_ceil(PAGE_SIZE),
             file_id: None,
-            build_id: notes.iter().find_map(|ph| build_id(src, endian, ph)),
+            build_id: notes
+                .iter()
+                .find_map(|ph| build_id(src, endian, ph))
+                .or_else(|| section_build_id(src, endian, hdr)),
         })
     }
 
@@ -478,9 +486,49 @@ fn build_id(
         return None;
     }
     let bytes = src.read(ph.p_offset(endian), len)?;
+    gnu_build_id(endian, ph.p_align(endian), &bytes)
+}
+
+/// The GNU build-id in a `SHT_NOTE` section, for a file whose `PT_NOTE` segments do
+/// not hold it: Go's linker puts `.note.gnu.build-id` in the text segment and only
+/// `.note.go.buildid` in `PT_NOTE`, while `readelf -n` (which `scripts/record.sh`
+/// uses) reads the sections. Skipped like [`build_id`]'s notes: a section table that
+/// is absent, too big, outside the file or malformed, or in extended numbering
+/// (`e_shnum` 0), names no build-id.
+fn section_build_id(
+    src: &Source<'_>,
+    endian: Endianness,
+    hdr: &elf::FileHeader64<Endianness>,
+) -> Option<Vec<u8>> {
+    let shsize = std::mem::size_of::<elf::SectionHeader64<Endianness>>() as u64;
+    if u64::from(hdr.e_shentsize(endian)) != shsize {
+        return None;
+    }
+    let table = u64::from(hdr.e_shnum(endian)) * shsize;
+    if table == 0 || table > MAX_SHDR_BYTES {
+        return None;
+    }
+    let sbytes = src.read(hdr.e_shoff(endian), table)?;
+    let shdrs: &[elf::SectionHeader64<Endianness>] =
+        object::pod::slice_from_all_bytes(&sbytes).ok()?;
+    shdrs
+        .iter()
+        .filter(|sh| sh.sh_type.get(endian) == elf::SHT_NOTE)
+        .find_map(|sh| {
+            let len = sh.sh_size.get(endian);
+            if len > MAX_NOTE_BYTES {
+                return None;
+            }
+            let bytes = src.read(sh.sh_offset.get(endian), len)?;
+            gnu_build_id(endian, sh.sh_addralign.get(endian), &bytes)
+        })
+}
+
+/// The `NT_GNU_BUILD_ID` note's descriptor among the notes in `bytes` (aligned to
+/// `align`), if there is one and the notes parse up to it.
+fn gnu_build_id(endian: Endianness, align: u64, bytes: &[u8]) -> Option<Vec<u8>> {
     let mut notes =
-        NoteIterator::<elf::FileHeader64<Endianness>>::new(endian, ph.p_align(endian), &bytes)
-            .ok()?;
+        NoteIterator::<elf::FileHeader64<Endianness>>::new(endian, align, bytes).ok()?;
     while let Some(note) = notes.next().ok()? {
         if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
             return Some(note.desc().to_vec());
@@ -665,6 +713,50 @@ mod tests {
             split_path("$ORIGIN/../lib:/opt/x::${ORIGIN}", "/a/bin"),
             vec!["/a/bin/../lib", "/opt/x", "/a/bin"]
         );
+    }
+
+    /// `data` with every program header of type `from` set to `to`.
+    fn retype_segments(data: &[u8], from: u32, to: u32) -> Vec<u8> {
+        let mut d = data.to_vec();
+        let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+        let phoff = le(&d[32..40]) as usize;
+        let phentsize = usize::from(u16::from_le_bytes([d[54], d[55]]));
+        let phnum = usize::from(u16::from_le_bytes([d[56], d[57]]));
+        for i in 0..phnum {
+            let at = phoff + i * phentsize;
+            if u32::from_le_bytes(d[at..at + 4].try_into().unwrap()) == from {
+                d[at..at + 4].copy_from_slice(&to.to_le_bytes());
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn build_id_is_found_in_a_note_section_when_no_segment_holds_it() {
+        // As Go's linker leaves it: `.note.gnu.build-id` in a section, no PT_NOTE.
+        let p = Path::new("/x");
+        let data = std::fs::read("/bin/sleep").unwrap();
+        let id = ElfImage::parse(p, &data).unwrap().build_id;
+        assert!(id.as_ref().is_some_and(|b| b.len() >= 8), "{id:?}");
+        let no_note = retype_segments(&data, elf::PT_NOTE, elf::PT_NULL);
+        assert_eq!(ElfImage::parse(p, &no_note).unwrap().build_id, id);
+        // Neither a note segment nor a note section: no build-id, and no error.
+        let mut neither = no_note.clone();
+        let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+        let shoff = le(&neither[40..48]) as usize;
+        let shnum = usize::from(u16::from_le_bytes([neither[60], neither[61]]));
+        for i in 0..shnum {
+            // sh_type is the second word of a 64-byte section header.
+            let at = shoff + i * 64 + 4;
+            if u32::from_le_bytes(neither[at..at + 4].try_into().unwrap()) == elf::SHT_NOTE {
+                neither[at..at + 4].copy_from_slice(&elf::SHT_PROGBITS.to_le_bytes());
+            }
+        }
+        assert_eq!(ElfImage::parse(p, &neither).unwrap().build_id, None);
+        // A section table past the end of the file names no build-id either.
+        let mut cut_table = no_note.clone();
+        cut_table[40..48].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        assert_eq!(ElfImage::parse(p, &cut_table).unwrap().build_id, None);
     }
 
     #[test]
