@@ -2,7 +2,7 @@
 //! through the model with each design, with the report of `mm::replay`.
 
 use crate::input;
-use mm::maps::describe_differences;
+use mm::maps::{describe_differences, kept_apart};
 use mm::placement::Placement;
 use mm::replay::{diff_maps, parse_maps, Replay};
 use mm::{strace, CallPattern, Files};
@@ -80,16 +80,26 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             println!("  line {line}: {what}");
         }
         let mut diffs = Vec::new();
+        let mut apart = Vec::new();
         if let Some(real) = &real {
             match r.exited.get(&first_pid) {
                 None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
                 Some(v) => {
-                    let (om, or) = diff_maps(&v.maps(), real);
+                    let (mut om, mut or) = diff_maps(&v.maps(), real);
+                    apart = kept_apart(&mut om, &mut or);
                     diffs.extend(describe_differences(&om, &or));
                 }
             }
+            for d in &apart {
+                println!("  not a difference: {d}");
+            }
             if diffs.is_empty() {
-                println!("  final layout of pid {first_pid}: identical to the recorded maps");
+                let but = if apart.is_empty() {
+                    ""
+                } else {
+                    " (but for the areas kept apart above)"
+                };
+                println!("  final layout of pid {first_pid}: identical to the recorded maps{but}");
             } else {
                 same = false;
                 for d in &diffs {
@@ -112,6 +122,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             "misplaced": rep.misplaced,
             "files_changed": rep.files_changed,
             "layout_differences": diffs,
+            "kept_apart": apart,
             "calls_per_s": speed.all_per_s,
             "memory_calls_per_s": speed.memory_per_s,
             "repeat": cfg.repeat,

@@ -73,6 +73,9 @@ fn main() {
             for d in &p.differences {
                 println!("  pid {}: {d}", p.pid);
             }
+            for d in &p.kept_apart {
+                println!("  pid {}: not a difference: {d}", p.pid);
+            }
         }
         for (line, why) in &rep.not_expressed {
             println!("  line {line}: could not express: {why}");

@@ -181,6 +181,101 @@ pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<M
     (only_model, only_real)
 }
 
+/// Takes out of [`diff_maps`]'s two lists each private area that the model has as
+/// one line and the kernel as two or more adjacent lines tiling it exactly, with the
+/// same permissions, name, file and contiguous offsets, and describes each. Such a
+/// difference is one a memory-call trace cannot show: the kernel merges two private
+/// areas only when their `anon_vma`s are compatible, and an area gets its `anon_vma`
+/// from its first write fault (`anon_vma_prepare`), which strace does not record. A
+/// JVM committing its heap in 64 KiB `MAP_FIXED` pieces out of order leaves such
+/// splits: a piece written before its neighbours were mapped keeps its own
+/// `anon_vma`. (A flag the model does not keep, `mlock` or a `madvise` the replay
+/// reports as not expressed, would look the same.)
+///
+/// ```
+/// use mm::maps::{kept_apart, parse_maps};
+///
+/// let mut model = parse_maps("7f0000000000-7f0000070000 rw-p 00000000 00:00 0\n").unwrap();
+/// let mut real = parse_maps(
+///     "7f0000000000-7f0000040000 rw-p 00000000 00:00 0\n\
+///      7f0000040000-7f0000070000 rw-p 00000000 00:00 0\n",
+/// )
+/// .unwrap();
+/// let said = kept_apart(&mut model, &mut real);
+/// assert!(model.is_empty() && real.is_empty());
+/// assert!(said[0].starts_with("kept apart by the kernel: 7f0000000000-7f0000070000 is 2 areas"));
+/// // A split the maps do show (another permission) stays a difference.
+/// let mut model = parse_maps("1000-3000 rw-p 00000000 00:00 0\n").unwrap();
+/// let mut real =
+///     parse_maps("1000-2000 rw-p 00000000 00:00 0\n2000-3000 r--p 00000000 00:00 0\n").unwrap();
+/// assert!(kept_apart(&mut model, &mut real).is_empty());
+/// assert_eq!((model.len(), real.len()), (1, 2));
+/// ```
+pub fn kept_apart(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLine>) -> Vec<String> {
+    let mut said = Vec::new();
+    let mut taken = vec![false; kernel_only.len()];
+    model_only.retain(|m| {
+        if m.shared {
+            // Shared memory has no anon_vma: a split of it the maps do not show
+            // would be the model's.
+            return true;
+        }
+        // The kernel's lines inside m, in address order.
+        let mut pieces: Vec<usize> = (0..kernel_only.len())
+            .filter(|&i| {
+                !taken[i] && kernel_only[i].start >= m.start && kernel_only[i].end <= m.end
+            })
+            .collect();
+        pieces.sort_by_key(|&i| kernel_only[i].start);
+        // Anonymous memory shows offset 0 in every piece; a file's pieces go on
+        // through the file.
+        let anon = m.file_id == Some(FileId::NONE);
+        let mut at = m.start;
+        for &i in &pieces {
+            let k = &kernel_only[i];
+            let offset = if anon {
+                m.offset
+            } else {
+                m.offset + (k.start - m.start)
+            };
+            let same = k.start == at
+                && k.prot == m.prot
+                && !k.shared
+                && k.name == m.name
+                && k.offset == offset
+                && match (k.file_id, m.file_id) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                };
+            if !same {
+                return true;
+            }
+            at = k.end;
+        }
+        if pieces.len() < 2 || at != m.end {
+            return true;
+        }
+        for &i in &pieces {
+            taken[i] = true;
+        }
+        said.push(format!(
+            "kept apart by the kernel: {:08x}-{:08x} is {} areas in the recorded maps, one in \
+             the model's (private memory the kernel would not merge: each piece's own \
+             anon_vma, made by page faults the trace does not show)",
+            m.start,
+            m.end,
+            pieces.len()
+        ));
+        false
+    });
+    let mut i = 0;
+    kernel_only.retain(|_| {
+        i += 1;
+        !taken[i - 1]
+    });
+    said
+}
+
 /// The differences [`diff_maps`] found, in words, in address order: the lines of one
 /// file that differ only in their device and inode are one entry saying that the file
 /// is not the one the recording was made against; every other line is

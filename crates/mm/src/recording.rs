@@ -15,7 +15,7 @@
 //! waiting on it), a trace of at most [`MAX_TRACE_BYTES`], a maps file of at most
 //! [`MAX_MAPS_BYTES`].
 
-use crate::maps::{describe_differences, diff_maps, parse_maps, MapsLine};
+use crate::maps::{describe_differences, diff_maps, kept_apart, parse_maps, MapsLine};
 use crate::placement::Placement;
 use crate::replay::{Replay, Report};
 use crate::strace::{self, Call, Event};
@@ -48,6 +48,9 @@ pub struct ProcessCheck {
     /// The differences in words ([`describe_differences`]); a pid the replay never
     /// saw exit gives one entry saying so.
     pub differences: Vec<String>,
+    /// Areas the kernel kept apart where the model merged them, for a reason the
+    /// trace does not show ([`kept_apart`]), in words: not counted as differences.
+    pub kept_apart: Vec<String>,
 }
 
 /// What [`Recording::check`] found.
@@ -150,17 +153,22 @@ impl Recording {
             .iter()
             .map(|(&pid, real)| {
                 let compared = real.iter().filter(|l| l.name != "[vsyscall]").count();
-                let differences = match r.exited.get(&pid) {
+                let (differences, kept_apart) = match r.exited.get(&pid) {
                     Some(layout) => {
-                        let (model_only, kernel_only) = diff_maps(&layout.maps(), real);
-                        describe_differences(&model_only, &kernel_only)
+                        let (mut model_only, mut kernel_only) = diff_maps(&layout.maps(), real);
+                        let apart = kept_apart(&mut model_only, &mut kernel_only);
+                        (describe_differences(&model_only, &kernel_only), apart)
                     }
-                    None => vec![format!("pid {pid} did not exit in the replay")],
+                    None => (
+                        vec![format!("pid {pid} did not exit in the replay")],
+                        vec![],
+                    ),
                 };
                 ProcessCheck {
                     pid,
                     compared,
                     differences,
+                    kept_apart,
                 }
             })
             .collect();

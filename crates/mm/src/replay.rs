@@ -19,7 +19,7 @@ use crate::identity::FileIdentity;
 use crate::maps::Layout;
 pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
-use crate::strace::{map, Call, Event, RecordedFile};
+use crate::strace::{self, map, Call, Event, RecordedFile};
 use crate::{
     align_up, Advice, AnonKind, Caller, Files, Mm, MmapOptions, MremapFlags, Process, Program,
     Prot, RmapCalls, Vma, Why, PAGE_SIZE,
@@ -175,8 +175,13 @@ impl Replay {
         }
     }
 
-    fn differs(&mut self, line: usize, what: String) {
-        self.report.result_differs.push((line, what));
+    /// Notes that the model's result of the call at `line` is not the kernel's
+    /// `ret`, unless the kernel's is unknown (`= ?`: the thread died in the call;
+    /// the model does the call, as the kernel may have).
+    fn differs(&mut self, line: usize, ret: &strace::Ret, what: impl FnOnce() -> String) {
+        if !strace::result_unknown(ret) {
+            self.report.result_differs.push((line, what()));
+        }
     }
 
     /// Replays one event.
@@ -310,13 +315,15 @@ impl Replay {
                 match (got, ret) {
                     (Ok(a), Ok(r)) if a == *r => {}
                     (Err(_), Err(_)) => {}
-                    (g, r) => self.differs(line, format!("mmap: model {g:?}, kernel {r:?}")),
+                    (g, r) => self.differs(line, r, || format!("mmap: model {g:?}, kernel {r:?}")),
                 }
             }
             Call::Munmap { addr, len, ret } => {
                 let got = mm.munmap(*addr, *len);
                 if got.is_ok() != ret.is_ok() {
-                    self.differs(line, format!("munmap: model {got:?}, kernel {ret:?}"));
+                    self.differs(line, ret, || {
+                        format!("munmap: model {got:?}, kernel {ret:?}")
+                    });
                 }
             }
             Call::Mprotect {
@@ -327,13 +334,17 @@ impl Replay {
             } => {
                 let got = mm.mprotect(*addr, *len, prot_of(*prot));
                 if got.is_ok() != ret.is_ok() {
-                    self.differs(line, format!("mprotect: model {got:?}, kernel {ret:?}"));
+                    self.differs(line, ret, || {
+                        format!("mprotect: model {got:?}, kernel {ret:?}")
+                    });
                 }
             }
             Call::Brk { addr, ret } => {
                 let got = mm.brk(*addr);
                 if Ok(got) != *ret {
-                    self.differs(line, format!("brk: model {got:#x}, kernel {ret:x?}"));
+                    self.differs(line, ret, || {
+                        format!("brk: model {got:#x}, kernel {ret:x?}")
+                    });
                 }
             }
             Call::Mremap {
@@ -360,7 +371,9 @@ impl Replay {
                             .not_expressed
                             .push((line, format!("mremap: {what}")));
                     }
-                    (g, r) => self.differs(line, format!("mremap: model {g:x?}, kernel {r:x?}")),
+                    (g, r) => {
+                        self.differs(line, r, || format!("mremap: model {g:x?}, kernel {r:x?}"))
+                    }
                 }
             }
             Call::Madvise {
@@ -377,7 +390,9 @@ impl Replay {
                 };
                 let got = mm.madvise(*addr, *len, a);
                 if got.is_ok() != ret.is_ok() {
-                    self.differs(line, format!("madvise: model {got:?}, kernel {ret:?}"));
+                    self.differs(line, ret, || {
+                        format!("madvise: model {got:?}, kernel {ret:?}")
+                    });
                 }
             }
             _ => {}

@@ -45,8 +45,19 @@ pub mod map {
     pub const GROWSDOWN: u64 = 0x100;
 }
 
-/// A system call's result: the value, or the errno name (`ENOMEM`).
+/// A system call's result: the value, or the errno name (`ENOMEM`), or
+/// [`UNKNOWN_RESULT`].
 pub type Ret = Result<u64, String>;
+
+/// The "errno" of a call strace printed as `= ?`: the thread never returned from it
+/// (another thread's `exit_group` or `execve` ended it mid-call), so its result is
+/// not known. The kernel may have done the call all the same.
+pub const UNKNOWN_RESULT: &str = "?";
+
+/// Whether `ret` is [`UNKNOWN_RESULT`].
+pub fn result_unknown(ret: &Ret) -> bool {
+    matches!(ret, Err(e) if e == UNKNOWN_RESULT)
+}
 
 /// One call or process event of one pid.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -540,8 +551,8 @@ fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
 
 fn parse_ret(s: &str) -> Result<Ret, String> {
     let first = s.split_whitespace().next().ok_or("empty result")?;
-    if first == "?" {
-        return Ok(Err("?".into()));
+    if first == UNKNOWN_RESULT {
+        return Ok(Err(UNKNOWN_RESULT.into()));
     }
     if first.starts_with('-') {
         let name = s.split_whitespace().nth(1).unwrap_or("E?");
