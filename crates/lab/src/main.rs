@@ -848,7 +848,22 @@ fn replay_cmd(a: ReplayArgs) -> Result<bool, String> {
     })
 }
 
+/// Gives SIGPIPE its default action back (Rust's runtime ignores it, so that a
+/// write to a closed pipe is an `EPIPE` error, on which `println!` panics):
+/// `aspace replay ... | head` then ends quietly when `head` has read its lines, as
+/// any Unix tool does. Nothing here writes to a pipe whose reader may have gone
+/// and needs the error (calibrate's pipe is read to the end while its writers
+/// live), and children get the default action at exec anyway.
+fn default_sigpipe() {
+    // SAFETY: signal(2) with a valid signal number and the default action; the
+    // first thing main does, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     calibrate::execl_hook();
     predict::model::trace_hook();
     let cli = Cli::parse();

@@ -590,3 +590,38 @@ fn saved_rwsem_profiles_are_labelled_rwsem_whatever_the_default() {
     assert!(run(&["--lock", "rwsem"]).status.success());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Output into a pipe its reader closed (`aspace replay ... | head -1`) ends the
+/// run quietly, by SIGPIPE as Unix tools end, never a panic (Rust's runtime ignores
+/// SIGPIPE, and `println!` panics on the `EPIPE` it then gets).
+#[test]
+fn a_closed_output_pipe_ends_the_run_without_a_panic() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::{Command, Stdio};
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mm/tests/data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aspace"))
+        .arg("replay")
+        .arg(data.join("git-version.strace"))
+        .arg("--maps")
+        .arg(data.join("git-version.maps"))
+        .current_dir(common::work_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The only reader closes the pipe before the run prints: its first line
+    // meets a closed pipe, whenever it comes.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {err}");
+}
