@@ -419,9 +419,12 @@ fn parse_call(text: &str) -> Result<Call, String> {
             let file = if flags & map::ANONYMOUS != 0 {
                 None
             } else {
+                // `3</usr/lib/x.so>`; strace 6.1 prints an unlinked file (a
+                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`.
                 let path = fd
                     .split_once('<')
-                    .and_then(|(_, p)| p.strip_suffix('>'))
+                    .map(|(_, p)| p.strip_suffix("(deleted)").unwrap_or(p))
+                    .and_then(|p| p.strip_suffix('>'))
                     .ok_or_else(|| {
                         format!("mmap: fd {fd:?} has no path (record with strace -y)")
                     })?;

@@ -576,3 +576,29 @@ fn areas_the_kernel_kept_apart_for_unseen_faults_are_not_differences() {
     assert!(!check.layouts_identical() && p.kept_apart.is_empty());
     assert_eq!(p.differences.len(), 3, "{:#?}", p.differences);
 }
+
+/// strace 6.1 prints the fd of an unlinked file (a memfd's) as
+/// `3</memfd:x>(deleted)`: the trace parses, and the mapping is the file's, named
+/// ` (deleted)` in the model's maps as in the kernel's.
+#[test]
+fn a_memfd_mapping_parses_and_is_named_deleted() {
+    let t = "\
+7 mmap(NULL, 1048576, PROT_READ|PROT_WRITE, MAP_SHARED, 3</memfd:x>(deleted), 0) = 0x7ffff7070000
+7 exit_group(0) = ?
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    assert!(matches!(
+        &events[0].call,
+        strace::Call::Mmap { file: Some((path, 0)), .. } if path == "/memfd:x"
+    ));
+    let kernel = "7ffff7070000-7ffff7170000 rw-s 00000000 00:01 1037 /memfd:x (deleted)\n";
+    let rec = mm::recording::Recording {
+        events,
+        maps: [(7, parse_maps(kernel).unwrap())].into_iter().collect(),
+    };
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let check = rec.check(files, Placement::LINUX_THP);
+    assert!(check.layouts_identical(), "{:#?}", check.processes);
+    assert!(check.report.result_differs.is_empty());
+}
