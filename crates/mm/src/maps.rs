@@ -189,8 +189,11 @@ pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<M
 /// from its first write fault (`anon_vma_prepare`), which strace does not record. A
 /// JVM committing its heap in 64 KiB `MAP_FIXED` pieces out of order leaves such
 /// splits: a piece written before its neighbours were mapped keeps its own
-/// `anon_vma`. (A flag the model does not keep, `mlock` or a `madvise` the replay
-/// reports as not expressed, would look the same.)
+/// `anon_vma`. So does a forked child growing its heap: `brk` extends a faulted area
+/// only while its `anon_vma` chain has one link, and the child's has its parent's
+/// too (`is_mergeable_anon_vma`), so the growth is a second area. (A flag the model
+/// does not keep, `mlock` or a `madvise` the replay reports as not expressed, would
+/// look the same.)
 ///
 /// ```
 /// use mm::maps::{kept_apart, parse_maps};
@@ -260,8 +263,9 @@ pub fn kept_apart(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLine
         }
         said.push(format!(
             "kept apart by the kernel: {:08x}-{:08x} is {} areas in the recorded maps, one in \
-             the model's (private memory the kernel would not merge: each piece's own \
-             anon_vma, made by page faults the trace does not show)",
+             the model's (private memory the kernel would not merge: the pieces' \
+             anon_vmas differ, or one came through fork, from page faults the trace does \
+             not show)",
             m.start,
             m.end,
             pieces.len()
