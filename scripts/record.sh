@@ -2,8 +2,10 @@
 # Records a run of PROGRAM for the address-space model's replay (crates/mm,
 # `aspace replay`), every process followed, with ASLR off:
 #
-#   OUT.strace     strace -f -y -e trace=memory,process, then one `# aspace-file` line
-#                  per file the run mapped or executed (size, mtime, device and inode,
+#   OUT.strace     strace -f -y -v -s 131072 -e trace=memory,process (-v -s: each
+#                  execve's strings in full, which size the new [stack]), then one
+#                  `# aspace-file` line per file the run mapped or executed (size,
+#                  mtime, device and inode,
 #                  ELF build-id where readelf can read it), so that a replay on a
 #                  machine whose files changed says so (mm::identity)
 #   OUT.maps/PID.maps
@@ -32,7 +34,7 @@ mkdir -p "$out.maps"
 
 # strace runs as our child, so that its tracees are our descendants: reading their
 # /proc/PID/syscall needs that where Yama's ptrace_scope is 1.
-setarch -R strace -f -y -e trace=memory,process \
+setarch -R strace -f -y -v -s 131072 -e trace=memory,process \
     -e inject=exit_group:delay_enter="$hold" -o "$out.strace" "$@" &
 tracer=$!
 

@@ -88,8 +88,33 @@ pub mod layout {
     pub const TASK_SIZE: u64 = 0x7fff_ffff_f000;
     /// Top of the main thread's stack.
     pub const STACK_TOP: u64 = TASK_SIZE;
-    /// Size of the initial `[stack]` VMA (what a fresh process shows).
+    /// Size of the initial `[stack]` VMA (what a fresh process shows) when the
+    /// exec's strings take one page: [`initial_stack_size`] of up to 4,088 bytes.
     pub const STACK_SIZE: u64 = 0x21000;
+
+    /// What `setup_arg_pages` adds below the strings' pages (`stack_expand`).
+    const STACK_EXPAND: u64 = 128 << 10;
+
+    /// The initial `[stack]` of an exec whose strings (the path, the environment and
+    /// argument strings, with their NULs: [`crate::strace::exec_strings`]) take
+    /// `strings` bytes: the pages holding them below the 8-byte end marker at the
+    /// top (`bprm->p` starts at `STACK_TOP - sizeof(void *)`), then 128 KiB.
+    /// `None` (not known): [`STACK_SIZE`].
+    ///
+    /// ```
+    /// use mm::layout::{initial_stack_size, STACK_SIZE};
+    /// assert_eq!(initial_stack_size(Some(1360)), STACK_SIZE);
+    /// assert_eq!(initial_stack_size(Some(4088)), STACK_SIZE);
+    /// // gcc's collect2 run by rustc: 6,969 bytes, two pages (Linux 6.18 showed 0x22000).
+    /// assert_eq!(initial_stack_size(Some(6969)), 0x22000);
+    /// assert_eq!(initial_stack_size(None), STACK_SIZE);
+    /// ```
+    pub fn initial_stack_size(strings: Option<u64>) -> u64 {
+        match strings {
+            Some(n) => STACK_EXPAND + (n + 8).div_ceil(super::PAGE_SIZE) * super::PAGE_SIZE,
+            None => STACK_SIZE,
+        }
+    }
     /// Where the model puts `start_stack` after exec: the address of the first
     /// argument string, by which `/proc/PID/maps` names `[stack]`. The kernel's
     /// depends on the size of the arguments and environment; it is in the stack's

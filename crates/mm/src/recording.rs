@@ -138,7 +138,9 @@ impl Recording {
     /// The program the first process ran: its first successful `execve`'s path.
     pub fn program(&self) -> Option<&str> {
         self.events.iter().find_map(|e| match &e.call {
-            Call::Execve { path, ret: Ok(_) } => Some(path.as_str()),
+            Call::Execve {
+                path, ret: Ok(_), ..
+            } => Some(path.as_str()),
             _ => None,
         })
     }

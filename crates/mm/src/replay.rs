@@ -21,8 +21,8 @@ pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
 use crate::strace::{self, map, Call, Event, RecordedFile};
 use crate::{
-    align_up, Advice, AnonKind, Caller, Files, Mm, MmapOptions, MremapFlags, Process, Program,
-    Prot, RmapCalls, Vma, Why, PAGE_SIZE,
+    align_up, Advice, AnonKind, Caller, ExecStep, Files, Mm, MmapOptions, MremapFlags, Process,
+    Program, Prot, RmapCalls, Vma, Why, PAGE_SIZE,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -222,7 +222,7 @@ impl Replay {
                 };
                 self.live.insert(child, p);
             }
-            Call::Execve { path, ret } => {
+            Call::Execve { path, ret, strings } => {
                 self.report.events += 1;
                 if ret.is_err() {
                     return;
@@ -236,8 +236,11 @@ impl Replay {
                             .push((line, format!("execve {path}: {err}")));
                     }
                 };
+                // A script's strings change as binfmt_script swaps argv[0] for
+                // the interpreter's line: not counted.
+                let strings = strings.filter(|_| !starts_with_shebang(Path::new(path)));
                 let p = self.process(e.pid);
-                p.exec_with(|mm| mm.exec_kernel_part(&prog));
+                p.exec_with(|mm| mm.exec_kernel_part_with_strings(&prog, strings));
                 let new = p.mm().clone();
                 self.all.push(new);
             }
@@ -440,6 +443,16 @@ fn prot_of(bits: u64) -> Prot {
     Prot::new(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0)
 }
 
+/// Whether the file at `path` starts with `#!` (unreadable: no).
+fn starts_with_shebang(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == *b"#!"
+}
+
 impl Mm {
     /// The kernel's part of `execve` (what exists when ld.so starts): the old address
     /// space removed, then the [`Caller::Kernel`] steps of the planned exec (the
@@ -448,10 +461,32 @@ impl Mm {
     /// VMA until `brk` grows it). ld.so's mappings of the libraries are left to the
     /// replayed trace.
     pub fn exec_kernel_part(&self, prog: &Program) {
+        self.exec_kernel_part_with_strings(prog, None);
+    }
+
+    /// [`Mm::exec_kernel_part`] with the `[stack]` sized for `strings` bytes of
+    /// path, environment and arguments ([`crate::layout::initial_stack_size`]).
+    pub fn exec_kernel_part_with_strings(&self, prog: &Program, strings: Option<u64>) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
+        let top = crate::layout::STACK_TOP;
+        let stack_start = top - crate::layout::initial_stack_size(strings);
         for step in prog.steps().iter().filter(|s| s.caller() == Caller::Kernel) {
-            self.replay_step(&mut st, step);
+            match step {
+                ExecStep::Map {
+                    start,
+                    end,
+                    backing: crate::Backing::Anon(AnonKind::Stack),
+                    ..
+                } if *end == top && *start != stack_start => {
+                    let mut sized = step.clone();
+                    if let ExecStep::Map { start, .. } = &mut sized {
+                        *start = stack_start;
+                    }
+                    self.replay_step(&mut st, &sized);
+                }
+                _ => self.replay_step(&mut st, step),
+            }
         }
         st.brk_start = prog.brk_start();
         st.brk = prog.brk_start();

@@ -1,4 +1,5 @@
-//! Parsing what `strace -f -y -e trace=memory,process -o FILE PROGRAM` writes: one
+//! Parsing what `strace -f -y [-v -s N] -e trace=memory,process -o FILE PROGRAM`
+//! writes (with `-v` and a large `-s`, each `execve`'s strings in full): one
 //! [`Event`] per finished system call or process event, `<unfinished ...>` /
 //! `<... resumed>` pairs joined per pid, in the order the kernel ran them. Bad lines
 //! are a [`ParseError`] with the line number, never a panic.
@@ -143,6 +144,13 @@ pub enum Call {
         path: String,
         /// Result.
         ret: Ret,
+        /// The bytes of strings the kernel copies onto the new stack: the path, every
+        /// environment and argument string, each with its NUL ([`exec_strings`]).
+        /// `None` where the trace does not show them all: strace prints the
+        /// environment only with `-v` and cuts strings at `-s` bytes
+        /// (`scripts/record.sh` passes both), and `execveat` names its file
+        /// relative to a descriptor.
+        strings: Option<u64>,
     },
     /// `+++ exited with N +++` / `+++ killed by SIG +++`.
     Exit,
@@ -484,12 +492,117 @@ fn parse_call(text: &str) -> Result<Call, String> {
             Call::Execve {
                 path: path.to_string(),
                 ret,
+                strings: if name == "execve" {
+                    exec_strings(a, arg(1)?, arg(2)?)
+                } else {
+                    None
+                },
             }
         }
         _ => Call::Other {
             name: name.to_string(),
         },
     })
+}
+
+/// The bytes `execve(path, argv, envp)` copies onto the new stack (`copy_strings`:
+/// the path, then each environment and argument string, each with its NUL; an
+/// empty `argv` gets one empty string), from strace's printing of the three
+/// arguments; `None` when one is not shown in full: a string cut at strace's `-s`
+/// (`"abc"...`), an array cut short (`..., ...]`), or an environment printed as
+/// `0x7ffd /* 41 vars */` (strace without `-v`). A `NULL` array is empty.
+///
+/// ```
+/// use mm::strace::exec_strings;
+///
+/// // "/bin/true" 10, "true" 5, "A=b" 4.
+/// assert_eq!(exec_strings("\"/bin/true\"", "[\"true\"]", "[\"A=b\"]"), Some(19));
+/// // Escapes are one byte each; a NULL argv is one empty string.
+/// assert_eq!(exec_strings("\"/x\"", "NULL", "[\"\\t\\303\\251\"]"), Some(3 + 1 + 4));
+/// assert_eq!(exec_strings("\"/x\"", "[\"x\"]", "0x7ffd /* 3 vars */"), None);
+/// assert_eq!(exec_strings("\"/x\"", "[\"abc\"...]", "[]"), None);
+/// ```
+pub fn exec_strings(path: &str, argv: &str, envp: &str) -> Option<u64> {
+    let argv = quoted_array(argv)?;
+    let envp = quoted_array(envp)?;
+    let argv: u64 = if argv.is_empty() {
+        1
+    } else {
+        argv.iter().map(|n| n + 1).sum()
+    };
+    Some(quoted_len(path)? + 1 + argv + envp.iter().map(|n| n + 1).sum::<u64>())
+}
+
+/// The byte length of each string of a strace array (`["a", "b"]`; `NULL` or `0x0`
+/// is empty); `None` for anything else, or a string or array strace cut short.
+fn quoted_array(s: &str) -> Option<Vec<u64>> {
+    let s = s.trim();
+    if s == "NULL" || s == "0x0" {
+        return Some(Vec::new());
+    }
+    let inner = s.strip_prefix('[')?.strip_suffix(']')?.trim();
+    let mut out = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        let len = quoted_prefix(rest)?;
+        out.push(quoted_len(&rest[..len])?);
+        rest = rest[len..].trim_start();
+        rest = match rest.strip_prefix(',') {
+            Some(r) => r.trim_start(),
+            None if rest.is_empty() => rest,
+            // `"abc"...` (a cut string) or anything else after a string.
+            None => return None,
+        };
+    }
+    Some(out)
+}
+
+/// The length in text of the quoted string `s` starts with (quotes included).
+fn quoted_prefix(s: &str) -> Option<usize> {
+    let body = s.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i + 2),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The number of bytes strace's quoted string `s` (quotes included) stands for:
+/// `\n`, `\t`, `\"`, `\\`, ... one byte each, `\ooo` (1-3 octal digits) and
+/// `\xHH` one byte, any other character its UTF-8 bytes.
+fn quoted_len(s: &str) -> Option<u64> {
+    let body = s.strip_prefix('"')?.strip_suffix('"')?;
+    let mut n = 0u64;
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            n += c.len_utf8() as u64;
+            continue;
+        }
+        match chars.next()? {
+            'x' => {
+                for _ in 0..2 {
+                    chars.next_if(char::is_ascii_hexdigit)?;
+                }
+            }
+            d @ '0'..='7' => {
+                let _ = d;
+                for _ in 0..2 {
+                    if chars.next_if(|c| ('0'..='7').contains(c)).is_none() {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+        n += 1;
+    }
+    Some(n)
 }
 
 /// Splits the text after `(` into top-level arguments and the text after `) = `.
@@ -797,7 +910,9 @@ mod tests {
             (ev[1].pid, &ev[1].call),
             (7, &Call::Superseded { thread: 8 })
         );
-        assert!(matches!(&ev[2].call, Call::Execve { path, ret: Ok(0) } if path == "/bin/true"));
+        assert!(
+            matches!(&ev[2].call, Call::Execve { path, ret: Ok(0), .. } if path == "/bin/true")
+        );
         assert_eq!((ev[2].pid, ev[2].line), (7, 4));
     }
 

@@ -6,8 +6,10 @@
 //!
 //! The traced program is this test binary itself, run again with
 //! [`CHILD_ENV`] set: [`child_exits_from_a_thread`] then ends the process from a
-//! thread it spawned, while the leader waits in `join`. Needs strace and setarch (the
-//! script's own needs); without strace the test says so and checks nothing.
+//! thread it spawned, while the leader waits in `join`; with over 4 KiB of
+//! environment, so that its `[stack]` is a page larger than usual. The recording
+//! then replays to the kernel's layout, line for line. Needs strace and setarch
+//! (the script's own needs); without strace the test says so and checks nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,6 +59,9 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
         // Two seconds at exit_group (the default is 300 ms): time enough for the
         // script's polling to see the stop on a busy machine.
         .env("RECORD_EXIT_HOLD_US", "2000000")
+        // Over 4 KiB of environment: the kernel's [stack] is then a page larger
+        // than with a small one, which the replay must get from the trace.
+        .env("ASPACE_RECORD_SCRIPT_PAD", "x".repeat(5000))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -88,5 +93,22 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
         "the saved maps are not the traced program's:\n{maps}"
     );
     assert!(!layout.is_empty());
+
+    // And the recording replays to that layout, line for line (the exiting
+    // thread's process, its `[stack]` sized from the strings `-v` printed).
+    let rec =
+        mm::recording::Recording::load(&out.with_extension("strace"), Some(&maps_dir)).unwrap();
+    let files = mm::Files::new(
+        rmap::Design::Linux,
+        rmap::Topology::detect(),
+        mm::CallPattern::PerVma,
+    );
+    let check = rec.check(files, mm::placement::Placement::LINUX_THP);
+    assert!(
+        check.layouts_identical(),
+        "{:#?}\n{:#?}",
+        check.processes,
+        check.report.not_expressed
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

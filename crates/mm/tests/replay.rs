@@ -602,3 +602,56 @@ fn a_memfd_mapping_parses_and_is_named_deleted() {
     assert!(check.layouts_identical(), "{:#?}", check.processes);
     assert!(check.report.result_differs.is_empty());
 }
+
+/// The initial `[stack]` holds the exec's strings (path, environment, arguments)
+/// below its top, then 128 KiB: over 4,088 bytes of strings it is a page larger
+/// (rustc's `cc`, `collect2` and `ld` children: 0x22000 in Linux 6.18's maps). The
+/// replay sizes it where strace printed every string (`-v`, a large `-s`), and
+/// keeps one page of strings where it did not, or for a script.
+#[test]
+fn the_initial_stack_holds_the_exec_strings_the_trace_shows() {
+    let stack_of = |t: &str| {
+        let events = strace::parse(t).unwrap();
+        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+        let mut r = Replay::new(files, Placement::LINUX_THP);
+        r.run(&events);
+        assert!(
+            r.report.not_expressed.is_empty(),
+            "{:?}",
+            r.report.not_expressed
+        );
+        let maps = r.exited[&7].maps();
+        let s = maps
+            .iter()
+            .find(|l| l.name == "[stack]")
+            .expect("a [stack]");
+        s.end - s.start
+    };
+    let exec = |argv: &str, envp: &str| {
+        format!(
+            "7 execve(\"/bin/true\", {argv}, {envp}) = 0\n7 exit_group(0) = ?\n7 +++ exited with 0 +++\n"
+        )
+    };
+    // 10 + 5 + 4,100 bytes of strings: two pages.
+    let long = format!("[\"X={}\"]", "y".repeat(4097));
+    assert_eq!(stack_of(&exec("[\"true\"]", &long)), 0x22000);
+    // 4,070 bytes (+8 at the top): one page.
+    let fits = format!("[\"X={}\"]", "y".repeat(4052));
+    assert_eq!(stack_of(&exec("[\"true\"]", &fits)), mm::layout::STACK_SIZE);
+    // strace without -v: the environment is a count, the strings unknown.
+    assert_eq!(
+        stack_of(&exec("[\"true\"]", "0x7ffd /* 41 vars */")),
+        mm::layout::STACK_SIZE
+    );
+    // A string cut at strace's -s: unknown too.
+    let cut = format!("[\"X={}\"...]", "y".repeat(4097));
+    assert_eq!(stack_of(&exec("[\"true\"]", &cut)), mm::layout::STACK_SIZE);
+    // A script: binfmt_script swaps argv[0] for its interpreter line, not counted.
+    let dir = std::env::temp_dir().join(format!("aspace-stack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("s");
+    std::fs::write(&script, "#!/bin/true\n").unwrap();
+    let t = exec("[\"s\"]", &long).replace("/bin/true", &script.display().to_string());
+    assert_eq!(stack_of(&t), mm::layout::STACK_SIZE);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
