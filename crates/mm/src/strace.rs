@@ -590,8 +590,7 @@ fn quoted_len(s: &str) -> Option<u64> {
                     chars.next_if(char::is_ascii_hexdigit)?;
                 }
             }
-            d @ '0'..='7' => {
-                let _ = d;
+            '0'..='7' => {
                 for _ in 0..2 {
                     if chars.next_if(|c| ('0'..='7').contains(c)).is_none() {
                         break;
@@ -947,8 +946,20 @@ mod tests {
         let e = parse("1 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x1000\n").unwrap_err();
         assert!(e.what.contains("strace -y"), "{e}");
         // Every truncation and every single-byte change of a good trace: no panic.
-        let text = format!("{good}1 mremap(0x10000, 4096, 8192, MREMAP_MAYMOVE|MREMAP_FIXED, 0x20000) = 0x20000\n1 clone3({{flags=CLONE_VM, exit_signal=0}} => {{parent_tid=[2]}}, 88) = 2\n");
+        let text = format!("{good}1 mremap(0x10000, 4096, 8192, MREMAP_MAYMOVE|MREMAP_FIXED, 0x20000) = 0x20000\n1 clone3({{flags=CLONE_VM, exit_signal=0}} => {{parent_tid=[2]}}, 88) = 2\n2 execve(\"/bin/t\\303rue\", [\"a\\\"b\", \"\\x41\\n\"], [\"A=\\\\\", \"\"]) = 0\n");
         let ev = parse(&text).unwrap();
+        // "/bin/t\303rue" 10 (+1), "a\"b" 3, "\x41\n" 2, "A=\\" 3, "" 0 (each +1).
+        assert!(
+            matches!(
+                ev[3].call,
+                Call::Execve {
+                    strings: Some(23),
+                    ..
+                }
+            ),
+            "{:?}",
+            ev[3].call
+        );
         assert_eq!(
             ev[2].call,
             Call::Clone {
