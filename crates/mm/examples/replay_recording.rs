@@ -6,8 +6,10 @@
 //! processes 3/3 identical, 92 VMAs compared; placed 24/24 at the kernel's address; 0 not expressed, 0 results differ, 0 files changed
 //! ```
 //!
-//! then each difference, call the model could not express, misplaced `mmap` and
-//! changed file. Exit status 1 if any layout differs.
+//! then each difference, each area the kernel kept apart for a reason the trace does
+//! not show (`mm::maps::kept_apart`: not counted as a difference), call the model
+//! could not express, misplaced `mmap` and changed file. Exit status 1 if any layout
+//! differs.
 //!
 //! `cargo run --release -p aspace-mm --example replay_recording -- OUT...` where each
 //! `OUT` names `OUT.strace` and `OUT.maps/` (or an `OUT.maps` file for the first
