@@ -2,7 +2,10 @@
 # Records a run of PROGRAM for the address-space model's replay (crates/mm,
 # `aspace replay`), every process followed, with ASLR off:
 #
-#   OUT.strace     strace -f -y -v -s 131072 -e trace=memory,process (-v -s: each
+#   OUT.strace     `# aspace-stack-limit BYTES|unlimited` (the stack limit the run
+#                  starts with: with the run's own setrlimit/prlimit64 calls, traced
+#                  too, it places each exec's mmap area), then strace -f -y -v -s
+#                  131072 -e trace=memory,process,setrlimit,prlimit64 (-v -s: each
 #                  execve's strings in full, which size the new [stack]), then one
 #                  `# aspace-file` line per file the run mapped or executed (size,
 #                  mtime, device and inode,
@@ -34,7 +37,7 @@ mkdir -p "$out.maps"
 
 # strace runs as our child, so that its tracees are our descendants: reading their
 # /proc/PID/syscall needs that where Yama's ptrace_scope is 1.
-setarch -R strace -f -y -v -s 131072 -e trace=memory,process \
+setarch -R strace -f -y -v -s 131072 -e trace=memory,process,setrlimit,prlimit64 \
     -e inject=exit_group:delay_enter="$hold" -o "$out.strace" "$@" &
 tracer=$!
 
@@ -112,7 +115,13 @@ while read -r f; do
         "$size" "$mtime" "$major" "$minor" "$ino" "$build" "$f"
 done < <(files | sort -u) >>"$out.strace"
 
-first=$(head -1 "$out.strace" | cut -d' ' -f1)
+# The stack limit the run started with (ours, which PROGRAM inherited), first.
+limit=$(ulimit -s)
+[ "$limit" = unlimited ] || limit=$((limit * 1024))
+{ echo "# aspace-stack-limit $limit"; cat "$out.strace"; } >"$out.strace.tmp"
+mv "$out.strace.tmp" "$out.strace"
+
+first=$(grep -m1 '^[0-9]' "$out.strace" | cut -d' ' -f1)
 if [ ! -s "$out.maps/$first.maps" ]; then
     echo "$0: no maps of the first process ($first) at its exit_group: raise RECORD_EXIT_HOLD_US" >&2
     exit 2

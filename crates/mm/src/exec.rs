@@ -78,14 +78,20 @@ impl Files {
     /// would), registered, and its exec planned and checked (see [`Program::new`]);
     /// cached per path.
     pub fn program(&self, path: &Path) -> Result<Arc<Program>, Error> {
-        if let Some(p) = self.programs.lock().get(path) {
+        self.program_with_base(path, MMAP_BASE)
+    }
+
+    /// [`Files::program`] for a process whose mmap area ends at `mmap_base`
+    /// ([`crate::layout::mmap_base`] of its stack limit): the interpreter and the
+    /// vdso go top-down from there. Cached per path and base.
+    pub fn program_with_base(&self, path: &Path, mmap_base: u64) -> Result<Arc<Program>, Error> {
+        let key = (path.to_path_buf(), mmap_base);
+        if let Some(p) = self.programs.lock().get(&key) {
             return Ok(p.clone());
         }
         let plan = LoadPlan::resolve(&script_interpreter(path)?, &self.search)?;
-        let prog = Arc::new(Program::new(self, plan)?);
-        self.programs
-            .lock()
-            .insert(path.to_path_buf(), prog.clone());
+        let prog = Arc::new(Program::new_with_base(self, plan, mmap_base)?);
+        self.programs.lock().insert(key, prog.clone());
         Ok(prog)
     }
 }
@@ -95,6 +101,12 @@ impl Program {
     /// [`Error::BadLayout`] or [`Error::Malformed`]) when the image cannot be placed.
     /// Registering files changes no reverse map.
     pub fn new(files: &Files, plan: LoadPlan) -> Result<Program, Error> {
+        Program::new_with_base(files, plan, MMAP_BASE)
+    }
+
+    /// [`Program::new`] with the mmap area ending at `mmap_base` (a page-aligned
+    /// address in the user range; [`crate::layout::mmap_base`]).
+    pub fn new_with_base(files: &Files, plan: LoadPlan, mmap_base: u64) -> Result<Program, Error> {
         let objects: Vec<(Arc<ElfImage>, Arc<File>)> = plan
             .objects()
             .map(|img| {
@@ -106,7 +118,10 @@ impl Program {
             Some(_) => Some(files.open(Path::new(LD_SO_CACHE))?),
             None => None,
         };
-        let mut p = Planner::default();
+        let mut p = Planner {
+            base: mmap_base,
+            ..Planner::default()
+        };
         p.plan(&plan, &objects, cache.as_ref())?;
         Ok(Program {
             plan,
@@ -114,6 +129,7 @@ impl Program {
             steps: p.steps,
             brk_start: p.brk_start,
             heap_end: p.heap_end,
+            mmap_base,
         })
     }
 }
@@ -159,12 +175,25 @@ fn script_interpreter(path: &Path) -> Result<PathBuf, Error> {
 }
 
 /// The new address space while it is planned: sorted, disjoint `[start, end)` ranges.
-#[derive(Default)]
 struct Planner {
+    /// Where top-down placement starts (the mmap base).
+    base: u64,
     used: Vec<(u64, u64)>,
     steps: Vec<ExecStep>,
     brk_start: u64,
     heap_end: Option<u64>,
+}
+
+impl Default for Planner {
+    fn default() -> Planner {
+        Planner {
+            base: MMAP_BASE,
+            used: Vec::new(),
+            steps: Vec::new(),
+            brk_start: 0,
+            heap_end: None,
+        }
+    }
 }
 
 fn page_up(x: u64) -> u64 {
@@ -239,7 +268,7 @@ impl Planner {
         self.used = out;
     }
 
-    /// The highest free `len` bytes below [`MMAP_BASE`] (the kernel's top-down search
+    /// The highest free `len` bytes below the mmap base (the kernel's top-down search
     /// with ASLR off), aligned to `align`.
     fn top_down(&self, path: &Path, len: u64, align: u64) -> Result<u64, Error> {
         let fit = |lo: u64, hi: u64| -> Option<u64> {
@@ -249,7 +278,7 @@ impl Planner {
             let at = (hi - len) & !(align - 1);
             (at >= lo).then_some(at)
         };
-        let mut hi = MMAP_BASE;
+        let mut hi = self.base;
         for &(a, b) in self.used.iter().rev() {
             if b < hi {
                 if let Some(at) = fit(b.max(MMAP_MIN_ADDR), hi) {
@@ -669,6 +698,7 @@ impl Mm {
         for step in &prog.steps {
             self.replay_step(&mut st, step);
         }
+        st.mmap_base = prog.mmap_base;
         st.brk_start = prog.brk_start;
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);
         st.start_stack = START_STACK;
@@ -696,6 +726,7 @@ impl Mm {
             self.replay_step(&mut st, step);
         }
         if part + 1 == parts {
+            st.mmap_base = prog.mmap_base;
             st.brk_start = prog.brk_start;
             st.brk = prog.heap_end.unwrap_or(prog.brk_start);
             st.start_stack = START_STACK;

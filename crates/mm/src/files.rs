@@ -131,7 +131,8 @@ pub struct Files {
     pub(crate) search: SearchPath,
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
     /// Programs planned so far, by the path exec was given ([`Files::program`]).
-    pub(crate) programs: Mutex<HashMap<PathBuf, Arc<Program>>>,
+    /// Planned programs by path and mmap base.
+    pub(crate) programs: Mutex<HashMap<(PathBuf, u64), Arc<Program>>>,
     /// [`Files::set_kernel_split_holds`].
     kernel_split_holds: std::sync::atomic::AtomicBool,
 }

@@ -124,8 +124,35 @@ pub mod layout {
     /// The lowest address mmap may use (`vm.mmap_min_addr`).
     pub const MMAP_MIN_ADDR: u64 = 0x10000;
     /// One past the highest address top-down mmap placement uses (below the stack and
-    /// its gap).
+    /// its gap): [`mmap_base`] under the default stack limit.
     pub const MMAP_BASE: u64 = 0x7fff_f7ff_f000;
+    /// The default `RLIMIT_STACK` (8 MiB), what a process has unless a `setrlimit`
+    /// or `prlimit64` of its own or an ancestor's changed it.
+    pub const DEFAULT_STACK_LIMIT: u64 = 8 << 20;
+    /// `stack_guard_gap`'s default: 256 pages.
+    const STACK_GUARD_GAP: u64 = 256 * super::PAGE_SIZE;
+
+    /// The top of the mmap area an exec gives a process whose stack limit is
+    /// `stack_limit` (`None`: unlimited), with ASLR off: x86-64's `mmap_base`
+    /// (Linux 6.12 `arch/x86/mm/mmap.c`) keeps the limit plus the guard gap free
+    /// below the stack, at least 128 MiB and at most 5/6 of the address space (an
+    /// unlimited limit, which would overflow, takes the most).
+    ///
+    /// ```
+    /// use mm::layout::{mmap_base, DEFAULT_STACK_LIMIT, MMAP_BASE, TASK_SIZE};
+    /// assert_eq!(mmap_base(Some(DEFAULT_STACK_LIMIT)), MMAP_BASE);
+    /// // `ulimit -s unlimited`: ld.so ends there (Linux 6.18, bash running /bin/true).
+    /// assert_eq!(mmap_base(None), 0x1555_5555_6000);
+    /// // 1 GiB: that, and the guard gap, below the top.
+    /// assert_eq!(mmap_base(Some(1 << 30)), TASK_SIZE - (1 << 30) - (1 << 20));
+    /// ```
+    pub fn mmap_base(stack_limit: Option<u64>) -> u64 {
+        let max = TASK_SIZE / 6 * 5;
+        let gap = stack_limit
+            .and_then(|l| l.checked_add(STACK_GUARD_GAP))
+            .map_or(max, |g| g.clamp(128 << 20, max));
+        (TASK_SIZE - gap).next_multiple_of(super::PAGE_SIZE)
+    }
     /// Where a PIE executable with 4 KiB alignment is loaded (`ELF_ET_DYN_BASE`
     /// rounded down to a page).
     pub const ELF_ET_DYN_BASE: u64 = 0x5555_5555_4000;
@@ -220,6 +247,9 @@ struct State {
     /// last teardown (maybe more: one moved or unmapped leaves its old place in it),
     /// so that calls far from the vdso skip looking for one to refuse to split.
     special_span: Option<(u64, u64)>,
+    /// The top of the mmap area, from the stack limit at the last exec
+    /// ([`layout::mmap_base`]).
+    mmap_base: u64,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -301,11 +331,18 @@ impl Mm {
                 brk: 0,
                 start_stack: 0,
                 special_span: None,
+                mmap_base: layout::MMAP_BASE,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
             users: AtomicUsize::new(1),
         }
+    }
+
+    /// The top of this address space's mmap area, set at exec from the stack limit
+    /// ([`layout::mmap_base`]; [`layout::MMAP_BASE`] until an exec says otherwise).
+    pub fn mmap_base(&self) -> u64 {
+        self.state.lock().mmap_base
     }
 
     /// How many processes use this address space (the kernel's `mm_users`): 1 for a
@@ -907,6 +944,7 @@ impl Mm {
             addr
         } else {
             let req = placement::Request {
+                top: st.mmap_base,
                 hint: addr,
                 len,
                 pgoff: file.map(|(_, p)| p),
@@ -1056,6 +1094,7 @@ impl Mm {
                 brk: st.brk,
                 start_stack: st.start_stack,
                 special_span: st.special_span,
+                mmap_base: st.mmap_base,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),

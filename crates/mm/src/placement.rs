@@ -1,5 +1,6 @@
 //! Where a non-fixed `mmap` (or a moving `mremap`) goes: the kernel's
-//! `get_unmapped_area`, top-down below [`crate::layout::MMAP_BASE`], with the address
+//! `get_unmapped_area`, top-down below the mmap base ([`crate::layout::mmap_base`]:
+//! [`crate::layout::MMAP_BASE`] under the default stack limit), with the address
 //! hint honoured when that range is free, and, behind [`Placement`], the transparent
 //! huge-page alignment of `thp_get_unmapped_area`.
 //!
@@ -12,7 +13,7 @@
 //! `get_unmapped_area` is `thp_get_unmapped_area` (ext4, xfs); anonymous private
 //! mappings without a hint take it when their length is a multiple of 2 MiB.
 
-use crate::layout::{MMAP_BASE, MMAP_MIN_ADDR, TASK_SIZE};
+use crate::layout::{MMAP_MIN_ADDR, TASK_SIZE};
 use crate::{Error, VmaTree, PAGE_SIZE};
 
 /// The size of a PMD-mapped transparent huge page (x86-64).
@@ -57,6 +58,8 @@ impl Placement {
 /// One placement request.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Request {
+    /// The top of the mmap area ([`crate::layout::mmap_base`]).
+    pub(crate) top: u64,
     pub(crate) hint: u64,
     pub(crate) len: u64,
     /// The file page offset, for a file mapping.
@@ -73,8 +76,8 @@ fn free(tree: &VmaTree, start: u64, len: u64) -> bool {
             .is_some_and(|end| end <= TASK_SIZE && !crate::occupied(tree, start, end))
 }
 
-fn top_down(tree: &VmaTree, len: u64) -> Option<u64> {
-    tree.empty_area_rev(MMAP_MIN_ADDR, MMAP_BASE - 1, len).ok()
+fn top_down(tree: &VmaTree, top: u64, len: u64) -> Option<u64> {
+    tree.empty_area_rev(MMAP_MIN_ADDR, top - 1, len).ok()
 }
 
 /// The address the kernel would give `req` in `tree` under `policy`. `NoSpace` when
@@ -98,7 +101,7 @@ pub(crate) fn unmapped_area(tree: &VmaTree, req: Request, policy: Placement) -> 
     if req.hint != 0 && free(tree, req.hint, req.len) {
         return Ok(req.hint);
     }
-    top_down(tree, req.len).ok_or(Error::NoSpace { len: req.len })
+    top_down(tree, req.top, req.len).ok_or(Error::NoSpace { len: req.len })
 }
 
 /// `__thp_get_unmapped_area` for `req` in `tree`; `None` sends the caller to the plain
@@ -109,7 +112,7 @@ fn thp_area(tree: &VmaTree, req: Request) -> Option<u64> {
         if req.hint != 0 && free(tree, req.hint, len_pad) {
             Some(req.hint)
         } else {
-            top_down(tree, len_pad)
+            top_down(tree, req.top, len_pad)
         }
     })
 }

@@ -94,9 +94,17 @@ pub struct Program {
     pub(crate) steps: Vec<ExecStep>,
     pub(crate) brk_start: u64,
     pub(crate) heap_end: Option<u64>,
+    /// The top of the mmap area it was planned under.
+    pub(crate) mmap_base: u64,
 }
 
 impl Program {
+    /// The top of the mmap area the exec was planned under
+    /// ([`crate::layout::mmap_base`]).
+    pub fn mmap_base(&self) -> u64 {
+        self.mmap_base
+    }
+
     /// The resolved load plan.
     pub fn plan(&self) -> &LoadPlan {
         &self.plan

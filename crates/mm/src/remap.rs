@@ -160,6 +160,7 @@ impl Mm {
             new_addr
         } else {
             let req = placement::Request {
+                top: st.mmap_base,
                 hint: 0,
                 len: new_len,
                 pgoff: vma

@@ -75,6 +75,11 @@ pub struct Replay {
     /// What differs in each recorded file now (`None`: the same), by path: each file
     /// is read once per `Replay`, however many runs.
     file_checks: HashMap<String, Option<String>>,
+    /// Each pid's `RLIMIT_STACK` (`None`: unlimited) where a call or an inheritance
+    /// set it; the others have [`Replay::first_stack_limit`].
+    stack_limits: HashMap<u32, Option<u64>>,
+    /// The limit the run started with (`# aspace-stack-limit`, else the default).
+    first_stack_limit: Option<u64>,
     /// The report so far.
     pub report: Report,
 }
@@ -90,8 +95,18 @@ impl Replay {
             all: Vec::new(),
             file_cache: HashMap::new(),
             file_checks: HashMap::new(),
+            stack_limits: HashMap::new(),
+            first_stack_limit: Some(crate::layout::DEFAULT_STACK_LIMIT),
             report: Report::default(),
         }
+    }
+
+    /// `pid`'s stack limit.
+    fn stack_limit(&self, pid: u32) -> Option<u64> {
+        self.stack_limits
+            .get(&pid)
+            .copied()
+            .unwrap_or(self.first_stack_limit)
     }
 
     /// Drops every address space and the report, keeping the file caches: the state
@@ -100,6 +115,8 @@ impl Replay {
         self.live.clear();
         self.exited.clear();
         self.all.clear();
+        self.stack_limits.clear();
+        self.first_stack_limit = Some(crate::layout::DEFAULT_STACK_LIMIT);
         self.report = Report::default();
     }
 
@@ -202,6 +219,18 @@ impl Replay {
                 if let Some(t) = self.live.remove(thread) {
                     self.live.insert(e.pid, t);
                 }
+                if let Some(l) = self.stack_limits.remove(thread) {
+                    self.stack_limits.insert(e.pid, l);
+                }
+            }
+            Call::StackLimit { target, limit, ret } => {
+                self.report.events += 1;
+                if e.pid == 0 {
+                    self.first_stack_limit = *limit;
+                } else if ret.is_ok() {
+                    let who = if *target == 0 { e.pid } else { *target };
+                    self.stack_limits.insert(who, *limit);
+                }
             }
             Call::Clone { vm, ret } => {
                 self.report.events += 1;
@@ -212,6 +241,8 @@ impl Replay {
                         .not_expressed
                         .push((line, "child pid out of range".into()));
                 };
+                let limit = self.stack_limit(e.pid);
+                self.stack_limits.insert(child, limit);
                 let parent = self.process(e.pid);
                 let p = if *vm {
                     parent.clone_vm()
@@ -227,7 +258,9 @@ impl Replay {
                 if ret.is_err() {
                     return;
                 }
-                let prog = match self.files.program(Path::new(path)) {
+                // The new image's mmap area ends below a gap for the stack limit.
+                let base = crate::layout::mmap_base(self.stack_limit(e.pid));
+                let prog = match self.files.program_with_base(Path::new(path), base) {
                     Ok(p) => p,
                     Err(err) => {
                         return self
@@ -297,6 +330,7 @@ impl Replay {
                 if let (Ok(real), false, false) = (ret, fixed, opts.fixed_noreplace) {
                     self.report.placed += 1;
                     let req = Request {
+                        top: mm.mmap_base(),
                         hint: *addr,
                         len: align_up(*len).unwrap_or(0),
                         pgoff: fref.map(|(_, p)| p),
@@ -437,6 +471,9 @@ const NO_MEMORY_EFFECT: &[&str] = &[
     "pidfd_send_signal",
     "rt_sigqueueinfo",
     "rt_tgsigqueueinfo",
+    // Another resource's limit, or a query (a stack limit is Call::StackLimit).
+    "setrlimit",
+    "prlimit64",
 ];
 
 fn prot_of(bits: u64) -> Prot {
@@ -469,6 +506,7 @@ impl Mm {
     pub fn exec_kernel_part_with_strings(&self, prog: &Program, strings: Option<u64>) {
         let mut st = self.state.lock();
         self.teardown(&mut st);
+        st.mmap_base = prog.mmap_base();
         let top = crate::layout::STACK_TOP;
         let stack_start = top - crate::layout::initial_stack_size(strings);
         for step in prog.steps().iter().filter(|s| s.caller() == Caller::Kernel) {

@@ -164,6 +164,19 @@ pub enum Call {
     /// A file the run mapped or executed, as the recorder found it
     /// (`# aspace-file ...`; pid 0).
     RecordedFile(Box<RecordedFile>),
+    /// A new `RLIMIT_STACK` soft limit (`setrlimit`, or `prlimit64` with a new
+    /// limit), which the next exec's mmap base follows
+    /// ([`crate::layout::mmap_base`]); or, from `# aspace-stack-limit` (pid 0), the
+    /// limit the recorded run started with.
+    StackLimit {
+        /// The process it applies to: 0 for the caller (or, at pid 0, the run's
+        /// first process), else `prlimit64`'s pid.
+        target: u32,
+        /// The soft limit in bytes; `None`: unlimited.
+        limit: Option<u64>,
+        /// Result.
+        ret: Ret,
+    },
     /// Any other system call (the model cannot express it), by name.
     Other {
         /// The call's name.
@@ -272,7 +285,25 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
             continue;
         }
         if raw.starts_with('#') {
-            if raw.starts_with(RECORD_PREFIX) {
+            if let Some(v) = raw.strip_prefix(STACK_LIMIT_PREFIX) {
+                let limit = match v.trim() {
+                    "unlimited" => None,
+                    n => Some(
+                        n.parse::<u64>()
+                            .map_err(|e| err(format!("bad stack limit: {e}")))?,
+                    ),
+                };
+                out.push(Event {
+                    line,
+                    pid: 0,
+                    call: Call::StackLimit {
+                        target: 0,
+                        limit,
+                        ret: Ok(0),
+                    },
+                });
+                started.push(line);
+            } else if raw.starts_with(RECORD_PREFIX) {
                 let (path, identity) = FileIdentity::parse_record(raw).map_err(err)?;
                 out.push(Event {
                     line,
@@ -481,6 +512,26 @@ fn parse_call(text: &str) -> Result<Call, String> {
             vm: args.iter().any(|a| a.contains("CLONE_VM")),
             ret,
         },
+        "setrlimit" | "prlimit64" => {
+            // setrlimit(RESOURCE, NEW); prlimit64(PID, RESOURCE, NEW, OLD).
+            let (target, resource, new) = if name == "setrlimit" {
+                (0, arg(0)?, arg(1)?)
+            } else {
+                let pid = u32::try_from(num(0)?).map_err(|_| "prlimit64: bad pid")?;
+                (pid, arg(1)?, arg(2)?)
+            };
+            match (resource, new) {
+                ("RLIMIT_STACK", new) if new != "NULL" => Call::StackLimit {
+                    target,
+                    limit: rlim_cur(new).ok_or_else(|| format!("{name}: bad limit {new:?}"))?,
+                    ret,
+                },
+                // Another resource, or a query: nothing for the address space.
+                _ => Call::Other {
+                    name: name.to_string(),
+                },
+            }
+        }
         "fork" => Call::Clone { vm: false, ret },
         "vfork" => Call::Clone { vm: true, ret },
         "execve" | "execveat" => {
@@ -503,6 +554,25 @@ fn parse_call(text: &str) -> Result<Call, String> {
             name: name.to_string(),
         },
     })
+}
+
+/// What `scripts/record.sh` writes first: the stack limit the recorded run started
+/// with, in bytes, or `unlimited`.
+pub const STACK_LIMIT_PREFIX: &str = "# aspace-stack-limit ";
+
+/// The soft limit of strace's `{rlim_cur=8192*1024, rlim_max=...}`: `Some(None)` for
+/// `RLIM64_INFINITY`, `None` when it is not such a struct.
+fn rlim_cur(s: &str) -> Option<Option<u64>> {
+    let v = s.split_once("rlim_cur=")?.1;
+    let v = v.split([',', '}']).next()?.trim();
+    if v == "RLIM64_INFINITY" || v == "RLIM_INFINITY" {
+        return Some(None);
+    }
+    // strace prints a multiple of 1024 as `N*1024`.
+    v.split('*')
+        .map(parse_num)
+        .try_fold(1u64, |acc, f| acc.checked_mul(f?))
+        .map(Some)
 }
 
 /// The bytes `execve(path, argv, envp)` copies onto the new stack (`copy_strings`:
@@ -935,6 +1005,39 @@ mod tests {
         let bad = parse("# aspace-file size=10 path=/x\n").unwrap_err();
         assert_eq!(bad.line, 1);
         assert!(bad.what.contains("aspace-file line without"), "{bad}");
+    }
+
+    #[test]
+    fn stack_limits_are_parsed_and_other_limits_are_other_calls() {
+        let t = "\
+# aspace-stack-limit 8388608
+5 prlimit64(0, RLIMIT_STACK, NULL, {rlim_cur=8192*1024, rlim_max=RLIM64_INFINITY}) = 0
+5 prlimit64(0, RLIMIT_STACK, {rlim_cur=RLIM64_INFINITY, rlim_max=RLIM64_INFINITY}, NULL) = 0
+5 setrlimit(RLIMIT_STACK, {rlim_cur=64*1024*1024, rlim_max=RLIM_INFINITY}) = 0
+5 prlimit64(9, RLIMIT_STACK, {rlim_cur=1048576, rlim_max=1048576}, NULL) = -1 EPERM (Operation not permitted)
+5 prlimit64(0, RLIMIT_NOFILE, {rlim_cur=1024, rlim_max=4096}, NULL) = 0
+";
+        let calls: Vec<Call> = parse(t).unwrap().into_iter().map(|e| e.call).collect();
+        let limit = |target, limit, ret| Call::StackLimit { target, limit, ret };
+        let other = |n: &str| Call::Other { name: n.into() };
+        assert_eq!(
+            calls,
+            [
+                limit(0, Some(8 << 20), Ok(0)),
+                other("prlimit64"),
+                limit(0, None, Ok(0)),
+                limit(0, Some(64 << 20), Ok(0)),
+                limit(9, Some(1 << 20), Err("EPERM".into())),
+                other("prlimit64"),
+            ]
+        );
+        let e = parse("# aspace-stack-limit lots\n").unwrap_err();
+        assert!(e.what.contains("stack limit"), "{e}");
+        assert!(parse("1 setrlimit(RLIMIT_STACK, {rlim_cur=x}) = 0\n").is_err());
+        assert_eq!(
+            parse("# aspace-stack-limit unlimited\n").unwrap()[0].call,
+            limit(0, None, Ok(0))
+        );
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
     let strace = std::fs::read_to_string(out.with_extension("strace")).unwrap();
     let leader = strace
         .lines()
-        .next()
+        .find(|l| !l.starts_with('#'))
         .and_then(|l| l.split_whitespace().next())
         .expect("the trace names its first process")
         .to_owned();

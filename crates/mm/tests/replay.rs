@@ -655,3 +655,53 @@ fn the_initial_stack_holds_the_exec_strings_the_trace_shows() {
     assert_eq!(stack_of(&t), mm::layout::STACK_SIZE);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An unlimited stack limit, set by the shell before it runs `/bin/true` twice
+/// (recorded with `scripts/record.sh`, which traces `setrlimit`/`prlimit64` and
+/// writes the starting limit first):
+///
+/// ```sh
+/// env -i PATH=/usr/bin:/bin scripts/record.sh bash-stack-unlimited \
+///     bash -c 'ulimit -s unlimited; /bin/true; /bin/true'
+/// ```
+///
+/// The kernel then keeps 5/6 of the address space free below the stack: each exec
+/// after it, in the shell's forked child (which inherits the limit) and in the
+/// shell's own last exec, maps ld.so and the rest top-down from 0x155555556000. Every
+/// layout and placement identical; without the limit calls the model would place
+/// them below the default base, and the layouts differ.
+#[test]
+fn a_stack_limit_moves_the_mmap_base_of_later_execs() {
+    let name = "bash-stack-unlimited";
+    let rec = Recording::load(&path(&format!("{name}.strace")), None).unwrap();
+    assert_eq!(rec.maps.len(), 2, "the forked child and the shell");
+    for design in [Design::Linux, Design::Aspace] {
+        let check = check_all(name, &rec, design, CallPattern::PerVma);
+        for p in &check.processes {
+            assert!(p.differences.is_empty(), "{:#?}", p.differences);
+        }
+    }
+    for maps in rec.maps.values() {
+        let ldso_end = maps
+            .iter()
+            .filter(|l| l.name.contains("ld-linux"))
+            .map(|l| l.end)
+            .max();
+        assert_eq!(ldso_end, Some(mm::layout::mmap_base(None)));
+    }
+    // The same trace without the shell's prlimit64 that lifts the limit.
+    let text = data(&format!("{name}.strace"));
+    assert!(text.contains("RLIMIT_STACK, {rlim_cur=RLIM64_INFINITY"));
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("RLIMIT_STACK, {"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let blind = Recording {
+        events: strace::parse(&kept).unwrap(),
+        maps: rec.maps.clone(),
+    };
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let check = blind.check(files, Placement::LINUX_THP);
+    assert!(check.processes.iter().all(|p| !p.differences.is_empty()));
+}
