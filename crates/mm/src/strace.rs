@@ -18,7 +18,9 @@
 //! # Recorded files
 //! A line `# aspace-file ...` (what `scripts/record.sh` appends) records one file the
 //! run mapped or executed ([`crate::identity`]); it becomes a
-//! [`Call::RecordedFile`] event. Other lines starting with `#` are comments.
+//! [`Call::RecordedFile`] event. A line `# aspace-stack-limit BYTES|unlimited` (what
+//! it writes first) is the stack limit the run started with: a
+//! [`Call::StackLimit`] event of pid 0. Other lines starting with `#` are comments.
 
 use crate::identity::{FileIdentity, RECORD_PREFIX};
 use std::collections::HashMap;
