@@ -31,8 +31,11 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
     }
     let text = input::read_text(&cfg.trace, "the trace", input::TRACE_CAP)?;
     let events = strace::parse(&text).map_err(|e| format!("{}: {e}", cfg.trace.display()))?;
+    // The first process's pid (pid-0 events are the recorder's notes: its
+    // starting stack limit, the files' identities).
     let first_pid = events
-        .first()
+        .iter()
+        .find(|e| e.pid != 0)
         .map(|e| e.pid)
         .ok_or("the trace has no calls")?;
     let real = match &cfg.maps {
@@ -278,5 +281,21 @@ mod tests {
         assert_eq!(run(&cfg), Ok(false));
         cfg.trace = data("git-version.maps");
         assert!(run(&cfg).unwrap_err().contains("line 1"));
+    }
+
+    /// A `scripts/record.sh` recording opens with the recorder's note of the stack
+    /// limit (an event of pid 0): `--maps DIR` still compares the first process.
+    #[test]
+    fn a_recording_that_opens_with_the_stack_limit_compares_its_first_process() {
+        let cfg = ReplayConfig {
+            trace: data("bash-stack-unlimited.strace"),
+            designs: vec![Design::Linux],
+            patterns: vec![CallPattern::PerVma],
+            maps: Some(data("bash-stack-unlimited.maps")),
+            json: None,
+            placement: Placement::LINUX_THP,
+            repeat: 1,
+        };
+        assert_eq!(run(&cfg), Ok(true));
     }
 }
