@@ -1060,7 +1060,8 @@ impl Mm {
     }
 
     /// `fork()`: a child with a copy of this address space. The tree is copied with
-    /// the maple tree's `dup`; then each file VMA is linked into its file's map right
+    /// the maple tree's `dup`, less the areas `madvise(MADV_DONTFORK)` marked
+    /// (`VM_DONTCOPY`); then each file VMA is linked into its file's map right
     /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
     /// the registry's [`CallPattern`]) and the
     /// child's entry replaced with the linked copy.
@@ -1100,6 +1101,21 @@ impl Mm {
             }),
             users: AtomicUsize::new(1),
         };
+        // Areas marked VM_DONTCOPY (madvise(MADV_DONTFORK)) stay out of the child:
+        // dup_mmap erases them from the tree it copied.
+        let dontcopy: Vec<(u64, u64)> = child
+            .tree
+            .reader()
+            .iter()
+            .filter(|(_, v)| v.flags.dontcopy)
+            .map(|(_, v)| (v.start, v.end))
+            .collect();
+        for (start, end) in dontcopy {
+            child
+                .tree
+                .remove_range(start, end - 1)
+                .expect("a range the copied tree holds");
+        }
         // The parent's mmap lock stays held until every child VMA is linked (as
         // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
         let file_vmas: Vec<Arc<Vma>> = child

@@ -611,3 +611,51 @@ fn kernel_split_holds_remove_and_reinsert_the_cut_vma() {
         }
     }
 }
+
+/// `madvise(MADV_DONTFORK)` marks areas `VM_DONTCOPY`: a fork leaves them out of
+/// the child (and out of the file's reverse map for the child), keeps the rest, and
+/// `MADV_DOFORK` makes them copied again. (A Python `mmap` marked so and then forked:
+/// the kernel's child maps had no such area, the model's had.)
+#[test]
+fn dontfork_areas_stay_out_of_the_child() {
+    use mm::Advice;
+    for pattern in CallPattern::ALL {
+        let files = Files::new(Design::Linux, Topology::Os, pattern);
+        let lib = files.register(Path::new("/synthetic/libdontfork.so"), 16);
+        let parent = Mm::new(files.clone());
+        let shared = MapFlags {
+            fixed: true,
+            shared: true,
+        };
+        let anon = parent
+            .mmap(0x10_0000, 4 * PAGE_SIZE, Prot::RW, shared, None)
+            .unwrap();
+        let file = parent
+            .mmap(0x20_0000, 2 * PAGE_SIZE, Prot::R, fixed(), Some((&lib, 0)))
+            .unwrap();
+        let kept = parent
+            .mmap(0x30_0000, PAGE_SIZE, Prot::RW, fixed(), None)
+            .unwrap();
+        parent
+            .madvise(anon, 4 * PAGE_SIZE, Advice::DontFork)
+            .unwrap();
+        parent
+            .madvise(file, 2 * PAGE_SIZE, Advice::DontFork)
+            .unwrap();
+        let child = parent.fork();
+        assert!(child.find(anon).is_none() && child.find(file).is_none());
+        assert!(child.find(kept).is_some());
+        assert_eq!(lib.rmap().len(), 1, "only the parent's mapping of the file");
+        child.check_invariants().unwrap();
+        // The parent keeps them, marked; DOFORK clears the mark.
+        assert!(parent.find(anon).unwrap().flags.dontcopy);
+        parent.madvise(file, 2 * PAGE_SIZE, Advice::DoFork).unwrap();
+        let second = parent.fork();
+        assert!(second.find(file).is_some() && second.find(anon).is_none());
+        assert_eq!(lib.rmap().len(), 2);
+        second.exit();
+        child.exit();
+        parent.exit();
+        assert_eq!(lib.rmap().len(), 0);
+    }
+}
