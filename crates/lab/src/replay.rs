@@ -2,9 +2,9 @@
 //! through the model with each design, with the report of `mm::replay`.
 
 use crate::input;
-use mm::maps::{describe_differences, kept_apart};
+use mm::maps::compare_maps;
 use mm::placement::Placement;
-use mm::replay::{diff_maps, parse_maps, Replay};
+use mm::replay::{parse_maps, Replay};
 use mm::{strace, CallPattern, Files};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
@@ -31,13 +31,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
     }
     let text = input::read_text(&cfg.trace, "the trace", input::TRACE_CAP)?;
     let events = strace::parse(&text).map_err(|e| format!("{}: {e}", cfg.trace.display()))?;
-    // The first process's pid (pid-0 events are the recorder's notes: its
-    // starting stack limit, the files' identities).
-    let first_pid = events
-        .iter()
-        .find(|e| e.pid != 0)
-        .map(|e| e.pid)
-        .ok_or("the trace has no calls")?;
+    let first_pid = strace::first_pid(&events).ok_or("the trace has no calls")?;
     let real = match &cfg.maps {
         Some(p) => Some(maps_for(p, first_pid)?),
         None => None,
@@ -87,11 +81,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         if let Some(real) = &real {
             match r.exited.get(&first_pid) {
                 None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
-                Some(v) => {
-                    let (mut om, mut or) = diff_maps(&v.maps(), real);
-                    apart = kept_apart(&mut om, &mut or);
-                    diffs.extend(describe_differences(&om, &or));
-                }
+                Some(v) => (diffs, apart) = compare_maps(&v.maps(), real),
             }
             for d in &apart {
                 println!("  not a difference: {d}");

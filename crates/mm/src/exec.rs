@@ -698,6 +698,12 @@ impl Mm {
         for step in &prog.steps {
             self.replay_step(&mut st, step);
         }
+        Self::set_new_image(&mut st, prog);
+    }
+
+    /// What an exec of `prog` leaves beside its areas: the mmap base, the program
+    /// break and `start_stack`.
+    fn set_new_image(st: &mut State, prog: &Program) {
         st.mmap_base = prog.mmap_base;
         st.brk_start = prog.brk_start;
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);
@@ -726,10 +732,7 @@ impl Mm {
             self.replay_step(&mut st, step);
         }
         if part + 1 == parts {
-            st.mmap_base = prog.mmap_base;
-            st.brk_start = prog.brk_start;
-            st.brk = prog.heap_end.unwrap_or(prog.brk_start);
-            st.start_stack = START_STACK;
+            Self::set_new_image(&mut st, prog);
         }
     }
 

@@ -130,8 +130,8 @@ pub struct Files {
     topo: Topology,
     pub(crate) search: SearchPath,
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
-    /// Programs planned so far, by the path exec was given ([`Files::program`]).
-    /// Planned programs by path and mmap base.
+    /// Programs planned so far, by the path exec was given and the mmap base they
+    /// were planned under ([`Files::program_with_base`]).
     pub(crate) programs: Mutex<HashMap<(PathBuf, u64), Arc<Program>>>,
     /// [`Files::set_kernel_split_holds`].
     kernel_split_holds: std::sync::atomic::AtomicBool,

@@ -280,6 +280,15 @@ pub fn kept_apart(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLine
     said
 }
 
+/// The model's layout `model` against the kernel's `real`, in words: the differences
+/// ([`diff_maps`], then [`describe_differences`]), and apart from them the areas the
+/// kernel kept apart for a reason the trace does not show ([`kept_apart`]).
+pub fn compare_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<String>, Vec<String>) {
+    let (mut model_only, mut kernel_only) = diff_maps(model, real);
+    let apart = kept_apart(&mut model_only, &mut kernel_only);
+    (describe_differences(&model_only, &kernel_only), apart)
+}
+
 /// The differences [`diff_maps`] found, in words, in address order: the lines of one
 /// file that differ only in their device and inode are one entry saying that the file
 /// is not the one the recording was made against; every other line is

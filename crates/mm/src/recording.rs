@@ -15,7 +15,7 @@
 //! waiting on it), a trace of at most [`MAX_TRACE_BYTES`], a maps file of at most
 //! [`MAX_MAPS_BYTES`].
 
-use crate::maps::{describe_differences, diff_maps, kept_apart, parse_maps, MapsLine};
+use crate::maps::{compare_maps, parse_maps, MapsLine};
 use crate::placement::Placement;
 use crate::replay::{Replay, Report};
 use crate::strace::{self, Call, Event};
@@ -45,11 +45,12 @@ pub struct ProcessCheck {
     pub pid: u32,
     /// The kernel's lines compared (`[vsyscall]`, outside the model, not counted).
     pub compared: usize,
-    /// The differences in words ([`describe_differences`]); a pid the replay never
-    /// saw exit gives one entry saying so.
+    /// The differences in words ([`crate::maps::describe_differences`]); a pid the
+    /// replay never saw exit gives one entry saying so.
     pub differences: Vec<String>,
     /// Areas the kernel kept apart where the model merged them, for a reason the
-    /// trace does not show ([`kept_apart`]), in words: not counted as differences.
+    /// trace does not show ([`crate::maps::kept_apart`]), in words: not counted as
+    /// differences.
     pub kept_apart: Vec<String>,
 }
 
@@ -99,7 +100,7 @@ impl Recording {
             Some(p) => Some(p.to_path_buf()),
             None => beside.exists().then_some(beside),
         };
-        let first = events.iter().find(|e| e.pid != 0).map(|e| e.pid);
+        let first = strace::first_pid(&events);
         let mut maps = BTreeMap::new();
         let parse = |p: &Path| -> Result<Vec<MapsLine>, String> {
             parse_maps(&read_bounded(p, MAX_MAPS_BYTES)?)
@@ -132,7 +133,7 @@ impl Recording {
 
     /// The first process of the trace.
     pub fn first_pid(&self) -> Option<u32> {
-        self.events.iter().find(|e| e.pid != 0).map(|e| e.pid)
+        strace::first_pid(&self.events)
     }
 
     /// The program the first process ran: its first successful `execve`'s path.
@@ -156,11 +157,7 @@ impl Recording {
             .map(|(&pid, real)| {
                 let compared = real.iter().filter(|l| l.name != "[vsyscall]").count();
                 let (differences, kept_apart) = match r.exited.get(&pid) {
-                    Some(layout) => {
-                        let (mut model_only, mut kernel_only) = diff_maps(&layout.maps(), real);
-                        let apart = kept_apart(&mut model_only, &mut kernel_only);
-                        (describe_differences(&model_only, &kernel_only), apart)
-                    }
+                    Some(layout) => compare_maps(&layout.maps(), real),
                     None => (
                         vec![format!("pid {pid} did not exit in the replay")],
                         vec![],

@@ -57,6 +57,13 @@ pub type Ret = Result<u64, String>;
 /// not known. The kernel may have done the call all the same.
 pub const UNKNOWN_RESULT: &str = "?";
 
+/// The pid of the trace's first process: its first event with a pid (pid-0
+/// events are the recorder's notes: the starting stack limit, the files'
+/// identities).
+pub fn first_pid(events: &[Event]) -> Option<u32> {
+    events.iter().find(|e| e.pid != 0).map(|e| e.pid)
+}
+
 /// Whether `ret` is [`UNKNOWN_RESULT`].
 pub fn result_unknown(ret: &Ret) -> bool {
     matches!(ret, Err(e) if e == UNKNOWN_RESULT)
