@@ -3,7 +3,8 @@
 //! files.
 //!
 //! - [`Mm`]: one process. `mmap` (top-down gap search, `MAP_FIXED` replaces),
-//!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours), `brk`,
+//!   `munmap` (splits at the edges), `mprotect` (splits, merges neighbours),
+//!   `madvise` and `mlock` ([`madvise`], [`mlock`]: VMA flags), `brk`,
 //!   `exec` (the kernel's ELF loader plus ld.so's call sequence, planned and checked
 //!   before the old image is touched: [`exec`]), `fork`, `exit`, `page_fault`.
 //! - [`Process`]: a process's hold on an address space. `fork` copies the space;
@@ -44,6 +45,7 @@ pub mod identity;
 pub mod ldso;
 pub mod madvise;
 pub mod maps;
+pub mod mlock;
 pub mod placement;
 pub mod process;
 pub mod program;
@@ -250,6 +252,14 @@ struct State {
     /// The top of the mmap area, from the stack limit at the last exec
     /// ([`layout::mmap_base`]).
     mmap_base: u64,
+    /// `mm->def_flags`: the flags every new mapping gets; only the lock bits
+    /// (`mlockall(MCL_FUTURE)`: [`mlock`]) are ever set.
+    def_flags: VmFlags,
+    /// Where two adjacent VMAs that could merge are kept apart (the start of the
+    /// second): a fork's child, whose copies lose the lock bits that told them
+    /// apart, keeps the parent's boundaries (`dup_mmap` does not merge). A change
+    /// whose range holds one inside forgets it (it merged what it could there).
+    seams: Vec<u64>,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -332,6 +342,8 @@ impl Mm {
                 start_stack: 0,
                 special_span: None,
                 mmap_base: layout::MMAP_BASE,
+                def_flags: VmFlags::default(),
+                seams: Vec::new(),
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
@@ -548,6 +560,12 @@ impl Mm {
         let old = self.overlapping(start, end);
         if old.is_empty() && new.is_empty() {
             return;
+        }
+        if !st.seams.is_empty() {
+            // The boundaries inside the range are the new VMAs' (merged where they
+            // could); one at an edge stays between the VMA outside and a VMA with
+            // the flags of the one it replaced there, or one that did not merge.
+            st.seams.retain(|&s| s <= start || s >= end);
         }
         let inside_core = |s: u64, e: u64| s >= core.0 && e <= core.1;
         // An old VMA of a map that the range does not cut (it lies inside
@@ -898,8 +916,11 @@ impl Mm {
 
     /// `mmap` with every flag the model knows ([`MmapOptions`]): as [`Mm::mmap`],
     /// plus `MAP_FIXED_NOREPLACE` (`Exists` if anything is mapped in the range,
-    /// nothing replaced), `MAP_NORESERVE` (no `VM_ACCOUNT`) and `MAP_STACK`
-    /// (`VM_NOHUGEPAGE`). These flags take part in merging, as in Linux.
+    /// nothing replaced), `MAP_NORESERVE` (no `VM_ACCOUNT`), `MAP_STACK`
+    /// (`VM_NOHUGEPAGE`) and `MAP_LOCKED` (`VM_LOCKED`). These flags take part in
+    /// merging, as in Linux. The new area also gets the space's default flags
+    /// ([`Mm::def_flags`]: locked after `mlockall(MCL_FUTURE)`), as `do_mmap` adds
+    /// `mm->def_flags`.
     pub fn mmap_with(
         &self,
         addr: u64,
@@ -965,11 +986,15 @@ impl Mm {
             },
             None => Backing::Anon(AnonKind::Plain),
         };
+        // `do_mmap` ORs the space's default flags in (`mlockall(MCL_FUTURE)`).
+        let mut flags = opts.vm_flags(prot);
+        flags.locked |= st.def_flags.locked;
+        flags.lockonfault |= st.def_flags.lockonfault;
         let vma = Vma {
             start,
             end: start + len,
             prot,
-            flags: opts.vm_flags(prot),
+            flags,
             backing,
             link: None,
         };
@@ -1030,7 +1055,10 @@ impl Mm {
 
     /// `brk(new)`: moves the program break and grows or shrinks `[heap]`. Returns the
     /// new break, or the old one if the request is below the heap start, overflows, or
-    /// would run into another mapping (as Linux does).
+    /// would run into another mapping (as Linux does). The growth gets the space's
+    /// default flags ([`Mm::def_flags`]), so a heap grown after
+    /// `mlockall(MCL_FUTURE)` is locked, and is a second `[heap]` area next to an
+    /// unlocked one.
     pub fn brk(&self, new: u64) -> u64 {
         let mut st = self.state.lock();
         if st.brk_start == 0 || new < st.brk_start {
@@ -1052,7 +1080,11 @@ impl Mm {
             if new_end > MMAP_BASE || self.occupied(old_end, new_end) {
                 return st.brk;
             }
-            let heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
+            let mut heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
+            // `do_brk_flags` ORs `mm->def_flags` in, and grows the old heap only
+            // if its flags are the same (else the growth is an area of its own).
+            heap.flags.locked |= st.def_flags.locked;
+            heap.flags.lockonfault |= st.def_flags.lockonfault;
             self.place(&mut st, vec![heap], Why::Map);
         }
         st.brk = new;
@@ -1064,7 +1096,10 @@ impl Mm {
     /// (`VM_DONTCOPY`); then each file VMA is linked into its file's map right
     /// after the parent's (`insert_after` per VMA or `insert_after_batch` per file, by
     /// the registry's [`CallPattern`]) and the
-    /// child's entry replaced with the linked copy.
+    /// child's entry replaced with the linked copy. The copies lose their lock bits
+    /// (`dup_mmap` clears `VM_LOCKED_MASK`) but keep the parent's boundaries, merged
+    /// with nothing, and the child's default flags have no lock bits (`mm_init` keeps
+    /// only `VM_NOHUGEPAGE` of them, which the model does not have).
     ///
     /// ```
     /// use mm::{CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
@@ -1096,6 +1131,8 @@ impl Mm {
                 start_stack: st.start_stack,
                 special_span: st.special_span,
                 mmap_base: st.mmap_base,
+                def_flags: VmFlags::default(),
+                seams: Vec::new(),
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
@@ -1115,6 +1152,23 @@ impl Mm {
                 .tree
                 .remove_range(start, end - 1)
                 .expect("a range the copied tree holds");
+        }
+        // The locked anonymous areas' copies lose their lock bits (the file ones'
+        // below, with their link).
+        let locked: Vec<Arc<Vma>> = child
+            .tree
+            .reader()
+            .iter()
+            .filter(|(_, v)| v.link.is_none() && (v.flags.locked || v.flags.lockonfault))
+            .map(|(_, v)| v.clone())
+            .collect();
+        for v in &locked {
+            let mut copy = (**v).clone();
+            copy.flags = copy.flags.with_lock(VmFlags::default());
+            child
+                .tree
+                .store_range(v.start, v.end - 1, Arc::new(copy))
+                .expect("same range as the dup'd entry");
         }
         // The parent's mmap lock stays held until every child VMA is linked (as
         // dup_mmap holds the parent's mmap_lock): its handles cannot go away meanwhile.
@@ -1163,10 +1217,24 @@ impl Mm {
                 let v = &file_vmas[i];
                 let mut copy = (**v).clone();
                 copy.link = Some(Link { handle, id });
+                copy.flags = copy.flags.with_lock(VmFlags::default());
                 child
                     .tree
                     .store_range(v.start, v.end - 1, Arc::new(copy))
                     .expect("same range as the dup'd entry");
+            }
+        }
+        // Neighbours that only their lock bits (now gone) kept apart, and those
+        // the parent kept apart so: the child keeps them apart too.
+        let lock = |v: &Vma| v.flags.locked || v.flags.lockonfault;
+        if !locked.is_empty() || !st.seams.is_empty() || file_vmas.iter().any(|v| lock(v)) {
+            let r = child.tree.reader();
+            let mut prev: Option<Arc<Vma>> = None;
+            for (_, v) in r.iter() {
+                if prev.as_ref().is_some_and(|p| p.can_merge(&v)) {
+                    cst.seams.push(v.start);
+                }
+                prev = Some((*v).clone());
             }
         }
         drop(cst);
@@ -1193,6 +1261,9 @@ impl Mm {
         st.brk = 0;
         st.start_stack = 0;
         st.special_span = None;
+        // The next image's space starts with no default lock bits (`mm_init`).
+        st.def_flags = VmFlags::default();
+        st.seams.clear();
     }
 
     /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the
@@ -1223,19 +1294,21 @@ impl Mm {
     }
 
     /// Checks the model's invariants: VMAs sorted, page aligned, inside the user
-    /// address space (at or above `mmap_min_addr`, below `TASK_SIZE`), non-overlapping, no two adjacent ones mergeable, anonymous VMAs
+    /// address space (at or above `mmap_min_addr`, below `TASK_SIZE`), non-overlapping,
+    /// no two adjacent ones mergeable (but where a fork's child keeps its parent's
+    /// boundary between areas that only their lock bits told apart), anonymous VMAs
     /// unlinked, and each file VMA in its own file's reverse map exactly once with its
     /// interval, and in no other file's map (no stray or duplicated entry of this
     /// process anywhere). Takes the mmap lock and walks every file's map; O(entries).
     /// Returns a description of the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let _st = self.state.lock();
+        let st = self.state.lock();
         let vmas: Vec<Arc<Vma>> = self.tree.reader().iter().map(|(_, v)| v.clone()).collect();
         for w in vmas.windows(2) {
             if w[0].end > w[1].start {
                 return Err(format!("overlap: {:#x} > {:#x}", w[0].end, w[1].start));
             }
-            if w[0].can_merge(&w[1]) {
+            if w[0].can_merge(&w[1]) && !st.seams.contains(&w[1].start) {
                 return Err(format!("unmerged neighbours at {:#x}", w[1].start));
             }
         }

@@ -1,8 +1,9 @@
 //! The `mmap` flags beyond [`MapFlags`](crate::MapFlags) and the `madvise` advice that changes VMA
-//! flags (and with them, merging).
+//! flags (and with them, merging); [`Mm::change_flags`], the flag change of a range
+//! that `madvise` and `mlock` ([`crate::mlock`]) share.
 
 use crate::placement::Placement;
-use crate::{Error, Mm, Prot, VmFlags, Why, PAGE_SIZE};
+use crate::{Error, Mm, Prot, State, VmFlags, Vma, Why, PAGE_SIZE};
 
 /// Every `mmap` flag the model understands, with the placement policy to use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub struct MmapOptions {
     pub noreserve: bool,
     /// `MAP_STACK`: `VM_NOHUGEPAGE` (Linux >= 6.7).
     pub stack: bool,
+    /// `MAP_LOCKED`: `VM_LOCKED` (`calc_vm_flag_bits`), as after an `mlock` of the
+    /// new area.
+    pub locked: bool,
     /// Where a non-fixed mapping goes.
     pub placement: Placement,
 }
@@ -32,23 +36,31 @@ impl From<crate::MapFlags> for MmapOptions {
 }
 
 impl MmapOptions {
-    /// The VMA flags a new mapping with protection `prot` gets.
+    /// The VMA flags a new mapping with protection `prot` gets (before `do_mmap` adds
+    /// the space's default flags: see [`Mm::def_flags`]).
     pub fn vm_flags(&self, prot: Prot) -> VmFlags {
         VmFlags {
             shared: self.shared,
             account: !self.shared && prot.write && !self.noreserve,
             noreserve: self.noreserve,
             nohugepage: self.stack,
+            locked: self.locked,
             ..VmFlags::default()
         }
     }
 }
 
 /// `madvise` advice. Only the ones that change VMA flags change the model; the
-/// others (`MADV_DONTNEED`, `MADV_FREE`, `MADV_WILLNEED`, ...) touch pages only and
-/// are [`Advice::PagesOnly`].
+/// others (`MADV_WILLNEED`, `MADV_COLD`, ...) touch pages only and are
+/// [`Advice::PagesOnly`], or [`Advice::Discard`] where a locked area refuses them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Advice {
+    /// `MADV_NORMAL`: clear `VM_RAND_READ` and `VM_SEQ_READ`.
+    Normal,
+    /// `MADV_RANDOM`: set `VM_RAND_READ`, clear `VM_SEQ_READ`.
+    Random,
+    /// `MADV_SEQUENTIAL`: set `VM_SEQ_READ`, clear `VM_RAND_READ`.
+    Sequential,
     /// `MADV_HUGEPAGE`: set `VM_HUGEPAGE`, clear `VM_NOHUGEPAGE`.
     HugePage,
     /// `MADV_NOHUGEPAGE`: set `VM_NOHUGEPAGE`, clear `VM_HUGEPAGE`.
@@ -65,17 +77,33 @@ pub enum Advice {
     WipeOnFork,
     /// `MADV_KEEPONFORK`.
     KeepOnFork,
+    /// `MADV_MERGEABLE` (`ksm_madvise`): set `VM_MERGEABLE` on each area KSM can
+    /// handle; a shared or special one ([`Vma::is_special`]; in the kernel also
+    /// `VM_PFNMAP`, `VM_IO`, `VM_HUGETLB`, `VM_MIXEDMAP`: `vma_ksm_compatible`) is left
+    /// as it is, without error. (A kernel without `CONFIG_KSM` answers `EINVAL`.)
+    Mergeable,
+    /// `MADV_UNMERGEABLE`: clear `VM_MERGEABLE`.
+    Unmergeable,
+    /// `MADV_DONTNEED`, `MADV_FREE`, `MADV_REMOVE`: about pages, but refused
+    /// (`EINVAL`) on a `VM_LOCKED` area (`madvise_dontneed_free_valid_vma`,
+    /// `madvise_remove`). Changes nothing.
+    Discard,
     /// Advice about pages, not VMAs: checked for a mapped range, changes nothing.
     PagesOnly,
 }
 
 impl Advice {
     /// The advice for Linux's `MADV_*` number, `None` if the model cannot express it
-    /// (`MADV_RANDOM`/`MADV_SEQUENTIAL` and `MADV_MERGEABLE`, whose VMA flags the model
-    /// lacks, and the rest).
+    /// (numbers Linux 6.12 does not have, and `MADV_HWPOISON`/`MADV_SOFT_OFFLINE`).
     pub fn from_linux(n: u64) -> Option<Advice> {
         Some(match n {
-            0 | 3 | 4 | 8 | 9 | 20..=25 => Advice::PagesOnly,
+            0 => Advice::Normal,
+            1 => Advice::Random,
+            2 => Advice::Sequential,
+            4 | 8 | 9 => Advice::Discard,
+            3 | 20..=25 => Advice::PagesOnly,
+            12 => Advice::Mergeable,
+            13 => Advice::Unmergeable,
             14 => Advice::HugePage,
             15 => Advice::NoHugePage,
             16 => Advice::DontDump,
@@ -88,34 +116,51 @@ impl Advice {
         })
     }
 
-    /// The flags after this advice, or `None` if it does not apply to this VMA
-    /// (`EINVAL`).
-    fn apply(self, f: VmFlags, anon_private: bool) -> Option<VmFlags> {
-        let mut f = f;
+    /// The flags `v` has after this advice (`madvise_vma_behavior`), or `Invalid`
+    /// (`EINVAL`) if the advice does not apply to it.
+    fn apply(self, v: &Vma) -> Result<VmFlags, Error> {
+        let mut f = v.flags;
         match self {
+            Advice::Normal => (f.rand_read, f.seq_read) = (false, false),
+            Advice::Random => (f.rand_read, f.seq_read) = (true, false),
+            Advice::Sequential => (f.rand_read, f.seq_read) = (false, true),
             Advice::HugePage => (f.hugepage, f.nohugepage) = (true, false),
             Advice::NoHugePage => (f.hugepage, f.nohugepage) = (false, true),
             Advice::DontFork => f.dontcopy = true,
             Advice::DoFork => f.dontcopy = false,
             Advice::DontDump => f.dontdump = true,
             Advice::DoDump => f.dontdump = false,
-            Advice::WipeOnFork if !anon_private => return None,
+            Advice::WipeOnFork if v.file().is_some() || f.shared => {
+                return Err(Error::Invalid {
+                    what: "advice does not apply to this mapping",
+                })
+            }
             Advice::WipeOnFork => f.wipeonfork = true,
             Advice::KeepOnFork => f.wipeonfork = false,
-            Advice::PagesOnly => {}
+            // `vma_ksm_compatible`: KSM leaves shared and special memory alone.
+            Advice::Mergeable if f.shared || v.is_special() => {}
+            Advice::Mergeable => f.mergeable = true,
+            Advice::Unmergeable => f.mergeable = false,
+            Advice::Discard if f.locked => {
+                return Err(Error::Invalid {
+                    what: "MADV_DONTNEED/MADV_FREE/MADV_REMOVE on a locked area",
+                })
+            }
+            Advice::Discard | Advice::PagesOnly => {}
         }
-        Some(f)
+        Ok(f)
     }
 }
 
 impl Mm {
     /// `madvise(start, len, advice)`: sets the VMA flags `advice` names on every page
     /// of the range, splitting VMAs at its edges and merging the result with
-    /// compatible neighbours, as `madvise_update_vma` does. Errors (nothing changed):
-    /// `Invalid` for a bad range, an advice that does not apply to a VMA in it, or a
-    /// change that would cut a special mapping ([`crate::Vma::is_special`]),
-    /// `NotMapped` if a page of the range is unmapped (Linux applies the advice to
-    /// the mapped parts and then returns `ENOMEM`; the model changes nothing).
+    /// compatible neighbours, as `madvise_update_vma` does ([`Mm::change_flags`]).
+    /// Errors (nothing changed): `Invalid` for a bad range, an advice that does not
+    /// apply to a VMA in it, or a change that would cut a special mapping
+    /// ([`crate::Vma::is_special`]), `NotMapped` if a page of the range is unmapped
+    /// (Linux applies the advice to the mapped parts and then returns `ENOMEM`; the
+    /// model changes nothing).
     ///
     /// ```
     /// use mm::{Advice, CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
@@ -132,37 +177,68 @@ impl Mm {
     /// ```
     pub fn madvise(&self, start: u64, len: u64, advice: Advice) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
+        debug_assert_eq!(start % PAGE_SIZE, 0);
+        self.change_flags(start, end, |v| advice.apply(v))
+    }
+
+    /// Gives each VMA of `[start, end)` (page aligned) the flags `new` returns for it,
+    /// splitting the VMAs that stick out of the range where their flags change and
+    /// merging each changed piece with compatible neighbours: the kernel's walk of
+    /// `madvise_walk_vmas` / `apply_vma_lock_flags` with `vma_modify_flags` on each
+    /// VMA whose flags change (one that keeps its flags is not touched). Errors
+    /// (nothing changed): the first error `new` returns, in address order; else
+    /// `NotMapped` if a page of the range is unmapped (Linux changes the VMAs before
+    /// the hole, or, for `madvise`, all the mapped ones, then fails with `ENOMEM`;
+    /// the model changes nothing); `Invalid` if a change would cut a special
+    /// mapping (`special_mapping_split`).
+    pub(crate) fn change_flags(
+        &self,
+        start: u64,
+        end: u64,
+        new: impl Fn(&Vma) -> Result<VmFlags, Error>,
+    ) -> Result<(), Error> {
         let mut st = self.state.lock();
         let mut pieces = Vec::new();
-        let mut changed = false;
         let mut at = start;
+        let mut hole = false;
         for v in self.overlapping(start, end) {
-            if v.start > at {
-                break;
-            }
-            let anon_private = v.file().is_none() && !v.flags.shared;
-            let flags = advice.apply(v.flags, anon_private).ok_or(Error::Invalid {
-                what: "advice does not apply to this mapping",
-            })?;
-            changed |= flags != v.flags;
+            hole |= v.start > at;
+            let flags = new(&v)?;
             let mut p = v.slice(v.start.max(start), v.end.min(end));
+            let changed = flags != v.flags;
             p.flags = flags;
             at = p.end;
-            pieces.push(p);
+            pieces.push((p, changed));
         }
-        if at < end {
+        if hole || at < end {
             return Err(Error::NotMapped {
                 start,
                 len: end - start,
             });
         }
-        if changed {
-            self.refuse_special_split(&st, start, end, |v| {
-                advice.apply(v.flags, false) != Some(v.flags)
-            })?;
-            self.place(&mut st, pieces, Why::Protect);
+        if pieces.iter().any(|(_, changed)| *changed) {
+            self.refuse_special_split(&st, start, end, |v| new(v).is_ok_and(|f| f != v.flags))?;
+            self.place_changed(&mut st, pieces);
         }
-        debug_assert_eq!(start % PAGE_SIZE, 0);
         Ok(())
+    }
+
+    /// Places each run of adjacent changed pieces of `pieces` (sorted VMA pieces,
+    /// each with whether its flags changed) with [`Why::Protect`], merging it with
+    /// its neighbours; the unchanged pieces stay as they are.
+    pub(crate) fn place_changed(&self, st: &mut State, pieces: Vec<(Vma, bool)>) {
+        let mut run: Vec<Vma> = Vec::new();
+        for (p, changed) in pieces {
+            let run_ends = !changed || run.last().is_some_and(|l| l.end != p.start);
+            if run_ends && !run.is_empty() {
+                self.place(st, std::mem::take(&mut run), Why::Protect);
+            }
+            if changed {
+                run.push(p);
+            }
+        }
+        if !run.is_empty() {
+            self.place(st, run, Why::Protect);
+        }
     }
 }

@@ -320,6 +320,7 @@ impl Replay {
                     shared,
                     noreserve: flags & map::NORESERVE != 0,
                     stack: flags & map::STACK != 0,
+                    locked: false,
                     placement: self.placement,
                 };
                 let f = file

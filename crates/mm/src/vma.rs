@@ -87,6 +87,45 @@ pub struct VmFlags {
     pub dontdump: bool,
     /// `VM_WIPEONFORK` (`madvise(MADV_WIPEONFORK)`).
     pub wipeonfork: bool,
+    /// `VM_LOCKED`: `mlock`, `mlock2`, `mlockall(MCL_CURRENT)`, `mmap(MAP_LOCKED)`, or a
+    /// new mapping under `mlockall(MCL_FUTURE)` ([`crate::mlock`]). A fork's child does
+    /// not inherit it.
+    pub locked: bool,
+    /// `VM_LOCKONFAULT`: with `locked`, pages are locked as they fault in
+    /// (`mlock2(MLOCK_ONFAULT)`, `mlockall(MCL_ONFAULT)`).
+    pub lockonfault: bool,
+    /// `VM_RAND_READ` (`madvise(MADV_RANDOM)`).
+    pub rand_read: bool,
+    /// `VM_SEQ_READ` (`madvise(MADV_SEQUENTIAL)`).
+    pub seq_read: bool,
+    /// `VM_MERGEABLE` (`madvise(MADV_MERGEABLE)`: KSM may merge its pages).
+    pub mergeable: bool,
+}
+
+impl VmFlags {
+    /// These flags with the lock bits (`VM_LOCKED`, `VM_LOCKONFAULT`: the kernel's
+    /// `VM_LOCKED_MASK`) of `lock` in place of their own.
+    ///
+    /// ```
+    /// use mm::VmFlags;
+    ///
+    /// let locked = VmFlags { locked: true, ..VmFlags::default() };
+    /// let f = VmFlags { shared: true, lockonfault: true, ..VmFlags::default() };
+    /// assert_eq!(f.with_lock(locked), VmFlags { shared: true, locked: true, ..VmFlags::default() });
+    /// assert_eq!(f.with_lock(VmFlags::default()), VmFlags { shared: true, ..VmFlags::default() });
+    /// ```
+    pub fn with_lock(self, lock: VmFlags) -> VmFlags {
+        VmFlags {
+            locked: lock.locked,
+            lockonfault: lock.lockonfault,
+            ..self
+        }
+    }
+
+    /// Only the lock bits of these flags (the rest clear).
+    pub fn lock_bits(self) -> VmFlags {
+        VmFlags::default().with_lock(self)
+    }
 }
 
 /// What an anonymous area is for; areas of different kinds never merge.

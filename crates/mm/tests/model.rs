@@ -1,6 +1,7 @@
 //! Model-based tests: `Mm`'s mmap (with `MAP_FIXED_NOREPLACE`, `MAP_NORESERVE`,
-//! `MAP_STACK`) / munmap / mprotect / madvise / mremap against a page-by-page
-//! reference, plus the reverse-map invariants after every step.
+//! `MAP_STACK`, `MAP_LOCKED`) / munmap / mprotect / madvise / mremap / mlock2 /
+//! munlock / mlockall / munlockall against a page-by-page reference, plus the
+//! reverse-map invariants after every step.
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
 use mm::{
@@ -27,6 +28,11 @@ struct PageAttr {
     huge: bool,
     nohuge: bool,
     dontcopy: bool,
+    /// `VM_LOCKED`, `VM_LOCKONFAULT`.
+    lock: (bool, bool),
+    /// `VM_RAND_READ`, `VM_SEQ_READ`.
+    read: (bool, bool),
+    mergeable: bool,
     /// None = anonymous; Some((file, pgoff of this page)).
     file: Option<(usize, u64)>,
 }
@@ -42,6 +48,7 @@ enum Op {
         noreplace: bool,
         noreserve: bool,
         stack: bool,
+        locked: bool,
     },
     Madvise {
         page: u64,
@@ -64,6 +71,21 @@ enum Op {
         pages: u64,
         prot: Prot,
     },
+    Mlock {
+        page: u64,
+        pages: u64,
+        /// `MLOCK_ONFAULT`.
+        onfault: bool,
+    },
+    Munlock {
+        page: u64,
+        pages: u64,
+    },
+    /// `mlockall(flags)`, flags 1..=7 (4, `MCL_ONFAULT` alone, is `EINVAL`).
+    Mlockall {
+        flags: u64,
+    },
+    Munlockall,
 }
 
 fn prot() -> impl Strategy<Value = Prot> {
@@ -78,21 +100,24 @@ fn op() -> impl Strategy<Value = Op> {
             prot(),
             any::<bool>(),
             proptest::option::of((0..2usize, 0..16u64)),
-            (any::<bool>(), any::<bool>(), any::<bool>())
+            (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>())
         )
             .prop_map(
-                |(fixed, pages, prot, shared, file, (noreplace, noreserve, stack))| Op::Mmap {
-                    fixed,
-                    pages,
-                    prot,
-                    shared,
-                    file,
-                    noreplace,
-                    noreserve,
-                    stack,
+                |(fixed, pages, prot, shared, file, (noreplace, noreserve, stack, locked))| {
+                    Op::Mmap {
+                        fixed,
+                        pages,
+                        prot,
+                        shared,
+                        file,
+                        noreplace,
+                        noreserve,
+                        stack,
+                        locked,
+                    }
                 }
             ),
-        (0..WINDOW, 1..12u64, 0..4u8).prop_map(|(page, pages, advice)| Op::Madvise {
+        (0..WINDOW, 1..12u64, 0..9u8).prop_map(|(page, pages, advice)| Op::Madvise {
             page,
             pages,
             advice
@@ -117,6 +142,14 @@ fn op() -> impl Strategy<Value = Op> {
             pages,
             prot
         }),
+        (0..WINDOW, 1..12u64, any::<bool>()).prop_map(|(page, pages, onfault)| Op::Mlock {
+            page,
+            pages,
+            onfault
+        }),
+        (0..WINDOW, 1..12u64).prop_map(|(page, pages)| Op::Munlock { page, pages }),
+        (1..8u64).prop_map(|flags| Op::Mlockall { flags }),
+        Just(Op::Munlockall),
     ]
 }
 
@@ -126,6 +159,8 @@ struct Reference {
     /// Shared anonymous mappings made so far: each is a file of its own (a shmem
     /// object), numbered after the two test files in the order they were made.
     shmem: usize,
+    /// The lock bits every new mapping gets (`mlockall(MCL_FUTURE)`).
+    def_lock: (bool, bool),
 }
 
 fn advice(n: u8) -> Advice {
@@ -134,6 +169,11 @@ fn advice(n: u8) -> Advice {
         Advice::NoHugePage,
         Advice::DontFork,
         Advice::DoFork,
+        Advice::Random,
+        Advice::Sequential,
+        Advice::Normal,
+        Advice::Mergeable,
+        Advice::Unmergeable,
     ][n as usize]
 }
 
@@ -240,6 +280,7 @@ impl Reference {
                 noreplace,
                 noreserve,
                 stack,
+                locked,
             } => {
                 let start = match fixed {
                     Some(p) => BASE_PAGE + p,
@@ -269,6 +310,9 @@ impl Reference {
                             huge: false,
                             nohuge: stack,
                             dontcopy: false,
+                            lock: (locked || self.def_lock.0, self.def_lock.1),
+                            read: (false, false),
+                            mergeable: false,
                             file: file.map(|(f, off)| (f, off + i as u64)),
                         },
                     );
@@ -309,8 +353,40 @@ impl Reference {
                         0 => (a.huge, a.nohuge) = (true, false),
                         1 => (a.huge, a.nohuge) = (false, true),
                         2 => a.dontcopy = true,
-                        _ => a.dontcopy = false,
+                        3 => a.dontcopy = false,
+                        4 => a.read = (true, false),
+                        5 => a.read = (false, true),
+                        6 => a.read = (false, false),
+                        // KSM leaves shared memory alone, without error.
+                        7 => a.mergeable |= !a.shared,
+                        _ => a.mergeable = false,
                     }
+                }
+                Ok(None)
+            }
+            Op::Mlock {
+                page,
+                pages,
+                onfault,
+            } => self.set_lock(page, pages, (true, onfault)),
+            Op::Munlock { page, pages } => self.set_lock(page, pages, (false, false)),
+            Op::Mlockall { flags } => {
+                if flags == 4 {
+                    return Err(mm::error::EINVAL);
+                }
+                let lock = (true, flags & 4 != 0);
+                self.def_lock = if flags & 2 != 0 { lock } else { (false, false) };
+                if flags & 1 != 0 {
+                    for a in self.pages.values_mut() {
+                        a.lock = lock;
+                    }
+                }
+                Ok(None)
+            }
+            Op::Munlockall => {
+                self.def_lock = (false, false);
+                for a in self.pages.values_mut() {
+                    a.lock = (false, false);
                 }
                 Ok(None)
             }
@@ -322,6 +398,19 @@ impl Reference {
                 fixed,
             } => self.mremap(page, old_pages, new_pages, may_move, fixed),
         }
+    }
+
+    /// `mlock2`/`munlock` of a range: every page mapped (else `ENOMEM`, nothing
+    /// changed), each given `lock`.
+    fn set_lock(&mut self, page: u64, pages: u64, lock: (bool, bool)) -> Result<Option<u64>, i32> {
+        let r = BASE_PAGE + page..BASE_PAGE + page + pages;
+        if !r.clone().all(|p| self.pages.contains_key(&p)) {
+            return Err(mm::error::ENOMEM);
+        }
+        for p in r {
+            self.pages.get_mut(&p).expect("checked").lock = lock;
+        }
+        Ok(None)
     }
 
     /// Maximal runs of mergeable pages: (start, end, attr of first page).
@@ -337,6 +426,7 @@ impl Reference {
                     && first.shared == a.shared
                     && first.noreserve == a.noreserve
                     && (first.huge, first.nohuge, first.dontcopy) == (a.huge, a.nohuge, a.dontcopy)
+                    && (first.lock, first.read, first.mergeable) == (a.lock, a.read, a.mergeable)
                     && match (first.file, a.file) {
                         (None, None) => true,
                         (Some((f1, o1)), Some((f2, o2))) => f1 == f2 && o1 + n == o2,
@@ -378,6 +468,9 @@ fn model_vmas(mm: &Mm, files: &[Arc<File>]) -> Vec<(u64, u64, PageAttr)> {
                     huge: v.flags.hugepage,
                     nohuge: v.flags.nohugepage,
                     dontcopy: v.flags.dontcopy,
+                    lock: (v.flags.locked, v.flags.lockonfault),
+                    read: (v.flags.rand_read, v.flags.seq_read),
+                    mergeable: v.flags.mergeable,
                     file,
                 },
             )
@@ -406,6 +499,7 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                 noreplace,
                 noreserve,
                 stack,
+                locked,
             } => mm
                 .mmap_with(
                     fixed.map_or(0, |p| (BASE_PAGE + p) * PAGE_SIZE),
@@ -417,6 +511,7 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                         shared,
                         noreserve,
                         stack,
+                        locked,
                         placement: Placement::TOP_DOWN,
                     },
                     file.map(|(f, off)| (&files[f], off)),
@@ -455,6 +550,25 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
             Op::Mprotect { page, pages, prot } => mm
                 .mprotect((BASE_PAGE + page) * PAGE_SIZE, pages * PAGE_SIZE, prot)
                 .map(|()| None),
+            Op::Mlock {
+                page,
+                pages,
+                onfault,
+            } => mm
+                .mlock2(
+                    (BASE_PAGE + page) * PAGE_SIZE,
+                    pages * PAGE_SIZE,
+                    u64::from(onfault) * mm::mlock::MLOCK_ONFAULT,
+                )
+                .map(|()| None),
+            Op::Munlock { page, pages } => mm
+                .munlock((BASE_PAGE + page) * PAGE_SIZE, pages * PAGE_SIZE)
+                .map(|()| None),
+            Op::Mlockall { flags } => mm.mlockall(flags).map(|()| None),
+            Op::Munlockall => {
+                mm.munlockall();
+                Ok(None)
+            }
         };
         let want = reference.apply(op);
         // A shmem object this op made: the one file of the space not seen before.

@@ -659,3 +659,88 @@ fn dontfork_areas_stay_out_of_the_child() {
         assert_eq!(lib.rmap().len(), 0);
     }
 }
+
+/// A fork's child has no lock bits: `dup_mmap` clears them on each copy and keeps
+/// the parent's boundaries (so two areas that only their lock bits told apart stay
+/// two, merged with nothing), and `mm_init` leaves the child's default flags
+/// unlocked, so what it maps after is not locked. The parent keeps its own.
+#[test]
+fn fork_clears_the_lock_bits_and_keeps_the_boundaries() {
+    use mm::mlock::{MCL_CURRENT, MCL_FUTURE};
+    for pattern in CallPattern::ALL {
+        let files = Files::new(Design::Linux, Topology::Os, pattern);
+        let lib = files.register(Path::new("/synthetic/liblocked.so"), 16);
+        let parent = Mm::new(files.clone());
+        let anon = parent
+            .mmap(0x10_0000, 4 * PAGE_SIZE, Prot::RW, fixed(), None)
+            .unwrap();
+        let file = parent
+            .mmap(0x20_0000, 4 * PAGE_SIZE, Prot::R, fixed(), Some((&lib, 0)))
+            .unwrap();
+        parent.mlock(anon, PAGE_SIZE).unwrap();
+        parent.mlock(file + 2 * PAGE_SIZE, 2 * PAGE_SIZE).unwrap();
+        parent.mlockall(MCL_FUTURE).unwrap();
+        let bounds = |mm: &Mm| -> Vec<(u64, u64, bool)> {
+            mm.vmas()
+                .iter()
+                .map(|v| (v.start, v.end, v.flags.locked))
+                .collect()
+        };
+        let child = parent.fork();
+        let want: Vec<(u64, u64, bool)> = bounds(&parent)
+            .into_iter()
+            .map(|(s, e, _)| (s, e, false))
+            .collect();
+        assert_eq!(want.len(), 4, "{pattern}");
+        assert_eq!(bounds(&child), want, "{pattern}");
+        assert!(child.vmas().iter().all(|v| !v.flags.lockonfault));
+        assert!(parent.find(anon).unwrap().flags.locked);
+        assert!(parent.def_flags().locked && !child.def_flags().locked);
+        child.check_invariants().unwrap();
+        assert_eq!(lib.rmap().len(), 4, "two areas of the file in each");
+        // What the child maps next to an old area is not locked: it merges.
+        child
+            .mmap(anon + 4 * PAGE_SIZE, PAGE_SIZE, Prot::RW, fixed(), None)
+            .unwrap();
+        assert_eq!(
+            child.find(anon + PAGE_SIZE).unwrap().end,
+            anon + 5 * PAGE_SIZE,
+            "{pattern}"
+        );
+        child.check_invariants().unwrap();
+        // A grandchild of a child with such boundaries keeps them too.
+        let grandchild = child.fork();
+        grandchild.check_invariants().unwrap();
+        assert_eq!(grandchild.vmas().len(), child.vmas().len());
+        // The parent's MCL_CURRENT then makes its own file areas one.
+        parent.mlockall(MCL_CURRENT).unwrap();
+        assert_eq!(parent.find(file).unwrap().end, file + 4 * PAGE_SIZE);
+        parent.check_invariants().unwrap();
+        grandchild.exit();
+        child.exit();
+        parent.exit();
+        assert_eq!(lib.rmap().len(), 0);
+    }
+}
+
+/// An exec gives the process a space whose default flags have no lock bits (a new
+/// `mm`): a program that ran `mlockall(MCL_FUTURE)` then exec'd maps unlocked.
+#[test]
+fn exec_starts_with_unlocked_default_flags() {
+    use mm::mlock::MCL_FUTURE;
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+    // In place (Mm::exec) and through a process (a new space).
+    let mm = Mm::new(files.clone());
+    mm.mlockall(MCL_FUTURE).unwrap();
+    mm.exec(Path::new("/bin/true")).unwrap();
+    assert!(!mm.def_flags().locked);
+    let a = mm
+        .mmap(0, PAGE_SIZE, Prot::RW, MapFlags::default(), None)
+        .unwrap();
+    assert!(!mm.find(a).unwrap().flags.locked);
+    let mut p = mm::Process::new(files.clone());
+    p.mm().mlockall(MCL_FUTURE).unwrap();
+    p.exec(Path::new("/bin/true")).unwrap();
+    assert!(!p.mm().def_flags().locked);
+    assert!(p.mm().vmas().iter().all(|v| !v.flags.locked));
+}

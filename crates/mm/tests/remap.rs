@@ -1,6 +1,8 @@
-//! mremap, MAP_FIXED_NOREPLACE, madvise flags, merge-changing mmap flags and the
-//! huge-page placement rule, checked on concrete cases (the model-based test in
-//! `model.rs` covers random sequences).
+//! mremap, MAP_FIXED_NOREPLACE, madvise flags, the lock flags (mlock, mlock2,
+//! munlock, mlockall, munlockall, MAP_LOCKED, brk under MCL_FUTURE), merge-changing
+//! mmap flags and the huge-page placement rule, checked on concrete cases (the
+//! model-based test in `model.rs` covers random sequences; fork's and exec's clearing
+//! of the lock bits is in `process.rs`).
 
 use mm::layout::{MMAP_BASE, MMAP_MIN_ADDR};
 use mm::placement::PMD_SIZE;
@@ -345,4 +347,351 @@ fn thp_policy_reproduces_recorded_kernel_addresses() {
     assert_eq!(file(0), 0x7fff_f620_0000);
     assert_eq!(file(1), 0x7fff_f5ff_e000);
     mm.check_invariants().unwrap();
+}
+
+/// The layout as (start, end, locked) triples.
+fn locks(mm: &Mm) -> Vec<(u64, u64, bool)> {
+    mm.vmas()
+        .iter()
+        .map(|v| (v.start, v.end, v.flags.locked))
+        .collect()
+}
+
+fn fixed() -> MmapOptions {
+    MmapOptions {
+        fixed: true,
+        ..opts()
+    }
+}
+
+const AT: u64 = MMAP_MIN_ADDR + 256 * PAGE_SIZE;
+
+/// `mlock` of part of an area splits it (the start rounded down to its page, the
+/// length grown by the offset and rounded up, as `do_mlock` does); `munlock` of the
+/// whole merges it back; `mlock2(MLOCK_ONFAULT)` adds `VM_LOCKONFAULT`, which a plain
+/// `mlock` over it takes away again.
+#[test]
+fn partial_mlock_splits_and_munlock_merges_back() {
+    use mm::mlock::MLOCK_ONFAULT;
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 8 * p, Prot::RW, fixed(), None).unwrap();
+    // [AT + 2p + 100, + 2p) covers the pages 2, 3 and 4.
+    mm.mlock(AT + 2 * p + 100, 2 * p).unwrap();
+    assert_eq!(
+        locks(&mm),
+        [
+            (AT, AT + 2 * p, false),
+            (AT + 2 * p, AT + 5 * p, true),
+            (AT + 5 * p, AT + 8 * p, false)
+        ]
+    );
+    mm.mlock2(AT + 4 * p, 2 * p, MLOCK_ONFAULT).unwrap();
+    let onfault: Vec<bool> = mm.vmas().iter().map(|v| v.flags.lockonfault).collect();
+    assert_eq!(onfault, [false, false, true, false]);
+    mm.mlock(AT + 2 * p, 4 * p).unwrap();
+    assert_eq!(
+        locks(&mm),
+        [
+            (AT, AT + 2 * p, false),
+            (AT + 2 * p, AT + 6 * p, true),
+            (AT + 6 * p, AT + 8 * p, false)
+        ]
+    );
+    assert!(mm.vmas().iter().all(|v| !v.flags.lockonfault));
+    mm.check_invariants().unwrap();
+    mm.munlock(AT, 8 * p).unwrap();
+    assert_eq!(locks(&mm), [(AT, AT + 8 * p, false)]);
+    // An empty range is accepted and changes nothing.
+    mm.mlock(AT, 0).unwrap();
+    assert_eq!(locks(&mm), [(AT, AT + 8 * p, false)]);
+    mm.check_invariants().unwrap();
+}
+
+/// A locked area and a new unlocked mapping next to it stay two areas; unlocking the
+/// old one merges them.
+#[test]
+fn a_locked_area_does_not_merge_with_a_new_neighbour() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 2 * p, Prot::RW, fixed(), None).unwrap();
+    mm.mlock(AT, 2 * p).unwrap();
+    mm.mmap_with(AT + 2 * p, 2 * p, Prot::RW, fixed(), None)
+        .unwrap();
+    assert_eq!(
+        locks(&mm),
+        [(AT, AT + 2 * p, true), (AT + 2 * p, AT + 4 * p, false)]
+    );
+    mm.munlock(AT, p).unwrap();
+    assert_eq!(
+        locks(&mm),
+        [
+            (AT, AT + p, false),
+            (AT + p, AT + 2 * p, true),
+            (AT + 2 * p, AT + 4 * p, false)
+        ]
+    );
+    mm.munlock(AT + p, p).unwrap();
+    assert_eq!(locks(&mm), [(AT, AT + 4 * p, false)]);
+    mm.check_invariants().unwrap();
+}
+
+/// `mmap(MAP_LOCKED)` gives `VM_LOCKED`: apart from a plain neighbour until that one
+/// is locked too.
+#[test]
+fn map_locked_gives_a_locked_area() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    let locked = MmapOptions {
+        locked: true,
+        ..fixed()
+    };
+    mm.mmap_with(AT, p, Prot::RW, locked, None).unwrap();
+    mm.mmap_with(AT + p, p, Prot::RW, fixed(), None).unwrap();
+    assert_eq!(
+        locks(&mm),
+        [(AT, AT + p, true), (AT + p, AT + 2 * p, false)]
+    );
+    mm.mlock(AT + p, p).unwrap();
+    assert_eq!(locks(&mm), [(AT, AT + 2 * p, true)]);
+    mm.check_invariants().unwrap();
+}
+
+/// After `mlockall(MCL_FUTURE)` two new adjacent anonymous mappings are both locked
+/// and merge with each other, not with the older unlocked area they touch (which
+/// `MCL_FUTURE` alone leaves unlocked).
+#[test]
+fn mlockall_future_locks_later_mappings_only() {
+    use mm::mlock::MCL_FUTURE;
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    let old = mm.mmap_with(0, 2 * p, Prot::RW, opts(), None).unwrap();
+    mm.mlockall(MCL_FUTURE).unwrap();
+    assert!(mm.def_flags().locked && !mm.def_flags().lockonfault);
+    let a = mm.mmap_with(0, p, Prot::RW, opts(), None).unwrap();
+    let b = mm.mmap_with(0, p, Prot::RW, opts(), None).unwrap();
+    assert_eq!((b + p, a + p), (a, old), "top-down, each below the last");
+    assert_eq!(locks(&mm), [(b, a + p, true), (old, old + 2 * p, false)]);
+    mm.check_invariants().unwrap();
+}
+
+/// `mlockall(MCL_CURRENT)` locks every area but the vdso's special ones (which
+/// `mlock_fixup` leaves alone), merges only the neighbours that its lock makes
+/// alike, and leaves the default flags unlocked.
+#[test]
+fn mlockall_current_locks_every_area_but_special_ones() {
+    use mm::mlock::MCL_CURRENT;
+    let (files, mm) = setup();
+    mm.exec(Path::new("/bin/true")).unwrap();
+    let p = PAGE_SIZE;
+    let f = files.register(Path::new("/lock/f"), 8);
+    // A file area whose first half is locked: two areas that MCL_CURRENT makes one.
+    mm.mmap_with(AT, 4 * p, Prot::R, fixed(), Some((&f, 0)))
+        .unwrap();
+    mm.mlock(AT, 2 * p).unwrap();
+    let before = mm.vmas();
+    mm.mlockall(MCL_CURRENT).unwrap();
+    let after = mm.vmas();
+    assert_eq!(
+        after.len(),
+        before.len() - 1,
+        "only the file's two halves merge"
+    );
+    assert_eq!(
+        after.iter().find(|v| v.start == AT).map(|v| v.end),
+        Some(AT + 4 * p)
+    );
+    assert!(after.iter().any(|v| v.is_special()));
+    for v in &after {
+        assert_eq!(v.flags.locked, !v.is_special(), "{v:?}");
+    }
+    assert!(!mm.def_flags().locked);
+    // A mapping made now is not locked.
+    let n = mm.mmap_with(0, p, Prot::RW, opts(), None).unwrap();
+    assert!(!mm.find(n).unwrap().flags.locked);
+    // mlock over a range holding a special mapping: the others locked, it left
+    // alone, no error.
+    mm.munlockall();
+    let vdso = after.iter().find(|v| v.is_special()).unwrap().clone();
+    mm.mlock(vdso.start, vdso.len()).unwrap();
+    assert!(!mm.find(vdso.start).unwrap().flags.locked);
+    mm.check_invariants().unwrap();
+}
+
+/// `munlockall()` clears the lock bits of every area and of the default flags: what
+/// is mapped after merges with unlocked neighbours again.
+#[test]
+fn munlockall_unlocks_everything_and_every_later_mapping() {
+    use mm::mlock::{MCL_CURRENT, MCL_FUTURE, MCL_ONFAULT};
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, p, Prot::RW, fixed(), None).unwrap();
+    mm.mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT).unwrap();
+    assert!(mm.def_flags().lockonfault);
+    let v = mm.find(AT).unwrap();
+    assert!(v.flags.locked && v.flags.lockonfault);
+    mm.mmap_with(AT + 2 * p, p, Prot::RW, fixed(), None)
+        .unwrap();
+    mm.munlockall();
+    assert_eq!(mm.def_flags(), mm::VmFlags::default());
+    assert!(mm
+        .vmas()
+        .iter()
+        .all(|v| !v.flags.locked && !v.flags.lockonfault));
+    mm.mmap_with(AT + p, p, Prot::RW, fixed(), None).unwrap();
+    assert_eq!(locks(&mm), [(AT, AT + 3 * p, false)]);
+    mm.check_invariants().unwrap();
+}
+
+/// A heap grown after `mlockall(MCL_FUTURE)` is locked (`do_brk_flags` takes the
+/// default flags) and so a second `[heap]` area, which later growth extends;
+/// `munlockall` merges the two.
+#[test]
+fn brk_under_mlockall_future_grows_a_locked_heap() {
+    use mm::mlock::MCL_FUTURE;
+    let (_files, mm) = setup();
+    mm.exec(Path::new("/bin/true")).unwrap();
+    let p = PAGE_SIZE;
+    // The exec left the initial heap [start, end).
+    let (start, end) = mm.brk_range();
+    assert!(end > start);
+    mm.mlockall(MCL_FUTURE).unwrap();
+    assert_eq!(mm.brk(end + 2 * p), end + 2 * p);
+    assert_eq!(mm.brk(end + 3 * p), end + 3 * p);
+    let heap: Vec<(u64, u64, bool)> = mm
+        .vmas()
+        .iter()
+        .filter(|v| matches!(v.backing, mm::Backing::Anon(mm::AnonKind::Heap)))
+        .map(|v| (v.start, v.end, v.flags.locked))
+        .collect();
+    assert_eq!(heap, [(start, end, false), (end, end + 3 * p, true)]);
+    mm.check_invariants().unwrap();
+    mm.munlockall();
+    let heaps = mm
+        .vmas()
+        .iter()
+        .filter(|v| matches!(v.backing, mm::Backing::Anon(mm::AnonKind::Heap)))
+        .count();
+    assert_eq!(heaps, 1);
+    mm.check_invariants().unwrap();
+}
+
+/// Bad arguments are `EINVAL` and change nothing: `mlock2` flags other than
+/// `MLOCK_ONFAULT`, `mlockall(0)`, `mlockall(MCL_ONFAULT)` alone, unknown `MCL_*`
+/// bits. A hole in the range is `ENOMEM` and changes nothing (the model's convention;
+/// the kernel locks the areas before the hole).
+#[test]
+fn bad_lock_calls_are_errors_and_change_nothing() {
+    use mm::mlock::{MCL_CURRENT, MCL_FUTURE, MCL_ONFAULT};
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 2 * p, Prot::RW, fixed(), None).unwrap();
+    mm.mmap_with(AT + 3 * p, 2 * p, Prot::RW, fixed(), None)
+        .unwrap();
+    let before = locks(&mm);
+    let inval = |r: Result<(), Error>| {
+        let e = r.unwrap_err();
+        assert!(matches!(e, Error::Invalid { .. }), "{e:?}");
+        assert_eq!(e.errno(), 22);
+    };
+    inval(mm.mlock2(AT, p, 2));
+    inval(mm.mlockall(0));
+    inval(mm.mlockall(MCL_ONFAULT));
+    inval(mm.mlockall(MCL_CURRENT | 8));
+    assert_eq!(locks(&mm), before);
+    assert_eq!(mm.def_flags(), mm::VmFlags::default());
+    for r in [
+        mm.mlock(AT + p, 3 * p),
+        mm.munlock(AT, 5 * p),
+        mm.madvise(AT, 5 * p, Advice::Random),
+    ] {
+        let e = r.unwrap_err();
+        assert!(matches!(e, Error::NotMapped { .. }), "{e:?}");
+        assert_eq!(e.errno(), 12);
+    }
+    assert_eq!(locks(&mm), before);
+    assert!(mm.vmas().iter().all(|v| !v.flags.rand_read));
+    // MCL_FUTURE | MCL_ONFAULT is fine.
+    mm.mlockall(MCL_FUTURE | MCL_ONFAULT).unwrap();
+    mm.check_invariants().unwrap();
+}
+
+/// `MADV_RANDOM` / `MADV_SEQUENTIAL` set `VM_RAND_READ` / `VM_SEQ_READ` (each
+/// clearing the other) on part of a file area, splitting it; `MADV_NORMAL` clears
+/// both and the pieces merge back.
+#[test]
+fn read_advice_splits_a_file_area_and_normal_merges_it_back() {
+    let (files, mm) = setup();
+    let p = PAGE_SIZE;
+    let f = files.register(Path::new("/advice/f"), 8);
+    mm.mmap_with(AT, 8 * p, Prot::R, fixed(), Some((&f, 0)))
+        .unwrap();
+    mm.madvise(AT + 2 * p, 2 * p, Advice::Random).unwrap();
+    mm.madvise(AT + 3 * p, 3 * p, Advice::Sequential).unwrap();
+    let read: Vec<(u64, u64, bool, bool)> = mm
+        .vmas()
+        .iter()
+        .map(|v| (v.start, v.end, v.flags.rand_read, v.flags.seq_read))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (AT, AT + 2 * p, false, false),
+            (AT + 2 * p, AT + 3 * p, true, false),
+            (AT + 3 * p, AT + 6 * p, false, true),
+            (AT + 6 * p, AT + 8 * p, false, false)
+        ]
+    );
+    assert_eq!(f.rmap().len(), 4);
+    mm.check_invariants().unwrap();
+    mm.madvise(AT, 8 * p, Advice::Normal).unwrap();
+    assert_eq!(mm.vmas().len(), 1);
+    assert_eq!(f.rmap().len(), 1);
+    mm.check_invariants().unwrap();
+}
+
+/// `MADV_MERGEABLE` marks private areas `VM_MERGEABLE` (splitting them) and leaves
+/// shared ones as they are without error (`ksm_madvise`); `MADV_UNMERGEABLE` clears
+/// the mark.
+#[test]
+fn mergeable_advice_marks_private_areas_only() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    let shared = MmapOptions {
+        shared: true,
+        ..fixed()
+    };
+    mm.mmap_with(AT, 4 * p, Prot::RW, shared, None).unwrap();
+    mm.madvise(AT + p, p, Advice::Mergeable).unwrap();
+    assert_eq!(mm.vmas().len(), 1);
+    assert!(!mm.find(AT + p).unwrap().flags.mergeable);
+    let private = AT + 8 * p;
+    mm.mmap_with(private, 4 * p, Prot::RW, fixed(), None)
+        .unwrap();
+    mm.madvise(private + p, 2 * p, Advice::Mergeable).unwrap();
+    let marks: Vec<bool> = mm.vmas()[1..].iter().map(|v| v.flags.mergeable).collect();
+    assert_eq!(marks, [false, true, false]);
+    mm.madvise(private, 4 * p, Advice::Unmergeable).unwrap();
+    assert_eq!(mm.vmas().len(), 2);
+    mm.check_invariants().unwrap();
+}
+
+/// `MADV_DONTNEED` (and `MADV_FREE`, `MADV_REMOVE`) on a locked area is `EINVAL`
+/// (`madvise_dontneed_free_valid_vma`); `MADV_DONTNEED_LOCKED` is allowed.
+#[test]
+fn discarding_a_locked_area_is_refused() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 2 * p, Prot::RW, fixed(), None).unwrap();
+    let dontneed = Advice::from_linux(4).unwrap();
+    mm.madvise(AT, 2 * p, dontneed).unwrap();
+    mm.mlock(AT + p, p).unwrap();
+    for n in [4, 8, 9] {
+        let e = mm
+            .madvise(AT, 2 * p, Advice::from_linux(n).unwrap())
+            .unwrap_err();
+        assert_eq!(e.errno(), 22, "advice {n}");
+    }
+    mm.madvise(AT, 2 * p, Advice::from_linux(24).unwrap())
+        .unwrap();
 }
