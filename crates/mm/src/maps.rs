@@ -192,8 +192,9 @@ pub fn diff_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<MapsLine>, Vec<M
 /// `anon_vma`. So does a forked child growing its heap: `brk` extends a faulted area
 /// only while its `anon_vma` chain has one link, and the child's has its parent's
 /// too (`is_mergeable_anon_vma`), so the growth is a second area. (A flag the model
-/// does not keep, `mlock` or a `madvise` the replay reports as not expressed, would
-/// look the same.)
+/// does not keep would look the same: one set by a call the replay reports as not
+/// expressed, `mbind` or `mseal`, or by one the trace does not show, such as
+/// userfaultfd's registration, an `ioctl`.)
 ///
 /// ```
 /// use mm::maps::{kept_apart, parse_maps};

@@ -11,6 +11,12 @@
 //! on the model's current layout) is compared with the kernel's; the mapping is then
 //! made at the kernel's address, so that one miss does not derail the rest.
 //!
+//! The lock calls (`mlock`, `mlock2`, `munlock`, `mlockall`, `munlockall`) and
+//! `madvise(MADV_MERGEABLE/MADV_UNMERGEABLE)` follow the recorded result: one that
+//! failed in the trace is not done (the kernel's `RLIMIT_MEMLOCK`, its
+//! `CAP_IPC_LOCK` and whether it has `CONFIG_KSM` are not modelled), one that
+//! succeeded is, and a model that refuses it is a [`Report::result_differs`].
+//!
 //! Each file the recording says it was made against (`# aspace-file` lines,
 //! [`crate::identity`]) is compared with the file now; a changed one is reported
 //! ([`Report::files_changed`]).
@@ -32,7 +38,8 @@ use std::sync::Arc;
 /// What a replay did.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// Memory calls (mmap, munmap, mprotect, brk, mremap, madvise) replayed.
+    /// Memory calls (mmap, munmap, mprotect, brk, mremap, madvise, and the lock
+    /// calls: mlock, mlock2, munlock, mlockall, munlockall) replayed.
     pub calls: u64,
     /// Process events replayed (fork/clone, execve, exit).
     pub events: u64,
@@ -320,7 +327,7 @@ impl Replay {
                     shared,
                     noreserve: flags & map::NORESERVE != 0,
                     stack: flags & map::STACK != 0,
-                    locked: false,
+                    locked: flags & map::LOCKED != 0,
                     placement: self.placement,
                 };
                 let f = file
@@ -423,9 +430,13 @@ impl Replay {
                 let Some(a) = Advice::from_linux(*advice) else {
                     return self.report.not_expressed.push((
                         line,
-                        format!("madvise advice {advice} changes VMA flags the model lacks"),
+                        format!("madvise advice {advice} is not one the model has"),
                     ));
                 };
+                if matches!(a, Advice::Mergeable | Advice::Unmergeable) && ret.is_err() {
+                    // A kernel without CONFIG_KSM, or KSM's own failure: not done.
+                    return;
+                }
                 let got = mm.madvise(*addr, *len, a);
                 if got.is_ok() != ret.is_ok() {
                     self.differs(line, ret, || {
@@ -433,7 +444,45 @@ impl Replay {
                     });
                 }
             }
+            Call::Mlock {
+                addr,
+                len,
+                flags,
+                ret,
+            } => self.lock_call(line, ret, "mlock", || mm.mlock2(*addr, *len, *flags)),
+            Call::Munlock { addr, len, ret } => {
+                self.lock_call(line, ret, "munlock", || mm.munlock(*addr, *len))
+            }
+            Call::Mlockall { flags, ret } => {
+                self.lock_call(line, ret, "mlockall", || mm.mlockall(*flags))
+            }
+            Call::Munlockall { ret } => self.lock_call(line, ret, "munlockall", || {
+                mm.munlockall();
+                Ok(())
+            }),
             _ => {}
+        }
+    }
+}
+
+impl Replay {
+    /// A lock call (`name`) with the recorded result `ret`: done by `call` if it
+    /// succeeded in the trace (a model that refuses it differs), not done if it
+    /// failed there (`RLIMIT_MEMLOCK` and `CAP_IPC_LOCK` are not modelled; an
+    /// `ENOMEM` for a hole also comes after the kernel locked the areas before it,
+    /// which the model does not follow).
+    fn lock_call(
+        &mut self,
+        line: usize,
+        ret: &strace::Ret,
+        name: &str,
+        call: impl FnOnce() -> Result<(), crate::Error>,
+    ) {
+        if ret.is_err() && !strace::result_unknown(ret) {
+            return;
+        }
+        if let Err(e) = call() {
+            self.differs(line, ret, || format!("{name}: model {e:?}, kernel {ret:?}"));
         }
     }
 }
@@ -459,7 +508,8 @@ impl Hasher for PidHasher {
     }
 }
 
-/// Calls `trace=process` records that do not change an address space.
+/// Calls `trace=process` (and `trace=memory`) records that do not change an address
+/// space's areas.
 const NO_MEMORY_EFFECT: &[&str] = &[
     "exit",
     "exit_group",
@@ -475,6 +525,25 @@ const NO_MEMORY_EFFECT: &[&str] = &[
     // Another resource's limit, or a query (a stack limit is Call::StackLimit).
     "setrlimit",
     "prlimit64",
+    // Calls of strace's memory class (`trace=memory`) that change no VMA: queries
+    // (mincore, get_mempolicy), page work (msync, migrate_pages, move_pages), the
+    // task's NUMA policy (set_mempolicy; only mbind gives an area one), buffers
+    // io_uring pins (io_uring_register).
+    "mincore",
+    "msync",
+    "get_mempolicy",
+    "set_mempolicy",
+    "migrate_pages",
+    "move_pages",
+    "io_uring_register",
+    // Not in the memory class, and no VMA effect either: protection keys made
+    // or freed (pkey_mprotect, which gives areas one, is not here), and
+    // process_madvise, whose advice Linux 6.12 limits to page advice
+    // (`process_madvise_behavior_valid`: MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED,
+    // MADV_COLLAPSE).
+    "pkey_alloc",
+    "pkey_free",
+    "process_madvise",
 ];
 
 fn prot_of(bits: u64) -> Prot {

@@ -46,6 +46,8 @@ pub mod map {
     pub const FIXED_NOREPLACE: u64 = 0x100000;
     /// `MAP_GROWSDOWN`.
     pub const GROWSDOWN: u64 = 0x100;
+    /// `MAP_LOCKED`.
+    pub const LOCKED: u64 = 0x2000;
 }
 
 /// A system call's result: the value, or the errno name (`ENOMEM`), or
@@ -140,6 +142,38 @@ pub enum Call {
         /// Result.
         ret: Ret,
     },
+    /// `mlock(addr, len)` (`flags` 0) or `mlock2(addr, len, flags)`.
+    Mlock {
+        /// Start (need not be page aligned).
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// `MLOCK_*` bits ([`crate::mlock::MLOCK_ONFAULT`]).
+        flags: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `munlock(addr, len)`.
+    Munlock {
+        /// Start (need not be page aligned).
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `mlockall(flags)`.
+    Mlockall {
+        /// `MCL_*` bits ([`crate::mlock::MCL_CURRENT`], ...).
+        flags: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `munlockall()`.
+    Munlockall {
+        /// Result.
+        ret: Ret,
+    },
     /// `clone`/`clone3`/`fork`/`vfork`: a new process or thread.
     Clone {
         /// `CLONE_VM`: the child shares the address space (a thread, or vfork).
@@ -214,8 +248,9 @@ pub struct Event {
 }
 
 impl Call {
-    /// Whether this is a memory call (mmap, munmap, mprotect, brk, mremap, madvise),
-    /// as opposed to a process event (clone, execve, exit, other process calls).
+    /// Whether this is a memory call (mmap, munmap, mprotect, brk, mremap, madvise,
+    /// mlock, mlock2, munlock, mlockall, munlockall), as opposed to a process event
+    /// (clone, execve, exit, other process calls).
     pub fn is_memory(&self) -> bool {
         matches!(
             self,
@@ -225,6 +260,10 @@ impl Call {
                 | Call::Brk { .. }
                 | Call::Mremap { .. }
                 | Call::Madvise { .. }
+                | Call::Mlock { .. }
+                | Call::Munlock { .. }
+                | Call::Mlockall { .. }
+                | Call::Munlockall { .. }
         )
     }
 }
@@ -517,6 +556,28 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 .ok_or_else(|| format!("madvise: bad advice {:?}", args[2]))?,
             ret,
         },
+        "mlock" | "mlock2" => Call::Mlock {
+            addr: num(0)?,
+            len: num(1)?,
+            flags: if name == "mlock2" {
+                parse_bits(arg(2)?, MLOCK_NAMES)
+                    .ok_or_else(|| format!("mlock2: bad flags {:?}", args[2]))?
+            } else {
+                0
+            },
+            ret,
+        },
+        "munlock" => Call::Munlock {
+            addr: num(0)?,
+            len: num(1)?,
+            ret,
+        },
+        "mlockall" => Call::Mlockall {
+            flags: parse_bits(arg(0)?, MCL_NAMES)
+                .ok_or_else(|| format!("mlockall: bad flags {:?}", args[0]))?,
+            ret,
+        },
+        "munlockall" => Call::Munlockall { ret },
         "clone" | "clone3" => Call::Clone {
             vm: args.iter().any(|a| a.contains("CLONE_VM")),
             ret,
@@ -805,7 +866,7 @@ const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_GROWSDOWN", map::GROWSDOWN),
     ("MAP_DENYWRITE", 0x800),
     ("MAP_EXECUTABLE", 0x1000),
-    ("MAP_LOCKED", 0x2000),
+    ("MAP_LOCKED", map::LOCKED),
     ("MAP_NORESERVE", map::NORESERVE),
     ("MAP_POPULATE", 0x8000),
     ("MAP_NONBLOCK", 0x10000),
@@ -821,6 +882,14 @@ const MREMAP_NAMES: &[(&str, u64)] = &[
     ("MREMAP_MAYMOVE", 1),
     ("MREMAP_FIXED", 2),
     ("MREMAP_DONTUNMAP", 4),
+];
+
+const MLOCK_NAMES: &[(&str, u64)] = &[("MLOCK_ONFAULT", crate::mlock::MLOCK_ONFAULT)];
+
+const MCL_NAMES: &[(&str, u64)] = &[
+    ("MCL_CURRENT", crate::mlock::MCL_CURRENT),
+    ("MCL_FUTURE", crate::mlock::MCL_FUTURE),
+    ("MCL_ONFAULT", crate::mlock::MCL_ONFAULT),
 ];
 
 const MADV_NAMES: &[(&str, u64)] = &[
@@ -1047,6 +1116,62 @@ mod tests {
             parse("# aspace-stack-limit unlimited\n").unwrap()[0].call,
             limit(0, None, Ok(0))
         );
+    }
+
+    #[test]
+    fn lock_calls_are_parsed_with_their_flag_names() {
+        let t = "\
+3 mlock(0x7ffff7fc0123, 65536) = 0
+3 mlock2(0x7ffff7fc0000, 4096, MLOCK_ONFAULT) = 0
+3 mlock2(0x7ffff7fc0000, 4096, 0x2) = -1 EINVAL (Invalid argument)
+3 munlock(0x7ffff7fc0000, 4096) = 0
+3 mlockall(MCL_CURRENT|MCL_FUTURE) = 0
+3 mlockall(MCL_FUTURE|MCL_ONFAULT) = -1 ENOMEM (Cannot allocate memory)
+3 munlockall() = 0
+3 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_LOCKED, -1, 0) = 0x7ffff7fbf000
+";
+        let calls: Vec<Call> = parse(t).unwrap().into_iter().map(|e| e.call).collect();
+        let (addr, page) = (0x7fff_f7fc_0000, 4096);
+        assert_eq!(
+            calls[..7],
+            [
+                Call::Mlock {
+                    addr: addr + 0x123,
+                    len: 65536,
+                    flags: 0,
+                    ret: Ok(0)
+                },
+                Call::Mlock {
+                    addr,
+                    len: page,
+                    flags: 1,
+                    ret: Ok(0)
+                },
+                Call::Mlock {
+                    addr,
+                    len: page,
+                    flags: 2,
+                    ret: Err("EINVAL".into())
+                },
+                Call::Munlock {
+                    addr,
+                    len: page,
+                    ret: Ok(0)
+                },
+                Call::Mlockall {
+                    flags: 3,
+                    ret: Ok(0)
+                },
+                Call::Mlockall {
+                    flags: 6,
+                    ret: Err("ENOMEM".into())
+                },
+                Call::Munlockall { ret: Ok(0) },
+            ]
+        );
+        assert!(calls.iter().all(Call::is_memory));
+        assert!(matches!(calls[7], Call::Mmap { flags, .. } if flags & map::LOCKED != 0));
+        assert!(parse("1 mlockall(MCL_SOMETIMES) = 0\n").is_err());
     }
 
     #[test]

@@ -251,7 +251,8 @@ fn a_replay_can_start_from_recorded_maps() {
 }
 
 /// Random but well-formed traces (addresses and lengths from a small window, every
-/// call kind, forks, threads, execs of a real binary and of a missing one): the
+/// call kind, the lock calls included, forks, threads, execs of a real binary and of
+/// a missing one): the
 /// replay never panics and every address space keeps its invariants.
 #[test]
 fn random_traces_replay_without_panics_and_keep_invariants() {
@@ -277,7 +278,7 @@ fn random_traces_replay_without_panics_and_keep_invariants() {
                 "PROT_NONE",
                 "PROT_READ|PROT_EXEC",
             ][next(4) as usize];
-            let line = match next(11) {
+            let line = match next(12) {
                 0 => format!("mmap(NULL, {len}, {prot}, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = {:#x}", a),
                 1 => format!("mmap({a:#x}, {len}, {prot}, MAP_PRIVATE|MAP_FIXED, 3</usr/lib/x86_64-linux-gnu/libc.so.6>, {}) = {a:#x}", next(8) * 4096),
                 2 => format!("mmap({a:#x}, {len}, {prot}, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE|MAP_NORESERVE, -1, 0) = {a:#x}"),
@@ -285,9 +286,16 @@ fn random_traces_replay_without_panics_and_keep_invariants() {
                 4 => format!("mprotect({a:#x}, {len}, {prot}) = 0"),
                 5 => format!("mremap({a:#x}, {len}, {}, MREMAP_MAYMOVE) = {a:#x}", (1 + next(24)) * 4096),
                 6 => format!("mremap({a:#x}, {len}, {}, MREMAP_MAYMOVE|MREMAP_FIXED, {:#x}) = 0", (1 + next(8)) * 4096, base + next(64) * 4096),
-                7 => format!("madvise({a:#x}, {len}, {}) = 0", ["MADV_DONTFORK", "MADV_HUGEPAGE", "MADV_DONTNEED", "MADV_RANDOM"][next(4) as usize]),
+                7 => format!("madvise({a:#x}, {len}, {}) = 0", ["MADV_DONTFORK", "MADV_HUGEPAGE", "MADV_DONTNEED", "MADV_RANDOM", "MADV_SEQUENTIAL", "MADV_NORMAL", "MADV_MERGEABLE"][next(7) as usize]),
                 8 => format!("brk({:#x}) = 0", next(3) * 0x5555_5560_0000),
-                9 if pids.len() < 6 => {
+                9 => match next(5) {
+                    0 => format!("mlock({a:#x}, {len}) = 0"),
+                    1 => format!("mlock2({a:#x}, {len}, MLOCK_ONFAULT) = 0"),
+                    2 => format!("munlock({a:#x}, {len}) = 0"),
+                    3 => format!("mlockall({}) = 0", ["MCL_CURRENT", "MCL_FUTURE", "MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT"][next(3) as usize]),
+                    _ => "munlockall() = 0".to_string(),
+                },
+                10 if pids.len() < 6 => {
                     let child = next_pid;
                     next_pid += 1;
                     pids.push(child);
@@ -704,4 +712,70 @@ fn a_stack_limit_moves_the_mmap_base_of_later_execs() {
     let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let check = blind.check(files, Placement::LINUX_THP);
     assert!(check.processes.iter().all(|p| !p.differences.is_empty()));
+}
+
+/// The lock calls and the flag advice replay: a successful one changes the areas
+/// as the kernel did, one that failed in the trace is not done (the kernel's
+/// `RLIMIT_MEMLOCK`, or a kernel without KSM: nothing the model knows), one the
+/// model refuses where the kernel did it is a difference; the memory class's calls
+/// that change no area (`mincore`, `msync`) are events.
+#[test]
+fn lock_calls_and_flag_advice_follow_the_recorded_result() {
+    let t = "\
+7 mmap(0x7fff70000000, 65536, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7fff70000000
+7 mlock(0x7fff70004010, 8192) = 0
+7 mlock(0x7fff70000000, 65536) = -1 ENOMEM (Cannot allocate memory)
+7 mlockall(MCL_FUTURE) = 0
+7 mmap(0x7fff70010000, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7fff70010000
+7 mlock2(0x7fff70000000, 4096, 0x4) = -1 EINVAL (Invalid argument)
+7 munlock(0x7fff70020000, 4096) = 0
+7 madvise(0x7fff70000000, 4096, MADV_MERGEABLE) = -1 EINVAL (Invalid argument)
+7 madvise(0x7fff70001000, 4096, MADV_RANDOM) = 0
+7 mincore(0x7fff70000000, 4096, [1]) = 0
+7 msync(0x7fff70000000, 4096, MS_SYNC) = 0
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&events);
+    assert!(
+        r.report.not_expressed.is_empty(),
+        "{:?}",
+        r.report.not_expressed
+    );
+    assert_eq!((r.report.calls, r.report.events), (9, 2));
+    // The munlock of nothing mapped: the model's ENOMEM against the kernel's 0
+    // (made up for the test).
+    let lines: Vec<usize> = r.report.result_differs.iter().map(|d| d.0).collect();
+    assert_eq!(lines, [7], "{:?}", r.report.result_differs);
+    let base = 0x7fff_7000_0000u64;
+    let got: Vec<(u64, u64, bool, bool, bool)> = r
+        .mm(7)
+        .unwrap()
+        .vmas()
+        .iter()
+        .map(|v| {
+            let f = v.flags;
+            (
+                v.start - base,
+                v.end - base,
+                f.locked,
+                f.rand_read,
+                f.mergeable,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 0x1000, false, false, false),
+            (0x1000, 0x2000, false, true, false),
+            (0x2000, 0x4000, false, false, false),
+            // 8,192 bytes from 0x...4010: three pages.
+            (0x4000, 0x7000, true, false, false),
+            (0x7000, 0x10000, false, false, false),
+            // Mapped under MCL_FUTURE.
+            (0x10000, 0x11000, true, false, false),
+        ]
+    );
 }
