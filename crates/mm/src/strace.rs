@@ -834,7 +834,13 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
+/// The bits of a strace flags argument, `A|B|0x10`, by `names`; a comment strace
+/// adds to bits it has no name for (`0x2 /* MLOCK_??? */`) is skipped.
 fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
+    let s = match s.split_once("/*") {
+        Some((bits, comment)) if comment.trim_end().ends_with("*/") => bits,
+        _ => s,
+    };
     let mut v = 0;
     for part in s.split('|') {
         let part = part.trim();
@@ -1123,7 +1129,7 @@ mod tests {
         let t = "\
 3 mlock(0x7ffff7fc0123, 65536) = 0
 3 mlock2(0x7ffff7fc0000, 4096, MLOCK_ONFAULT) = 0
-3 mlock2(0x7ffff7fc0000, 4096, 0x2) = -1 EINVAL (Invalid argument)
+3 mlock2(0x7ffff7fc0000, 4096, 0x2 /* MLOCK_??? */) = -1 EINVAL (Invalid argument)
 3 munlock(0x7ffff7fc0000, 4096) = 0
 3 mlockall(MCL_CURRENT|MCL_FUTURE) = 0
 3 mlockall(MCL_FUTURE|MCL_ONFAULT) = -1 ENOMEM (Cannot allocate memory)
