@@ -1,5 +1,5 @@
 //! The `mmap` flags beyond [`MapFlags`](crate::MapFlags) and the `madvise` advice that changes VMA
-//! flags (and with them, merging); [`Mm::change_flags`], the flag change of a range
+//! flags (and with them, merging); `Mm::change_flags`, the flag change of a range
 //! that `madvise` and `mlock` ([`crate::mlock`]) share.
 
 use crate::placement::Placement;
@@ -155,7 +155,8 @@ impl Advice {
 impl Mm {
     /// `madvise(start, len, advice)`: sets the VMA flags `advice` names on every page
     /// of the range, splitting VMAs at its edges and merging the result with
-    /// compatible neighbours, as `madvise_update_vma` does ([`Mm::change_flags`]).
+    /// compatible neighbours, as `madvise_update_vma` does (the flag change `mlock`
+    /// shares).
     /// Errors (nothing changed): `Invalid` for a bad range, an advice that does not
     /// apply to a VMA in it, or a change that would cut a special mapping
     /// ([`crate::Vma::is_special`]), `NotMapped` if a page of the range is unmapped

@@ -83,12 +83,13 @@ impl Mm {
     }
 
     /// `mlock2(start, len, flags)`: sets `VM_LOCKED` (and `VM_LOCKONFAULT` with
-    /// `MLOCK_ONFAULT`, else clears it) on every page of the range (see
-    /// [`lock_range`]: `start` need not be page aligned), splitting areas at its
-    /// edges and merging the result with compatible neighbours (`apply_vma_lock_flags`
-    /// -> `mlock_fixup` -> `vma_modify_flags`). A special mapping
-    /// ([`Vma::is_special`], `VM_SPECIAL` in the kernel) in the range is left as it
-    /// is, without error. An empty range changes nothing. Errors (nothing changed):
+    /// `MLOCK_ONFAULT`, else clears it) on every page of the range (`start` rounded
+    /// down to its page, the length grown by the offset in that page and rounded up,
+    /// as `do_mlock` does), splitting areas at its edges and merging the result with
+    /// compatible neighbours (`apply_vma_lock_flags` -> `mlock_fixup` ->
+    /// `vma_modify_flags`). A special mapping ([`Vma::is_special`], `VM_SPECIAL` in
+    /// the kernel) in the range is left as it is, without error. An empty range
+    /// changes nothing. Errors (nothing changed):
     /// `Invalid` for flags other than `MLOCK_ONFAULT` or an overflowing range,
     /// `NotMapped` if a page of the range is unmapped (Linux locks the areas before
     /// the hole, then fails with `ENOMEM`; the model changes nothing, as its
