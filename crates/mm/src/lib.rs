@@ -1139,29 +1139,24 @@ impl Mm {
             users: AtomicUsize::new(1),
         };
         // Areas marked VM_DONTCOPY (madvise(MADV_DONTFORK)) stay out of the child:
-        // dup_mmap erases them from the tree it copied.
-        let dontcopy: Vec<(u64, u64)> = child
-            .tree
-            .reader()
-            .iter()
-            .filter(|(_, v)| v.flags.dontcopy)
-            .map(|(_, v)| (v.start, v.end))
-            .collect();
+        // dup_mmap erases them from the tree it copied. The locked anonymous areas'
+        // copies lose their lock bits (the file ones' below, with their link).
+        let lock = |v: &Vma| v.flags.locked || v.flags.lockonfault;
+        let mut dontcopy: Vec<(u64, u64)> = Vec::new();
+        let mut locked: Vec<Arc<Vma>> = Vec::new();
+        for (_, v) in child.tree.reader().iter() {
+            if v.flags.dontcopy {
+                dontcopy.push((v.start, v.end));
+            } else if v.link.is_none() && lock(&v) {
+                locked.push((*v).clone());
+            }
+        }
         for (start, end) in dontcopy {
             child
                 .tree
                 .remove_range(start, end - 1)
                 .expect("a range the copied tree holds");
         }
-        // The locked anonymous areas' copies lose their lock bits (the file ones'
-        // below, with their link).
-        let locked: Vec<Arc<Vma>> = child
-            .tree
-            .reader()
-            .iter()
-            .filter(|(_, v)| v.link.is_none() && (v.flags.locked || v.flags.lockonfault))
-            .map(|(_, v)| v.clone())
-            .collect();
         for v in &locked {
             let mut copy = (**v).clone();
             copy.flags = copy.flags.with_lock(VmFlags::default());
@@ -1226,7 +1221,6 @@ impl Mm {
         }
         // Neighbours that only their lock bits (now gone) kept apart, and those
         // the parent kept apart so: the child keeps them apart too.
-        let lock = |v: &Vma| v.flags.locked || v.flags.lockonfault;
         if !locked.is_empty() || !st.seams.is_empty() || file_vmas.iter().any(|v| lock(v)) {
             let r = child.tree.reader();
             let mut prev: Option<Arc<Vma>> = None;
