@@ -139,11 +139,49 @@ impl Replay {
 
     /// Replays `events` in order and returns the report (reverse-map calls summed
     /// over every address space the run made).
+    ///
+    /// One reordering: threads' non-fixed `mmap`s whose trace lines overlap were in
+    /// the kernel at once, and took the address space's lock in an order the trace
+    /// does not tell (strace lists each where it finished). When the model would
+    /// place the one listed first at the very address the kernel gave such an
+    /// overlapping one, that one took the lock first, and is replayed first
+    /// ([`Replay::ran_first`]).
     pub fn run(&mut self, events: &[Event]) -> &Report {
-        for e in events {
-            self.step(e);
+        let mut done = vec![false; events.len()];
+        for i in 0..events.len() {
+            if done[i] {
+                continue;
+            }
+            while let Some(j) = self.ran_first(events, i, &done) {
+                self.step(&events[j]);
+                done[j] = true;
+            }
+            self.step(&events[i]);
         }
         self.finish()
+    }
+
+    /// A later event of `events` that ran before event `i`, by the rule of
+    /// [`Replay::run`]: `i` is a non-fixed `mmap` the model would place at an address
+    /// other than the kernel's, and the event is a non-fixed `mmap` of the same
+    /// address space, not yet replayed, that started before `i` finished and got that
+    /// address from the kernel. Looks at most [`OVERLAP_WINDOW`] events ahead.
+    fn ran_first(&self, events: &[Event], i: usize, done: &[bool]) -> Option<usize> {
+        let e = &events[i];
+        let mm = self.mm(e.pid)?;
+        let (req, real) = non_fixed_placement(&e.call, mm)?;
+        let guess = placement::unmapped_area(&mm.tree, req, self.placement).ok()?;
+        if guess == real {
+            return None;
+        }
+        let end = events.len().min(i + 1 + OVERLAP_WINDOW);
+        (i + 1..end).find(|&j| {
+            let o = &events[j];
+            !done[j]
+                && o.started < e.line
+                && self.mm(o.pid).is_some_and(|m| Arc::ptr_eq(m, mm))
+                && non_fixed_placement(&o.call, mm).is_some_and(|(_, r)| r == guess)
+        })
     }
 
     /// The report after events replayed one by one with [`Replay::step`]: sums the
@@ -327,26 +365,18 @@ impl Replay {
                     .map(|(p, off)| (self.file(p, *off, *len), off / PAGE_SIZE));
                 let fref = f.as_ref().map(|(f, p)| (f, *p));
                 let mut at = *addr;
-                if let (Ok(real), false, false) = (ret, fixed, opts.fixed_noreplace) {
+                if let Some((req, real)) = non_fixed_placement(call, mm) {
                     self.report.placed += 1;
-                    let req = Request {
-                        top: mm.mmap_base(),
-                        hint: *addr,
-                        len: align_up(*len).unwrap_or(0),
-                        pgoff: fref.map(|(_, p)| p),
-                        shared,
-                        nohugepage: opts.stack,
-                    };
                     let guess =
                         placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
-                    if guess == *real {
+                    if guess == real {
                         self.report.placed_same += 1;
                     } else {
-                        self.report.misplaced.push((line, *real, guess, *len));
+                        self.report.misplaced.push((line, real, guess, *len));
                     }
                     // Follow the kernel.
                     opts.fixed = true;
-                    at = *real;
+                    at = real;
                 }
                 let got = mm.mmap_with(at, *len, prot_of(*prot), opts, fref);
                 match (got, ret) {
@@ -456,6 +486,40 @@ impl Hasher for PidHasher {
     fn write_u32(&mut self, n: u32) {
         self.0 = u64::from(n);
     }
+}
+
+/// How many events past a non-fixed `mmap` [`Replay::ran_first`] looks for one that
+/// overlapped it: about as many as a run's threads can have in flight at once.
+const OVERLAP_WINDOW: usize = 64;
+
+/// The placement request of a non-fixed `mmap` the kernel made (`MAP_FIXED` and
+/// `MAP_FIXED_NOREPLACE` choose no address), in address space `mm`, and the address
+/// the kernel chose; `None` for any other call.
+fn non_fixed_placement(call: &Call, mm: &Mm) -> Option<(Request, u64)> {
+    let Call::Mmap {
+        addr,
+        len,
+        flags,
+        file,
+        ret: Ok(real),
+        ..
+    } = call
+    else {
+        return None;
+    };
+    // (MAP_HUGETLB and MAP_GROWSDOWN mappings are not modelled.)
+    if flags & (map::FIXED | map::FIXED_NOREPLACE | map::HUGETLB | map::GROWSDOWN) != 0 {
+        return None;
+    }
+    let req = Request {
+        top: mm.mmap_base(),
+        hint: *addr,
+        len: align_up(*len).unwrap_or(0),
+        pgoff: file.as_ref().map(|(_, off)| off / PAGE_SIZE),
+        shared: flags & 0x3 == map::SHARED || flags & 0x3 == 0x3,
+        nohugepage: flags & map::STACK != 0,
+    };
+    Some((req, *real))
 }
 
 /// Calls `trace=process` records that do not change an address space.

@@ -15,6 +15,10 @@
 //! shows its child: the child's first call (finished or not), a signal it receives,
 //! its `+++ exited` line, or the parent's `--- SIGCHLD` naming it.
 //!
+//! Calls of threads that were in the kernel at once (their lines overlap, see
+//! [`Event::started`]) took their locks in an order the trace does not tell; the
+//! replay decides it where the kernel's results do ([`crate::replay::Replay::run`]).
+//!
 //! # Recorded files
 //! A line `# aspace-file ...` (what `scripts/record.sh` appends) records one file the
 //! run mapped or executed ([`crate::identity`]); it becomes a
@@ -207,6 +211,10 @@ pub struct RecordedFile {
 pub struct Event {
     /// 1-based line number where the call finished.
     pub line: usize,
+    /// 1-based line number where the call started: its `<unfinished ...>` line, or
+    /// `line` for a call printed whole. Two calls whose lines overlap were in the
+    /// kernel at the same time, in an order the trace does not tell.
+    pub started: usize,
     /// The pid (0 when the trace has no pid column).
     pub pid: u32,
     /// What happened.
@@ -283,8 +291,6 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
     let mut pending: HashMap<u32, String> = HashMap::new();
     // Every line that shows a pid exists: its own lines, and SIGCHLD lines naming it.
     let mut shows: HashMap<u32, Vec<usize>> = HashMap::new();
-    // The line each event's call started on.
-    let mut started: Vec<usize> = Vec::new();
     let mut call_start: HashMap<u32, usize> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -304,6 +310,7 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                 };
                 out.push(Event {
                     line,
+                    started: line,
                     pid: 0,
                     call: Call::StackLimit {
                         target: 0,
@@ -311,15 +318,14 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                         ret: Ok(0),
                     },
                 });
-                started.push(line);
             } else if raw.starts_with(RECORD_PREFIX) {
                 let (path, identity) = FileIdentity::parse_record(raw).map_err(err)?;
                 out.push(Event {
                     line,
+                    started: line,
                     pid: 0,
                     call: Call::RecordedFile(Box::new(RecordedFile { path, identity })),
                 });
-                started.push(line);
             }
             continue;
         }
@@ -350,8 +356,12 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                 },
                 None => Call::Exit,
             };
-            out.push(Event { line, pid, call });
-            started.push(line);
+            out.push(Event {
+                line,
+                started: line,
+                pid,
+                call,
+            });
             continue;
         }
         let (text, start) = if let Some(tail) = rest.strip_prefix("<... ") {
@@ -385,12 +395,12 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
         };
         out.push(Event {
             line,
+            started: start,
             pid,
             call: parse_call(&text).map_err(err)?,
         });
-        started.push(start);
     }
-    Ok(kernel_order(out, &started, &shows))
+    Ok(kernel_order(out, &shows))
 }
 
 /// The child a `--- SIGCHLD {... si_pid=N ...} ---` line names.
@@ -406,16 +416,12 @@ fn sigchld_pid(sig: &str) -> Option<u32> {
 
 /// Moves each clone whose child shows up before the clone's result line to just
 /// before the child's first line (see the module docs); everything else keeps the
-/// order of the lines it finished on. `started[i]` is the line event `i`'s call
-/// started on; `shows[pid]` every line that shows `pid` exists, in order.
-fn kernel_order(
-    events: Vec<Event>,
-    started: &[usize],
-    shows: &HashMap<u32, Vec<usize>>,
-) -> Vec<Event> {
+/// order of the lines it finished on. `shows[pid]` is every line that shows `pid`
+/// exists, in order.
+fn kernel_order(events: Vec<Event>, shows: &HashMap<u32, Vec<usize>>) -> Vec<Event> {
     // (line, 0) sorts a moved clone before the event that finished on its child's
     // first line; (line, 1) is every other event where it was.
-    let key = |i: usize, e: &Event| -> (usize, u8) {
+    let key = |e: &Event| -> (usize, u8) {
         let Call::Clone { ret: Ok(child), .. } = &e.call else {
             return (e.line, 1);
         };
@@ -424,7 +430,7 @@ fn kernel_order(
             .and_then(|c| shows.get(&c))
             .and_then(|lines| {
                 // The child's first line after the clone began (a pid may be reused).
-                let at = lines.partition_point(|&l| l <= started[i]);
+                let at = lines.partition_point(|&l| l <= e.started);
                 lines.get(at).copied()
             });
         match first {
@@ -432,11 +438,7 @@ fn kernel_order(
             _ => (e.line, 1),
         }
     };
-    let mut keyed: Vec<((usize, u8), Event)> = events
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| (key(i, &e), e))
-        .collect();
+    let mut keyed: Vec<((usize, u8), Event)> = events.into_iter().map(|e| (key(&e), e)).collect();
     // Stable: events of equal keys keep their order.
     keyed.sort_by_key(|(k, _)| *k);
     keyed.into_iter().map(|(_, e)| e).collect()

@@ -705,3 +705,48 @@ fn a_stack_limit_moves_the_mmap_base_of_later_execs() {
     let check = blind.check(files, Placement::LINUX_THP);
     assert!(check.processes.iter().all(|p| !p.differences.is_empty()));
 }
+
+/// Two threads' non-fixed mmaps in the kernel at once (a Go runtime's, recorded):
+/// strace prints them as they finish, which need not be the order they took the
+/// address space's lock. The replay takes the order the kernel's addresses show;
+/// calls that did not overlap keep the trace's order, and a miss stays a miss.
+#[test]
+fn overlapping_mmaps_of_two_threads_replay_in_the_kernels_order() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let anon = "mmap(NULL, 65536, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0";
+    // The model's first and second choices for such a mapping, from its misses
+    // (the replay then maps where the "kernel" said: 0x10000, outside them).
+    let choice = |before: &str| -> u64 {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("{before}7 {anon}) = 0x10000\n");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        rep.misplaced.last().expect("a miss at 0x10000").2
+    };
+    let first = choice("");
+    let second = choice(&format!("7 {anon}) = {first:#x}\n"));
+    assert_ne!(first, second);
+    let thread = "7 clone(child_stack=0x7ffff7800000, flags=CLONE_VM|CLONE_FS|CLONE_FILES|\
+                  CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM) = 8\n";
+    let replay = |text: String| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        assert!(mm.find(first).is_some() && mm.find(second).is_some());
+        assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+        (rep.placed, rep.placed_same)
+    };
+    // Thread 8 took the lock first: the kernel gave it the first choice, though
+    // strace printed pid 7's call first.
+    let overlapping = format!(
+        "{thread}7 {anon} <unfinished ...>\n8 {anon} <unfinished ...>\n\
+         7 <... mmap resumed>) = {second:#x}\n8 <... mmap resumed>) = {first:#x}\n"
+    );
+    assert_eq!(replay(overlapping), (2, 2));
+    // The same results one after the other: pid 7's call is a miss.
+    let apart = format!("{thread}7 {anon}) = {second:#x}\n8 {anon}) = {first:#x}\n");
+    assert_eq!(replay(apart), (2, 1));
+}
