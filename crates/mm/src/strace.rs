@@ -478,7 +478,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
                     .ok_or_else(|| {
                         format!("mmap: fd {fd:?} has no path (record with strace -y)")
                     })?;
-                Some((path.to_string(), num(5)?))
+                Some((path_of(path), num(5)?))
             };
             Call::Mmap {
                 addr: num(0)?,
@@ -552,7 +552,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 .and_then(|p| p.strip_suffix('"'))
                 .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
             Call::Execve {
-                path: path.to_string(),
+                path: path_of(path),
                 ret,
                 strings: if name == "execve" {
                     exec_strings(a, arg(1)?, arg(2)?)
@@ -653,36 +653,70 @@ fn quoted_prefix(s: &str) -> Option<usize> {
     None
 }
 
-/// The number of bytes strace's quoted string `s` (quotes included) stands for:
-/// `\n`, `\t`, `\"`, `\\`, ... one byte each, `\ooo` (1-3 octal digits) and
-/// `\xHH` one byte, any other character its UTF-8 bytes.
+/// The number of bytes strace's quoted string `s` (quotes included) stands for
+/// ([`unescape`]).
 fn quoted_len(s: &str) -> Option<u64> {
     let body = s.strip_prefix('"')?.strip_suffix('"')?;
-    let mut n = 0u64;
+    Some(unescape(body)?.len() as u64)
+}
+
+/// The bytes strace's escaped text `body` stands for (a quoted string's inside, or
+/// an fd's `-y` path between `<` and `>`): `\n`, `\t`, `\r`, `\f`, `\v` the
+/// control byte, `\ooo` (1-3 octal digits: strace prints every byte outside
+/// printable ASCII so, a UTF-8 name's too) and `\xHH` one byte, `\` and any other
+/// character after it that character, any other character its UTF-8 bytes. `None`
+/// for a `\` at the end, a bad `\x` or an octal value over 255.
+fn unescape(body: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len());
     let mut chars = body.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '\\' {
-            n += c.len_utf8() as u64;
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
             continue;
         }
-        match chars.next()? {
+        let byte = match chars.next()? {
+            'n' => b'\n',
+            't' => b'\t',
+            'r' => b'\r',
+            'f' => 0x0c,
+            'v' => 0x0b,
             'x' => {
+                let mut v = 0u32;
                 for _ in 0..2 {
-                    chars.next_if(char::is_ascii_hexdigit)?;
+                    v = v * 16 + chars.next_if(char::is_ascii_hexdigit)?.to_digit(16)?;
                 }
+                v as u8
             }
-            '0'..='7' => {
+            d @ '0'..='7' => {
+                let mut v = d.to_digit(8)?;
                 for _ in 0..2 {
-                    if chars.next_if(|c| ('0'..='7').contains(c)).is_none() {
-                        break;
+                    match chars.next_if(|c| ('0'..='7').contains(c)) {
+                        Some(d) => v = v * 8 + d.to_digit(8)?,
+                        None => break,
                     }
                 }
+                u8::try_from(v).ok()?
             }
-            _ => {}
-        }
-        n += 1;
+            other => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+        };
+        out.push(byte);
     }
-    Some(n)
+    Some(out)
+}
+
+/// A path as the file system has it, from strace's escaped text of it
+/// ([`unescape`]): a name with a space, a quote or a UTF-8 letter (printed as octal
+/// escapes) opens as the program opened it. A name that is not UTF-8 once
+/// unescaped, or not well escaped, is kept as printed.
+fn path_of(escaped: &str) -> String {
+    unescape(escaped)
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_else(|| escaped.to_string())
 }
 
 /// Splits the text after `(` into top-level arguments and the text after `) = `.
@@ -854,6 +888,45 @@ const MADV_NAMES: &[(&str, u64)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// strace escapes a name's spaces-free oddities: a quote, a backslash and every
+    /// byte outside printable ASCII (a UTF-8 letter is two octal escapes). The
+    /// replay must open the file by its real name.
+    #[test]
+    fn escaped_paths_are_the_file_systems_names() {
+        let trace = "\
+7 execve(\"/tmp/dir \\303\\251 x/tr\\\"ue\\\\\", [\"tr\"], 0x7ffe /* 2 vars */) = 0
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3</tmp/lib \\303\\251\\t/libz.so.1>, 0) = 0x7ffff7fc0000
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3</tmp/del\\303\\251>(deleted), 0) = 0x7ffff7fbf000
+";
+        let events = parse(trace).unwrap();
+        assert!(
+            matches!(&events[0].call, Call::Execve { path, .. } if path == "/tmp/dir é x/tr\"ue\\"),
+            "{:?}",
+            events[0].call
+        );
+        assert!(
+            matches!(&events[1].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/tmp/lib é\t/libz.so.1"),
+            "{:?}",
+            events[1].call
+        );
+        assert!(
+            matches!(&events[2].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/tmp/delé"),
+            "{:?}",
+            events[2].call
+        );
+        // Each escape one byte, as the exec's strings count them.
+        assert_eq!(
+            unescape("a\\303\\251\\x41\\n\\\\"),
+            Some(b"a\xc3\xa9A\n\\".to_vec())
+        );
+        assert_eq!(quoted_len("\"\\303\\251\""), Some(2));
+        // Bad escapes: no bytes; a path that is not UTF-8 once unescaped stays as printed.
+        assert_eq!(unescape("a\\"), None);
+        assert_eq!(unescape("\\xZ1"), None);
+        assert_eq!(unescape("\\777"), None);
+        assert_eq!(path_of("/tmp/\\377x"), "/tmp/\\377x");
+    }
 
     #[test]
     fn parses_calls_pairs_and_events() {
