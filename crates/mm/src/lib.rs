@@ -926,6 +926,12 @@ impl Mm {
                 what: "MAP_FIXED below mmap_min_addr",
             });
         }
+        if opts.droppable && (opts.shared || file.is_some()) {
+            // `do_mmap`: the map type 0x08 is known only for anonymous memory.
+            return Err(Error::Invalid {
+                what: "MAP_DROPPABLE of a file or shared memory",
+            });
+        }
         if let Some((_, pgoff)) = file {
             if pgoff.checked_add(len / PAGE_SIZE).is_none() {
                 return Err(Error::Invalid {

@@ -17,6 +17,10 @@ pub struct MmapOptions {
     pub noreserve: bool,
     /// `MAP_STACK`: `VM_NOHUGEPAGE` (Linux >= 6.7).
     pub stack: bool,
+    /// `MAP_DROPPABLE` (the map type 0x08, anonymous only): `VM_DROPPABLE`, with
+    /// `VM_NORESERVE`, `VM_WIPEONFORK` and `VM_DONTDUMP` (`do_mmap`: droppable
+    /// pages are neither reserved, nor copied by fork, nor dumped).
+    pub droppable: bool,
     /// Where a non-fixed mapping goes.
     pub placement: Placement,
 }
@@ -34,11 +38,15 @@ impl From<crate::MapFlags> for MmapOptions {
 impl MmapOptions {
     /// The VMA flags a new mapping with protection `prot` gets.
     pub fn vm_flags(&self, prot: Prot) -> VmFlags {
+        let noreserve = self.noreserve || self.droppable;
         VmFlags {
             shared: self.shared,
-            account: !self.shared && prot.write && !self.noreserve,
-            noreserve: self.noreserve,
+            account: !self.shared && prot.write && !noreserve,
+            noreserve,
             nohugepage: self.stack,
+            wipeonfork: self.droppable,
+            dontdump: self.droppable,
+            droppable: self.droppable,
             ..VmFlags::default()
         }
     }
@@ -98,6 +106,8 @@ impl Advice {
             Advice::DontFork => f.dontcopy = true,
             Advice::DoFork => f.dontcopy = false,
             Advice::DontDump => f.dontdump = true,
+            // A droppable area stays out of core dumps and forks (`madvise_vma_behavior`).
+            Advice::DoDump | Advice::KeepOnFork if f.droppable => return None,
             Advice::DoDump => f.dontdump = false,
             Advice::WipeOnFork if !anon_private => return None,
             Advice::WipeOnFork => f.wipeonfork = true,

@@ -350,7 +350,7 @@ impl Replay {
                         .not_expressed
                         .push((line, "mmap: MAP_HUGETLB/MAP_GROWSDOWN not modelled".into()));
                 }
-                let shared = flags & 0x3 == map::SHARED || flags & 0x3 == 0x3;
+                let shared = shared_type(*flags);
                 let fixed = flags & map::FIXED != 0;
                 let mut opts = MmapOptions {
                     fixed,
@@ -358,6 +358,7 @@ impl Replay {
                     shared,
                     noreserve: flags & map::NORESERVE != 0,
                     stack: flags & map::STACK != 0,
+                    droppable: flags & map::TYPE == map::DROPPABLE,
                     placement: self.placement,
                 };
                 let f = file
@@ -488,6 +489,11 @@ impl Hasher for PidHasher {
     }
 }
 
+/// Whether `mmap` flags have a shared map type (`MAP_SHARED`, `MAP_SHARED_VALIDATE`).
+fn shared_type(flags: u64) -> bool {
+    matches!(flags & map::TYPE, map::SHARED | map::SHARED_VALIDATE)
+}
+
 /// How many events past a non-fixed `mmap` [`Replay::ran_first`] looks for one that
 /// overlapped it: about as many as a run's threads can have in flight at once.
 const OVERLAP_WINDOW: usize = 64;
@@ -516,7 +522,7 @@ fn non_fixed_placement(call: &Call, mm: &Mm) -> Option<(Request, u64)> {
         hint: *addr,
         len: align_up(*len).unwrap_or(0),
         pgoff: file.as_ref().map(|(_, off)| off / PAGE_SIZE),
-        shared: flags & 0x3 == map::SHARED || flags & 0x3 == 0x3,
+        shared: shared_type(*flags),
         nohugepage: flags & map::STACK != 0,
     };
     Some((req, *real))

@@ -38,6 +38,14 @@ pub mod map {
     pub const PRIVATE: u64 = 0x2;
     /// `MAP_FIXED`.
     pub const FIXED: u64 = 0x10;
+    /// The map type bits (`MAP_SHARED`, `MAP_PRIVATE`, `MAP_SHARED_VALIDATE`,
+    /// `MAP_DROPPABLE`).
+    pub const TYPE: u64 = 0x0f;
+    /// `MAP_SHARED_VALIDATE` (a type: shared, unknown flags refused).
+    pub const SHARED_VALIDATE: u64 = 0x3;
+    /// `MAP_DROPPABLE` (a type, Linux >= 6.11; strace 6.1 prints it as
+    /// `0x8 /* MAP_??? */`).
+    pub const DROPPABLE: u64 = 0x8;
     /// `MAP_ANONYMOUS`.
     pub const ANONYMOUS: u64 = 0x20;
     /// `MAP_NORESERVE`.
@@ -812,7 +820,8 @@ fn parse_num(s: &str) -> Option<u64> {
 fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
     let mut v = 0;
     for part in s.split('|') {
-        let part = part.trim();
+        // A value strace has no name for: `0x8 /* MAP_??? */`.
+        let part = part.split_once("/*").map_or(part, |(v, _)| v).trim();
         v |= match names.iter().find(|(n, _)| *n == part) {
             Some((_, b)) => *b,
             None => parse_num(part)?,
@@ -834,7 +843,8 @@ const PROT_NAMES: &[(&str, u64)] = &[
 const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_SHARED", map::SHARED),
     ("MAP_PRIVATE", map::PRIVATE),
-    ("MAP_SHARED_VALIDATE", 0x3),
+    ("MAP_SHARED_VALIDATE", map::SHARED_VALIDATE),
+    ("MAP_DROPPABLE", map::DROPPABLE),
     ("MAP_FIXED", map::FIXED),
     ("MAP_ANONYMOUS", map::ANONYMOUS),
     ("MAP_32BIT", 0x40),

@@ -87,6 +87,10 @@ pub struct VmFlags {
     pub dontdump: bool,
     /// `VM_WIPEONFORK` (`madvise(MADV_WIPEONFORK)`).
     pub wipeonfork: bool,
+    /// `VM_DROPPABLE` (`MAP_DROPPABLE`, Linux >= 6.11: pages the kernel may drop
+    /// under memory pressure; glibc >= 2.41 and Go >= 1.24 keep their vDSO
+    /// `getrandom` states in such an area).
+    pub droppable: bool,
 }
 
 /// What an anonymous area is for; areas of different kinds never merge.

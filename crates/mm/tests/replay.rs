@@ -750,3 +750,61 @@ fn overlapping_mmaps_of_two_threads_replay_in_the_kernels_order() {
     let apart = format!("{thread}7 {anon}) = {second:#x}\n8 {anon}) = {first:#x}\n");
     assert_eq!(replay(apart), (2, 1));
 }
+
+/// `MAP_DROPPABLE` (glibc >= 2.41's and Go >= 1.24's vDSO `getrandom` states; strace
+/// 6.1 prints the map type as `0x8 /* MAP_??? */`): private anonymous memory whose
+/// VMA flags (droppable, no reserve, wiped on fork, not dumped) keep it apart from a
+/// plain neighbour, and which refuses `MADV_DODUMP` and `MADV_KEEPONFORK`.
+#[test]
+fn droppable_memory_parses_and_stays_apart_from_plain_memory() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let plain = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)";
+    let drop = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, 0x8 /* MAP_??? */|MAP_ANONYMOUS, -1, 0)";
+    // The model's choice for a page of anonymous memory (from its miss at 0x10000).
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rep = r.run(&strace::parse(&format!("7 {plain} = 0x10000\n")).unwrap());
+    let top = rep.misplaced[0].2;
+    let below = top - 4096;
+    let replay = |first: &str, rest: &str| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("7 {first} = {top:#x}\n7 {plain} = {below:#x}\n{rest}");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        assert_eq!(
+            (rep.placed, rep.placed_same),
+            (2, 2),
+            "{:x?}",
+            rep.misplaced
+        );
+        assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+        assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        mm.layout()
+            .maps()
+            .iter()
+            .filter(|l| l.start >= below && l.end <= top + 4096)
+            .count()
+    };
+    // Two plain pages merge; a droppable one stays its own area.
+    assert_eq!(replay(plain, ""), 1);
+    let refused = format!(
+        "7 madvise({top:#x}, 4096, MADV_DODUMP) = -1 EINVAL (Invalid argument)\n\
+         7 madvise({top:#x}, 4096, MADV_KEEPONFORK) = -1 EINVAL (Invalid argument)\n\
+         7 madvise({below:#x}, 4096, MADV_DODUMP) = 0\n"
+    );
+    assert_eq!(replay(drop, &refused), 2);
+    // Droppable file memory does not exist.
+    let mm = mm::Mm::new(files.clone());
+    let lib = files.register(std::path::Path::new("/lib/x.so"), 4);
+    let opts = mm::MmapOptions {
+        droppable: true,
+        ..Default::default()
+    };
+    assert!(mm
+        .mmap_with(0, 4096, mm::Prot::RW, opts, Some((&lib, 0)))
+        .is_err());
+    assert!(mm.vmas().is_empty());
+}
