@@ -469,6 +469,22 @@ fn parse_call(text: &str) -> Result<Call, String> {
     let num = |i: usize| -> Result<u64, String> {
         parse_num(arg(i)?).ok_or_else(|| format!("{name}: bad number {:?}", args[i]))
     };
+    // A flag name this parser does not know (a newer strace's, a newer kernel's):
+    // the call is one the model cannot express, and the rest of the trace goes on.
+    let symbolic: &[(usize, &[(&str, u64)])] = match name {
+        "mmap" => &[(2, PROT_NAMES), (3, MAP_NAMES)],
+        "mprotect" => &[(2, PROT_NAMES)],
+        "mremap" => &[(3, MREMAP_NAMES)],
+        "madvise" => &[(2, MADV_NAMES)],
+        _ => &[],
+    };
+    for &(i, names) in symbolic {
+        if let Some(t) = args.get(i).and_then(|a| unknown_name(a, names)) {
+            return Ok(Call::Other {
+                name: format!("{name} with {t} (a name the parser does not know)"),
+            });
+        }
+    }
     Ok(match name {
         "mmap" => {
             let fd = arg(4)?;
@@ -748,6 +764,8 @@ fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
         }
         match c {
             '"' => quoted = true,
+            // `21<<MAP_HUGE_SHIFT`: a shift, not an fd's path.
+            '<' if s[i + 1..].starts_with('<') || s[..i].ends_with('<') => {}
             '(' | '[' | '{' | '<' => open.push(c),
             ']' | '}' | '>' => {
                 let want = match c {
@@ -817,6 +835,11 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
+/// `MAP_HUGE_SHIFT`: strace prints a huge page size as `21<<MAP_HUGE_SHIFT`.
+const MAP_HUGE_SHIFT: &str = "MAP_HUGE_SHIFT";
+
+/// The value of strace's `A|B|0x8 /* X_??? */|21<<MAP_HUGE_SHIFT`, each name from
+/// `names`; `None` for anything else.
 fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
     let mut v = 0;
     for part in s.split('|') {
@@ -824,10 +847,28 @@ fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
         let part = part.split_once("/*").map_or(part, |(v, _)| v).trim();
         v |= match names.iter().find(|(n, _)| *n == part) {
             Some((_, b)) => *b,
-            None => parse_num(part)?,
+            None => match part.split_once("<<") {
+                Some((n, MAP_HUGE_SHIFT)) => parse_num(n)?.checked_shl(26)?,
+                Some(_) => return None,
+                None => parse_num(part)?,
+            },
         };
     }
     Some(v)
+}
+
+/// The first name in strace's flags text `s` that is not in `names` (a word
+/// starting with a letter; numbers, `/* ... */` comments and
+/// `N<<MAP_HUGE_SHIFT` are not names).
+fn unknown_name<'a>(s: &'a str, names: &[(&str, u64)]) -> Option<&'a str> {
+    s.split('|')
+        .map(|part| part.split_once("/*").map_or(part, |(v, _)| v).trim())
+        .filter(|part| !part.ends_with(MAP_HUGE_SHIFT))
+        .find(|part| {
+            part.starts_with(|c: char| c.is_ascii_alphabetic())
+                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !names.iter().any(|(n, _)| n == part)
+        })
 }
 
 const PROT_NAMES: &[(&str, u64)] = &[
@@ -848,6 +889,7 @@ const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_FIXED", map::FIXED),
     ("MAP_ANONYMOUS", map::ANONYMOUS),
     ("MAP_32BIT", 0x40),
+    ("MAP_ABOVE4G", 0x80),
     ("MAP_GROWSDOWN", map::GROWSDOWN),
     ("MAP_DENYWRITE", 0x800),
     ("MAP_EXECUTABLE", 0x1000),
@@ -898,6 +940,41 @@ const MADV_NAMES: &[(&str, u64)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flags a newer strace or kernel names make the call one the model cannot
+    /// express, not the whole trace unreadable; huge page sizes and values strace
+    /// has no name for parse.
+    #[test]
+    fn unknown_flag_names_leave_the_rest_of_the_trace() {
+        let trace = "\
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FUTURE, -1, 0) = 0x7ffff7fc0000
+7 madvise(0x7ffff7fc0000, 4096, MADV_GUARD_INSTALL) = 0
+7 mmap(NULL, 2097152, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|21<<MAP_HUGE_SHIFT, -1, 0) = 0x7ffff7c00000
+7 mprotect(0x7ffff7c00000, 4096, PROT_READ|0x10 /* PROT_??? */) = 0
+7 munmap(0x7ffff7fc0000, 4096) = 0
+";
+        let events = parse(trace).unwrap();
+        assert_eq!(events.len(), 5);
+        assert!(
+            matches!(&events[0].call, Call::Other { name } if name.starts_with("mmap with MAP_FUTURE")),
+            "{:?}",
+            events[0].call
+        );
+        assert!(
+            matches!(&events[1].call, Call::Other { name } if name.contains("MADV_GUARD_INSTALL")),
+            "{:?}",
+            events[1].call
+        );
+        assert!(
+            matches!(events[2].call, Call::Mmap { flags, .. } if flags == 0x22 | map::HUGETLB | 21 << 26),
+            "{:?}",
+            events[2].call
+        );
+        assert!(matches!(events[3].call, Call::Mprotect { prot: 0x11, .. }));
+        assert!(matches!(events[4].call, Call::Munmap { .. }));
+        // A malformed value is still a bad line.
+        assert!(parse("7 mprotect(0x1000, 4096, PROT_READ|12<<X) = 0\n").is_err());
+    }
 
     /// strace escapes a name's spaces-free oddities: a quote, a backslash and every
     /// byte outside printable ASCII (a UTF-8 letter is two octal escapes). The

@@ -417,6 +417,7 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                         shared,
                         noreserve,
                         stack,
+                        droppable: false,
                         placement: Placement::TOP_DOWN,
                     },
                     file.map(|(f, off)| (&files[f], off)),
