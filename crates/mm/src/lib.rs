@@ -66,10 +66,12 @@ pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
 use aspace_maple::{Inline, MapleTree};
+use files::DEV_ZERO;
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
 use smallvec::SmallVec;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
@@ -960,6 +962,13 @@ impl Mm {
             placement::unmapped_area(&self.tree, req, opts.placement)?
         };
         let backing = match file {
+            // `mmap_zero`: a shared mapping of /dev/zero is shared anonymous memory
+            // (`shmem_zero_setup`), which the maps name `/dev/zero (deleted)`; a
+            // private one stays a mapping of the device, with anonymous pages.
+            Some((f, pgoff)) if opts.shared && f.path() == Path::new(DEV_ZERO) => Backing::File {
+                file: self.files.shmem(pgoff + len / PAGE_SIZE),
+                pgoff,
+            },
             Some((f, pgoff)) => Backing::File {
                 file: f.clone(),
                 pgoff,

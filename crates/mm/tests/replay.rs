@@ -808,3 +808,38 @@ fn droppable_memory_parses_and_stays_apart_from_plain_memory() {
         .is_err());
     assert!(mm.vmas().is_empty());
 }
+
+/// A shared mapping of /dev/zero is shared anonymous memory (`/dev/zero (deleted)`
+/// in the maps), a private one a mapping of the device; an io_uring's rings are a
+/// file of no file system (`anon_inode:[io_uring]`), not a deleted one. As this
+/// machine's kernel showed them for a recorded C program.
+#[test]
+fn dev_zero_and_anonymous_inodes_are_named_as_the_kernel_names_them() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rw = "PROT_READ|PROT_WRITE";
+    let text = format!(
+        "7 mmap(0x7fff00000000, 8192, {rw}, MAP_SHARED|MAP_FIXED, 3</dev/zero>, 0) = 0x7fff00000000\n\
+         7 mmap(0x7fff00010000, 8192, {rw}, MAP_PRIVATE|MAP_FIXED, 3</dev/zero>, 0) = 0x7fff00010000\n\
+         7 mmap(0x7fff00020000, 4096, {rw}, MAP_SHARED|MAP_FIXED|MAP_POPULATE, \
+         4<anon_inode:[io_uring]>, 0) = 0x7fff00020000\n"
+    );
+    r.run(&strace::parse(&text).unwrap());
+    assert!(r.report.result_differs.is_empty() && r.report.not_expressed.is_empty());
+    let mm = r.mm(7).unwrap().clone();
+    mm.check_invariants().unwrap();
+    let name = |at: u64| {
+        let l = mm.layout().maps();
+        let l = l.iter().find(|l| l.start == at).expect("mapped");
+        l.to_string()
+            .split_whitespace()
+            .skip(5)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(name(0x7fff_0000_0000), "/dev/zero (deleted)");
+    assert_eq!(name(0x7fff_0001_0000), "/dev/zero");
+    assert_eq!(name(0x7fff_0002_0000), "anon_inode:[io_uring]");
+}
