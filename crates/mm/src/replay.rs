@@ -345,6 +345,11 @@ impl Replay {
                 ret,
             } => {
                 if flags & map::HUGETLB != 0 || flags & map::GROWSDOWN != 0 {
+                    if ret.is_err() && !strace::result_unknown(ret) {
+                        // The kernel refused it (no huge pages reserved: PostgreSQL
+                        // tries them first), so nothing changed.
+                        return;
+                    }
                     return self
                         .report
                         .not_expressed

@@ -843,3 +843,25 @@ fn dev_zero_and_anonymous_inodes_are_named_as_the_kernel_names_them() {
     assert_eq!(name(0x7fff_0001_0000), "/dev/zero");
     assert_eq!(name(0x7fff_0002_0000), "anon_inode:[io_uring]");
 }
+
+/// A call the model cannot express that the kernel refused changed nothing: it is
+/// replayed, not reported (PostgreSQL asks for huge pages first, and gets ENOMEM
+/// where none are reserved). One the kernel made is still reported.
+#[test]
+fn a_refused_huge_page_mapping_changes_nothing() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let huge =
+        "mmap(NULL, 16777216, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB, -1, 0)";
+    let run = |ret: &str| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let before = r.mm(7).unwrap().layout().maps();
+        r.run(&strace::parse(&format!("7 {huge} = {ret}\n")).unwrap());
+        let after = r.mm(7).unwrap().layout().maps();
+        assert_eq!(before, after);
+        (r.report.calls, r.report.not_expressed.len())
+    };
+    assert_eq!(run("-1 ENOMEM (Cannot allocate memory)"), (1, 0));
+    assert_eq!(run("0x7fffe0000000"), (1, 1));
+}
