@@ -258,8 +258,15 @@ impl Files {
     /// Not in the registry ([`Files::all`], [`Files::lock_stats`]): it goes with its
     /// last mapping, so a long run does not accumulate them.
     pub fn shmem(&self, pages: u64) -> Arc<File> {
+        self.shmem_named(Path::new(DEV_ZERO), pages)
+    }
+
+    /// A new shared memory object of `pages` pages named `name` with no path (a System
+    /// V segment's `/SYSV0000002a`: the maps show it `(deleted)`, with no known
+    /// device and inode), not in the registry, as [`Files::shmem`].
+    pub fn shmem_named(&self, name: &Path, pages: u64) -> Arc<File> {
         Arc::new(File::new(
-            PathBuf::from(DEV_ZERO),
+            name.to_path_buf(),
             pages.max(1),
             None,
             true,

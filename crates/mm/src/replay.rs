@@ -19,7 +19,7 @@ use crate::identity::FileIdentity;
 use crate::maps::Layout;
 pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
-use crate::strace::{self, map, Call, Event, RecordedFile};
+use crate::strace::{self, map, shm, Call, Event, RecordedFile};
 use crate::{
     align_up, Advice, AnonKind, Caller, ExecStep, Files, Mm, MmapOptions, MremapFlags, Process,
     Program, Prot, RmapCalls, Vma, Why, PAGE_SIZE,
@@ -78,6 +78,9 @@ pub struct Replay {
     /// Each pid's `RLIMIT_STACK` (`None`: unlimited) where a call or an inheritance
     /// set it; the others have [`Replay::first_stack_limit`].
     stack_limits: HashMap<u32, Option<u64>>,
+    /// Each System V shared memory segment the run made or found (`shmget`), by
+    /// id: its key and the file of its pages, which every `shmat` of it maps.
+    shm_segments: HashMap<u64, (u64, Arc<crate::File>)>,
     /// The limit the run started with (`# aspace-stack-limit`, else the default).
     first_stack_limit: Option<u64>,
     /// The report so far.
@@ -96,6 +99,7 @@ impl Replay {
             file_cache: HashMap::new(),
             file_checks: HashMap::new(),
             stack_limits: HashMap::new(),
+            shm_segments: HashMap::new(),
             first_stack_limit: Some(crate::layout::DEFAULT_STACK_LIMIT),
             report: Report::default(),
         }
@@ -116,6 +120,7 @@ impl Replay {
         self.exited.clear();
         self.all.clear();
         self.stack_limits.clear();
+        self.shm_segments.clear();
         self.first_stack_limit = Some(crate::layout::DEFAULT_STACK_LIMIT);
         self.report = Report::default();
     }
@@ -316,6 +321,12 @@ impl Replay {
                 self.all.push(new);
             }
             Call::RecordedFile(rec) => self.check_file(line, rec),
+            Call::ShmGet { key, size, ret } => {
+                self.report.events += 1;
+                if let Ok(id) = ret {
+                    self.shm_get(*id, *key, *size);
+                }
+            }
             Call::Other { name } if NO_MEMORY_EFFECT.contains(&name.as_str()) => {
                 // Process calls that leave the address space alone (the exit itself
                 // is the `+++ exited` line that follows).
@@ -449,6 +460,20 @@ impl Replay {
                     }
                 }
             }
+            Call::ShmAt {
+                id,
+                addr,
+                flags,
+                ret,
+            } => self.shm_at(mm, line, (*id, *addr, *flags), ret),
+            Call::ShmDt { addr, ret } => {
+                let got = shm_dt(mm, *addr);
+                if got.is_ok() != ret.is_ok() {
+                    self.differs(line, ret, || {
+                        format!("shmdt: model {got:?}, kernel {ret:?}")
+                    });
+                }
+            }
             Call::Madvise {
                 addr,
                 len,
@@ -492,6 +517,99 @@ impl Hasher for PidHasher {
     fn write_u32(&mut self, n: u32) {
         self.0 = u64::from(n);
     }
+}
+
+impl Replay {
+    /// A segment `shmget` returned: the one already known under `id` if its key is
+    /// the same named key (found again), else a new one of `size` bytes
+    /// (`IPC_PRIVATE` always makes one; an id is reused after `IPC_RMID`). A size
+    /// of 0 (a lookup of a segment the trace did not make) leaves it unknown.
+    fn shm_get(&mut self, id: u64, key: u64, size: u64) {
+        if let Some((k, _)) = self.shm_segments.get(&id) {
+            if *k == key && key != 0 {
+                return;
+            }
+        }
+        if size == 0 {
+            self.shm_segments.remove(&id);
+            return;
+        }
+        // `newseg` names the segment's file `SYSV%08x` (the key); it has no path,
+        // so the maps show it `(deleted)`.
+        let file = self.files.shmem_named(
+            Path::new(&format!("/SYSV{key:08x}")),
+            size.div_ceil(PAGE_SIZE),
+        );
+        self.shm_segments.insert(id, (key, file));
+    }
+
+    /// `shmat(id, addr, flags) = ret`: `do_shmat` maps the whole segment shared,
+    /// read-only with `SHM_RDONLY`, executable too with `SHM_EXEC`, at the kernel's
+    /// address (with `addr` 0 the kernel chose it as for `mmap`: a placement).
+    fn shm_at(
+        &mut self,
+        mm: &Mm,
+        line: usize,
+        (id, addr, flags): (u64, u64, u64),
+        ret: &strace::Ret,
+    ) {
+        let Ok(at) = ret else {
+            return;
+        };
+        let Some((_, file)) = self.shm_segments.get(&id).cloned() else {
+            return self.report.not_expressed.push((
+                line,
+                format!("shmat of segment {id}, which no shmget in the trace made"),
+            ));
+        };
+        let len = file.pages() * PAGE_SIZE;
+        if addr == 0 {
+            self.report.placed += 1;
+            let req = Request {
+                top: mm.mmap_base(),
+                hint: 0,
+                len,
+                pgoff: Some(0),
+                shared: true,
+                nohugepage: false,
+            };
+            let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
+            if guess == *at {
+                self.report.placed_same += 1;
+            } else {
+                self.report.misplaced.push((line, *at, guess, len));
+            }
+        }
+        let prot = Prot::new(true, flags & shm::RDONLY == 0, flags & shm::EXEC != 0);
+        let opts = MmapOptions {
+            fixed: true,
+            shared: true,
+            placement: self.placement,
+            ..MmapOptions::default()
+        };
+        let got = mm.mmap_with(*at, len, prot, opts, Some((&file, 0)));
+        if got != Ok(*at) {
+            self.differs(line, ret, || {
+                format!("shmat: model {got:?}, kernel {ret:?}")
+            });
+        }
+    }
+}
+
+/// `shmdt(addr)`: unmaps the System V segment attached at `addr` (its pages from
+/// `addr` on, `do_shmdt`); `Invalid` if none starts there.
+fn shm_dt(mm: &Mm, addr: u64) -> Result<(), crate::Error> {
+    let seg = mm
+        .find(addr)
+        .and_then(|v| {
+            let (f, pgoff) = v.file()?;
+            let sysv = f.path().to_str()?.starts_with("/SYSV");
+            (sysv && v.start - pgoff * PAGE_SIZE == addr).then(|| f.pages() * PAGE_SIZE)
+        })
+        .ok_or(crate::Error::Invalid {
+            what: "no System V segment attached there",
+        })?;
+    mm.munmap(addr, seg)
 }
 
 /// Whether `mmap` flags have a shared map type (`MAP_SHARED`, `MAP_SHARED_VALIDATE`).

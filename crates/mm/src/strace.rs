@@ -152,6 +152,34 @@ pub enum Call {
         /// Result.
         ret: Ret,
     },
+    /// `shmget(key, size, flags)`: a System V shared memory segment, made or found
+    /// (its size is what a later `shmat` of the id maps).
+    ShmGet {
+        /// The key (`IPC_PRIVATE`: 0).
+        key: u64,
+        /// The size asked for (0 or less than the segment's when it exists).
+        size: u64,
+        /// The segment's id.
+        ret: Ret,
+    },
+    /// `shmat(id, addr, flags)`: maps segment `id` shared (`do_shmat`).
+    ShmAt {
+        /// The segment's id.
+        id: u64,
+        /// Where (`NULL`: the kernel chooses, as for `mmap`).
+        addr: u64,
+        /// `SHM_RDONLY`, `SHM_RND`, `SHM_REMAP`, `SHM_EXEC` bits.
+        flags: u64,
+        /// The address.
+        ret: Ret,
+    },
+    /// `shmdt(addr)`: unmaps the segment attached at `addr`.
+    ShmDt {
+        /// Where it was attached.
+        addr: u64,
+        /// Result.
+        ret: Ret,
+    },
     /// `clone`/`clone3`/`fork`/`vfork`: a new process or thread.
     Clone {
         /// `CLONE_VM`: the child shares the address space (a thread, or vfork).
@@ -241,6 +269,8 @@ impl Call {
                 | Call::Brk { .. }
                 | Call::Mremap { .. }
                 | Call::Madvise { .. }
+                | Call::ShmAt { .. }
+                | Call::ShmDt { .. }
         )
     }
 }
@@ -476,6 +506,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
         "mprotect" => &[(2, PROT_NAMES)],
         "mremap" => &[(3, MREMAP_NAMES)],
         "madvise" => &[(2, MADV_NAMES)],
+        "shmat" => &[(2, SHM_NAMES)],
         _ => &[],
     };
     for &(i, names) in symbolic {
@@ -543,6 +574,19 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 .ok_or_else(|| format!("madvise: bad advice {:?}", args[2]))?,
             ret,
         },
+        "shmget" => Call::ShmGet {
+            key: if arg(0)? == "IPC_PRIVATE" { 0 } else { num(0)? },
+            size: num(1)?,
+            ret,
+        },
+        "shmat" => Call::ShmAt {
+            id: num(0)?,
+            addr: num(1)?,
+            flags: parse_bits(arg(2)?, SHM_NAMES)
+                .ok_or_else(|| format!("shmat: bad flags {:?}", args[2]))?,
+            ret,
+        },
+        "shmdt" => Call::ShmDt { addr: num(0)?, ret },
         "clone" | "clone3" => Call::Clone {
             vm: args.iter().any(|a| a.contains("CLONE_VM")),
             ret,
@@ -902,6 +946,26 @@ const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_SYNC", 0x80000),
     ("MAP_FIXED_NOREPLACE", map::FIXED_NOREPLACE),
     ("MAP_UNINITIALIZED", 0x400_0000),
+];
+
+/// `shmat` flags (`SHM_RDONLY` ...), x86-64 values.
+pub mod shm {
+    /// `SHM_RDONLY`: map read-only.
+    pub const RDONLY: u64 = 0o10000;
+    /// `SHM_RND`: round `addr` down to `SHMLBA`.
+    pub const RND: u64 = 0o20000;
+    /// `SHM_REMAP`: replace what is mapped at `addr`.
+    pub const REMAP: u64 = 0o40000;
+    /// `SHM_EXEC`: map executable too.
+    pub const EXEC: u64 = 0o100000;
+}
+
+const SHM_NAMES: &[(&str, u64)] = &[
+    ("0", 0),
+    ("SHM_RDONLY", shm::RDONLY),
+    ("SHM_RND", shm::RND),
+    ("SHM_REMAP", shm::REMAP),
+    ("SHM_EXEC", shm::EXEC),
 ];
 
 const MREMAP_NAMES: &[(&str, u64)] = &[

@@ -865,3 +865,54 @@ fn a_refused_huge_page_mapping_changes_nothing() {
     assert_eq!(run("-1 ENOMEM (Cannot allocate memory)"), (1, 0));
     assert_eq!(run("0x7fffe0000000"), (1, 1));
 }
+
+/// System V shared memory: `shmget` gives the segment's size, each `shmat` maps all
+/// of it shared (read-only with `SHM_RDONLY`) where the kernel chose, as the model
+/// would; `shmdt` unmaps the one attached there. An id no `shmget` of the trace
+/// made cannot be expressed; a `shmdt` where none is attached fails in both.
+#[test]
+fn system_v_segments_attach_and_detach() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let get = "7 shmget(IPC_PRIVATE, 65536, IPC_CREAT|0600) = 6\n";
+    // The model's choices for two attaches (from its misses at 0x10000).
+    let choice = |before: &str| -> u64 {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("{get}{before}7 shmat(6, NULL, 0) = 0x10000\n");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        rep.misplaced.last().expect("a miss at 0x10000").2
+    };
+    let first = choice("");
+    let second = choice(&format!("7 shmat(6, NULL, 0) = {first:#x}\n"));
+    assert_eq!(first - second, 65536);
+
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let text = format!(
+        "{get}7 shmat(6, NULL, 0) = {first:#x}\n7 shmat(6, NULL, SHM_RDONLY) = {second:#x}\n\
+         7 shmdt({second:#x}) = 0\n7 shmdt(0x7fff00000000) = -1 EINVAL (Invalid argument)\n\
+         7 shmat(9, NULL, 0) = 0x7fff00000000\n"
+    );
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert_eq!(
+        (rep.placed, rep.placed_same),
+        (2, 2),
+        "{:x?}",
+        rep.misplaced
+    );
+    assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+    assert_eq!(rep.not_expressed.len(), 1, "{:?}", rep.not_expressed);
+    assert!(rep.not_expressed[0].1.contains("segment 9"));
+    let mm = r.mm(7).unwrap().clone();
+    mm.check_invariants().unwrap();
+    let layout = mm.layout().maps();
+    let seg = layout.iter().find(|l| l.start == first).expect("attached");
+    assert_eq!(seg.end, first + 65536);
+    assert!(seg.to_string().contains("rw-s"), "{seg}");
+    assert!(
+        seg.to_string().ends_with("/SYSV00000000 (deleted)"),
+        "{seg}"
+    );
+    assert!(mm.find(second).is_none(), "detached");
+}
