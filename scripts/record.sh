@@ -5,9 +5,11 @@
 #   OUT.strace     `# aspace-stack-limit BYTES|unlimited` (the stack limit the run
 #                  starts with: with the run's own setrlimit/prlimit64 calls, traced
 #                  too, it places each exec's mmap area), then strace -f -y -v -s
-#                  131072 -e trace=memory,process,setrlimit,prlimit64,shmget (-v -s:
-#                  each execve's strings in full, which size the new [stack];
-#                  shmget: the size of each System V segment shmat maps), then one
+#                  131072 -e trace=memory,process,setrlimit,prlimit64,shmget,unlink,
+#                  unlinkat,rename,renameat,renameat2 (-v -s: each execve's strings
+#                  in full, which size the new [stack]; shmget: the size of each
+#                  System V segment shmat maps; unlink and rename: when a mapped
+#                  file's name goes, so its mappings show "(deleted)"), then one
 #                  `# aspace-file` line per file the run mapped or executed (size,
 #                  mtime, device and inode,
 #                  ELF build-id where readelf can read it), so that a replay on a
@@ -39,7 +41,8 @@ mkdir -p "$out.maps"
 # strace runs as our child, so that its tracees are our descendants: reading their
 # /proc/PID/syscall needs that where Yama's ptrace_scope is 1 (without root, a
 # tracee reparented away, a daemon, then leaves no maps).
-setarch -R strace -f -y -v -s 131072 -e trace=memory,process,setrlimit,prlimit64,shmget \
+setarch -R strace -f -y -v -s 131072 \
+    -e trace=memory,process,setrlimit,prlimit64,shmget,unlink,unlinkat,rename,renameat,renameat2 \
     -e inject=exit_group:delay_enter="$hold" -o "$out.strace" "$@" &
 tracer=$!
 

@@ -241,15 +241,29 @@ impl Files {
     /// (`anon_inode:[io_uring]`, which strace's `-y` and `/proc/PID/maps` print for an
     /// io_uring's rings, a perf buffer's) names a file of no file system, never
     /// deleted. The path is kept as given.
-    pub(crate) fn register_named(&self, path: &Path, need_pages: u64) -> Arc<File> {
+    ///
+    /// `deleted`, where the caller knows it, says whether the name was unlinked
+    /// when it was mapped, whether or not a file has the path now.
+    pub(crate) fn register_named(
+        &self,
+        path: &Path,
+        need_pages: u64,
+        deleted: Option<bool>,
+    ) -> Arc<File> {
         if let Some(f) = self.files.lock().get(path) {
             return f.clone();
         }
         let meta = std::fs::metadata(path).ok();
         let pages = meta.as_ref().map_or(0, |m| m.len().div_ceil(PAGE_SIZE));
         let id = meta.as_ref().map(FileId::of);
-        let deleted = meta.is_none() && path.is_absolute();
+        let deleted = deleted.unwrap_or(meta.is_none() && path.is_absolute());
         self.register_file(path, pages.max(need_pages).max(1), id, deleted)
+    }
+
+    /// Drops the registry's entry for `path` (its name was unlinked): a later
+    /// registration of the path is a new file; mappings of the old one keep it.
+    pub(crate) fn forget(&self, path: &Path) {
+        self.files.lock().remove(path);
     }
 
     /// A new shared anonymous memory object of `pages` pages (what `MAP_SHARED |

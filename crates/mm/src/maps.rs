@@ -336,7 +336,8 @@ pub fn grown_stack(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLin
     let said = format!(
         "grown by page faults: [stack] {:08x}-{:08x} in the recorded maps, {:08x}-{:08x} \
          in the model's ({} KiB more: the kernel grows the stack at a fault below it, \
-         which the trace does not show)",
+         which the trace does not show; in a trace without the exec's strings, strace \
+         -v, a page of it may be theirs)",
         ks.start,
         ks.end,
         ms.start,
@@ -422,6 +423,10 @@ pub struct Layout {
     pub start_brk: u64,
     /// `mm->brk`: an area overlapping `[start_brk, brk)` is `[heap]`.
     pub brk: u64,
+    /// Per VMA, whether its file's name was unlinked when the layout was taken
+    /// ([`crate::File::deleted`] then: a later `unlink` does not change a layout
+    /// already taken); empty: each file as it is when printed.
+    pub deleted: Vec<bool>,
 }
 
 impl Layout {
@@ -429,11 +434,13 @@ impl Layout {
     pub fn maps(&self) -> Vec<MapsLine> {
         self.vmas
             .iter()
-            .map(|v| {
+            .enumerate()
+            .map(|(i, v)| {
                 let (offset, file_id, name) = match &v.backing {
                     Backing::File { file, pgoff } => {
                         let mut name = file.path().display().to_string();
-                        if file.deleted() && !name.ends_with(DELETED) {
+                        let deleted = self.deleted.get(i).copied();
+                        if deleted.unwrap_or_else(|| file.deleted()) && !name.ends_with(DELETED) {
                             name.push_str(DELETED);
                         }
                         (pgoff * PAGE_SIZE, file.id(), name)
@@ -481,16 +488,22 @@ impl Mm {
     /// mmap lock, so the VMAs and the break are of one moment.
     pub fn layout(&self) -> Layout {
         let st = self.state.lock();
+        let vmas: Vec<Vma> = self
+            .tree
+            .reader()
+            .iter()
+            .map(|(_, v)| Vma::clone(&v))
+            .collect();
+        let deleted = vmas
+            .iter()
+            .map(|v| v.file().is_some_and(|(f, _)| f.deleted()))
+            .collect();
         Layout {
-            vmas: self
-                .tree
-                .reader()
-                .iter()
-                .map(|(_, v)| Vma::clone(&v))
-                .collect(),
+            vmas,
             start_stack: st.start_stack,
             start_brk: st.brk_start,
             brk: st.brk,
+            deleted,
         }
     }
 
@@ -656,6 +669,7 @@ mod tests {
             start_stack: 0x120 * p + 0x800,
             start_brk: 0x20 * p,
             brk: 0x22 * p + 0x10,
+            deleted: Vec::new(),
         };
         let names: Vec<String> = layout.maps().into_iter().map(|l| l.name).collect();
         assert_eq!(names, ["", "[heap]", "[heap]", "", "", "[stack]", "[vdso]"]);

@@ -72,6 +72,8 @@ pub struct Replay {
     all: Vec<Arc<Mm>>,
     /// Files seen by path (saves the registry lookup and the size `stat`).
     file_cache: HashMap<String, Arc<crate::File>>,
+    /// Paths the run being replayed unlinks somewhere ([`Replay::run`] looks ahead).
+    unlinked_later: std::collections::HashSet<String>,
     /// What differs in each recorded file now (`None`: the same), by path: each file
     /// is read once per `Replay`, however many runs.
     file_checks: HashMap<String, Option<String>>,
@@ -97,6 +99,7 @@ impl Replay {
             exited: HashMap::new(),
             all: Vec::new(),
             file_cache: HashMap::new(),
+            unlinked_later: Default::default(),
             file_checks: HashMap::new(),
             stack_limits: HashMap::new(),
             shm_segments: HashMap::new(),
@@ -152,6 +155,16 @@ impl Replay {
     /// overlapping one, that one took the lock first, and is replayed first
     /// ([`Replay::ran_first`]).
     pub fn run(&mut self, events: &[Event]) -> &Report {
+        self.unlinked_later = events
+            .iter()
+            .filter_map(|e| match &e.call {
+                Call::Unlink {
+                    path: Some(p),
+                    ret: Ok(_),
+                } => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
         let mut done = vec![false; events.len()];
         for i in 0..events.len() {
             if done[i] {
@@ -211,14 +224,35 @@ impl Replay {
         })
     }
 
-    fn file(&mut self, path: &str, off: u64, len: u64) -> Arc<crate::File> {
+    /// The file a `mmap` at `off`, `len` bytes, maps by `path`; `unlinked`: strace's
+    /// `-y` showed the name unlinked then (`(deleted)`). A name the trace unlinks
+    /// later ([`Replay::run`]'s look ahead) existed when it was mapped: it becomes
+    /// `(deleted)` at that `unlink`, not before, though no such file exists now.
+    fn file(&mut self, path: &str, off: u64, len: u64, unlinked: bool) -> Arc<crate::File> {
         let need = (off / PAGE_SIZE).saturating_add(len.div_ceil(PAGE_SIZE));
         if let Some(f) = self.file_cache.get(path) {
             return f.clone();
         }
-        let f = self.files.register_named(Path::new(path), need);
+        let deleted = if unlinked {
+            Some(true)
+        } else if self.unlinked_later.contains(path) {
+            Some(false)
+        } else {
+            None
+        };
+        let f = self.files.register_named(Path::new(path), need, deleted);
         self.file_cache.insert(path.to_string(), f.clone());
         f
+    }
+
+    /// `path`'s name was unlinked (`unlink`, `unlinkat`, or a `rename` onto it):
+    /// the file mapped by it shows `(deleted)` from now on, and the name, mapped
+    /// again, is another file.
+    fn unlinked(&mut self, path: &str) {
+        if let Some(f) = self.file_cache.remove(path) {
+            f.mark_deleted();
+        }
+        self.files.forget(Path::new(path));
     }
 
     /// Compares a recorded file with the file now (once per path and `Replay`).
@@ -321,6 +355,12 @@ impl Replay {
                 self.all.push(new);
             }
             Call::RecordedFile(rec) => self.check_file(line, rec),
+            Call::Unlink { path, ret } => {
+                self.report.events += 1;
+                if let (Some(p), Ok(_)) = (path, ret) {
+                    self.unlinked(p);
+                }
+            }
             Call::ShmGet { key, size, ret } => {
                 self.report.events += 1;
                 if let Ok(id) = ret {
@@ -353,6 +393,7 @@ impl Replay {
                 prot,
                 flags,
                 file,
+                unlinked,
                 ret,
             } => {
                 if flags & map::HUGETLB != 0 || flags & map::GROWSDOWN != 0 {
@@ -379,7 +420,7 @@ impl Replay {
                 };
                 let f = file
                     .as_ref()
-                    .map(|(p, off)| (self.file(p, *off, *len), off / PAGE_SIZE));
+                    .map(|(p, off)| (self.file(p, *off, *len, *unlinked), off / PAGE_SIZE));
                 let fref = f.as_ref().map(|(f, p)| (f, *p));
                 let mut at = *addr;
                 if let Some((req, real)) = non_fixed_placement(call, mm) {
@@ -467,6 +508,13 @@ impl Replay {
                 ret,
             } => self.shm_at(mm, line, (*id, *addr, *flags), ret),
             Call::ShmDt { addr, ret } => {
+                if ret.is_ok() && mm.find(*addr).is_none() {
+                    // Its shmat was not expressed (no shmget in an older recording).
+                    return self
+                        .report
+                        .not_expressed
+                        .push((line, "shmdt of a segment the model never attached".into()));
+                }
                 let got = shm_dt(mm, *addr);
                 if got.is_ok() != ret.is_ok() {
                     self.differs(line, ret, || {
@@ -667,6 +715,8 @@ const NO_MEMORY_EFFECT: &[&str] = &[
     // Another resource's limit, or a query (a stack limit is Call::StackLimit).
     "setrlimit",
     "prlimit64",
+    // RENAME_EXCHANGE swaps two names, unlinking none (the others: Call::Unlink).
+    "renameat2",
 ];
 
 fn prot_of(bits: u64) -> Prot {
@@ -779,7 +829,7 @@ impl Mm {
                 n if n.starts_with('/') => {
                     let pages = (l.offset / PAGE_SIZE) + (l.end - l.start) / PAGE_SIZE;
                     crate::Backing::File {
-                        file: self.files.register_named(Path::new(n), pages),
+                        file: self.files.register_named(Path::new(n), pages, None),
                         pgoff: l.offset / PAGE_SIZE,
                     }
                 }

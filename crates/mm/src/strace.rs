@@ -96,6 +96,18 @@ pub enum Call {
         flags: u64,
         /// The file path (from `-y`) and byte offset, for a file mapping.
         file: Option<(String, u64)>,
+        /// strace's `-y` showed the file's name unlinked (`(deleted)`) at the call.
+        unlinked: bool,
+        /// Result.
+        ret: Ret,
+    },
+    /// `unlink`/`unlinkat` of a name, or a `rename`/`renameat`/`renameat2` onto one
+    /// (which unlinks what had it): a file mapped by that name shows `(deleted)`
+    /// in the maps from then on.
+    Unlink {
+        /// The absolute path, `None` where the trace does not give it (relative
+        /// to a working directory the trace does not follow).
+        path: Option<String>,
         /// Result.
         ret: Ret,
     },
@@ -525,7 +537,8 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 None
             } else {
                 // `3</usr/lib/x.so>`; strace 6.1 prints an unlinked file (a
-                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`.
+                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`,
+                // others as `3</memfd:x (deleted)>`.
                 let path = fd
                     .split_once('<')
                     .map(|(_, p)| p.strip_suffix("(deleted)").unwrap_or(p))
@@ -533,8 +546,10 @@ fn parse_call(text: &str) -> Result<Call, String> {
                     .ok_or_else(|| {
                         format!("mmap: fd {fd:?} has no path (record with strace -y)")
                     })?;
+                let path = path.strip_suffix(" (deleted)").unwrap_or(path);
                 Some((path_of(path), num(5)?))
             };
+            let unlinked = fd.ends_with("(deleted)") || fd.ends_with("(deleted)>");
             Call::Mmap {
                 addr: num(0)?,
                 len: num(1)?,
@@ -542,6 +557,26 @@ fn parse_call(text: &str) -> Result<Call, String> {
                     .ok_or_else(|| format!("mmap: bad prot {:?}", args[2]))?,
                 flags,
                 file,
+                unlinked,
+                ret,
+            }
+        }
+        "unlink" => Call::Unlink {
+            path: resolved(None, arg(0)?),
+            ret,
+        },
+        "unlinkat" => Call::Unlink {
+            path: resolved(Some(arg(0)?), arg(1)?),
+            ret,
+        },
+        // A rename unlinks whatever had the new name (RENAME_EXCHANGE keeps both).
+        "rename" => Call::Unlink {
+            path: resolved(None, arg(1)?),
+            ret,
+        },
+        "renameat" | "renameat2" if !args.iter().any(|a| a.contains("RENAME_EXCHANGE")) => {
+            Call::Unlink {
+                path: resolved(Some(arg(2)?), arg(3)?),
                 ret,
             }
         }
@@ -775,6 +810,21 @@ fn unescape(body: &str) -> Option<Vec<u8>> {
         out.push(byte);
     }
     Some(out)
+}
+
+/// The absolute path a `*at` call's (`dirfd`, quoted `name`) or a plain call's
+/// quoted `name` stands for: `name` itself if absolute, else under `dirfd`'s `-y`
+/// path (`3</tmp/dir>`); `None` when relative to the working directory
+/// (`AT_FDCWD`, or no `dirfd`), which the trace does not follow.
+fn resolved(dirfd: Option<&str>, name: &str) -> Option<String> {
+    let name = path_of(name.strip_prefix('"')?.strip_suffix('"')?);
+    if name.starts_with('/') {
+        return Some(name);
+    }
+    let dir = dirfd?.split_once('<')?.1.strip_suffix('>')?;
+    let dir = path_of(dir);
+    dir.starts_with('/')
+        .then(|| format!("{}/{name}", dir.trim_end_matches('/')))
 }
 
 /// A path as the file system has it, from strace's escaped text of it
@@ -1038,6 +1088,51 @@ mod tests {
         assert!(matches!(events[4].call, Call::Munmap { .. }));
         // A malformed value is still a bad line.
         assert!(parse("7 mprotect(0x1000, 4096, PROT_READ|12<<X) = 0\n").is_err());
+    }
+
+    /// Unlinks and renames name the path whose file they unlink, absolute or under
+    /// the dirfd's `-y` path; relative to the working directory they name none.
+    #[test]
+    fn unlinks_and_renames_name_their_path() {
+        let trace = "\
+7 unlink(\"/dev/shm/PostgreSQL.1\") = 0
+7 unlinkat(3</tmp/d>, \"x \\303\\251\", 0) = 0
+7 unlinkat(AT_FDCWD, \"rel\", 0) = 0
+7 rename(\"/tmp/a\", \"/tmp/b\") = 0
+7 renameat2(AT_FDCWD, \"/tmp/c\", 4</srv>, \"d\", RENAME_NOREPLACE) = 0
+7 renameat2(AT_FDCWD, \"/tmp/c\", AT_FDCWD, \"/tmp/d\", RENAME_EXCHANGE) = 0
+7 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</tmp/x (deleted)>, 0) = 0x7ffff7fc0000
+7 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</tmp/y>, 0) = 0x7ffff7fbf000
+";
+        let events = parse(trace).unwrap();
+        let paths: Vec<Option<&str>> = events
+            .iter()
+            .filter_map(|e| match &e.call {
+                Call::Unlink { path, .. } => Some(path.as_deref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                Some("/dev/shm/PostgreSQL.1"),
+                Some("/tmp/d/x é"),
+                None,
+                Some("/tmp/b"),
+                Some("/srv/d")
+            ]
+        );
+        assert!(matches!(&events[5].call, Call::Other { name } if name == "renameat2"));
+        assert!(
+            matches!(&events[6].call, Call::Mmap { file: Some((p, 0)), unlinked: true, .. } if p == "/tmp/x")
+        );
+        assert!(matches!(
+            &events[7].call,
+            Call::Mmap {
+                unlinked: false,
+                ..
+            }
+        ));
     }
 
     /// strace escapes a name's spaces-free oddities: a quote, a backslash and every

@@ -916,3 +916,46 @@ fn system_v_segments_attach_and_detach() {
     );
     assert!(mm.find(second).is_none(), "detached");
 }
+
+/// A mapped file's name unlinked during the run (PostgreSQL's dynamic shared memory
+/// segment, removed at shutdown after its backends exit): each process's maps
+/// show it `(deleted)` only if it exited after the `unlink`, though no such file
+/// exists when the replay runs. One that strace's `-y` already showed unlinked
+/// when it was mapped is `(deleted)` from the start.
+#[test]
+fn a_file_unlinked_during_the_run_is_deleted_from_that_call_on() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let gone = format!("/dev/shm/aspace-test-gone-{}", std::process::id());
+    let rw = "PROT_READ|PROT_WRITE, MAP_SHARED|MAP_FIXED";
+    let text = format!(
+        "7 mmap(0x7fff00000000, 8192, {rw}, 3<{gone}>, 0) = 0x7fff00000000\n\
+         7 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 8\n\
+         8 exit_group(0) = ?\n8 +++ exited with 0 +++\n\
+         7 unlinkat(3</dev/shm>, \"nothing\", 0) = -1 ENOENT (No such file or directory)\n\
+         7 unlink(\"{gone}\") = 0\n\
+         7 mmap(0x7fff00010000, 4096, {rw}, 4</tmp/aspace-tmp-{0}>(deleted), 0) = 0x7fff00010000\n\
+         7 exit_group(0) = ?\n7 +++ exited with 0 +++\n",
+        std::process::id()
+    );
+    let name = |layout: &mm::maps::Layout, at: u64| {
+        let l = layout.maps();
+        let l = l
+            .iter()
+            .find(|l| l.start == at)
+            .expect("mapped")
+            .to_string();
+        l.split_whitespace().skip(5).collect::<Vec<_>>().join(" ")
+    };
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert!(rep.result_differs.is_empty() && rep.not_expressed.is_empty());
+    assert_eq!(name(&r.exited[&8], 0x7fff_0000_0000), gone);
+    assert_eq!(
+        name(&r.exited[&7], 0x7fff_0000_0000),
+        format!("{gone} (deleted)")
+    );
+    let tmp = format!("/tmp/aspace-tmp-{} (deleted)", std::process::id());
+    assert_eq!(name(&r.exited[&7], 0x7fff_0001_0000), tmp);
+}
