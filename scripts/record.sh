@@ -5,8 +5,11 @@
 #   OUT.strace     `# aspace-stack-limit BYTES|unlimited` (the stack limit the run
 #                  starts with: with the run's own setrlimit/prlimit64 calls, traced
 #                  too, it places each exec's mmap area), then strace -f -y -v -s
-#                  131072 -e trace=memory,process,setrlimit,prlimit64 (-v -s: each
-#                  execve's strings in full, which size the new [stack]), then one
+#                  131072 -e trace=memory,process,setrlimit,prlimit64,shmget,unlink,
+#                  unlinkat,rename,renameat,renameat2 (-v -s: each execve's strings
+#                  in full, which size the new [stack]; shmget: the size of each
+#                  System V segment shmat maps; unlink and rename: when a mapped
+#                  file's name goes, so its mappings show "(deleted)"), then one
 #                  `# aspace-file` line per file the run mapped or executed (size,
 #                  mtime, device and inode,
 #                  ELF build-id where readelf can read it), so that a replay on a
@@ -36,27 +39,19 @@ rm -rf "$out.maps"
 mkdir -p "$out.maps"
 
 # strace runs as our child, so that its tracees are our descendants: reading their
-# /proc/PID/syscall needs that where Yama's ptrace_scope is 1.
-setarch -R strace -f -y -v -s 131072 -e trace=memory,process,setrlimit,prlimit64 \
+# /proc/PID/syscall needs that where Yama's ptrace_scope is 1 (without root, a
+# tracee reparented away, a daemon, then leaves no maps).
+setarch -R strace -f -y -v -s 131072 \
+    -e trace=memory,process,setrlimit,prlimit64,shmget,unlink,unlinkat,rename,renameat,renameat2 \
     -e inject=exit_group:delay_enter="$hold" -o "$out.strace" "$@" &
 tracer=$!
 
-# Every descendant of the tracer, breadth first.
-descendants() {
-    local queue=("$tracer") kids line p t
-    while [ ${#queue[@]} -gt 0 ]; do
-        p=${queue[0]}
-        queue=("${queue[@]:1}")
-        for t in /proc/"$p"/task/*/children; do
-            # (The file has no final newline: read fills `line` and fails.)
-            line=""
-            read -r line 2>/dev/null <"$t" || true
-            read -r -a kids <<<"$line"
-            [ ${#kids[@]} -gt 0 ] || continue
-            queue+=("${kids[@]}")
-            printf '%s\n' "${kids[@]}"
-        done
-    done
+# Every process strace traces: its TracerPid is strace's. (Walking the tracer's
+# descendants missed daemons: pg_ctl's postmaster and its backends are reparented
+# away from it when their parent exits, and stay traced.)
+tracees() {
+    grep -ls "^TracerPid:[[:space:]]*$tracer\$" /proc/[0-9]*/status 2>/dev/null |
+        cut -d/ -f3
 }
 
 # True when one of process $1's threads is stopped at the entry of exit_group (231
@@ -86,7 +81,7 @@ while kill -0 "$tracer" 2>/dev/null; do
             mv "$out.maps/$p.maps.tmp" "$out.maps/$p.maps"
             saved[$p]=1
         fi
-    done < <(descendants 2>/dev/null)
+    done < <(tracees)
     sleep 0.01
 done
 status=0

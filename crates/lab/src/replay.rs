@@ -90,7 +90,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
                 let but = if apart.is_empty() {
                     ""
                 } else {
-                    " (but for the areas kept apart above)"
+                    " (but for what the trace cannot show, above)"
                 };
                 println!("  final layout of pid {first_pid}: identical to the recorded maps{but}");
             } else {

@@ -13,14 +13,29 @@
 //!
 //! `cargo run --release -p aspace-mm --example replay_recording -- OUT...` where each
 //! `OUT` names `OUT.strace` and `OUT.maps/` (or an `OUT.maps` file for the first
-//! process).
+//! process). Output into a closed pipe (`| head`) ends the run quietly.
 
 use mm::placement::Placement;
 use mm::recording::Recording;
 use mm::{CallPattern, Files};
 use rmap::{Design, Topology};
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
+
+/// Writes one recording's lines to stdout; a reader that went away (`| head`) ends
+/// the run with the status so far, as Unix tools do, and not with a panic.
+fn emit(text: &str, all_same: bool) {
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        std::process::exit(if all_same { 0 } else { 1 });
+    }
+}
 
 fn main() {
     let outs: Vec<String> = std::env::args().skip(1).collect();
@@ -55,13 +70,17 @@ fn main() {
             .filter(|p| p.differences.is_empty())
             .count();
         let vmas: usize = check.processes.iter().map(|p| p.compared).sum();
-        println!(
+        let mut text = String::new();
+        // (Writing into a String cannot fail.)
+        let _ = writeln!(
+            text,
             "== {out}: {} ({} processes, {} with maps)",
             rec.program().unwrap_or("?"),
             pids.len(),
             check.processes.len()
         );
-        println!(
+        let _ = writeln!(
+            text,
             "processes {same}/{} identical, {vmas} VMAs compared; placed {}/{} at the kernel's address; \
              {} not expressed, {} results differ, {} files changed",
             check.processes.len(),
@@ -73,25 +92,29 @@ fn main() {
         );
         for p in &check.processes {
             for d in &p.differences {
-                println!("  pid {}: {d}", p.pid);
+                let _ = writeln!(text, "  pid {}: {d}", p.pid);
             }
             for d in &p.kept_apart {
-                println!("  pid {}: not a difference: {d}", p.pid);
+                let _ = writeln!(text, "  pid {}: not a difference: {d}", p.pid);
             }
         }
         for (line, why) in &rep.not_expressed {
-            println!("  line {line}: could not express: {why}");
+            let _ = writeln!(text, "  line {line}: could not express: {why}");
         }
         for (line, what) in &rep.result_differs {
-            println!("  line {line}: result differs: {what}");
+            let _ = writeln!(text, "  line {line}: result differs: {what}");
         }
         for (line, k, m, len) in &rep.misplaced {
-            println!("  line {line}: mmap of {len:#x}: kernel {k:#x}, model {m:#x}");
+            let _ = writeln!(
+                text,
+                "  line {line}: mmap of {len:#x}: kernel {k:#x}, model {m:#x}"
+            );
         }
         for (line, what) in &rep.files_changed {
-            println!("  line {line}: {what}");
+            let _ = writeln!(text, "  line {line}: {what}");
         }
         all_same &= check.layouts_identical();
+        emit(&text, all_same);
     }
     std::process::exit(if all_same { 0 } else { 1 });
 }

@@ -6,6 +6,7 @@
 use rmap::ReverseMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Which inode a file is, as `/proc/PID/maps` prints it: the device's major and minor
 /// numbers and the inode number.
@@ -75,7 +76,9 @@ pub struct File {
     path: PathBuf,
     pages: u64,
     id: Option<FileId>,
-    deleted: bool,
+    /// Unlinked (set once, never cleared): only what the maps print depends on it,
+    /// so it is read and written `Relaxed`, ordering nothing else.
+    deleted: AtomicBool,
     rmap: Box<dyn ReverseMap>,
 }
 
@@ -91,7 +94,7 @@ impl File {
             path,
             pages,
             id,
-            deleted,
+            deleted: AtomicBool::new(deleted),
             rmap,
         }
     }
@@ -116,7 +119,12 @@ impl File {
     /// registered: unlinked since it was mapped (a POSIX semaphore, a temporary
     /// file), so `/proc/PID/maps` shows it as `PATH (deleted)`.
     pub fn deleted(&self) -> bool {
-        self.deleted
+        self.deleted.load(Ordering::Relaxed)
+    }
+
+    /// The file's name is unlinked now (a replayed `unlink`); its mappings stay.
+    pub fn mark_deleted(&self) {
+        self.deleted.store(true, Ordering::Relaxed);
     }
 
     /// The file's reverse map (`i_mmap`): every VMA of every process that maps it.
@@ -131,7 +139,7 @@ impl fmt::Debug for File {
             .field("path", &self.path)
             .field("pages", &self.pages)
             .field("id", &self.id)
-            .field("deleted", &self.deleted)
+            .field("deleted", &self.deleted())
             .field("design", &self.rmap.design())
             .field("rmap_len", &self.rmap.len())
             .finish()

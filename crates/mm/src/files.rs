@@ -12,6 +12,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The device whose shared mappings are shared anonymous memory (`mmap_zero`).
+pub(crate) const DEV_ZERO: &str = "/dev/zero";
+
 /// How `mm` calls the reverse maps: chosen by the caller, the same for every design
 /// (an axis of the experiment, not a property of a design).
 ///
@@ -234,15 +237,33 @@ impl Files {
     /// The file a trace or a maps line names, registered on first use with its real
     /// size and inode where the path exists, and at least `need_pages` pages (what
     /// the mapping that names it covers). A path that names no file now is taken for
-    /// one deleted since it was mapped ([`File::deleted`]). The path is kept as given.
-    pub(crate) fn register_named(&self, path: &Path, need_pages: u64) -> Arc<File> {
+    /// one deleted since it was mapped ([`File::deleted`]); a name that is no path
+    /// (`anon_inode:[io_uring]`, which strace's `-y` and `/proc/PID/maps` print for an
+    /// io_uring's rings, a perf buffer's) names a file of no file system, never
+    /// deleted. The path is kept as given.
+    ///
+    /// `deleted`, where the caller knows it, says whether the name was unlinked
+    /// when it was mapped, whether or not a file has the path now.
+    pub(crate) fn register_named(
+        &self,
+        path: &Path,
+        need_pages: u64,
+        deleted: Option<bool>,
+    ) -> Arc<File> {
         if let Some(f) = self.files.lock().get(path) {
             return f.clone();
         }
         let meta = std::fs::metadata(path).ok();
         let pages = meta.as_ref().map_or(0, |m| m.len().div_ceil(PAGE_SIZE));
         let id = meta.as_ref().map(FileId::of);
-        self.register_file(path, pages.max(need_pages).max(1), id, meta.is_none())
+        let deleted = deleted.unwrap_or(meta.is_none() && path.is_absolute());
+        self.register_file(path, pages.max(need_pages).max(1), id, deleted)
+    }
+
+    /// Drops the registry's entry for `path` (its name was unlinked): a later
+    /// registration of the path is a new file; mappings of the old one keep it.
+    pub(crate) fn forget(&self, path: &Path) {
+        self.files.lock().remove(path);
     }
 
     /// A new shared anonymous memory object of `pages` pages (what `MAP_SHARED |
@@ -251,8 +272,15 @@ impl Files {
     /// Not in the registry ([`Files::all`], [`Files::lock_stats`]): it goes with its
     /// last mapping, so a long run does not accumulate them.
     pub fn shmem(&self, pages: u64) -> Arc<File> {
+        self.shmem_named(Path::new(DEV_ZERO), pages)
+    }
+
+    /// A new shared memory object of `pages` pages named `name` with no path (a System
+    /// V segment's `/SYSV0000002a`: the maps show it `(deleted)`, with no known
+    /// device and inode), not in the registry, as [`Files::shmem`].
+    pub fn shmem_named(&self, name: &Path, pages: u64) -> Arc<File> {
         Arc::new(File::new(
-            PathBuf::from("/dev/zero"),
+            name.to_path_buf(),
             pages.max(1),
             None,
             true,

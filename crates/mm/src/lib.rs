@@ -68,10 +68,12 @@ pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
 use aspace_maple::{Inline, MapleTree};
+use files::DEV_ZERO;
 use parking_lot::{Mutex, MutexGuard};
 use rmap::stats::{set_call_site, CallSite};
 use rmap::{Handle, Interval, VmaId};
 use smallvec::SmallVec;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vma::{merge_adjacent, Link};
@@ -947,6 +949,13 @@ impl Mm {
                 what: "MAP_FIXED below mmap_min_addr",
             });
         }
+        if opts.droppable && (opts.shared || file.is_some() || opts.locked) {
+            // `do_mmap`: the map type 0x08 is known only for anonymous memory, and
+            // "a locked area makes no sense to be droppable".
+            return Err(Error::Invalid {
+                what: "MAP_DROPPABLE of a file or shared memory, or with MAP_LOCKED",
+            });
+        }
         if let Some((_, pgoff)) = file {
             if pgoff.checked_add(len / PAGE_SIZE).is_none() {
                 return Err(Error::Invalid {
@@ -975,6 +984,13 @@ impl Mm {
             placement::unmapped_area(&self.tree, req, opts.placement)?
         };
         let backing = match file {
+            // `mmap_zero`: a shared mapping of /dev/zero is shared anonymous memory
+            // (`shmem_zero_setup`), which the maps name `/dev/zero (deleted)`; a
+            // private one stays a mapping of the device, with anonymous pages.
+            Some((f, pgoff)) if opts.shared && f.path() == Path::new(DEV_ZERO) => Backing::File {
+                file: self.files.shmem(pgoff + len / PAGE_SIZE),
+                pgoff,
+            },
             Some((f, pgoff)) => Backing::File {
                 file: f.clone(),
                 pgoff,
@@ -986,10 +1002,13 @@ impl Mm {
             },
             None => Backing::Anon(AnonKind::Plain),
         };
-        // `do_mmap` ORs the space's default flags in (`mlockall(MCL_FUTURE)`).
+        // `do_mmap` ORs the space's default flags in (`mlockall(MCL_FUTURE)`);
+        // `mmap_region` clears the lock bits where `vma_supports_mlock` says no.
         let mut flags = opts.vm_flags(prot);
-        flags.locked |= st.def_flags.locked;
-        flags.lockonfault |= st.def_flags.lockonfault;
+        if !flags.droppable {
+            flags.locked |= st.def_flags.locked;
+            flags.lockonfault |= st.def_flags.lockonfault;
+        }
         let vma = Vma {
             start,
             end: start + len,

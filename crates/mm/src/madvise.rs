@@ -21,6 +21,10 @@ pub struct MmapOptions {
     /// `MAP_LOCKED`: `VM_LOCKED` (`calc_vm_flag_bits`), as after an `mlock` of the
     /// new area.
     pub locked: bool,
+    /// `MAP_DROPPABLE` (the map type 0x08, anonymous only): `VM_DROPPABLE`, with
+    /// `VM_NORESERVE`, `VM_WIPEONFORK` and `VM_DONTDUMP` (`do_mmap`: droppable
+    /// pages are neither reserved, nor copied by fork, nor dumped).
+    pub droppable: bool,
     /// Where a non-fixed mapping goes.
     pub placement: Placement,
 }
@@ -39,12 +43,16 @@ impl MmapOptions {
     /// The VMA flags a new mapping with protection `prot` gets (before `do_mmap` adds
     /// the space's default flags: see [`Mm::def_flags`]).
     pub fn vm_flags(&self, prot: Prot) -> VmFlags {
+        let noreserve = self.noreserve || self.droppable;
         VmFlags {
             shared: self.shared,
-            account: !self.shared && prot.write && !self.noreserve,
-            noreserve: self.noreserve,
+            account: !self.shared && prot.write && !noreserve,
+            noreserve,
             nohugepage: self.stack,
             locked: self.locked,
+            wipeonfork: self.droppable,
+            dontdump: self.droppable,
+            droppable: self.droppable,
             ..VmFlags::default()
         }
     }
@@ -129,6 +137,12 @@ impl Advice {
             Advice::DontFork => f.dontcopy = true,
             Advice::DoFork => f.dontcopy = false,
             Advice::DontDump => f.dontdump = true,
+            // A droppable area stays out of core dumps and forks (`madvise_vma_behavior`).
+            Advice::DoDump | Advice::KeepOnFork if f.droppable => {
+                return Err(Error::Invalid {
+                    what: "MADV_DODUMP/MADV_KEEPONFORK on MAP_DROPPABLE memory",
+                })
+            }
             Advice::DoDump => f.dontdump = false,
             Advice::WipeOnFork if v.file().is_some() || f.shared => {
                 return Err(Error::Invalid {

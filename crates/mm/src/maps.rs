@@ -282,12 +282,72 @@ pub fn kept_apart(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLine
 }
 
 /// The model's layout `model` against the kernel's `real`, in words: the differences
-/// ([`diff_maps`], then [`describe_differences`]), and apart from them the areas the
-/// kernel kept apart for a reason the trace does not show ([`kept_apart`]).
+/// ([`diff_maps`], then [`describe_differences`]), and apart from them what the
+/// kernel did for a reason the trace does not show: areas it kept apart
+/// ([`kept_apart`]) and a stack grown by page faults ([`grown_stack`]).
 pub fn compare_maps(model: &[MapsLine], real: &[MapsLine]) -> (Vec<String>, Vec<String>) {
     let (mut model_only, mut kernel_only) = diff_maps(model, real);
-    let apart = kept_apart(&mut model_only, &mut kernel_only);
-    (describe_differences(&model_only, &kernel_only), apart)
+    let mut unseen = kept_apart(&mut model_only, &mut kernel_only);
+    unseen.extend(grown_stack(&mut model_only, &mut kernel_only));
+    (describe_differences(&model_only, &kernel_only), unseen)
+}
+
+/// Takes out of [`diff_maps`]'s two lists a `[stack]` that the kernel's maps show
+/// reaching further down than the model's, from the same top with the same
+/// permissions, over addresses the model has nothing in, and describes it. The
+/// kernel grows the stack at a page fault below it (`expand_stack`), which a
+/// memory-call trace does not show: a program that recursed deeply or put a large
+/// array on its stack. (The model's `[stack]` is what `execve` made.)
+///
+/// ```
+/// use mm::maps::{grown_stack, parse_maps};
+///
+/// let stack = |start: &str| {
+///     parse_maps(&format!("{start}-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n")).unwrap()
+/// };
+/// let (mut model, mut real) = (stack("7ffffffde000"), stack("7ffffff33000"));
+/// let said = grown_stack(&mut model, &mut real);
+/// assert!(model.is_empty() && real.is_empty());
+/// assert!(said[0].starts_with("grown by page faults: [stack] 7ffffff33000-7ffffffff000"));
+/// // A stack the kernel has smaller, or ending elsewhere, stays a difference.
+/// let (mut model, mut real) = (stack("7ffffff33000"), stack("7ffffffde000"));
+/// assert!(grown_stack(&mut model, &mut real).is_empty());
+/// assert_eq!((model.len(), real.len()), (1, 1));
+/// ```
+pub fn grown_stack(model_only: &mut Vec<MapsLine>, kernel_only: &mut Vec<MapsLine>) -> Vec<String> {
+    const STACK: &str = "[stack]";
+    let Some(m) = model_only.iter().position(|l| l.name == STACK) else {
+        return Vec::new();
+    };
+    let Some(k) = kernel_only.iter().position(|l| l.name == STACK) else {
+        return Vec::new();
+    };
+    let (ms, ks) = (&model_only[m], &kernel_only[k]);
+    let grown = ks.end == ms.end
+        && ks.start < ms.start
+        && ks.prot == ms.prot
+        && ks.shared == ms.shared
+        && ks.offset == ms.offset
+        && !model_only
+            .iter()
+            .any(|l| l.start < ms.start && l.end > ks.start);
+    if !grown {
+        return Vec::new();
+    }
+    let said = format!(
+        "grown by page faults: [stack] {:08x}-{:08x} in the recorded maps, {:08x}-{:08x} \
+         in the model's ({} KiB more: the kernel grows the stack at a fault below it, \
+         which the trace does not show; in a trace without the exec's strings, strace \
+         -v, a page of it may be theirs)",
+        ks.start,
+        ks.end,
+        ms.start,
+        ms.end,
+        (ms.start - ks.start) / 1024
+    );
+    model_only.remove(m);
+    kernel_only.remove(k);
+    vec![said]
 }
 
 /// The differences [`diff_maps`] found, in words, in address order: the lines of one
@@ -364,6 +424,10 @@ pub struct Layout {
     pub start_brk: u64,
     /// `mm->brk`: an area overlapping `[start_brk, brk)` is `[heap]`.
     pub brk: u64,
+    /// Per VMA, whether its file's name was unlinked when the layout was taken
+    /// ([`crate::File::deleted`] then: a later `unlink` does not change a layout
+    /// already taken); empty: each file as it is when printed.
+    pub deleted: Vec<bool>,
 }
 
 impl Layout {
@@ -371,11 +435,13 @@ impl Layout {
     pub fn maps(&self) -> Vec<MapsLine> {
         self.vmas
             .iter()
-            .map(|v| {
+            .enumerate()
+            .map(|(i, v)| {
                 let (offset, file_id, name) = match &v.backing {
                     Backing::File { file, pgoff } => {
                         let mut name = file.path().display().to_string();
-                        if file.deleted() && !name.ends_with(DELETED) {
+                        let deleted = self.deleted.get(i).copied();
+                        if deleted.unwrap_or_else(|| file.deleted()) && !name.ends_with(DELETED) {
                             name.push_str(DELETED);
                         }
                         (pgoff * PAGE_SIZE, file.id(), name)
@@ -423,16 +489,22 @@ impl Mm {
     /// mmap lock, so the VMAs and the break are of one moment.
     pub fn layout(&self) -> Layout {
         let st = self.state.lock();
+        let vmas: Vec<Vma> = self
+            .tree
+            .reader()
+            .iter()
+            .map(|(_, v)| Vma::clone(&v))
+            .collect();
+        let deleted = vmas
+            .iter()
+            .map(|v| v.file().is_some_and(|(f, _)| f.deleted()))
+            .collect();
         Layout {
-            vmas: self
-                .tree
-                .reader()
-                .iter()
-                .map(|(_, v)| Vma::clone(&v))
-                .collect(),
+            vmas,
             start_stack: st.start_stack,
             start_brk: st.brk_start,
             brk: st.brk,
+            deleted,
         }
     }
 
@@ -448,6 +520,34 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A grown stack is not a difference; a shrunk one, or one that ran over an
+    /// area the model has, is.
+    #[test]
+    fn a_stack_grown_by_faults_is_named_not_counted() {
+        let maps = |stack: &str| {
+            parse_maps(&format!(
+                "555555554000-555555556000 r--p 00000000 fe:00 7 /bin/x\n\
+                 7ffff7ff0000-7ffff7ff1000 rw-p 00000000 00:00 0\n\
+                 {stack}-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n"
+            ))
+            .unwrap()
+        };
+        let (diffs, unseen) = compare_maps(&maps("7ffffffde000"), &maps("7ffffff33000"));
+        assert!(diffs.is_empty(), "{diffs:?}");
+        assert_eq!(unseen.len(), 1);
+        assert!(unseen[0].contains("684 KiB more"), "{unseen:?}");
+        let (diffs, unseen) = compare_maps(&maps("7ffffff33000"), &maps("7ffffffde000"));
+        assert_eq!((diffs.len(), unseen.len()), (2, 0));
+        // The model has an area where the kernel's stack would have grown.
+        let mut model = maps("7ffffffde000");
+        model.insert(
+            2,
+            parse_maps("7ffffff40000-7ffffff41000 rw-p 00000000 00:00 0\n").unwrap()[0].clone(),
+        );
+        let (diffs, unseen) = compare_maps(&model, &maps("7ffffff33000"));
+        assert_eq!((diffs.len(), unseen.len()), (3, 0), "{diffs:?}");
+    }
     use crate::vma::VmFlags;
 
     fn line() -> MapsLine {
@@ -570,6 +670,7 @@ mod tests {
             start_stack: 0x120 * p + 0x800,
             start_brk: 0x20 * p,
             brk: 0x22 * p + 0x10,
+            deleted: Vec::new(),
         };
         let names: Vec<String> = layout.maps().into_iter().map(|l| l.name).collect();
         assert_eq!(names, ["", "[heap]", "[heap]", "", "", "[stack]", "[vdso]"]);

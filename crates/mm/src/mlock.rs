@@ -87,8 +87,8 @@ impl Mm {
     /// down to its page, the length grown by the offset in that page and rounded up,
     /// as `do_mlock` does), splitting areas at its edges and merging the result with
     /// compatible neighbours (`apply_vma_lock_flags` -> `mlock_fixup` ->
-    /// `vma_modify_flags`). A special mapping ([`Vma::is_special`], `VM_SPECIAL` in
-    /// the kernel) in the range is left as it is, without error. An empty range
+    /// `vma_modify_flags`). A special mapping or `MAP_DROPPABLE` memory
+    /// ([`Vma::supports_mlock`]) in the range is left as it is, without error. An empty range
     /// changes nothing. Errors (nothing changed):
     /// `Invalid` for flags other than `MLOCK_ONFAULT` or an overflowing range,
     /// `NotMapped` if a page of the range is unmapped (Linux locks the areas before
@@ -172,7 +172,7 @@ impl Mm {
             .iter()
             .map(|(_, v)| {
                 let mut p = v.slice(v.start, v.end);
-                if !v.is_special() {
+                if v.supports_mlock() {
                     p.flags = v.flags.with_lock(lock);
                 }
                 let changed = p.flags != v.flags;
@@ -189,11 +189,11 @@ impl Mm {
             return Ok(());
         };
         self.change_flags(start, end, |v| {
-            // `mlock_fixup` leaves a VM_SPECIAL mapping alone.
-            Ok(if v.is_special() {
-                v.flags
-            } else {
+            // `mlock_fixup` leaves what `vma_supports_mlock` refuses alone.
+            Ok(if v.supports_mlock() {
                 v.flags.with_lock(lock)
+            } else {
+                v.flags
             })
         })
     }

@@ -48,9 +48,10 @@ pub struct ProcessCheck {
     /// The differences in words ([`crate::maps::describe_differences`]); a pid the
     /// replay never saw exit gives one entry saying so.
     pub differences: Vec<String>,
-    /// Areas the kernel kept apart where the model merged them, for a reason the
-    /// trace does not show ([`crate::maps::kept_apart`]), in words: not counted as
-    /// differences.
+    /// What the kernel did for a reason the trace does not show, in words, not
+    /// counted as differences: areas it kept apart where the model merged them
+    /// ([`crate::maps::kept_apart`]), and a stack grown by page faults
+    /// ([`crate::maps::grown_stack`]).
     pub kept_apart: Vec<String>,
 }
 

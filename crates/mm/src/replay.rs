@@ -25,7 +25,7 @@ use crate::identity::FileIdentity;
 use crate::maps::Layout;
 pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
-use crate::strace::{self, map, Call, Event, RecordedFile};
+use crate::strace::{self, map, shm, Call, Event, RecordedFile};
 use crate::{
     align_up, Advice, AnonKind, Caller, ExecStep, Files, Mm, MmapOptions, MremapFlags, Process,
     Program, Prot, RmapCalls, Vma, Why, PAGE_SIZE,
@@ -79,12 +79,17 @@ pub struct Replay {
     all: Vec<Arc<Mm>>,
     /// Files seen by path (saves the registry lookup and the size `stat`).
     file_cache: HashMap<String, Arc<crate::File>>,
+    /// Paths the run being replayed unlinks somewhere ([`Replay::run`] looks ahead).
+    unlinked_later: std::collections::HashSet<String>,
     /// What differs in each recorded file now (`None`: the same), by path: each file
     /// is read once per `Replay`, however many runs.
     file_checks: HashMap<String, Option<String>>,
     /// Each pid's `RLIMIT_STACK` (`None`: unlimited) where a call or an inheritance
     /// set it; the others have [`Replay::first_stack_limit`].
     stack_limits: HashMap<u32, Option<u64>>,
+    /// Each System V shared memory segment the run made or found (`shmget`), by
+    /// id: its key and the file of its pages, which every `shmat` of it maps.
+    shm_segments: HashMap<u64, (u64, Arc<crate::File>)>,
     /// The limit the run started with (`# aspace-stack-limit`, else the default).
     first_stack_limit: Option<u64>,
     /// The report so far.
@@ -101,8 +106,10 @@ impl Replay {
             exited: HashMap::new(),
             all: Vec::new(),
             file_cache: HashMap::new(),
+            unlinked_later: Default::default(),
             file_checks: HashMap::new(),
             stack_limits: HashMap::new(),
+            shm_segments: HashMap::new(),
             first_stack_limit: Some(crate::layout::DEFAULT_STACK_LIMIT),
             report: Report::default(),
         }
@@ -123,6 +130,7 @@ impl Replay {
         self.exited.clear();
         self.all.clear();
         self.stack_limits.clear();
+        self.shm_segments.clear();
         self.first_stack_limit = Some(crate::layout::DEFAULT_STACK_LIMIT);
         self.report = Report::default();
     }
@@ -146,11 +154,59 @@ impl Replay {
 
     /// Replays `events` in order and returns the report (reverse-map calls summed
     /// over every address space the run made).
+    ///
+    /// One reordering: threads' non-fixed `mmap`s whose trace lines overlap were in
+    /// the kernel at once, and took the address space's lock in an order the trace
+    /// does not tell (strace lists each where it finished). When the model would
+    /// place the one listed first at the very address the kernel gave such an
+    /// overlapping one, that one took the lock first, and is replayed first
+    /// (`ran_first`).
     pub fn run(&mut self, events: &[Event]) -> &Report {
-        for e in events {
-            self.step(e);
+        self.unlinked_later = events
+            .iter()
+            .filter_map(|e| match &e.call {
+                Call::Unlink {
+                    path: Some(p),
+                    ret: Ok(_),
+                } => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut done = vec![false; events.len()];
+        for i in 0..events.len() {
+            if done[i] {
+                continue;
+            }
+            while let Some(j) = self.ran_first(events, i, &done) {
+                self.step(&events[j]);
+                done[j] = true;
+            }
+            self.step(&events[i]);
         }
         self.finish()
+    }
+
+    /// A later event of `events` that ran before event `i`, by the rule of
+    /// [`Replay::run`]: `i` is a non-fixed `mmap` the model would place at an address
+    /// other than the kernel's, and the event is a non-fixed `mmap` of the same
+    /// address space, not yet replayed, that started before `i` finished and got that
+    /// address from the kernel. Looks at most [`OVERLAP_WINDOW`] events ahead.
+    fn ran_first(&self, events: &[Event], i: usize, done: &[bool]) -> Option<usize> {
+        let e = &events[i];
+        let mm = self.mm(e.pid)?;
+        let (req, real) = non_fixed_placement(&e.call, mm)?;
+        let guess = placement::unmapped_area(&mm.tree, req, self.placement).ok()?;
+        if guess == real {
+            return None;
+        }
+        let end = events.len().min(i + 1 + OVERLAP_WINDOW);
+        (i + 1..end).find(|&j| {
+            let o = &events[j];
+            !done[j]
+                && o.started < e.line
+                && self.mm(o.pid).is_some_and(|m| Arc::ptr_eq(m, mm))
+                && non_fixed_placement(&o.call, mm).is_some_and(|(_, r)| r == guess)
+        })
     }
 
     /// The report after events replayed one by one with [`Replay::step`]: sums the
@@ -175,14 +231,35 @@ impl Replay {
         })
     }
 
-    fn file(&mut self, path: &str, off: u64, len: u64) -> Arc<crate::File> {
+    /// The file a `mmap` at `off`, `len` bytes, maps by `path`; `unlinked`: strace's
+    /// `-y` showed the name unlinked then (`(deleted)`). A name the trace unlinks
+    /// later ([`Replay::run`]'s look ahead) existed when it was mapped: it becomes
+    /// `(deleted)` at that `unlink`, not before, though no such file exists now.
+    fn file(&mut self, path: &str, off: u64, len: u64, unlinked: bool) -> Arc<crate::File> {
         let need = (off / PAGE_SIZE).saturating_add(len.div_ceil(PAGE_SIZE));
         if let Some(f) = self.file_cache.get(path) {
             return f.clone();
         }
-        let f = self.files.register_named(Path::new(path), need);
+        let deleted = if unlinked {
+            Some(true)
+        } else if self.unlinked_later.contains(path) {
+            Some(false)
+        } else {
+            None
+        };
+        let f = self.files.register_named(Path::new(path), need, deleted);
         self.file_cache.insert(path.to_string(), f.clone());
         f
+    }
+
+    /// `path`'s name was unlinked (`unlink`, `unlinkat`, or a `rename` onto it):
+    /// the file mapped by it shows `(deleted)` from now on, and the name, mapped
+    /// again, is another file.
+    fn unlinked(&mut self, path: &str) {
+        if let Some(f) = self.file_cache.remove(path) {
+            f.mark_deleted();
+        }
+        self.files.forget(Path::new(path));
     }
 
     /// Compares a recorded file with the file now (once per path and `Replay`).
@@ -285,6 +362,18 @@ impl Replay {
                 self.all.push(new);
             }
             Call::RecordedFile(rec) => self.check_file(line, rec),
+            Call::Unlink { path, ret } => {
+                self.report.events += 1;
+                if let (Some(p), Ok(_)) = (path, ret) {
+                    self.unlinked(p);
+                }
+            }
+            Call::ShmGet { key, size, ret } => {
+                self.report.events += 1;
+                if let Ok(id) = ret {
+                    self.shm_get(*id, *key, *size);
+                }
+            }
             Call::Other { name } if NO_MEMORY_EFFECT.contains(&name.as_str()) => {
                 // Process calls that leave the address space alone (the exit itself
                 // is the `+++ exited` line that follows).
@@ -311,15 +400,21 @@ impl Replay {
                 prot,
                 flags,
                 file,
+                unlinked,
                 ret,
             } => {
                 if flags & map::HUGETLB != 0 || flags & map::GROWSDOWN != 0 {
+                    if ret.is_err() && !strace::result_unknown(ret) {
+                        // The kernel refused it (no huge pages reserved: PostgreSQL
+                        // tries them first), so nothing changed.
+                        return;
+                    }
                     return self
                         .report
                         .not_expressed
                         .push((line, "mmap: MAP_HUGETLB/MAP_GROWSDOWN not modelled".into()));
                 }
-                let shared = flags & 0x3 == map::SHARED || flags & 0x3 == 0x3;
+                let shared = shared_type(*flags);
                 let fixed = flags & map::FIXED != 0;
                 let mut opts = MmapOptions {
                     fixed,
@@ -328,33 +423,26 @@ impl Replay {
                     noreserve: flags & map::NORESERVE != 0,
                     stack: flags & map::STACK != 0,
                     locked: flags & map::LOCKED != 0,
+                    droppable: flags & map::TYPE == map::DROPPABLE,
                     placement: self.placement,
                 };
                 let f = file
                     .as_ref()
-                    .map(|(p, off)| (self.file(p, *off, *len), off / PAGE_SIZE));
+                    .map(|(p, off)| (self.file(p, *off, *len, *unlinked), off / PAGE_SIZE));
                 let fref = f.as_ref().map(|(f, p)| (f, *p));
                 let mut at = *addr;
-                if let (Ok(real), false, false) = (ret, fixed, opts.fixed_noreplace) {
+                if let Some((req, real)) = non_fixed_placement(call, mm) {
                     self.report.placed += 1;
-                    let req = Request {
-                        top: mm.mmap_base(),
-                        hint: *addr,
-                        len: align_up(*len).unwrap_or(0),
-                        pgoff: fref.map(|(_, p)| p),
-                        shared,
-                        nohugepage: opts.stack,
-                    };
                     let guess =
                         placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
-                    if guess == *real {
+                    if guess == real {
                         self.report.placed_same += 1;
                     } else {
-                        self.report.misplaced.push((line, *real, guess, *len));
+                        self.report.misplaced.push((line, real, guess, *len));
                     }
                     // Follow the kernel.
                     opts.fixed = true;
-                    at = *real;
+                    at = real;
                 }
                 let got = mm.mmap_with(at, *len, prot_of(*prot), opts, fref);
                 match (got, ret) {
@@ -419,6 +507,27 @@ impl Replay {
                     (g, r) => {
                         self.differs(line, r, || format!("mremap: model {g:x?}, kernel {r:x?}"))
                     }
+                }
+            }
+            Call::ShmAt {
+                id,
+                addr,
+                flags,
+                ret,
+            } => self.shm_at(mm, line, (*id, *addr, *flags), ret),
+            Call::ShmDt { addr, ret } => {
+                if ret.is_ok() && mm.find(*addr).is_none() {
+                    // Its shmat was not expressed (no shmget in an older recording).
+                    return self
+                        .report
+                        .not_expressed
+                        .push((line, "shmdt of a segment the model never attached".into()));
+                }
+                let got = shm_dt(mm, *addr);
+                if got.is_ok() != ret.is_ok() {
+                    self.differs(line, ret, || {
+                        format!("shmdt: model {got:?}, kernel {ret:?}")
+                    });
                 }
             }
             Call::Madvise {
@@ -508,6 +617,138 @@ impl Hasher for PidHasher {
     }
 }
 
+impl Replay {
+    /// A segment `shmget` returned: the one already known under `id` if its key is
+    /// the same named key (found again), else a new one of `size` bytes
+    /// (`IPC_PRIVATE` always makes one; an id is reused after `IPC_RMID`). A size
+    /// of 0 (a lookup of a segment the trace did not make) leaves it unknown.
+    fn shm_get(&mut self, id: u64, key: u64, size: u64) {
+        if let Some((k, _)) = self.shm_segments.get(&id) {
+            if *k == key && key != 0 {
+                return;
+            }
+        }
+        if size == 0 {
+            self.shm_segments.remove(&id);
+            return;
+        }
+        // `newseg` names the segment's file `SYSV%08x` (the key); it has no path,
+        // so the maps show it `(deleted)`.
+        let file = self.files.shmem_named(
+            Path::new(&format!("/SYSV{key:08x}")),
+            size.div_ceil(PAGE_SIZE),
+        );
+        self.shm_segments.insert(id, (key, file));
+    }
+
+    /// `shmat(id, addr, flags) = ret`: `do_shmat` maps the whole segment shared,
+    /// read-only with `SHM_RDONLY`, executable too with `SHM_EXEC`, at the kernel's
+    /// address (with `addr` 0 the kernel chose it as for `mmap`: a placement).
+    fn shm_at(
+        &mut self,
+        mm: &Mm,
+        line: usize,
+        (id, addr, flags): (u64, u64, u64),
+        ret: &strace::Ret,
+    ) {
+        let Ok(at) = ret else {
+            return;
+        };
+        let Some((_, file)) = self.shm_segments.get(&id).cloned() else {
+            return self.report.not_expressed.push((
+                line,
+                format!("shmat of segment {id}, which no shmget in the trace made"),
+            ));
+        };
+        let len = file.pages() * PAGE_SIZE;
+        if addr == 0 {
+            self.report.placed += 1;
+            let req = Request {
+                top: mm.mmap_base(),
+                hint: 0,
+                len,
+                pgoff: Some(0),
+                shared: true,
+                nohugepage: false,
+            };
+            let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
+            if guess == *at {
+                self.report.placed_same += 1;
+            } else {
+                self.report.misplaced.push((line, *at, guess, len));
+            }
+        }
+        let prot = Prot::new(true, flags & shm::RDONLY == 0, flags & shm::EXEC != 0);
+        let opts = MmapOptions {
+            fixed: true,
+            shared: true,
+            placement: self.placement,
+            ..MmapOptions::default()
+        };
+        let got = mm.mmap_with(*at, len, prot, opts, Some((&file, 0)));
+        if got != Ok(*at) {
+            self.differs(line, ret, || {
+                format!("shmat: model {got:?}, kernel {ret:?}")
+            });
+        }
+    }
+}
+
+/// `shmdt(addr)`: unmaps the System V segment attached at `addr` (its pages from
+/// `addr` on, `do_shmdt`); `Invalid` if none starts there.
+fn shm_dt(mm: &Mm, addr: u64) -> Result<(), crate::Error> {
+    let seg = mm
+        .find(addr)
+        .and_then(|v| {
+            let (f, pgoff) = v.file()?;
+            let sysv = f.path().to_str()?.starts_with("/SYSV");
+            (sysv && v.start - pgoff * PAGE_SIZE == addr).then(|| f.pages() * PAGE_SIZE)
+        })
+        .ok_or(crate::Error::Invalid {
+            what: "no System V segment attached there",
+        })?;
+    mm.munmap(addr, seg)
+}
+
+/// Whether `mmap` flags have a shared map type (`MAP_SHARED`, `MAP_SHARED_VALIDATE`).
+fn shared_type(flags: u64) -> bool {
+    matches!(flags & map::TYPE, map::SHARED | map::SHARED_VALIDATE)
+}
+
+/// How many events past a non-fixed `mmap` [`Replay::ran_first`] looks for one that
+/// overlapped it: about as many as a run's threads can have in flight at once.
+const OVERLAP_WINDOW: usize = 64;
+
+/// The placement request of a non-fixed `mmap` the kernel made (`MAP_FIXED` and
+/// `MAP_FIXED_NOREPLACE` choose no address), in address space `mm`, and the address
+/// the kernel chose; `None` for any other call.
+fn non_fixed_placement(call: &Call, mm: &Mm) -> Option<(Request, u64)> {
+    let Call::Mmap {
+        addr,
+        len,
+        flags,
+        file,
+        ret: Ok(real),
+        ..
+    } = call
+    else {
+        return None;
+    };
+    // (MAP_HUGETLB and MAP_GROWSDOWN mappings are not modelled.)
+    if flags & (map::FIXED | map::FIXED_NOREPLACE | map::HUGETLB | map::GROWSDOWN) != 0 {
+        return None;
+    }
+    let req = Request {
+        top: mm.mmap_base(),
+        hint: *addr,
+        len: align_up(*len).unwrap_or(0),
+        pgoff: file.as_ref().map(|(_, off)| off / PAGE_SIZE),
+        shared: shared_type(*flags),
+        nohugepage: flags & map::STACK != 0,
+    };
+    Some((req, *real))
+}
+
 /// Calls `trace=process` (and `trace=memory`) records that do not change an address
 /// space's areas.
 const NO_MEMORY_EFFECT: &[&str] = &[
@@ -544,6 +785,8 @@ const NO_MEMORY_EFFECT: &[&str] = &[
     "pkey_alloc",
     "pkey_free",
     "process_madvise",
+    // RENAME_EXCHANGE swaps two names, unlinking none (the others: Call::Unlink).
+    "renameat2",
 ];
 
 fn prot_of(bits: u64) -> Prot {
@@ -656,7 +899,7 @@ impl Mm {
                 n if n.starts_with('/') => {
                     let pages = (l.offset / PAGE_SIZE) + (l.end - l.start) / PAGE_SIZE;
                     crate::Backing::File {
-                        file: self.files.register_named(Path::new(n), pages),
+                        file: self.files.register_named(Path::new(n), pages, None),
                         pgoff: l.offset / PAGE_SIZE,
                     }
                 }

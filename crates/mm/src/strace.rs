@@ -15,6 +15,10 @@
 //! shows its child: the child's first call (finished or not), a signal it receives,
 //! its `+++ exited` line, or the parent's `--- SIGCHLD` naming it.
 //!
+//! Calls of threads that were in the kernel at once (their lines overlap, see
+//! [`Event::started`]) took their locks in an order the trace does not tell; the
+//! replay decides it where the kernel's results do ([`crate::replay::Replay::run`]).
+//!
 //! # Recorded files
 //! A line `# aspace-file ...` (what `scripts/record.sh` appends) records one file the
 //! run mapped or executed ([`crate::identity`]); it becomes a
@@ -34,6 +38,14 @@ pub mod map {
     pub const PRIVATE: u64 = 0x2;
     /// `MAP_FIXED`.
     pub const FIXED: u64 = 0x10;
+    /// The map type bits (`MAP_SHARED`, `MAP_PRIVATE`, `MAP_SHARED_VALIDATE`,
+    /// `MAP_DROPPABLE`).
+    pub const TYPE: u64 = 0x0f;
+    /// `MAP_SHARED_VALIDATE` (a type: shared, unknown flags refused).
+    pub const SHARED_VALIDATE: u64 = 0x3;
+    /// `MAP_DROPPABLE` (a type, Linux >= 6.11; strace 6.1 prints it as
+    /// `0x8 /* MAP_??? */`).
+    pub const DROPPABLE: u64 = 0x8;
     /// `MAP_ANONYMOUS`.
     pub const ANONYMOUS: u64 = 0x20;
     /// `MAP_NORESERVE`.
@@ -86,6 +98,18 @@ pub enum Call {
         flags: u64,
         /// The file path (from `-y`) and byte offset, for a file mapping.
         file: Option<(String, u64)>,
+        /// strace's `-y` showed the file's name unlinked (`(deleted)`) at the call.
+        unlinked: bool,
+        /// Result.
+        ret: Ret,
+    },
+    /// `unlink`/`unlinkat` of a name, or a `rename`/`renameat`/`renameat2` onto one
+    /// (which unlinks what had it): a file mapped by that name shows `(deleted)`
+    /// in the maps from then on.
+    Unlink {
+        /// The absolute path, `None` where the trace does not give it (relative
+        /// to a working directory the trace does not follow).
+        path: Option<String>,
         /// Result.
         ret: Ret,
     },
@@ -174,6 +198,34 @@ pub enum Call {
         /// Result.
         ret: Ret,
     },
+    /// `shmget(key, size, flags)`: a System V shared memory segment, made or found
+    /// (its size is what a later `shmat` of the id maps).
+    ShmGet {
+        /// The key (`IPC_PRIVATE`: 0).
+        key: u64,
+        /// The size asked for (0 or less than the segment's when it exists).
+        size: u64,
+        /// The segment's id.
+        ret: Ret,
+    },
+    /// `shmat(id, addr, flags)`: maps segment `id` shared (`do_shmat`).
+    ShmAt {
+        /// The segment's id.
+        id: u64,
+        /// Where (`NULL`: the kernel chooses, as for `mmap`).
+        addr: u64,
+        /// `SHM_RDONLY`, `SHM_RND`, `SHM_REMAP`, `SHM_EXEC` bits.
+        flags: u64,
+        /// The address.
+        ret: Ret,
+    },
+    /// `shmdt(addr)`: unmaps the segment attached at `addr`.
+    ShmDt {
+        /// Where it was attached.
+        addr: u64,
+        /// Result.
+        ret: Ret,
+    },
     /// `clone`/`clone3`/`fork`/`vfork`: a new process or thread.
     Clone {
         /// `CLONE_VM`: the child shares the address space (a thread, or vfork).
@@ -241,6 +293,10 @@ pub struct RecordedFile {
 pub struct Event {
     /// 1-based line number where the call finished.
     pub line: usize,
+    /// 1-based line number where the call started: its `<unfinished ...>` line, or
+    /// `line` for a call printed whole. Two calls whose lines overlap were in the
+    /// kernel at the same time, in an order the trace does not tell.
+    pub started: usize,
     /// The pid (0 when the trace has no pid column).
     pub pid: u32,
     /// What happened.
@@ -264,6 +320,8 @@ impl Call {
                 | Call::Munlock { .. }
                 | Call::Mlockall { .. }
                 | Call::Munlockall { .. }
+                | Call::ShmAt { .. }
+                | Call::ShmDt { .. }
         )
     }
 }
@@ -322,8 +380,6 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
     let mut pending: HashMap<u32, String> = HashMap::new();
     // Every line that shows a pid exists: its own lines, and SIGCHLD lines naming it.
     let mut shows: HashMap<u32, Vec<usize>> = HashMap::new();
-    // The line each event's call started on.
-    let mut started: Vec<usize> = Vec::new();
     let mut call_start: HashMap<u32, usize> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -343,6 +399,7 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                 };
                 out.push(Event {
                     line,
+                    started: line,
                     pid: 0,
                     call: Call::StackLimit {
                         target: 0,
@@ -350,15 +407,14 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                         ret: Ok(0),
                     },
                 });
-                started.push(line);
             } else if raw.starts_with(RECORD_PREFIX) {
                 let (path, identity) = FileIdentity::parse_record(raw).map_err(err)?;
                 out.push(Event {
                     line,
+                    started: line,
                     pid: 0,
                     call: Call::RecordedFile(Box::new(RecordedFile { path, identity })),
                 });
-                started.push(line);
             }
             continue;
         }
@@ -389,8 +445,12 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
                 },
                 None => Call::Exit,
             };
-            out.push(Event { line, pid, call });
-            started.push(line);
+            out.push(Event {
+                line,
+                started: line,
+                pid,
+                call,
+            });
             continue;
         }
         let (text, start) = if let Some(tail) = rest.strip_prefix("<... ") {
@@ -424,12 +484,12 @@ pub fn parse(text: &str) -> Result<Vec<Event>, ParseError> {
         };
         out.push(Event {
             line,
+            started: start,
             pid,
             call: parse_call(&text).map_err(err)?,
         });
-        started.push(start);
     }
-    Ok(kernel_order(out, &started, &shows))
+    Ok(kernel_order(out, &shows))
 }
 
 /// The child a `--- SIGCHLD {... si_pid=N ...} ---` line names.
@@ -445,16 +505,12 @@ fn sigchld_pid(sig: &str) -> Option<u32> {
 
 /// Moves each clone whose child shows up before the clone's result line to just
 /// before the child's first line (see the module docs); everything else keeps the
-/// order of the lines it finished on. `started[i]` is the line event `i`'s call
-/// started on; `shows[pid]` every line that shows `pid` exists, in order.
-fn kernel_order(
-    events: Vec<Event>,
-    started: &[usize],
-    shows: &HashMap<u32, Vec<usize>>,
-) -> Vec<Event> {
+/// order of the lines it finished on. `shows[pid]` is every line that shows `pid`
+/// exists, in order.
+fn kernel_order(events: Vec<Event>, shows: &HashMap<u32, Vec<usize>>) -> Vec<Event> {
     // (line, 0) sorts a moved clone before the event that finished on its child's
     // first line; (line, 1) is every other event where it was.
-    let key = |i: usize, e: &Event| -> (usize, u8) {
+    let key = |e: &Event| -> (usize, u8) {
         let Call::Clone { ret: Ok(child), .. } = &e.call else {
             return (e.line, 1);
         };
@@ -463,7 +519,7 @@ fn kernel_order(
             .and_then(|c| shows.get(&c))
             .and_then(|lines| {
                 // The child's first line after the clone began (a pid may be reused).
-                let at = lines.partition_point(|&l| l <= started[i]);
+                let at = lines.partition_point(|&l| l <= e.started);
                 lines.get(at).copied()
             });
         match first {
@@ -471,11 +527,7 @@ fn kernel_order(
             _ => (e.line, 1),
         }
     };
-    let mut keyed: Vec<((usize, u8), Event)> = events
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| (key(i, &e), e))
-        .collect();
+    let mut keyed: Vec<((usize, u8), Event)> = events.into_iter().map(|e| (key(&e), e)).collect();
     // Stable: events of equal keys keep their order.
     keyed.sort_by_key(|(k, _)| *k);
     keyed.into_iter().map(|(_, e)| e).collect()
@@ -498,6 +550,23 @@ fn parse_call(text: &str) -> Result<Call, String> {
     let num = |i: usize| -> Result<u64, String> {
         parse_num(arg(i)?).ok_or_else(|| format!("{name}: bad number {:?}", args[i]))
     };
+    // A flag name this parser does not know (a newer strace's, a newer kernel's):
+    // the call is one the model cannot express, and the rest of the trace goes on.
+    let symbolic: &[(usize, &[(&str, u64)])] = match name {
+        "mmap" => &[(2, PROT_NAMES), (3, MAP_NAMES)],
+        "mprotect" => &[(2, PROT_NAMES)],
+        "mremap" => &[(3, MREMAP_NAMES)],
+        "madvise" => &[(2, MADV_NAMES)],
+        "shmat" => &[(2, SHM_NAMES)],
+        _ => &[],
+    };
+    for &(i, names) in symbolic {
+        if let Some(t) = args.get(i).and_then(|a| unknown_name(a, names)) {
+            return Ok(Call::Other {
+                name: format!("{name} with {t} (a name the parser does not know)"),
+            });
+        }
+    }
     Ok(match name {
         "mmap" => {
             let fd = arg(4)?;
@@ -507,7 +576,8 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 None
             } else {
                 // `3</usr/lib/x.so>`; strace 6.1 prints an unlinked file (a
-                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`.
+                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`,
+                // others as `3</memfd:x (deleted)>`.
                 let path = fd
                     .split_once('<')
                     .map(|(_, p)| p.strip_suffix("(deleted)").unwrap_or(p))
@@ -515,8 +585,10 @@ fn parse_call(text: &str) -> Result<Call, String> {
                     .ok_or_else(|| {
                         format!("mmap: fd {fd:?} has no path (record with strace -y)")
                     })?;
-                Some((path.to_string(), num(5)?))
+                let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+                Some((path_of(path), num(5)?))
             };
+            let unlinked = fd.ends_with("(deleted)") || fd.ends_with("(deleted)>");
             Call::Mmap {
                 addr: num(0)?,
                 len: num(1)?,
@@ -524,6 +596,26 @@ fn parse_call(text: &str) -> Result<Call, String> {
                     .ok_or_else(|| format!("mmap: bad prot {:?}", args[2]))?,
                 flags,
                 file,
+                unlinked,
+                ret,
+            }
+        }
+        "unlink" => Call::Unlink {
+            path: resolved(None, arg(0)?),
+            ret,
+        },
+        "unlinkat" => Call::Unlink {
+            path: resolved(Some(arg(0)?), arg(1)?),
+            ret,
+        },
+        // A rename unlinks whatever had the new name (RENAME_EXCHANGE keeps both).
+        "rename" => Call::Unlink {
+            path: resolved(None, arg(1)?),
+            ret,
+        },
+        "renameat" | "renameat2" if !args.iter().any(|a| a.contains("RENAME_EXCHANGE")) => {
+            Call::Unlink {
+                path: resolved(Some(arg(2)?), arg(3)?),
                 ret,
             }
         }
@@ -578,6 +670,19 @@ fn parse_call(text: &str) -> Result<Call, String> {
             ret,
         },
         "munlockall" => Call::Munlockall { ret },
+        "shmget" => Call::ShmGet {
+            key: if arg(0)? == "IPC_PRIVATE" { 0 } else { num(0)? },
+            size: num(1)?,
+            ret,
+        },
+        "shmat" => Call::ShmAt {
+            id: num(0)?,
+            addr: num(1)?,
+            flags: parse_bits(arg(2)?, SHM_NAMES)
+                .ok_or_else(|| format!("shmat: bad flags {:?}", args[2]))?,
+            ret,
+        },
+        "shmdt" => Call::ShmDt { addr: num(0)?, ret },
         "clone" | "clone3" => Call::Clone {
             vm: args.iter().any(|a| a.contains("CLONE_VM")),
             ret,
@@ -611,7 +716,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
                 .and_then(|p| p.strip_suffix('"'))
                 .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
             Call::Execve {
-                path: path.to_string(),
+                path: path_of(path),
                 ret,
                 strings: if name == "execve" {
                     exec_strings(a, arg(1)?, arg(2)?)
@@ -712,36 +817,85 @@ fn quoted_prefix(s: &str) -> Option<usize> {
     None
 }
 
-/// The number of bytes strace's quoted string `s` (quotes included) stands for:
-/// `\n`, `\t`, `\"`, `\\`, ... one byte each, `\ooo` (1-3 octal digits) and
-/// `\xHH` one byte, any other character its UTF-8 bytes.
+/// The number of bytes strace's quoted string `s` (quotes included) stands for
+/// ([`unescape`]).
 fn quoted_len(s: &str) -> Option<u64> {
     let body = s.strip_prefix('"')?.strip_suffix('"')?;
-    let mut n = 0u64;
+    Some(unescape(body)?.len() as u64)
+}
+
+/// The bytes strace's escaped text `body` stands for (a quoted string's inside, or
+/// an fd's `-y` path between `<` and `>`): `\n`, `\t`, `\r`, `\f`, `\v` the
+/// control byte, `\ooo` (1-3 octal digits: strace prints every byte outside
+/// printable ASCII so, a UTF-8 name's too) and `\xHH` one byte, `\` and any other
+/// character after it that character, any other character its UTF-8 bytes. `None`
+/// for a `\` at the end, a bad `\x` or an octal value over 255.
+fn unescape(body: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len());
     let mut chars = body.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '\\' {
-            n += c.len_utf8() as u64;
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
             continue;
         }
-        match chars.next()? {
+        let byte = match chars.next()? {
+            'n' => b'\n',
+            't' => b'\t',
+            'r' => b'\r',
+            'f' => 0x0c,
+            'v' => 0x0b,
             'x' => {
+                let mut v = 0u32;
                 for _ in 0..2 {
-                    chars.next_if(char::is_ascii_hexdigit)?;
+                    v = v * 16 + chars.next_if(char::is_ascii_hexdigit)?.to_digit(16)?;
                 }
+                v as u8
             }
-            '0'..='7' => {
+            d @ '0'..='7' => {
+                let mut v = d.to_digit(8)?;
                 for _ in 0..2 {
-                    if chars.next_if(|c| ('0'..='7').contains(c)).is_none() {
-                        break;
+                    match chars.next_if(|c| ('0'..='7').contains(c)) {
+                        Some(d) => v = v * 8 + d.to_digit(8)?,
+                        None => break,
                     }
                 }
+                u8::try_from(v).ok()?
             }
-            _ => {}
-        }
-        n += 1;
+            other => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+        };
+        out.push(byte);
     }
-    Some(n)
+    Some(out)
+}
+
+/// The absolute path a `*at` call's (`dirfd`, quoted `name`) or a plain call's
+/// quoted `name` stands for: `name` itself if absolute, else under `dirfd`'s `-y`
+/// path (`3</tmp/dir>`); `None` when relative to the working directory
+/// (`AT_FDCWD`, or no `dirfd`), which the trace does not follow.
+fn resolved(dirfd: Option<&str>, name: &str) -> Option<String> {
+    let name = path_of(name.strip_prefix('"')?.strip_suffix('"')?);
+    if name.starts_with('/') {
+        return Some(name);
+    }
+    let dir = dirfd?.split_once('<')?.1.strip_suffix('>')?;
+    let dir = path_of(dir);
+    dir.starts_with('/')
+        .then(|| format!("{}/{name}", dir.trim_end_matches('/')))
+}
+
+/// A path as the file system has it, from strace's escaped text of it
+/// ([`unescape`]): a name with a space, a quote or a UTF-8 letter (printed as octal
+/// escapes) opens as the program opened it. A name that is not UTF-8 once
+/// unescaped, or not well escaped, is kept as printed.
+fn path_of(escaped: &str) -> String {
+    unescape(escaped)
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_else(|| escaped.to_string())
 }
 
 /// Splits the text after `(` into top-level arguments and the text after `) = `.
@@ -765,6 +919,8 @@ fn split_args(s: &str) -> Result<(Vec<String>, &str), String> {
         }
         match c {
             '"' => quoted = true,
+            // `21<<MAP_HUGE_SHIFT`: a shift, not an fd's path.
+            '<' if s[i + 1..].starts_with('<') || s[..i].ends_with('<') => {}
             '(' | '[' | '{' | '<' => open.push(c),
             ']' | '}' | '>' => {
                 let want = match c {
@@ -834,22 +990,40 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
-/// The bits of a strace flags argument, `A|B|0x10`, by `names`; a comment strace
-/// adds to bits it has no name for (`0x2 /* MLOCK_??? */`) is skipped.
+/// `MAP_HUGE_SHIFT`: strace prints a huge page size as `21<<MAP_HUGE_SHIFT`.
+const MAP_HUGE_SHIFT: &str = "MAP_HUGE_SHIFT";
+
+/// The value of strace's `A|B|0x8 /* X_??? */|21<<MAP_HUGE_SHIFT`, each name from
+/// `names`; `None` for anything else.
 fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
-    let s = match s.split_once("/*") {
-        Some((bits, comment)) if comment.trim_end().ends_with("*/") => bits,
-        _ => s,
-    };
     let mut v = 0;
     for part in s.split('|') {
-        let part = part.trim();
+        // A value strace has no name for: `0x8 /* MAP_??? */`.
+        let part = part.split_once("/*").map_or(part, |(v, _)| v).trim();
         v |= match names.iter().find(|(n, _)| *n == part) {
             Some((_, b)) => *b,
-            None => parse_num(part)?,
+            None => match part.split_once("<<") {
+                Some((n, MAP_HUGE_SHIFT)) => parse_num(n)?.checked_shl(26)?,
+                Some(_) => return None,
+                None => parse_num(part)?,
+            },
         };
     }
     Some(v)
+}
+
+/// The first name in strace's flags text `s` that is not in `names` (a word
+/// starting with a letter; numbers, `/* ... */` comments and
+/// `N<<MAP_HUGE_SHIFT` are not names).
+fn unknown_name<'a>(s: &'a str, names: &[(&str, u64)]) -> Option<&'a str> {
+    s.split('|')
+        .map(|part| part.split_once("/*").map_or(part, |(v, _)| v).trim())
+        .filter(|part| !part.ends_with(MAP_HUGE_SHIFT))
+        .find(|part| {
+            part.starts_with(|c: char| c.is_ascii_alphabetic())
+                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !names.iter().any(|(n, _)| n == part)
+        })
 }
 
 const PROT_NAMES: &[(&str, u64)] = &[
@@ -865,10 +1039,12 @@ const PROT_NAMES: &[(&str, u64)] = &[
 const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_SHARED", map::SHARED),
     ("MAP_PRIVATE", map::PRIVATE),
-    ("MAP_SHARED_VALIDATE", 0x3),
+    ("MAP_SHARED_VALIDATE", map::SHARED_VALIDATE),
+    ("MAP_DROPPABLE", map::DROPPABLE),
     ("MAP_FIXED", map::FIXED),
     ("MAP_ANONYMOUS", map::ANONYMOUS),
     ("MAP_32BIT", 0x40),
+    ("MAP_ABOVE4G", 0x80),
     ("MAP_GROWSDOWN", map::GROWSDOWN),
     ("MAP_DENYWRITE", 0x800),
     ("MAP_EXECUTABLE", 0x1000),
@@ -881,6 +1057,26 @@ const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_SYNC", 0x80000),
     ("MAP_FIXED_NOREPLACE", map::FIXED_NOREPLACE),
     ("MAP_UNINITIALIZED", 0x400_0000),
+];
+
+/// `shmat` flags (`SHM_RDONLY` ...), x86-64 values.
+pub mod shm {
+    /// `SHM_RDONLY`: map read-only.
+    pub const RDONLY: u64 = 0o10000;
+    /// `SHM_RND`: round `addr` down to `SHMLBA`.
+    pub const RND: u64 = 0o20000;
+    /// `SHM_REMAP`: replace what is mapped at `addr`.
+    pub const REMAP: u64 = 0o40000;
+    /// `SHM_EXEC`: map executable too.
+    pub const EXEC: u64 = 0o100000;
+}
+
+const SHM_NAMES: &[(&str, u64)] = &[
+    ("0", 0),
+    ("SHM_RDONLY", shm::RDONLY),
+    ("SHM_RND", shm::RND),
+    ("SHM_REMAP", shm::REMAP),
+    ("SHM_EXEC", shm::EXEC),
 ];
 
 const MREMAP_NAMES: &[(&str, u64)] = &[
@@ -927,6 +1123,125 @@ const MADV_NAMES: &[(&str, u64)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flags a newer strace or kernel names make the call one the model cannot
+    /// express, not the whole trace unreadable; huge page sizes and values strace
+    /// has no name for parse.
+    #[test]
+    fn unknown_flag_names_leave_the_rest_of_the_trace() {
+        let trace = "\
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FUTURE, -1, 0) = 0x7ffff7fc0000
+7 madvise(0x7ffff7fc0000, 4096, MADV_GUARD_INSTALL) = 0
+7 mmap(NULL, 2097152, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|21<<MAP_HUGE_SHIFT, -1, 0) = 0x7ffff7c00000
+7 mprotect(0x7ffff7c00000, 4096, PROT_READ|0x10 /* PROT_??? */) = 0
+7 munmap(0x7ffff7fc0000, 4096) = 0
+";
+        let events = parse(trace).unwrap();
+        assert_eq!(events.len(), 5);
+        assert!(
+            matches!(&events[0].call, Call::Other { name } if name.starts_with("mmap with MAP_FUTURE")),
+            "{:?}",
+            events[0].call
+        );
+        assert!(
+            matches!(&events[1].call, Call::Other { name } if name.contains("MADV_GUARD_INSTALL")),
+            "{:?}",
+            events[1].call
+        );
+        assert!(
+            matches!(events[2].call, Call::Mmap { flags, .. } if flags == 0x22 | map::HUGETLB | 21 << 26),
+            "{:?}",
+            events[2].call
+        );
+        assert!(matches!(events[3].call, Call::Mprotect { prot: 0x11, .. }));
+        assert!(matches!(events[4].call, Call::Munmap { .. }));
+        // A malformed value is still a bad line.
+        assert!(parse("7 mprotect(0x1000, 4096, PROT_READ|12<<X) = 0\n").is_err());
+    }
+
+    /// Unlinks and renames name the path whose file they unlink, absolute or under
+    /// the dirfd's `-y` path; relative to the working directory they name none.
+    #[test]
+    fn unlinks_and_renames_name_their_path() {
+        let trace = "\
+7 unlink(\"/dev/shm/PostgreSQL.1\") = 0
+7 unlinkat(3</tmp/d>, \"x \\303\\251\", 0) = 0
+7 unlinkat(AT_FDCWD, \"rel\", 0) = 0
+7 rename(\"/tmp/a\", \"/tmp/b\") = 0
+7 renameat2(AT_FDCWD, \"/tmp/c\", 4</srv>, \"d\", RENAME_NOREPLACE) = 0
+7 renameat2(AT_FDCWD, \"/tmp/c\", AT_FDCWD, \"/tmp/d\", RENAME_EXCHANGE) = 0
+7 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</tmp/x (deleted)>, 0) = 0x7ffff7fc0000
+7 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</tmp/y>, 0) = 0x7ffff7fbf000
+";
+        let events = parse(trace).unwrap();
+        let paths: Vec<Option<&str>> = events
+            .iter()
+            .filter_map(|e| match &e.call {
+                Call::Unlink { path, .. } => Some(path.as_deref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                Some("/dev/shm/PostgreSQL.1"),
+                Some("/tmp/d/x é"),
+                None,
+                Some("/tmp/b"),
+                Some("/srv/d")
+            ]
+        );
+        assert!(matches!(&events[5].call, Call::Other { name } if name == "renameat2"));
+        assert!(
+            matches!(&events[6].call, Call::Mmap { file: Some((p, 0)), unlinked: true, .. } if p == "/tmp/x")
+        );
+        assert!(matches!(
+            &events[7].call,
+            Call::Mmap {
+                unlinked: false,
+                ..
+            }
+        ));
+    }
+
+    /// strace escapes a name's spaces-free oddities: a quote, a backslash and every
+    /// byte outside printable ASCII (a UTF-8 letter is two octal escapes). The
+    /// replay must open the file by its real name.
+    #[test]
+    fn escaped_paths_are_the_file_systems_names() {
+        let trace = "\
+7 execve(\"/tmp/dir \\303\\251 x/tr\\\"ue\\\\\", [\"tr\"], 0x7ffe /* 2 vars */) = 0
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3</tmp/lib \\303\\251\\t/libz.so.1>, 0) = 0x7ffff7fc0000
+7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3</tmp/del\\303\\251>(deleted), 0) = 0x7ffff7fbf000
+";
+        let events = parse(trace).unwrap();
+        assert!(
+            matches!(&events[0].call, Call::Execve { path, .. } if path == "/tmp/dir é x/tr\"ue\\"),
+            "{:?}",
+            events[0].call
+        );
+        assert!(
+            matches!(&events[1].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/tmp/lib é\t/libz.so.1"),
+            "{:?}",
+            events[1].call
+        );
+        assert!(
+            matches!(&events[2].call, Call::Mmap { file: Some((p, 0)), .. } if p == "/tmp/delé"),
+            "{:?}",
+            events[2].call
+        );
+        // Each escape one byte, as the exec's strings count them.
+        assert_eq!(
+            unescape("a\\303\\251\\x41\\n\\\\"),
+            Some(b"a\xc3\xa9A\n\\".to_vec())
+        );
+        assert_eq!(quoted_len("\"\\303\\251\""), Some(2));
+        // Bad escapes: no bytes; a path that is not UTF-8 once unescaped stays as printed.
+        assert_eq!(unescape("a\\"), None);
+        assert_eq!(unescape("\\xZ1"), None);
+        assert_eq!(unescape("\\777"), None);
+        assert_eq!(path_of("/tmp/\\377x"), "/tmp/\\377x");
+    }
 
     #[test]
     fn parses_calls_pairs_and_events() {

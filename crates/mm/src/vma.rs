@@ -100,6 +100,10 @@ pub struct VmFlags {
     pub seq_read: bool,
     /// `VM_MERGEABLE` (`madvise(MADV_MERGEABLE)`: KSM may merge its pages).
     pub mergeable: bool,
+    /// `VM_DROPPABLE` (`MAP_DROPPABLE`, Linux >= 6.11: pages the kernel may drop
+    /// under memory pressure; glibc >= 2.41 and Go >= 1.24 keep their vDSO
+    /// `getrandom` states in such an area).
+    pub droppable: bool,
 }
 
 impl VmFlags {
@@ -222,6 +226,14 @@ impl Vma {
             Backing::File { file, pgoff } => Some((file, *pgoff)),
             Backing::Anon(_) => None,
         }
+    }
+
+    /// Whether `mlock` may lock it (`vma_supports_mlock`): not a special mapping,
+    /// nor `MAP_DROPPABLE` memory. `mlock` and `mlockall` leave the others as they
+    /// are, without error, and a new one gets no lock bits from `mlockall`'s
+    /// default flags.
+    pub fn supports_mlock(&self) -> bool {
+        !self.is_special() && !self.flags.droppable
     }
 
     /// Whether this is one of the vdso's special mappings (`[vdso]`, `[vvar]`,

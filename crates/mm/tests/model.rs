@@ -512,6 +512,7 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                         noreserve,
                         stack,
                         locked,
+                        droppable: false,
                         placement: Placement::TOP_DOWN,
                     },
                     file.map(|(f, off)| (&files[f], off)),

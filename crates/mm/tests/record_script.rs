@@ -1,4 +1,6 @@
-//! `scripts/record.sh` against a process that a thread other than its leader ends:
+//! `scripts/record.sh` against a process that a thread other than its leader ends,
+//! and against a daemon (a process whose parent exits, reparented away from the
+//! tracer, as pg_ctl's postmaster is):
 //! Go's runtime calls `exit_group` from whichever thread runs `main`'s goroutine, so
 //! a script that looked only at each process's leader for the stop at `exit_group`
 //! took no maps of a Go program and failed the recording ("no maps of the first
@@ -110,5 +112,54 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
         check.processes,
         check.report.not_expressed
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A process left running when its parent exits (reparented away from strace, still
+/// traced) leaves its maps too: every process of the trace that called
+/// `exit_group` has a maps file. (Walking the tracer's descendants missed it.)
+#[test]
+fn record_takes_the_maps_of_a_process_reparented_away() {
+    if !have("strace") {
+        eprintln!("strace is not installed: scripts/record.sh cannot run here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aspace-record-daemon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("daemon");
+    // The subshell outlives the shell that started it, then execs /bin/true.
+    let run = Command::new(repo_root().join("scripts/record.sh"))
+        .arg(&out)
+        .args(["/bin/sh", "-c", "(sleep 0.5; exec /bin/true) & exit 0"])
+        .env("RECORD_EXIT_HOLD_US", "2000000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "record.sh failed:\n{stderr}");
+    let strace = std::fs::read_to_string(out.with_extension("strace")).unwrap();
+    let exiting: Vec<&str> = strace
+        .lines()
+        .filter(|l| l.contains(" exit_group("))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    // The shell, the subshell (then /bin/true) and sleep.
+    assert!(exiting.len() >= 3, "{strace}");
+    let maps_dir = PathBuf::from(format!("{}.maps", out.display()));
+    for pid in &exiting {
+        assert!(
+            maps_dir.join(format!("{pid}.maps")).exists(),
+            "no maps of process {pid}, which called exit_group:\n{stderr}"
+        );
+    }
+    let rec =
+        mm::recording::Recording::load(&out.with_extension("strace"), Some(&maps_dir)).unwrap();
+    let files = mm::Files::new(
+        rmap::Design::Linux,
+        rmap::Topology::detect(),
+        mm::CallPattern::PerVma,
+    );
+    let check = rec.check(files, mm::placement::Placement::LINUX_THP);
+    assert_eq!(check.processes.len(), exiting.len());
+    assert!(check.layouts_identical(), "{:#?}", check.processes);
     let _ = std::fs::remove_dir_all(&dir);
 }

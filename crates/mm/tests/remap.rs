@@ -695,3 +695,35 @@ fn discarding_a_locked_area_is_refused() {
     mm.madvise(AT, 2 * p, Advice::from_linux(24).unwrap())
         .unwrap();
 }
+
+/// `MAP_DROPPABLE` memory is never locked (`vma_supports_mlock`): `mlock` leaves it
+/// alone without error, a new droppable area gets no lock bits from
+/// `mlockall(MCL_FUTURE)`, and `MAP_LOCKED` with it is refused (`do_mmap`).
+#[test]
+fn droppable_memory_is_never_locked() {
+    use mm::mlock::MCL_FUTURE;
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    let drop = MmapOptions {
+        droppable: true,
+        ..opts()
+    };
+    let d = mm.mmap_with(0, 2 * p, Prot::RW, drop, None).unwrap();
+    mm.mlock(d, 2 * p).unwrap();
+    assert_eq!(locks(&mm), [(d, d + 2 * p, false)]);
+    mm.mlockall(MCL_FUTURE).unwrap();
+    let e = mm.mmap_with(0, p, Prot::RW, drop, None).unwrap();
+    let plain = mm.mmap_with(0, p, Prot::RW, opts(), None).unwrap();
+    assert_eq!(
+        locks(&mm),
+        [(plain, plain + p, true), (e, d + 2 * p, false)],
+        "the new droppable page merged with the old, unlocked"
+    );
+    let locked = MmapOptions {
+        locked: true,
+        ..drop
+    };
+    assert!(mm.mmap_with(0, p, Prot::RW, locked, None).is_err());
+    assert_eq!(mm.vmas().len(), 2);
+    mm.check_invariants().unwrap();
+}

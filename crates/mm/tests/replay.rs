@@ -779,3 +779,257 @@ fn lock_calls_and_flag_advice_follow_the_recorded_result() {
         ]
     );
 }
+
+/// Two threads' non-fixed mmaps in the kernel at once (a Go runtime's, recorded):
+/// strace prints them as they finish, which need not be the order they took the
+/// address space's lock. The replay takes the order the kernel's addresses show;
+/// calls that did not overlap keep the trace's order, and a miss stays a miss.
+#[test]
+fn overlapping_mmaps_of_two_threads_replay_in_the_kernels_order() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let anon = "mmap(NULL, 65536, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0";
+    // The model's first and second choices for such a mapping, from its misses
+    // (the replay then maps where the "kernel" said: 0x10000, outside them).
+    let choice = |before: &str| -> u64 {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("{before}7 {anon}) = 0x10000\n");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        rep.misplaced.last().expect("a miss at 0x10000").2
+    };
+    let first = choice("");
+    let second = choice(&format!("7 {anon}) = {first:#x}\n"));
+    assert_ne!(first, second);
+    let thread = "7 clone(child_stack=0x7ffff7800000, flags=CLONE_VM|CLONE_FS|CLONE_FILES|\
+                  CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM) = 8\n";
+    let replay = |text: String| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        assert!(mm.find(first).is_some() && mm.find(second).is_some());
+        assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+        (rep.placed, rep.placed_same)
+    };
+    // Thread 8 took the lock first: the kernel gave it the first choice, though
+    // strace printed pid 7's call first.
+    let overlapping = format!(
+        "{thread}7 {anon} <unfinished ...>\n8 {anon} <unfinished ...>\n\
+         7 <... mmap resumed>) = {second:#x}\n8 <... mmap resumed>) = {first:#x}\n"
+    );
+    assert_eq!(replay(overlapping), (2, 2));
+    // The same results one after the other: pid 7's call is a miss.
+    let apart = format!("{thread}7 {anon}) = {second:#x}\n8 {anon}) = {first:#x}\n");
+    assert_eq!(replay(apart), (2, 1));
+}
+
+/// `MAP_DROPPABLE` (glibc >= 2.41's and Go >= 1.24's vDSO `getrandom` states; strace
+/// 6.1 prints the map type as `0x8 /* MAP_??? */`): private anonymous memory whose
+/// VMA flags (droppable, no reserve, wiped on fork, not dumped) keep it apart from a
+/// plain neighbour, and which refuses `MADV_DODUMP` and `MADV_KEEPONFORK`.
+#[test]
+fn droppable_memory_parses_and_stays_apart_from_plain_memory() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let plain = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)";
+    let drop = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, 0x8 /* MAP_??? */|MAP_ANONYMOUS, -1, 0)";
+    // The model's choice for a page of anonymous memory (from its miss at 0x10000).
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rep = r.run(&strace::parse(&format!("7 {plain} = 0x10000\n")).unwrap());
+    let top = rep.misplaced[0].2;
+    let below = top - 4096;
+    let replay = |first: &str, rest: &str| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("7 {first} = {top:#x}\n7 {plain} = {below:#x}\n{rest}");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        assert_eq!(
+            (rep.placed, rep.placed_same),
+            (2, 2),
+            "{:x?}",
+            rep.misplaced
+        );
+        assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+        assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+        let mm = r.mm(7).unwrap().clone();
+        mm.check_invariants().unwrap();
+        mm.layout()
+            .maps()
+            .iter()
+            .filter(|l| l.start >= below && l.end <= top + 4096)
+            .count()
+    };
+    // Two plain pages merge; a droppable one stays its own area.
+    assert_eq!(replay(plain, ""), 1);
+    let refused = format!(
+        "7 madvise({top:#x}, 4096, MADV_DODUMP) = -1 EINVAL (Invalid argument)\n\
+         7 madvise({top:#x}, 4096, MADV_KEEPONFORK) = -1 EINVAL (Invalid argument)\n\
+         7 madvise({below:#x}, 4096, MADV_DODUMP) = 0\n"
+    );
+    assert_eq!(replay(drop, &refused), 2);
+    // Droppable file memory does not exist.
+    let mm = mm::Mm::new(files.clone());
+    let lib = files.register(std::path::Path::new("/lib/x.so"), 4);
+    let opts = mm::MmapOptions {
+        droppable: true,
+        ..Default::default()
+    };
+    assert!(mm
+        .mmap_with(0, 4096, mm::Prot::RW, opts, Some((&lib, 0)))
+        .is_err());
+    assert!(mm.vmas().is_empty());
+}
+
+/// A shared mapping of /dev/zero is shared anonymous memory (`/dev/zero (deleted)`
+/// in the maps), a private one a mapping of the device; an io_uring's rings are a
+/// file of no file system (`anon_inode:[io_uring]`), not a deleted one. As this
+/// machine's kernel showed them for a recorded C program.
+#[test]
+fn dev_zero_and_anonymous_inodes_are_named_as_the_kernel_names_them() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rw = "PROT_READ|PROT_WRITE";
+    let text = format!(
+        "7 mmap(0x7fff00000000, 8192, {rw}, MAP_SHARED|MAP_FIXED, 3</dev/zero>, 0) = 0x7fff00000000\n\
+         7 mmap(0x7fff00010000, 8192, {rw}, MAP_PRIVATE|MAP_FIXED, 3</dev/zero>, 0) = 0x7fff00010000\n\
+         7 mmap(0x7fff00020000, 4096, {rw}, MAP_SHARED|MAP_FIXED|MAP_POPULATE, \
+         4<anon_inode:[io_uring]>, 0) = 0x7fff00020000\n"
+    );
+    r.run(&strace::parse(&text).unwrap());
+    assert!(r.report.result_differs.is_empty() && r.report.not_expressed.is_empty());
+    let mm = r.mm(7).unwrap().clone();
+    mm.check_invariants().unwrap();
+    let name = |at: u64| {
+        let l = mm.layout().maps();
+        let l = l.iter().find(|l| l.start == at).expect("mapped");
+        l.to_string()
+            .split_whitespace()
+            .skip(5)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(name(0x7fff_0000_0000), "/dev/zero (deleted)");
+    assert_eq!(name(0x7fff_0001_0000), "/dev/zero");
+    assert_eq!(name(0x7fff_0002_0000), "anon_inode:[io_uring]");
+}
+
+/// A call the model cannot express that the kernel refused changed nothing: it is
+/// replayed, not reported (PostgreSQL asks for huge pages first, and gets ENOMEM
+/// where none are reserved). One the kernel made is still reported.
+#[test]
+fn a_refused_huge_page_mapping_changes_nothing() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let huge =
+        "mmap(NULL, 16777216, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB, -1, 0)";
+    let run = |ret: &str| {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let before = r.mm(7).unwrap().layout().maps();
+        r.run(&strace::parse(&format!("7 {huge} = {ret}\n")).unwrap());
+        let after = r.mm(7).unwrap().layout().maps();
+        assert_eq!(before, after);
+        (r.report.calls, r.report.not_expressed.len())
+    };
+    assert_eq!(run("-1 ENOMEM (Cannot allocate memory)"), (1, 0));
+    assert_eq!(run("0x7fffe0000000"), (1, 1));
+}
+
+/// System V shared memory: `shmget` gives the segment's size, each `shmat` maps all
+/// of it shared (read-only with `SHM_RDONLY`) where the kernel chose, as the model
+/// would; `shmdt` unmaps the one attached there. An id no `shmget` of the trace
+/// made cannot be expressed; a `shmdt` where none is attached fails in both.
+#[test]
+fn system_v_segments_attach_and_detach() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let get = "7 shmget(IPC_PRIVATE, 65536, IPC_CREAT|0600) = 6\n";
+    // The model's choices for two attaches (from its misses at 0x10000).
+    let choice = |before: &str| -> u64 {
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.start_from_maps(7, &maps).unwrap();
+        let text = format!("{get}{before}7 shmat(6, NULL, 0) = 0x10000\n");
+        let rep = r.run(&strace::parse(&text).unwrap()).clone();
+        rep.misplaced.last().expect("a miss at 0x10000").2
+    };
+    let first = choice("");
+    let second = choice(&format!("7 shmat(6, NULL, 0) = {first:#x}\n"));
+    assert_eq!(first - second, 65536);
+
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let text = format!(
+        "{get}7 shmat(6, NULL, 0) = {first:#x}\n7 shmat(6, NULL, SHM_RDONLY) = {second:#x}\n\
+         7 shmdt({second:#x}) = 0\n7 shmdt(0x7fff00000000) = -1 EINVAL (Invalid argument)\n\
+         7 shmat(9, NULL, 0) = 0x7fff00000000\n"
+    );
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert_eq!(
+        (rep.placed, rep.placed_same),
+        (2, 2),
+        "{:x?}",
+        rep.misplaced
+    );
+    assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+    assert_eq!(rep.not_expressed.len(), 1, "{:?}", rep.not_expressed);
+    assert!(rep.not_expressed[0].1.contains("segment 9"));
+    let mm = r.mm(7).unwrap().clone();
+    mm.check_invariants().unwrap();
+    let layout = mm.layout().maps();
+    let seg = layout.iter().find(|l| l.start == first).expect("attached");
+    assert_eq!(seg.end, first + 65536);
+    assert!(seg.to_string().contains("rw-s"), "{seg}");
+    assert!(
+        seg.to_string().ends_with("/SYSV00000000 (deleted)"),
+        "{seg}"
+    );
+    assert!(mm.find(second).is_none(), "detached");
+}
+
+/// A mapped file's name unlinked during the run (PostgreSQL's dynamic shared memory
+/// segment, removed at shutdown after its backends exit): each process's maps
+/// show it `(deleted)` only if it exited after the `unlink`, though no such file
+/// exists when the replay runs. One that strace's `-y` already showed unlinked
+/// when it was mapped is `(deleted)` from the start.
+#[test]
+fn a_file_unlinked_during_the_run_is_deleted_from_that_call_on() {
+    let maps = data("git-version.maps");
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let gone = format!("/dev/shm/aspace-test-gone-{}", std::process::id());
+    let rw = "PROT_READ|PROT_WRITE, MAP_SHARED|MAP_FIXED";
+    let text = format!(
+        "7 mmap(0x7fff00000000, 8192, {rw}, 3<{gone}>, 0) = 0x7fff00000000\n\
+         7 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 8\n\
+         8 exit_group(0) = ?\n8 +++ exited with 0 +++\n\
+         7 unlinkat(3</dev/shm>, \"nothing\", 0) = -1 ENOENT (No such file or directory)\n\
+         7 unlink(\"{gone}\") = 0\n\
+         7 mmap(0x7fff00010000, 4096, {rw}, 4</tmp/aspace-tmp-{0}>(deleted), 0) = 0x7fff00010000\n\
+         7 exit_group(0) = ?\n7 +++ exited with 0 +++\n",
+        std::process::id()
+    );
+    let name = |layout: &mm::maps::Layout, at: u64| {
+        let l = layout.maps();
+        let l = l
+            .iter()
+            .find(|l| l.start == at)
+            .expect("mapped")
+            .to_string();
+        l.split_whitespace().skip(5).collect::<Vec<_>>().join(" ")
+    };
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &maps).unwrap();
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert!(rep.result_differs.is_empty() && rep.not_expressed.is_empty());
+    assert_eq!(name(&r.exited[&8], 0x7fff_0000_0000), gone);
+    assert_eq!(
+        name(&r.exited[&7], 0x7fff_0000_0000),
+        format!("{gone} (deleted)")
+    );
+    let tmp = format!("/tmp/aspace-tmp-{} (deleted)", std::process::id());
+    assert_eq!(name(&r.exited[&7], 0x7fff_0001_0000), tmp);
+}
