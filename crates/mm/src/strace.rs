@@ -239,12 +239,12 @@ pub enum Call {
         path: String,
         /// Result.
         ret: Ret,
-        /// The bytes of strings the kernel copies onto the new stack: the path, every
-        /// environment and argument string, each with its NUL ([`exec_strings`]).
-        /// `None` where the trace does not show them all: strace prints the
-        /// environment only with `-v` and cuts strings at `-s` bytes
-        /// (`scripts/record.sh` passes both), and `execveat` names its file
-        /// relative to a descriptor.
+        /// The bytes of strings the kernel copies onto the new stack: the path (for
+        /// an `execveat` through a descriptor the name `alloc_bprm` makes,
+        /// `/dev/fd/N` or `/dev/fd/N/NAME`), every environment and argument string,
+        /// each with its NUL ([`exec_strings`]). `None` where the trace does not
+        /// show them all: strace prints the environment only with `-v` and cuts
+        /// strings at `-s` bytes (`scripts/record.sh` passes both).
         strings: Option<u64>,
     },
     /// `+++ exited with N +++` / `+++ killed by SIG +++`.
@@ -709,8 +709,8 @@ fn parse_call(text: &str) -> Result<Call, String> {
         }
         "fork" => Call::Clone { vm: false, ret },
         "vfork" => Call::Clone { vm: true, ret },
-        "execve" | "execveat" => {
-            let a = if name == "execve" { arg(0)? } else { arg(1)? };
+        "execve" => {
+            let a = arg(0)?;
             let path = a
                 .strip_prefix('"')
                 .and_then(|p| p.strip_suffix('"'))
@@ -718,11 +718,38 @@ fn parse_call(text: &str) -> Result<Call, String> {
             Call::Execve {
                 path: path_of(path),
                 ret,
-                strings: if name == "execve" {
-                    exec_strings(a, arg(1)?, arg(2)?)
-                } else {
-                    None
-                },
+                strings: exec_strings(a, arg(1)?, arg(2)?),
+            }
+        }
+        "execveat" => {
+            let (dirfd, a) = (arg(0)?, arg(1)?);
+            let inner = a
+                .strip_prefix('"')
+                .and_then(|p| p.strip_suffix('"'))
+                .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
+            let fd_path = dirfd
+                .split_once('<')
+                .and_then(|(_, p)| p.strip_suffix('>'))
+                .map(path_of);
+            // The file: with AT_EMPTY_PATH and "" the descriptor's own (fexecve),
+            // else the name, under the descriptor's directory if relative.
+            let path = match (inner.is_empty(), fd_path) {
+                (true, Some(p)) if arg(4)?.contains("AT_EMPTY_PATH") => p,
+                _ => resolved(Some(dirfd), a).unwrap_or_else(|| path_of(inner)),
+            };
+            // The name the kernel copies onto the new stack (`alloc_bprm`): the
+            // path if absolute or relative to the working directory, else
+            // `/dev/fd/N` or `/dev/fd/N/NAME`.
+            let fd = dirfd.split_once('<').map(|(n, _)| n);
+            let filename = match fd {
+                Some(n) if inner.is_empty() => format!("\"/dev/fd/{n}\""),
+                Some(n) if !inner.starts_with('/') => format!("\"/dev/fd/{n}/{inner}\""),
+                _ => a.to_string(),
+            };
+            Call::Execve {
+                path,
+                ret,
+                strings: exec_strings(&filename, arg(2)?, arg(3)?),
             }
         }
         _ => Call::Other {
@@ -1202,6 +1229,37 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// `execveat` (glibc's `fexecve`, Python's `os.execve(fd, ...)`) runs the file
+    /// its descriptor names, and the kernel copies `/dev/fd/N[/NAME]` onto the new
+    /// stack as the file's name, unless the name is absolute or relative to the
+    /// working directory.
+    #[test]
+    fn execveat_runs_the_descriptors_file() {
+        let trace = "\
+7 execveat(3</usr/bin/true>, \"\", [\"true\"], [\"A=b\"], AT_EMPTY_PATH) = 0
+7 execveat(4</usr/bin>, \"env\", [\"env\"], [], 0) = 0
+7 execveat(AT_FDCWD, \"/bin/true\", [\"true\"], [], 0) = 0
+";
+        let got: Vec<(String, Option<u64>)> = parse(trace)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.call {
+                Call::Execve { path, strings, .. } => Some((path, strings)),
+                _ => None,
+            })
+            .collect();
+        let want = [
+            ("/usr/bin/true", "/dev/fd/3\0true\0A=b\0".len()),
+            ("/usr/bin/env", "/dev/fd/4/env\0env\0".len()),
+            ("/bin/true", "/bin/true\0true\0".len()),
+        ];
+        let want: Vec<(String, Option<u64>)> = want
+            .iter()
+            .map(|(p, n)| (p.to_string(), Some(*n as u64)))
+            .collect();
+        assert_eq!(got, want);
     }
 
     /// strace escapes a name's spaces-free oddities: a quote, a backslash and every
