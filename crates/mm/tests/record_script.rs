@@ -30,6 +30,30 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A fresh directory for test `name`'s recording, or `None` (said) without strace.
+fn scratch(name: &str) -> Option<PathBuf> {
+    if !have("strace") {
+        eprintln!("strace is not installed: scripts/record.sh cannot run here");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("aspace-record-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(dir)
+}
+
+/// The recording `out` (`out.strace`, `out.maps/`) replayed and checked.
+fn check_recording(out: &Path) -> mm::recording::Check {
+    let maps_dir = PathBuf::from(format!("{}.maps", out.display()));
+    let rec =
+        mm::recording::Recording::load(&out.with_extension("strace"), Some(&maps_dir)).unwrap();
+    let files = mm::Files::new(
+        rmap::Design::Linux,
+        rmap::Topology::detect(),
+        mm::CallPattern::PerVma,
+    );
+    rec.check(files, mm::placement::Placement::LINUX_THP)
+}
+
 /// In the re-run binary: a spawned thread ends the whole process with status 0
 /// (`exit` ends in `exit_group`) while the leader blocks on the join, never
 /// returning. In a normal test run: nothing.
@@ -45,12 +69,9 @@ fn child_exits_from_a_thread() {
 
 #[test]
 fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
-    if !have("strace") {
-        eprintln!("strace is not installed: scripts/record.sh cannot run here");
+    let Some(dir) = scratch("thread-exit") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("aspace-record-script-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let out = dir.join("thread-exit");
     let exe = std::env::current_exe().unwrap();
     let run = Command::new(repo_root().join("scripts/record.sh"))
@@ -98,14 +119,7 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
 
     // And the recording replays to that layout, line for line (the exiting
     // thread's process, its `[stack]` sized from the strings `-v` printed).
-    let rec =
-        mm::recording::Recording::load(&out.with_extension("strace"), Some(&maps_dir)).unwrap();
-    let files = mm::Files::new(
-        rmap::Design::Linux,
-        rmap::Topology::detect(),
-        mm::CallPattern::PerVma,
-    );
-    let check = rec.check(files, mm::placement::Placement::LINUX_THP);
+    let check = check_recording(&out);
     assert!(
         check.layouts_identical(),
         "{:#?}\n{:#?}",
@@ -120,12 +134,9 @@ fn record_takes_the_maps_of_a_process_that_a_thread_ends() {
 /// `exit_group` has a maps file. (Walking the tracer's descendants missed it.)
 #[test]
 fn record_takes_the_maps_of_a_process_reparented_away() {
-    if !have("strace") {
-        eprintln!("strace is not installed: scripts/record.sh cannot run here");
+    let Some(dir) = scratch("daemon") else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("aspace-record-daemon-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    };
     let out = dir.join("daemon");
     // The subshell outlives the shell that started it, then execs /bin/true.
     let run = Command::new(repo_root().join("scripts/record.sh"))
@@ -151,14 +162,7 @@ fn record_takes_the_maps_of_a_process_reparented_away() {
             "no maps of process {pid}, which called exit_group:\n{stderr}"
         );
     }
-    let rec =
-        mm::recording::Recording::load(&out.with_extension("strace"), Some(&maps_dir)).unwrap();
-    let files = mm::Files::new(
-        rmap::Design::Linux,
-        rmap::Topology::detect(),
-        mm::CallPattern::PerVma,
-    );
-    let check = rec.check(files, mm::placement::Placement::LINUX_THP);
+    let check = check_recording(&out);
     assert_eq!(check.processes.len(), exiting.len());
     assert!(check.layouts_identical(), "{:#?}", check.processes);
     let _ = std::fs::remove_dir_all(&dir);

@@ -39,6 +39,7 @@ use mm::strace;
 use mm::{CallPattern, Files};
 use rmap::{Design, Topology};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 fn path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,6 +49,17 @@ fn path(name: &str) -> PathBuf {
 
 fn data(name: &str) -> String {
     std::fs::read_to_string(path(name)).unwrap()
+}
+
+/// Where the model would place `call` (a placing call of pid 7 without its result,
+/// `mmap(...)` or `shmat(...)`) after the trace lines `before`, in a process started
+/// from `git-version.maps`: read from its miss when the trace says 0x10000.
+fn model_choice(files: &Arc<Files>, before: &str, call: &str) -> u64 {
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.start_from_maps(7, &data("git-version.maps")).unwrap();
+    let text = format!("{before}7 {call} = 0x10000\n");
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    rep.misplaced.last().expect("a miss at 0x10000").2
 }
 
 /// Replays `rec` and checks what every shipped recording must give: every non-fixed
@@ -789,17 +801,13 @@ fn overlapping_mmaps_of_two_threads_replay_in_the_kernels_order() {
     let maps = data("git-version.maps");
     let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let anon = "mmap(NULL, 65536, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0";
-    // The model's first and second choices for such a mapping, from its misses
-    // (the replay then maps where the "kernel" said: 0x10000, outside them).
-    let choice = |before: &str| -> u64 {
-        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
-        r.start_from_maps(7, &maps).unwrap();
-        let text = format!("{before}7 {anon}) = 0x10000\n");
-        let rep = r.run(&strace::parse(&text).unwrap()).clone();
-        rep.misplaced.last().expect("a miss at 0x10000").2
-    };
-    let first = choice("");
-    let second = choice(&format!("7 {anon}) = {first:#x}\n"));
+    // The model's first and second choices for such a mapping.
+    let first = model_choice(&files, "", &format!("{anon})"));
+    let second = model_choice(
+        &files,
+        &format!("7 {anon}) = {first:#x}\n"),
+        &format!("{anon})"),
+    );
     assert_ne!(first, second);
     let thread = "7 clone(child_stack=0x7ffff7800000, flags=CLONE_VM|CLONE_FS|CLONE_FILES|\
                   CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM) = 8\n";
@@ -835,11 +843,8 @@ fn droppable_memory_parses_and_stays_apart_from_plain_memory() {
     let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let plain = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)";
     let drop = "mmap(NULL, 4096, PROT_READ|PROT_WRITE, 0x8 /* MAP_??? */|MAP_ANONYMOUS, -1, 0)";
-    // The model's choice for a page of anonymous memory (from its miss at 0x10000).
-    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
-    r.start_from_maps(7, &maps).unwrap();
-    let rep = r.run(&strace::parse(&format!("7 {plain} = 0x10000\n")).unwrap());
-    let top = rep.misplaced[0].2;
+    // The model's choice for a page of anonymous memory.
+    let top = model_choice(&files, "", plain);
     let below = top - 4096;
     let replay = |first: &str, rest: &str| {
         let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
@@ -949,16 +954,10 @@ fn system_v_segments_attach_and_detach() {
     let maps = data("git-version.maps");
     let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let get = "7 shmget(IPC_PRIVATE, 65536, IPC_CREAT|0600) = 6\n";
-    // The model's choices for two attaches (from its misses at 0x10000).
-    let choice = |before: &str| -> u64 {
-        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
-        r.start_from_maps(7, &maps).unwrap();
-        let text = format!("{get}{before}7 shmat(6, NULL, 0) = 0x10000\n");
-        let rep = r.run(&strace::parse(&text).unwrap()).clone();
-        rep.misplaced.last().expect("a miss at 0x10000").2
-    };
-    let first = choice("");
-    let second = choice(&format!("7 shmat(6, NULL, 0) = {first:#x}\n"));
+    // The model's choices for two attaches.
+    let attach = "shmat(6, NULL, 0)";
+    let first = model_choice(&files, get, attach);
+    let second = model_choice(&files, &format!("{get}7 {attach} = {first:#x}\n"), attach);
     assert_eq!(first - second, 65536);
 
     let mut r = Replay::new(files, Placement::LINUX_THP);
