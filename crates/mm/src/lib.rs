@@ -865,6 +865,18 @@ impl Mm {
         self.replace(st, lo, hi, list, why, core);
     }
 
+    /// Whether `[start, start + len)` is empty at a page-aligned `start`: `mprotect`
+    /// and `madvise` return 0 for it without looking at the space
+    /// (`do_mprotect_pkey`, `do_madvise`); `Invalid` for an unaligned `start`.
+    fn empty_range(start: u64, len: u64) -> Result<bool, Error> {
+        if start % PAGE_SIZE != 0 {
+            return Err(Error::Invalid {
+                what: "address not page aligned",
+            });
+        }
+        Ok(len == 0)
+    }
+
     fn check_range(start: u64, len: u64) -> Result<u64, Error> {
         if start % PAGE_SIZE != 0 {
             return Err(Error::Invalid {
@@ -1038,8 +1050,12 @@ impl Mm {
     /// their protection, and merges the result with compatible neighbours. Errors
     /// (nothing changed): `Invalid` for a bad range or a change that would cut a
     /// special mapping ([`Vma::is_special`]), `NotMapped` if any page of the range is
-    /// unmapped.
+    /// unmapped. A length of 0 at an aligned address changes nothing and is `Ok`, as
+    /// `do_mprotect_pkey` returns 0 for it.
     pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
+        if Self::empty_range(start, len)? {
+            return Ok(());
+        }
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
         let mut pieces = Vec::new();

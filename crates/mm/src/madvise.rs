@@ -175,7 +175,8 @@ impl Mm {
     /// apply to a VMA in it, or a change that would cut a special mapping
     /// ([`crate::Vma::is_special`]), `NotMapped` if a page of the range is unmapped
     /// (Linux applies the advice to the mapped parts and then returns `ENOMEM`; the
-    /// model changes nothing).
+    /// model changes nothing). A length of 0 at an aligned address is `Ok` and changes
+    /// nothing (`do_madvise`).
     ///
     /// ```
     /// use mm::{Advice, CallPattern, Files, MapFlags, Mm, Prot, PAGE_SIZE};
@@ -191,6 +192,9 @@ impl Mm {
     /// # Ok::<(), mm::Error>(())
     /// ```
     pub fn madvise(&self, start: u64, len: u64, advice: Advice) -> Result<(), Error> {
+        if Self::empty_range(start, len)? {
+            return Ok(());
+        }
         let end = Self::check_range(start, len)?;
         debug_assert_eq!(start % PAGE_SIZE, 0);
         self.change_flags(start, end, |v| advice.apply(v))

@@ -75,8 +75,39 @@ fn bad_ranges_are_einval() {
                 invalid,
             );
             refused(&mm, what, || mm.munmap(addr, len), invalid);
+            if len == 0 {
+                // `do_mprotect_pkey` and `do_madvise` return 0 for an empty range at
+                // an aligned address; munmap and mmap refuse it.
+                let before = shape(&mm);
+                mm.mprotect(addr, len, Prot::R).unwrap();
+                mm.madvise(addr, len, mm::Advice::DontFork).unwrap();
+                assert_eq!(shape(&mm), before);
+                continue;
+            }
             refused(&mm, what, || mm.mprotect(addr, len, Prot::R), invalid);
+            refused(
+                &mm,
+                what,
+                || mm.madvise(addr, len, mm::Advice::DontFork),
+                |e| {
+                    // Past the user space there is nothing mapped to advise (ENOMEM
+                    // in the kernel, which walks no VMA there).
+                    invalid(e) || matches!(e, Error::NotMapped { .. })
+                },
+            );
         }
+        refused(
+            &mm,
+            "unaligned, empty",
+            || mm.mprotect(a + 1, 0, Prot::R),
+            invalid,
+        );
+        refused(
+            &mm,
+            "unaligned, empty",
+            || mm.madvise(a + 1, 0, mm::Advice::DontFork),
+            invalid,
+        );
         let nofix = MapFlags::default();
         refused(
             &mm,
