@@ -992,6 +992,7 @@ impl Mm {
                 pgoff: file.map(|(_, p)| p),
                 shared: opts.shared,
                 nohugepage: opts.stack,
+                low: opts.low32,
             };
             placement::unmapped_area(&self.tree, req, opts.placement)?
         };

@@ -18,6 +18,8 @@ pub struct MmapOptions {
     pub noreserve: bool,
     /// `MAP_STACK`: `VM_NOHUGEPAGE` (Linux >= 6.7).
     pub stack: bool,
+    /// `MAP_32BIT`: placed below 2 GiB ([`crate::placement::LOW_WINDOW`]).
+    pub low32: bool,
     /// `MAP_LOCKED`: `VM_LOCKED` (`calc_vm_flag_bits`), as after an `mlock` of the
     /// new area.
     pub locked: bool,

@@ -2,7 +2,8 @@
 //! `get_unmapped_area`, top-down below the mmap base ([`crate::layout::mmap_base`]:
 //! [`crate::layout::MMAP_BASE`] under the default stack limit), with the address
 //! hint honoured when that range is free, and, behind [`Placement`], the transparent
-//! huge-page alignment of `thp_get_unmapped_area`.
+//! huge-page alignment of `thp_get_unmapped_area`. A `MAP_32BIT` request goes
+//! bottom-up below 2 GiB instead ([`LOW_WINDOW`]), aligned by the same rule.
 //!
 //! The huge-page rule, as documented for Linux 6.7 and later (`mm/huge_memory.c`,
 //! `mm/mmap.c`): a request is padded by 2 MiB, the highest gap that fits the padded
@@ -66,7 +67,15 @@ pub(crate) struct Request {
     pub(crate) pgoff: Option<u64>,
     pub(crate) shared: bool,
     pub(crate) nohugepage: bool,
+    /// `MAP_32BIT` (x86-64): bottom-up in [`LOW_WINDOW`], the hint honoured only
+    /// below its end.
+    pub(crate) low: bool,
 }
+
+/// Where x86-64 places a `MAP_32BIT` mapping (`find_start_end`, ASLR off): bottom-up
+/// first fit from 1 GiB below 2 GiB, so that code there is reachable in the small
+/// code model.
+pub const LOW_WINDOW: (u64, u64) = (0x4000_0000, 0x8000_0000);
 
 fn free(tree: &VmaTree, start: u64, len: u64) -> bool {
     start >= MMAP_MIN_ADDR
@@ -78,6 +87,28 @@ fn free(tree: &VmaTree, start: u64, len: u64) -> bool {
 
 fn top_down(tree: &VmaTree, top: u64, len: u64) -> Option<u64> {
     tree.empty_area_rev(MMAP_MIN_ADDR, top - 1, len).ok()
+}
+
+/// The address space's own search for `len` bytes with `req`'s hint: the hint if
+/// that range is free, else top-down below `req.top`; for `MAP_32BIT`
+/// (`arch_get_unmapped_area_topdown` sends it to the bottom-up
+/// `arch_get_unmapped_area`) the hint only if it ends below the window's end, else
+/// bottom-up first fit in [`LOW_WINDOW`].
+fn search(tree: &VmaTree, req: Request, len: u64) -> Option<u64> {
+    if req.low {
+        let (begin, end) = LOW_WINDOW;
+        if req.hint != 0
+            && end.checked_sub(len).is_some_and(|l| req.hint <= l)
+            && free(tree, req.hint, len)
+        {
+            return Some(req.hint);
+        }
+        return tree.empty_area(begin, end - 1, len).ok();
+    }
+    if req.hint != 0 && free(tree, req.hint, len) {
+        return Some(req.hint);
+    }
+    top_down(tree, req.top, len)
 }
 
 /// The address the kernel would give `req` in `tree` under `policy`. `NoSpace` when
@@ -98,23 +129,14 @@ pub(crate) fn unmapped_area(tree: &VmaTree, req: Request, policy: Placement) -> 
             return Ok(a);
         }
     }
-    if req.hint != 0 && free(tree, req.hint, req.len) {
-        return Ok(req.hint);
-    }
-    top_down(tree, req.top, req.len).ok_or(Error::NoSpace { len: req.len })
+    search(tree, req, req.len).ok_or(Error::NoSpace { len: req.len })
 }
 
 /// `__thp_get_unmapped_area` for `req` in `tree`; `None` sends the caller to the plain
 /// search.
 fn thp_area(tree: &VmaTree, req: Request) -> Option<u64> {
     let off = req.pgoff.unwrap_or(0).checked_mul(PAGE_SIZE)?;
-    thp_top_down(off, req.len, req.hint, |len_pad| {
-        if req.hint != 0 && free(tree, req.hint, len_pad) {
-            Some(req.hint)
-        } else {
-            top_down(tree, req.top, len_pad)
-        }
-    })
+    thp_top_down(off, req.len, req.hint, |len_pad| search(tree, req, len_pad))
 }
 
 /// The kernel's huge-page placement rule (`__thp_get_unmapped_area`, Linux 6.7+, an

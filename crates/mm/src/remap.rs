@@ -168,6 +168,8 @@ impl Mm {
                     .map(|(_, p)| p + (old_addr - vma.start) / PAGE_SIZE),
                 shared: vma.flags.shared,
                 nohugepage: vma.flags.nohugepage,
+                // (`MAP_32BIT` leaves no mark on the VMA: a move goes anywhere.)
+                low: false,
             };
             placement::unmapped_area(&self.tree, req, placement)?
         };

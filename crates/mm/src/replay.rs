@@ -424,6 +424,7 @@ impl Replay {
                     stack: flags & map::STACK != 0,
                     locked: flags & map::LOCKED != 0,
                     droppable: flags & map::TYPE == map::DROPPABLE,
+                    low32: flags & map::LOW32 != 0,
                     placement: self.placement,
                 };
                 let f = file
@@ -670,6 +671,7 @@ impl Replay {
                 pgoff: Some(0),
                 shared: true,
                 nohugepage: false,
+                low: false,
             };
             let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
             if guess == *at {
@@ -745,6 +747,7 @@ fn non_fixed_placement(call: &Call, mm: &Mm) -> Option<(Request, u64)> {
         pgoff: file.as_ref().map(|(_, off)| off / PAGE_SIZE),
         shared: shared_type(*flags),
         nohugepage: flags & map::STACK != 0,
+        low: flags & map::LOW32 != 0,
     };
     Some((req, *real))
 }

@@ -38,6 +38,8 @@ pub mod map {
     pub const PRIVATE: u64 = 0x2;
     /// `MAP_FIXED`.
     pub const FIXED: u64 = 0x10;
+    /// `MAP_32BIT` (x86-64).
+    pub const LOW32: u64 = 0x40;
     /// The map type bits (`MAP_SHARED`, `MAP_PRIVATE`, `MAP_SHARED_VALIDATE`,
     /// `MAP_DROPPABLE`).
     pub const TYPE: u64 = 0x0f;
@@ -1070,7 +1072,7 @@ const MAP_NAMES: &[(&str, u64)] = &[
     ("MAP_DROPPABLE", map::DROPPABLE),
     ("MAP_FIXED", map::FIXED),
     ("MAP_ANONYMOUS", map::ANONYMOUS),
-    ("MAP_32BIT", 0x40),
+    ("MAP_32BIT", map::LOW32),
     ("MAP_ABOVE4G", 0x80),
     ("MAP_GROWSDOWN", map::GROWSDOWN),
     ("MAP_DENYWRITE", 0x800),

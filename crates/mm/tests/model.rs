@@ -512,8 +512,9 @@ fn run(design: Design, pattern: CallPattern, ops: &[Op]) -> Result<(), TestCaseE
                         noreserve,
                         stack,
                         locked,
-                        droppable: false,
                         placement: Placement::TOP_DOWN,
+                        // (The window is below MMAP_BASE: no MAP_32BIT or droppable.)
+                        ..MmapOptions::default()
                     },
                     file.map(|(f, off)| (&files[f], off)),
                 )

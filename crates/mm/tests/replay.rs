@@ -1032,3 +1032,33 @@ fn a_file_unlinked_during_the_run_is_deleted_from_that_call_on() {
     let tmp = format!("/tmp/aspace-tmp-{} (deleted)", std::process::id());
     assert_eq!(name(&r.exited[&7], 0x7fff_0001_0000), tmp);
 }
+
+/// `MAP_32BIT` (x86-64): bottom-up first fit from 1 GiB, below 2 GiB, with 2 MiB
+/// lengths huge-page aligned; a hint is honoured only inside that limit. The
+/// addresses are the ones Linux 6.18 gave a C program making these calls (run with
+/// `setarch -R`, recorded with `scripts/record.sh`).
+#[test]
+fn map_32bit_goes_bottom_up_below_two_gib() {
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &data("git-version.maps")).unwrap();
+    let f = "MAP_PRIVATE|MAP_ANONYMOUS|MAP_32BIT, -1, 0";
+    let text = format!(
+        "7 mmap(NULL, 4096, PROT_READ|PROT_WRITE, {f}) = 0x40000000\n\
+         7 mmap(NULL, 8192, PROT_READ, {f}) = 0x40001000\n\
+         7 mmap(NULL, 2097152, PROT_READ|PROT_WRITE, {f}) = 0x40200000\n\
+         7 mmap(0x7fff00000000, 4096, PROT_READ|PROT_WRITE, {f}) = 0x40003000\n\
+         7 mmap(0x50000000, 4096, PROT_READ|PROT_WRITE, {f}) = 0x50000000\n\
+         7 munmap(0x40000000, 4096) = 0\n\
+         7 mmap(NULL, 4096, PROT_READ|PROT_WRITE, {f}) = 0x40000000\n"
+    );
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert_eq!(
+        (rep.placed, rep.placed_same),
+        (6, 6),
+        "{:x?}",
+        rep.misplaced
+    );
+    assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+    r.mm(7).unwrap().check_invariants().unwrap();
+}
