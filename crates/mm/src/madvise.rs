@@ -62,7 +62,8 @@ impl MmapOptions {
 
 /// `madvise` advice. Only the ones that change VMA flags change the model; the
 /// others (`MADV_WILLNEED`, `MADV_COLD`, ...) touch pages only and are
-/// [`Advice::PagesOnly`], or [`Advice::Discard`] where a locked area refuses them.
+/// [`Advice::PagesOnly`], or [`Advice::Discard`], [`Advice::Free`] and
+/// [`Advice::Remove`], which some areas refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Advice {
     /// `MADV_NORMAL`: clear `VM_RAND_READ` and `VM_SEQ_READ`.
@@ -94,10 +95,18 @@ pub enum Advice {
     Mergeable,
     /// `MADV_UNMERGEABLE`: clear `VM_MERGEABLE`.
     Unmergeable,
-    /// `MADV_DONTNEED`, `MADV_FREE`, `MADV_REMOVE`: about pages, but refused
-    /// (`EINVAL`) on a `VM_LOCKED` area (`madvise_dontneed_free_valid_vma`,
-    /// `madvise_remove`). Changes nothing.
+    /// `MADV_DONTNEED`: about pages, but refused (`EINVAL`) on a `VM_LOCKED` or
+    /// `VM_PFNMAP` area (`[vvar]`, `[vvar_vclock]`: `madvise_dontneed_free_valid_vma`).
+    /// Changes nothing.
     Discard,
+    /// `MADV_FREE`: as [`Advice::Discard`], and only on private anonymous memory
+    /// (`madvise_free_single_vma`: `EINVAL` on a file's or shared memory).
+    Free,
+    /// `MADV_REMOVE` (`madvise_remove`): `EINVAL` on a locked area or one without a
+    /// file (private anonymous memory), `EACCES` on one not shared. (The kernel also
+    /// wants `VM_MAYWRITE`, which follows the descriptor's open mode, not in a
+    /// trace: not checked.) Changes nothing.
+    Remove,
     /// Advice about pages, not VMAs: checked for a mapped range, changes nothing.
     PagesOnly,
 }
@@ -110,7 +119,9 @@ impl Advice {
             0 => Advice::Normal,
             1 => Advice::Random,
             2 => Advice::Sequential,
-            4 | 8 | 9 => Advice::Discard,
+            4 => Advice::Discard,
+            8 => Advice::Free,
+            9 => Advice::Remove,
             3 | 20..=25 => Advice::PagesOnly,
             12 => Advice::Mergeable,
             13 => Advice::Unmergeable,
@@ -157,12 +168,27 @@ impl Advice {
             Advice::Mergeable if f.shared || v.is_special() => {}
             Advice::Mergeable => f.mergeable = true,
             Advice::Unmergeable => f.mergeable = false,
-            Advice::Discard if f.locked => {
+            Advice::Discard | Advice::Free | Advice::Remove if f.locked => {
                 return Err(Error::Invalid {
                     what: "MADV_DONTNEED/MADV_FREE/MADV_REMOVE on a locked area",
                 })
             }
-            Advice::Discard | Advice::PagesOnly => {}
+            Advice::Discard | Advice::Free if v.is_pfnmap() => {
+                return Err(Error::Invalid {
+                    what: "MADV_DONTNEED/MADV_FREE on a VM_PFNMAP area",
+                })
+            }
+            Advice::Free if v.file().is_some() || f.shared => {
+                return Err(Error::Invalid {
+                    what: "MADV_FREE of memory other than private anonymous",
+                })
+            }
+            Advice::Remove if v.file().is_none() || !f.shared => {
+                return Err(Error::Invalid {
+                    what: "MADV_REMOVE of memory other than a shared file's",
+                })
+            }
+            Advice::Discard | Advice::Free | Advice::Remove | Advice::PagesOnly => {}
         }
         Ok(f)
     }

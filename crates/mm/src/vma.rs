@@ -228,6 +228,15 @@ impl Vma {
         }
     }
 
+    /// Whether the kernel maps it `VM_PFNMAP`: the vdso's data pages (`[vvar]`,
+    /// `[vvar_vclock]`), not the vdso's code.
+    pub fn is_pfnmap(&self) -> bool {
+        matches!(
+            self.backing,
+            Backing::Anon(AnonKind::Vvar | AnonKind::VvarVclock)
+        )
+    }
+
     /// Whether `mlock` may lock it (`vma_supports_mlock`): not a special mapping,
     /// nor `MAP_DROPPABLE` memory. `mlock` and `mlockall` leave the others as they
     /// are, without error, and a new one gets no lock bits from `mlockall`'s

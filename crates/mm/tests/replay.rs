@@ -1062,3 +1062,52 @@ fn map_32bit_goes_bottom_up_below_two_gib() {
     assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
     r.mm(7).unwrap().check_invariants().unwrap();
 }
+
+/// The page advice some areas refuse, with Linux 6.18's answers to a C program
+/// making these calls (recorded with `scripts/record.sh`): `MADV_FREE` only on
+/// private anonymous memory, `MADV_DONTNEED` not on `[vvar]` (`VM_PFNMAP`) but on
+/// `[vdso]` and a file, `MADV_REMOVE` only on shared memory (`EINVAL` without a
+/// file, `EACCES` on a private file mapping).
+#[test]
+fn page_advice_is_refused_where_the_kernel_refuses_it() {
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.start_from_maps(7, &data("git-version.maps")).unwrap();
+    let (file, shared, anon) = (
+        0x7fff_0000_0000u64,
+        0x7fff_0001_0000u64,
+        0x7fff_0002_0000u64,
+    );
+    let (vdso, vvar) = (0x7fff_f7fc_8000u64, 0x7fff_f7fc_4000u64);
+    let m = |at: u64, rest: &str| format!("7 mmap({at:#x}, 4096, {rest}) = {at:#x}\n");
+    let a = |at: u64, adv: &str, ret: &str| format!("7 madvise({at:#x}, 4096, {adv}) = {ret}\n");
+    let einval = "-1 EINVAL (Invalid argument)";
+    let text = [
+        m(
+            file,
+            "PROT_READ, MAP_PRIVATE|MAP_FIXED, 3</usr/bin/true>, 0",
+        ),
+        m(
+            shared,
+            "PROT_READ|PROT_WRITE, MAP_SHARED|MAP_FIXED|MAP_ANONYMOUS, -1, 0",
+        ),
+        m(
+            anon,
+            "PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0",
+        ),
+        a(file, "MADV_FREE", einval),
+        a(shared, "MADV_FREE", einval),
+        a(anon, "MADV_FREE", "0"),
+        a(vdso, "MADV_DONTNEED", "0"),
+        a(vvar, "MADV_DONTNEED", einval),
+        a(anon, "MADV_REMOVE", einval),
+        a(file, "MADV_REMOVE", "-1 EACCES (Permission denied)"),
+        a(shared, "MADV_REMOVE", "0"),
+        a(file, "MADV_DONTNEED", "0"),
+    ]
+    .concat();
+    let rep = r.run(&strace::parse(&text).unwrap()).clone();
+    assert_eq!(rep.calls, 12);
+    assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+    assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+}
