@@ -1015,13 +1015,8 @@ impl Mm {
             },
             None => Backing::Anon(AnonKind::Plain),
         };
-        // `do_mmap` ORs the space's default flags in (`mlockall(MCL_FUTURE)`);
-        // `mmap_region` clears the lock bits where `vma_supports_mlock` says no.
-        let mut flags = opts.vm_flags(prot);
-        if !flags.droppable {
-            flags.locked |= st.def_flags.locked;
-            flags.lockonfault |= st.def_flags.lockonfault;
-        }
+        // `do_mmap` ORs the space's default flags in (`mlockall(MCL_FUTURE)`).
+        let flags = opts.vm_flags(prot).with_default_lock(st.def_flags);
         let vma = Vma {
             start,
             end: start + len,
@@ -1119,8 +1114,7 @@ impl Mm {
             let mut heap = anon(old_end, new_end, Prot::RW, AnonKind::Heap);
             // `do_brk_flags` ORs `mm->def_flags` in, and grows the old heap only
             // if its flags are the same (else the growth is an area of its own).
-            heap.flags.locked |= st.def_flags.locked;
-            heap.flags.lockonfault |= st.def_flags.lockonfault;
+            heap.flags = heap.flags.with_default_lock(st.def_flags);
             self.place(&mut st, vec![heap], Why::Map);
         }
         st.brk = new;

@@ -68,6 +68,17 @@ fn lock_range(start: u64, len: u64) -> Result<Option<(u64, u64)>, Error> {
     Ok((len != 0).then_some((start, end)))
 }
 
+/// `v`'s flags with the lock bits of `lock`, or as they are where
+/// `vma_supports_mlock` says no ([`Vma::supports_mlock`]): `mlock_fixup` leaves such
+/// an area alone, without error.
+fn lock_if_supported(v: &Vma, lock: VmFlags) -> VmFlags {
+    if v.supports_mlock() {
+        v.flags.with_lock(lock)
+    } else {
+        v.flags
+    }
+}
+
 impl Mm {
     /// The space's default flags (`mm->def_flags`), which every new mapping and
     /// `brk` growth gets: the lock bits of the last `mlockall` with `MCL_FUTURE`
@@ -172,9 +183,7 @@ impl Mm {
             .iter()
             .map(|(_, v)| {
                 let mut p = v.slice(v.start, v.end);
-                if v.supports_mlock() {
-                    p.flags = v.flags.with_lock(lock);
-                }
+                p.flags = lock_if_supported(&v, lock);
                 let changed = p.flags != v.flags;
                 (p, changed)
             })
@@ -188,14 +197,7 @@ impl Mm {
         let Some((start, end)) = lock_range(start, len)? else {
             return Ok(());
         };
-        self.change_flags(start, end, |v| {
-            // `mlock_fixup` leaves what `vma_supports_mlock` refuses alone.
-            Ok(if v.supports_mlock() {
-                v.flags.with_lock(lock)
-            } else {
-                v.flags
-            })
-        })
+        self.change_flags(start, end, |v| Ok(lock_if_supported(v, lock)))
     }
 }
 

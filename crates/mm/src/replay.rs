@@ -404,7 +404,7 @@ impl Replay {
                 ret,
             } => {
                 if flags & map::HUGETLB != 0 || flags & map::GROWSDOWN != 0 {
-                    if ret.is_err() && !strace::result_unknown(ret) {
+                    if strace::result_refused(ret) {
                         // The kernel refused it (no huge pages reserved: PostgreSQL
                         // tries them first), so nothing changed.
                         return;
@@ -433,14 +433,7 @@ impl Replay {
                 let fref = f.as_ref().map(|(f, p)| (f, *p));
                 let mut at = *addr;
                 if let Some((req, real)) = non_fixed_placement(call, mm) {
-                    self.report.placed += 1;
-                    let guess =
-                        placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
-                    if guess == real {
-                        self.report.placed_same += 1;
-                    } else {
-                        self.report.misplaced.push((line, real, guess, *len));
-                    }
+                    self.count_placement(mm, line, req, real, *len);
                     // Follow the kernel.
                     opts.fixed = true;
                     at = real;
@@ -576,6 +569,18 @@ impl Replay {
 }
 
 impl Replay {
+    /// Counts a placement the kernel made at `real` (`len` bytes asked for): the
+    /// model's choice for `req` is the same, or a miss.
+    fn count_placement(&mut self, mm: &Mm, line: usize, req: Request, real: u64, len: u64) {
+        self.report.placed += 1;
+        let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
+        if guess == real {
+            self.report.placed_same += 1;
+        } else {
+            self.report.misplaced.push((line, real, guess, len));
+        }
+    }
+
     /// A lock call (`name`) with the recorded result `ret`: done by `call` if it
     /// succeeded in the trace (a model that refuses it differs), not done if it
     /// failed there (`RLIMIT_MEMLOCK` and `CAP_IPC_LOCK` are not modelled; an
@@ -588,7 +593,7 @@ impl Replay {
         name: &str,
         call: impl FnOnce() -> Result<(), crate::Error>,
     ) {
-        if ret.is_err() && !strace::result_unknown(ret) {
+        if strace::result_refused(ret) {
             return;
         }
         if let Err(e) = call() {
@@ -663,7 +668,6 @@ impl Replay {
         };
         let len = file.pages() * PAGE_SIZE;
         if addr == 0 {
-            self.report.placed += 1;
             let req = Request {
                 top: mm.mmap_base(),
                 hint: 0,
@@ -673,12 +677,7 @@ impl Replay {
                 nohugepage: false,
                 low: false,
             };
-            let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
-            if guess == *at {
-                self.report.placed_same += 1;
-            } else {
-                self.report.misplaced.push((line, *at, guess, len));
-            }
+            self.count_placement(mm, line, req, *at, len);
         }
         let prot = Prot::new(true, flags & shm::RDONLY == 0, flags & shm::EXEC != 0);
         let opts = MmapOptions {

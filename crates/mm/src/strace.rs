@@ -85,6 +85,11 @@ pub fn result_unknown(ret: &Ret) -> bool {
     matches!(ret, Err(e) if e == UNKNOWN_RESULT)
 }
 
+/// Whether the kernel refused the call: an errno, not [`UNKNOWN_RESULT`].
+pub fn result_refused(ret: &Ret) -> bool {
+    ret.is_err() && !result_unknown(ret)
+}
+
 /// One call or process event of one pid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -574,23 +579,14 @@ fn parse_call(text: &str) -> Result<Call, String> {
             let fd = arg(4)?;
             let flags = parse_bits(arg(3)?, MAP_NAMES)
                 .ok_or_else(|| format!("mmap: bad flags {:?}", args[3]))?;
-            let file = if flags & map::ANONYMOUS != 0 {
-                None
+            let (file, unlinked) = if flags & map::ANONYMOUS != 0 {
+                (None, false)
             } else {
-                // `3</usr/lib/x.so>`; strace 6.1 prints an unlinked file (a
-                // memfd's, a removed temporary file's) as `3</memfd:x>(deleted)`,
-                // others as `3</memfd:x (deleted)>`.
-                let path = fd
-                    .split_once('<')
-                    .map(|(_, p)| p.strip_suffix("(deleted)").unwrap_or(p))
-                    .and_then(|p| p.strip_suffix('>'))
-                    .ok_or_else(|| {
-                        format!("mmap: fd {fd:?} has no path (record with strace -y)")
-                    })?;
-                let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-                Some((path_of(path), num(5)?))
+                let (_, path, unlinked) = fd_arg(fd).ok_or_else(|| {
+                    format!("mmap: fd {fd:?} has no path (record with strace -y)")
+                })?;
+                (Some((path, num(5)?)), unlinked)
             };
-            let unlinked = fd.ends_with("(deleted)") || fd.ends_with("(deleted)>");
             Call::Mmap {
                 addr: num(0)?,
                 len: num(1)?,
@@ -713,10 +709,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
         "vfork" => Call::Clone { vm: true, ret },
         "execve" => {
             let a = arg(0)?;
-            let path = a
-                .strip_prefix('"')
-                .and_then(|p| p.strip_suffix('"'))
-                .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
+            let path = unquote(a).ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
             Call::Execve {
                 path: path_of(path),
                 ret,
@@ -725,27 +718,22 @@ fn parse_call(text: &str) -> Result<Call, String> {
         }
         "execveat" => {
             let (dirfd, a) = (arg(0)?, arg(1)?);
-            let inner = a
-                .strip_prefix('"')
-                .and_then(|p| p.strip_suffix('"'))
-                .ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
-            let fd_path = dirfd
-                .split_once('<')
-                .and_then(|(_, p)| p.strip_suffix('>'))
-                .map(path_of);
+            let inner = unquote(a).ok_or_else(|| format!("{name}: path {a:?} is not a string"))?;
+            let fd = fd_arg(dirfd);
             // The file: with AT_EMPTY_PATH and "" the descriptor's own (fexecve),
             // else the name, under the descriptor's directory if relative.
-            let path = match (inner.is_empty(), fd_path) {
-                (true, Some(p)) if arg(4)?.contains("AT_EMPTY_PATH") => p,
+            let path = match (inner.is_empty(), &fd) {
+                (true, Some((_, p, _))) if arg(4)?.contains("AT_EMPTY_PATH") => p.clone(),
                 _ => resolved(Some(dirfd), a).unwrap_or_else(|| path_of(inner)),
             };
             // The name the kernel copies onto the new stack (`alloc_bprm`): the
             // path if absolute or relative to the working directory, else
             // `/dev/fd/N` or `/dev/fd/N/NAME`.
-            let fd = dirfd.split_once('<').map(|(n, _)| n);
             let filename = match fd {
-                Some(n) if inner.is_empty() => format!("\"/dev/fd/{n}\""),
-                Some(n) if !inner.starts_with('/') => format!("\"/dev/fd/{n}/{inner}\""),
+                Some((n, _, _)) if inner.is_empty() => format!("\"/dev/fd/{n}\""),
+                Some((n, _, _)) if !inner.starts_with('/') => {
+                    format!("\"/dev/fd/{n}/{inner}\"")
+                }
                 _ => a.to_string(),
             };
             Call::Execve {
@@ -849,8 +837,28 @@ fn quoted_prefix(s: &str) -> Option<usize> {
 /// The number of bytes strace's quoted string `s` (quotes included) stands for
 /// ([`unescape`]).
 fn quoted_len(s: &str) -> Option<u64> {
-    let body = s.strip_prefix('"')?.strip_suffix('"')?;
-    Some(unescape(body)?.len() as u64)
+    Some(unescape(unquote(s)?)?.len() as u64)
+}
+
+/// The inside of strace's quoted string `s` (`"..."`), still escaped.
+fn unquote(s: &str) -> Option<&str> {
+    s.strip_prefix('"')?.strip_suffix('"')
+}
+
+/// A descriptor argument as `-y` prints it (`3</usr/lib/x.so>`): its number, its
+/// path ([`path_of`]) and whether strace marked the file unlinked (strace 6.1 prints
+/// `3</memfd:x>(deleted)`, others `3</memfd:x (deleted)>`). `None` for one without
+/// a path (`AT_FDCWD`, a bare number).
+fn fd_arg(arg: &str) -> Option<(&str, String, bool)> {
+    let (n, rest) = arg.split_once('<')?;
+    let (rest, after) = rest
+        .strip_suffix("(deleted)")
+        .map_or((rest, false), |r| (r, true));
+    let path = rest.strip_suffix('>')?;
+    let (path, inside) = path
+        .strip_suffix(" (deleted)")
+        .map_or((path, false), |p| (p, true));
+    Some((n, path_of(path), after || inside))
 }
 
 /// The bytes strace's escaped text `body` stands for (a quoted string's inside, or
@@ -907,12 +915,11 @@ fn unescape(body: &str) -> Option<Vec<u8>> {
 /// path (`3</tmp/dir>`); `None` when relative to the working directory
 /// (`AT_FDCWD`, or no `dirfd`), which the trace does not follow.
 fn resolved(dirfd: Option<&str>, name: &str) -> Option<String> {
-    let name = path_of(name.strip_prefix('"')?.strip_suffix('"')?);
+    let name = path_of(unquote(name)?);
     if name.starts_with('/') {
         return Some(name);
     }
-    let dir = dirfd?.split_once('<')?.1.strip_suffix('>')?;
-    let dir = path_of(dir);
+    let (_, dir, _) = fd_arg(dirfd?)?;
     dir.starts_with('/')
         .then(|| format!("{}/{name}", dir.trim_end_matches('/')))
 }
@@ -1026,9 +1033,7 @@ const MAP_HUGE_SHIFT: &str = "MAP_HUGE_SHIFT";
 /// `names`; `None` for anything else.
 fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
     let mut v = 0;
-    for part in s.split('|') {
-        // A value strace has no name for: `0x8 /* MAP_??? */`.
-        let part = part.split_once("/*").map_or(part, |(v, _)| v).trim();
+    for part in flag_parts(s) {
         v |= match names.iter().find(|(n, _)| *n == part) {
             Some((_, b)) => *b,
             None => match part.split_once("<<") {
@@ -1041,12 +1046,18 @@ fn parse_bits(s: &str, names: &[(&str, u64)]) -> Option<u64> {
     Some(v)
 }
 
+/// The parts of strace's flags text `s` (`A|B|0x8 /* MAP_??? */`), each without
+/// the comment strace adds to a value it has no name for.
+fn flag_parts(s: &str) -> impl Iterator<Item = &str> {
+    s.split('|')
+        .map(|part| part.split_once("/*").map_or(part, |(v, _)| v).trim())
+}
+
 /// The first name in strace's flags text `s` that is not in `names` (a word
 /// starting with a letter; numbers, `/* ... */` comments and
 /// `N<<MAP_HUGE_SHIFT` are not names).
 fn unknown_name<'a>(s: &'a str, names: &[(&str, u64)]) -> Option<&'a str> {
-    s.split('|')
-        .map(|part| part.split_once("/*").map_or(part, |(v, _)| v).trim())
+    flag_parts(s)
         .filter(|part| !part.ends_with(MAP_HUGE_SHIFT))
         .find(|part| {
             part.starts_with(|c: char| c.is_ascii_alphabetic())

@@ -130,6 +130,21 @@ impl VmFlags {
     pub fn lock_bits(self) -> VmFlags {
         VmFlags::default().with_lock(self)
     }
+
+    /// A new area's flags with the space's default lock bits `def`
+    /// ([`crate::Mm::def_flags`]) ORed in, as `do_mmap` and `do_brk_flags` do;
+    /// `mmap_region` clears them again where `vma_supports_mlock` says no
+    /// (`MAP_DROPPABLE` memory; a new area is never a special one).
+    pub(crate) fn with_default_lock(self, def: VmFlags) -> VmFlags {
+        if self.droppable {
+            return self;
+        }
+        VmFlags {
+            locked: self.locked || def.locked,
+            lockonfault: self.lockonfault || def.lockonfault,
+            ..self
+        }
+    }
 }
 
 /// What an anonymous area is for; areas of different kinds never merge.
