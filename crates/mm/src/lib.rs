@@ -49,6 +49,7 @@ pub mod mlock;
 pub mod placement;
 pub mod process;
 pub mod program;
+pub mod protect;
 pub mod recording;
 pub mod remap;
 pub mod replay;
@@ -64,6 +65,7 @@ pub use madvise::{Advice, MmapOptions};
 pub use placement::Placement;
 pub use process::Process;
 pub use program::{Caller, ExecStep, Program};
+pub use protect::Grows;
 pub use remap::MremapFlags;
 pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
 
@@ -1039,48 +1041,6 @@ impl Mm {
         self.refuse_special_split(&st, start, end, |_| true)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
-        Ok(())
-    }
-
-    /// `mprotect(start, len, prot)`: splits the VMAs at the range's edges, changes
-    /// their protection, and merges the result with compatible neighbours. Errors
-    /// (nothing changed): `Invalid` for a bad range or a change that would cut a
-    /// special mapping ([`Vma::is_special`]), `NotMapped` if any page of the range is
-    /// unmapped. A length of 0 at an aligned address changes nothing and is `Ok`, as
-    /// `do_mprotect_pkey` returns 0 for it.
-    pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
-        if Self::empty_range(start, len)? {
-            return Ok(());
-        }
-        let end = Self::check_range(start, len)?;
-        let mut st = self.state.lock();
-        let mut pieces = Vec::new();
-        let mut at = start;
-        for v in self.overlapping(start, end) {
-            if v.start > at {
-                break;
-            }
-            let mut p = v.slice(v.start.max(start), v.end.min(end));
-            p.prot = prot;
-            p.flags.account |= !p.flags.shared && prot.write && !p.flags.noreserve;
-            at = p.end;
-            pieces.push((p.clone(), v.prot == prot && v.flags == p.flags));
-        }
-        if at < end {
-            return Err(Error::NotMapped {
-                start,
-                len: end - start,
-            });
-        }
-        if pieces.iter().all(|(_, same)| *same) {
-            return Ok(());
-        }
-        self.refuse_special_split(&st, start, end, |v| v.prot != prot)?;
-        self.place(
-            &mut st,
-            pieces.into_iter().map(|(p, _)| p).collect(),
-            Why::Protect,
-        );
         Ok(())
     }
 

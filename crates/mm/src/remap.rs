@@ -3,7 +3,7 @@
 
 use crate::layout::TASK_SIZE;
 use crate::placement::{self, Placement};
-use crate::{align_up, Error, Mm, Why, PAGE_SIZE};
+use crate::{align_up, Error, Mm, Vma, Why, PAGE_SIZE};
 
 /// `mremap` flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -13,7 +13,9 @@ pub struct MremapFlags {
     /// `MREMAP_FIXED`: move to `new_addr`, replacing whatever is there (needs
     /// `may_move`).
     pub fixed: bool,
-    /// `MREMAP_DONTUNMAP`: not modelled (`Invalid`).
+    /// `MREMAP_DONTUNMAP` (needs `may_move` and `new_len == old_len`): the pages
+    /// move to a new area and the old range stays mapped, empty, and unlocked;
+    /// `new_addr` is a hint unless `fixed`.
     pub dont_unmap: bool,
 }
 
@@ -32,11 +34,19 @@ impl Mm {
     ///   one.
     /// - `MREMAP_FIXED`: `[new_addr, new_addr + new_len)` is unmapped first, then the
     ///   piece moves there.
+    /// - `MREMAP_DONTUNMAP` (with `MREMAP_MAYMOVE` and `new_len == old_len`): the
+    ///   piece is copied to a new area (at `new_addr` with `MREMAP_FIXED`, else where
+    ///   `new_addr` as a hint allows) and the old range stays mapped; the lock bits
+    ///   of the area it is in are cleared (the whole area's, as Linux 6.18 does).
+    /// - `old_len == 0` on a shared mapping: a second mapping of `new_len` bytes of
+    ///   the same object, from the page at `old_addr` (the "duplicate shm area"
+    ///   case); the old one stays.
     ///
     /// Errors (nothing changed): `Invalid` for unaligned or overflowing ranges,
-    /// `new_len == 0`, `MREMAP_FIXED` without `MREMAP_MAYMOVE`, overlapping old and new
-    /// ranges, `old_len == 0` and `MREMAP_DONTUNMAP` (not modelled), a part of a
-    /// special mapping ([`crate::Vma::is_special`]) or a new range cutting one;
+    /// `new_len == 0`, `MREMAP_FIXED` without `MREMAP_MAYMOVE`, `MREMAP_DONTUNMAP`
+    /// without it or with a length change, overlapping old and new ranges,
+    /// `old_len == 0` on a private mapping, a part of a special mapping
+    /// ([`crate::Vma::is_special`]) or a new range cutting one;
     /// `Fault` when no VMA contains `old_addr`, the old range runs past its VMA, or
     /// a special mapping would grow (`EFAULT`);
     /// `NoSpace` when the mapping cannot grow in place and may not move, or no gap
@@ -69,11 +79,12 @@ impl Mm {
         placement: Placement,
     ) -> Result<u64, Error> {
         let inval = |what| Err(Error::Invalid { what });
-        if flags.dont_unmap {
-            return inval("MREMAP_DONTUNMAP is not modelled");
-        }
         if flags.fixed && !flags.may_move {
             return inval("MREMAP_FIXED without MREMAP_MAYMOVE");
+        }
+        // Compared before the lengths are rounded up, as the kernel does.
+        if flags.dont_unmap && (!flags.may_move || old_len != new_len) {
+            return inval("MREMAP_DONTUNMAP without MREMAP_MAYMOVE, or with a new length");
         }
         if old_addr % PAGE_SIZE != 0 {
             return inval("address not page aligned");
@@ -84,14 +95,13 @@ impl Mm {
         if new_len == 0 {
             return inval("zero new length");
         }
-        if old_len == 0 {
-            return inval("old_len 0 (duplicating a shared mapping) is not modelled");
-        }
         let old_end = match old_addr.checked_add(old_len) {
             Some(e) if e <= TASK_SIZE => e,
             _ => return inval("old range beyond the user address space"),
         };
-        if flags.fixed {
+        // `mremap_to` (a fixed target or MREMAP_DONTUNMAP) checks `new_addr` even
+        // when it is only a hint.
+        if flags.fixed || flags.dont_unmap {
             if new_addr % PAGE_SIZE != 0 {
                 return inval("new address not page aligned");
             }
@@ -99,7 +109,7 @@ impl Mm {
                 Some(e) if e <= TASK_SIZE => e,
                 _ => return inval("new range beyond the user address space"),
             };
-            if new_addr < crate::layout::MMAP_MIN_ADDR {
+            if flags.fixed && new_addr < crate::layout::MMAP_MIN_ADDR {
                 return inval("new address below mmap_min_addr");
             }
             if new_addr < old_end && old_addr < new_end {
@@ -110,8 +120,15 @@ impl Mm {
         let Some(vma) = self.tree.load(old_addr).map(|e| e.value().clone()) else {
             return Err(Error::Fault { addr: old_addr });
         };
+        if old_len == 0 && !vma.flags.shared {
+            // `vma_to_resize`: a copy of private memory would share nothing with it.
+            return inval("old_len 0 duplicates only a shared mapping");
+        }
         if vma.is_special() {
             // VM_DONTEXPAND: no growing (EFAULT); and no piece of it moves or goes.
+            if flags.dont_unmap {
+                return inval("MREMAP_DONTUNMAP of a special mapping ([vdso], [vvar])");
+            }
             if new_len > old_len {
                 return Err(Error::Fault { addr: old_addr });
             }
@@ -122,7 +139,7 @@ impl Mm {
         if flags.fixed {
             self.refuse_special_split(&st, new_addr, new_addr + new_len, |_| true)?;
         }
-        if !flags.fixed && new_len <= old_len {
+        if !flags.fixed && !flags.dont_unmap && new_len <= old_len {
             if new_len < old_len {
                 self.replace(
                     &mut st,
@@ -135,12 +152,13 @@ impl Mm {
             }
             return Ok(old_addr);
         }
-        // From here the piece [old_addr, old_addr + keep) of `vma` stays or moves.
+        // From here the piece [old_addr, old_addr + keep) of `vma` stays or moves
+        // (with old_len 0: none of it; a new mapping of the same object is made).
         let keep = old_len.min(new_len);
         if old_addr + keep > vma.end {
             return Err(Error::Fault { addr: old_addr });
         }
-        if !flags.fixed {
+        if !flags.fixed && !flags.dont_unmap {
             let grow_end = old_addr.checked_add(new_len).filter(|&e| e <= TASK_SIZE);
             if let Some(grow_end) = grow_end {
                 if old_end == vma.end && !self.occupied(old_end, grow_end) {
@@ -161,7 +179,8 @@ impl Mm {
         } else {
             let req = placement::Request {
                 top: st.mmap_base,
-                hint: 0,
+                // Only MREMAP_DONTUNMAP passes the caller's address on as a hint.
+                hint: if flags.dont_unmap { new_addr } else { 0 },
                 len: new_len,
                 pgoff: vma
                     .file()
@@ -173,10 +192,14 @@ impl Mm {
             };
             placement::unmapped_area(&self.tree, req, placement)?
         };
-        let mut moved = vma.slice(old_addr, old_addr + keep);
-        moved.backing = shift_backing(&vma, old_addr);
-        moved.start = target;
-        moved.end = target + new_len;
+        let moved = Vma {
+            start: target,
+            end: target + new_len,
+            prot: vma.prot,
+            flags: vma.flags,
+            backing: shift_backing(&vma, old_addr),
+            link: None,
+        };
         if flags.fixed {
             self.replace(
                 &mut st,
@@ -187,14 +210,38 @@ impl Mm {
                 (target, target + new_len),
             );
         }
-        self.replace(
-            &mut st,
-            old_addr,
-            old_end,
-            Vec::new(),
-            Why::Unmap,
-            (old_addr, old_end),
-        );
+        if flags.dont_unmap {
+            // The old range stays mapped (its pages moved away), and the lock
+            // bits come off the whole area it is in: Linux 6.18 clears them on
+            // the VMA without splitting it first, as a recorded C program shows
+            // (6.12's `move_vma` split a locked VMA at the range first).
+            // The flags change in place: no merge with a neighbour they match now.
+            if vma.flags.locked {
+                let mut stays = vma.slice(vma.start, vma.end);
+                stays.flags.locked = false;
+                stays.flags.lockonfault = false;
+                let r = self.tree.reader();
+                let left = vma.start.checked_sub(1).and_then(|i| r.load(i));
+                if left.is_some_and(|(_, l)| l.can_merge(&stays)) {
+                    st.seams.push(vma.start);
+                }
+                if r.load(vma.end).is_some_and(|(_, n)| stays.can_merge(&n)) {
+                    st.seams.push(vma.end);
+                }
+                drop(r);
+                let span = (vma.start, vma.end);
+                self.replace(&mut st, span.0, span.1, vec![stays], Why::Protect, span);
+            }
+        } else if old_len > 0 {
+            self.replace(
+                &mut st,
+                old_addr,
+                old_end,
+                Vec::new(),
+                Why::Unmap,
+                (old_addr, old_end),
+            );
+        }
         self.place(&mut st, vec![moved], Why::Map);
         Ok(target)
     }

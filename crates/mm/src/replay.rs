@@ -27,8 +27,8 @@ pub use crate::maps::{diff_maps, parse_maps, MapsLine};
 use crate::placement::{self, Placement, Request};
 use crate::strace::{self, map, shm, Call, Event, RecordedFile};
 use crate::{
-    align_up, Advice, AnonKind, Caller, ExecStep, Files, Mm, MmapOptions, MremapFlags, Process,
-    Program, Prot, RmapCalls, Vma, Why, PAGE_SIZE,
+    align_up, Advice, AnonKind, Caller, ExecStep, Files, Grows, Mm, MmapOptions, MremapFlags,
+    Process, Program, Prot, RmapCalls, Vma, Why, PAGE_SIZE,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -459,7 +459,20 @@ impl Replay {
                 prot,
                 ret,
             } => {
-                let got = mm.mprotect(*addr, *len, prot_of(*prot));
+                let grows = prot & (Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP);
+                let got = match grows {
+                    0 => mm.mprotect(*addr, *len, prot_of(*prot)),
+                    Grows::PROT_GROWSDOWN => {
+                        mm.mprotect_grows(*addr, *len, prot_of(*prot), Grows::Down)
+                    }
+                    Grows::PROT_GROWSUP => {
+                        mm.mprotect_grows(*addr, *len, prot_of(*prot), Grows::Up)
+                    }
+                    // Both at once: EINVAL before anything else is looked at.
+                    _ => Err(crate::Error::Invalid {
+                        what: "PROT_GROWSDOWN with PROT_GROWSUP",
+                    }),
+                };
                 if got.is_ok() != ret.is_ok() {
                     self.differs(line, ret, || {
                         format!("mprotect: model {got:?}, kernel {ret:?}")
@@ -487,7 +500,19 @@ impl Replay {
                     fixed: flags & 2 != 0,
                     dont_unmap: flags & 4 != 0,
                 };
-                let got = mm.mremap(*old, *old_len, *new_len, fl, *new_addr, self.placement);
+                // MREMAP_DONTUNMAP without MREMAP_FIXED takes a hint strace does
+                // not print. Refused (maybe for the hint: the kernel checks its
+                // alignment and overlap), nothing changed and the model cannot
+                // tell why; done, the hint is taken to be where the area went
+                // (where the kernel's search would have put it too if the hint
+                // was NULL), so the model's layout goes on from the kernel's.
+                let hint = match (new_addr, ret) {
+                    (Some(a), _) => *a,
+                    (None, Err(_)) if fl.dont_unmap => return,
+                    (None, Ok(r)) if fl.dont_unmap => *r,
+                    (None, _) => 0,
+                };
+                let got = mm.mremap(*old, *old_len, *new_len, fl, hint, self.placement);
                 match (&got, ret) {
                     (Ok(a), Ok(r)) if a == r => {}
                     (Err(_), Err(_)) => {}

@@ -157,8 +157,11 @@ pub enum Call {
         new_len: u64,
         /// `MREMAP_*` bits.
         flags: u64,
-        /// New address (`MREMAP_FIXED`).
-        new_addr: u64,
+        /// New address: the target with `MREMAP_FIXED`, a hint with
+        /// `MREMAP_DONTUNMAP` alone. `None` when strace did not print it (strace
+        /// 6.1 prints it only with `MREMAP_FIXED`, though the kernel reads and
+        /// checks it for `MREMAP_DONTUNMAP` too).
+        new_addr: Option<u64>,
         /// Result.
         ret: Ret,
     },
@@ -636,7 +639,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
             new_len: num(2)?,
             flags: parse_bits(arg(3)?, MREMAP_NAMES)
                 .ok_or_else(|| format!("mremap: bad flags {:?}", args[3]))?,
-            new_addr: if args.len() > 4 { num(4)? } else { 0 },
+            new_addr: if args.len() > 4 { Some(num(4)?) } else { None },
             ret,
         },
         "madvise" => Call::Madvise {

@@ -727,3 +727,132 @@ fn droppable_memory_is_never_locked() {
     assert_eq!(mm.vmas().len(), 2);
     mm.check_invariants().unwrap();
 }
+
+fn dont_unmap() -> MremapFlags {
+    MremapFlags {
+        may_move: true,
+        dont_unmap: true,
+        ..Default::default()
+    }
+}
+
+/// `MREMAP_DONTUNMAP` copies the range to a new area and leaves the old one mapped
+/// as it was; from a locked area, the whole area loses its lock bits in place, kept
+/// apart from the unlocked neighbours it now matches (Linux 6.18 neither splits it
+/// nor merges it). A length change, no `MREMAP_MAYMOVE`, or a special mapping is
+/// refused, with nothing changed.
+#[test]
+fn dont_unmap_copies_and_leaves_the_old_range_mapped() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 16 * p, Prot::RW, fixed(), None).unwrap();
+    let to = mm
+        .mremap(AT, 2 * p, 2 * p, dont_unmap(), 0, Placement::default())
+        .unwrap();
+    assert!(to >= AT + 16 * p, "top-down search, above the low area");
+    assert_eq!(mm.find(to).unwrap().len(), 2 * p);
+    assert_eq!(mm.find(AT).unwrap().end, AT + 16 * p, "the old range stays");
+    // A free hint is taken.
+    let hint = AT + 128 * p;
+    let got = mm.mremap(AT + 4 * p, p, p, dont_unmap(), hint, Placement::default());
+    assert_eq!(got, Ok(hint));
+    // A fixed target in a reserve replaces that part of it.
+    let reserve = AT + 64 * p;
+    mm.mmap_with(reserve, 8 * p, Prot::NONE, fixed(), None)
+        .unwrap();
+    let fixed_to = MremapFlags {
+        fixed: true,
+        ..dont_unmap()
+    };
+    let got = mm
+        .mremap(
+            AT + 2 * p,
+            2 * p,
+            2 * p,
+            fixed_to,
+            reserve + 2 * p,
+            Placement::default(),
+        )
+        .unwrap();
+    assert_eq!(got, reserve + 2 * p);
+    assert_eq!(mm.find(reserve + 2 * p).unwrap().prot, Prot::RW);
+    assert_eq!(mm.find(reserve).unwrap().prot, Prot::NONE);
+    // From the middle of a locked area: all of it unlocked, nothing merged.
+    mm.mlock(AT + 8 * p, 4 * p).unwrap();
+    mm.mremap(
+        AT + 9 * p,
+        2 * p,
+        2 * p,
+        dont_unmap(),
+        0,
+        Placement::default(),
+    )
+    .unwrap();
+    let low: Vec<_> = locks(&mm)
+        .into_iter()
+        .filter(|&(s, _, _)| s < AT + 16 * p)
+        .collect();
+    assert_eq!(
+        low,
+        [
+            (AT, AT + 8 * p, false),
+            (AT + 8 * p, AT + 12 * p, false),
+            (AT + 12 * p, AT + 16 * p, false)
+        ]
+    );
+    mm.check_invariants().unwrap();
+    // Refusals.
+    let before = locks(&mm);
+    let resize = mm.mremap(AT, 2 * p, 4 * p, dont_unmap(), 0, Placement::default());
+    assert_eq!(resize.unwrap_err().errno(), 22);
+    let no_move = MremapFlags {
+        may_move: false,
+        ..dont_unmap()
+    };
+    let stays = mm.mremap(AT, 2 * p, 2 * p, no_move, 0, Placement::default());
+    assert_eq!(stays.unwrap_err().errno(), 22);
+    let unaligned_hint = mm.mremap(AT, 2 * p, 2 * p, dont_unmap(), 1, Placement::default());
+    assert_eq!(unaligned_hint.unwrap_err().errno(), 22);
+    assert_eq!(locks(&mm), before);
+}
+
+/// `old_len` 0 maps a shared object a second time, from the page at the old
+/// address, and leaves the first mapping; it is refused for private memory
+/// (EINVAL), and without `MREMAP_MAYMOVE` there is nowhere to put it (ENOMEM).
+#[test]
+fn old_len_zero_maps_a_shared_object_again() {
+    let (files, mm) = setup();
+    let p = PAGE_SIZE;
+    let f = files.register(Path::new("/remap/shared"), 16);
+    let shared = MmapOptions {
+        shared: true,
+        ..fixed()
+    };
+    mm.mmap_with(AT, 4 * p, Prot::R, shared, Some((&f, 0)))
+        .unwrap();
+    let may_move = MremapFlags {
+        may_move: true,
+        ..Default::default()
+    };
+    let b = mm
+        .mremap(AT + p, 0, 3 * p, may_move, 0, Placement::default())
+        .unwrap();
+    let copy = mm.find(b).unwrap();
+    assert_eq!((copy.start, copy.end), (b, b + 3 * p));
+    assert!(copy.flags.shared);
+    let (file, pgoff) = copy.file().unwrap();
+    assert!(std::sync::Arc::ptr_eq(file, &f));
+    assert_eq!(pgoff, 1);
+    assert_eq!(mm.find(AT).unwrap().len(), 4 * p, "the first stays");
+    assert_eq!(f.rmap().len(), 2, "both in the file's reverse map");
+    let no_move = mm.mremap(AT, 0, p, MremapFlags::default(), 0, Placement::default());
+    assert_eq!(no_move.unwrap_err().errno(), 12);
+    let private = AT + 32 * p;
+    mm.mmap_with(private, 2 * p, Prot::RW, fixed(), None)
+        .unwrap();
+    let before = mm.vmas().len();
+    let refused = mm.mremap(private, 0, p, may_move, 0, Placement::default());
+    assert_eq!(refused.unwrap_err().errno(), 22);
+    assert_eq!(mm.vmas().len(), before);
+    mm.check_invariants().unwrap();
+}
