@@ -87,7 +87,8 @@ done
 status=0
 wait "$tracer" || status=$?
 
-# The files the run mapped (strace -y paths, every maps file) or executed.
+# The files the run mapped (strace -y paths, every maps file) or executed; not a
+# /proc link (/proc/self/exe names the executable of whoever looks, here stat).
 files() {
     grep '^[0-9]* *mmap(' "$out.strace" | grep -o '[0-9]</[^>]*>' |
         sed 's/^[0-9]<\(.*\)>$/\1/' || true
@@ -108,7 +109,7 @@ while read -r f; do
     fi
     printf '# aspace-file size=%s mtime=%s dev=%02x:%02x ino=%s%s path=%s\n' \
         "$size" "$mtime" "$major" "$minor" "$ino" "$build" "$f"
-done < <(files | sort -u) >>"$out.strace"
+done < <(files | grep -v '^/proc/' | sort -u) >>"$out.strace"
 
 # The stack limit the run started with (ours, which PROGRAM inherited), first.
 limit=$(ulimit -s)

@@ -701,9 +701,10 @@ impl Mm {
         Self::set_new_image(&mut st, prog);
     }
 
-    /// What an exec of `prog` leaves beside its areas: the mmap base, the program
-    /// break and `start_stack`.
+    /// What an exec of `prog` leaves beside its areas: the executable's file, the
+    /// mmap base, the program break and `start_stack`.
     fn set_new_image(st: &mut State, prog: &Program) {
+        st.exe_file = Some(prog.objects[0].1.clone());
         st.mmap_base = prog.mmap_base;
         st.brk_start = prog.brk_start;
         st.brk = prog.heap_end.unwrap_or(prog.brk_start);

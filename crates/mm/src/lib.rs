@@ -264,6 +264,9 @@ struct State {
     /// apart, keeps the parent's boundaries (`dup_mmap` does not merge). A change
     /// whose range holds one inside forgets it (it merged what it could there).
     seams: Vec<u64>,
+    /// `mm->exe_file`: the executable the last exec loaded (for a `#!` script, its
+    /// interpreter), which `/proc/PID/exe` names; a fork's child has its parent's.
+    exe_file: Option<Arc<File>>,
     next_id: u64,
     calls: RmapCalls,
 }
@@ -348,11 +351,19 @@ impl Mm {
                 mmap_base: layout::MMAP_BASE,
                 def_flags: VmFlags::default(),
                 seams: Vec::new(),
+                exe_file: None,
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
             users: AtomicUsize::new(1),
         }
+    }
+
+    /// The executable the last exec loaded (`mm->exe_file`, what `/proc/PID/exe`
+    /// names): for a `#!` script, its interpreter; a fork's child has its parent's,
+    /// and an address space no exec has loaded (or one torn down), none.
+    pub fn exe_file(&self) -> Option<Arc<File>> {
+        self.state.lock().exe_file.clone()
     }
 
     /// The top of this address space's mmap area, set at exec from the stack limit
@@ -1123,6 +1134,7 @@ impl Mm {
                 mmap_base: st.mmap_base,
                 def_flags: VmFlags::default(),
                 seams: Vec::new(),
+                exe_file: st.exe_file.clone(),
                 next_id: 0,
                 calls: RmapCalls::default(),
             }),
@@ -1248,6 +1260,7 @@ impl Mm {
         // The next image's space starts with no default lock bits (`mm_init`).
         st.def_flags = VmFlags::default();
         st.seams.clear();
+        st.exe_file = None;
     }
 
     /// A page fault at `addr`: finds the VMA on the lock-free read path and checks the

@@ -115,6 +115,23 @@ impl Replay {
         }
     }
 
+    /// The executable `path` names when it is `/proc/self/exe`,
+    /// `/proc/thread-self/exe` or `/proc/PID/exe` (a link to the executable of the
+    /// caller, or of that pid): `Err` where the model knows none (no exec of it
+    /// replayed); `None` for any other path.
+    fn proc_exe(&self, caller: u32, path: &str) -> Option<Result<String, String>> {
+        let who = path.strip_prefix("/proc/")?.strip_suffix("/exe")?;
+        let pid = match who {
+            "self" | "thread-self" => caller,
+            n => n.parse().ok()?,
+        };
+        let exe = self.live.get(&pid).and_then(|p| p.mm().exe_file());
+        Some(
+            exe.map(|f| f.path().to_string_lossy().into_owned())
+                .ok_or_else(|| format!("execve {path}: no executable of pid {pid} replayed")),
+        )
+    }
+
     /// `pid`'s stack limit.
     fn stack_limit(&self, pid: u32) -> Option<u64> {
         self.stack_limits
@@ -264,6 +281,12 @@ impl Replay {
 
     /// Compares a recorded file with the file now (once per path and `Replay`).
     fn check_file(&mut self, line: usize, rec: &RecordedFile) {
+        if rec.path.starts_with("/proc/") {
+            // A per-process link (`/proc/self/exe`), which an older `record.sh`
+            // identified as its own `stat` saw it: what it named is in the
+            // recording under its own path.
+            return;
+        }
         let change = self.file_checks.entry(rec.path.clone()).or_insert_with(|| {
             match FileIdentity::of(Path::new(&rec.path)) {
                 Ok(now) => now.changes_since(&rec.identity),
@@ -342,9 +365,16 @@ impl Replay {
                 if ret.is_err() {
                     return;
                 }
+                // `/proc/self/exe` (busybox running an applet, a re-exec of
+                // oneself) is the caller's executable, not the replaying machine's.
+                let path = match self.proc_exe(e.pid, path) {
+                    Some(Ok(exe)) => exe,
+                    Some(Err(why)) => return self.report.not_expressed.push((line, why)),
+                    None => path.clone(),
+                };
                 // The new image's mmap area ends below a gap for the stack limit.
                 let base = crate::layout::mmap_base(self.stack_limit(e.pid));
-                let prog = match self.files.program_with_base(Path::new(path), base) {
+                let prog = match self.files.program_with_base(Path::new(&path), base) {
                     Ok(p) => p,
                     Err(err) => {
                         return self
@@ -355,7 +385,7 @@ impl Replay {
                 };
                 // A script's strings change as binfmt_script swaps argv[0] for
                 // the interpreter's line: not counted.
-                let strings = strings.filter(|_| !starts_with_shebang(Path::new(path)));
+                let strings = strings.filter(|_| !starts_with_shebang(Path::new(&path)));
                 let p = self.process(e.pid);
                 p.exec_with(|mm| mm.exec_kernel_part_with_strings(&prog, strings));
                 let new = p.mm().clone();
@@ -869,6 +899,7 @@ impl Mm {
         st.brk_start = prog.brk_start();
         st.brk = prog.brk_start();
         st.start_stack = crate::layout::START_STACK;
+        st.exe_file = Some(prog.objects[0].1.clone());
     }
 }
 

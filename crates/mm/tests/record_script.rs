@@ -167,3 +167,43 @@ fn record_takes_the_maps_of_a_process_reparented_away() {
     assert!(check.layouts_identical(), "{:#?}", check.processes);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program that runs `/proc/self/exe` (busybox's applets do): the recording
+/// identifies the files the run used, never the `/proc` link (which names the
+/// executable of whoever looks at it, the script's `stat` then), and replays to the
+/// kernel's layout with no file said to have changed.
+#[test]
+fn record_of_proc_self_exe_names_no_proc_link() {
+    let Some(dir) = scratch("self-exe") else {
+        return;
+    };
+    let out = dir.join("self-exe");
+    let run = Command::new(repo_root().join("scripts/record.sh"))
+        .arg(&out)
+        .args(["/bin/sh", "-c", "/proc/self/exe -c /bin/true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "record.sh failed:\n{stderr}");
+    let strace = std::fs::read_to_string(out.with_extension("strace")).unwrap();
+    assert!(strace.contains("execve(\"/proc/self/exe\""), "{strace}");
+    assert!(
+        !strace
+            .lines()
+            .any(|l| l.starts_with("# aspace-file") && l.contains("path=/proc/")),
+        "{strace}"
+    );
+    let check = check_recording(&out);
+    assert!(
+        check.report.files_changed.is_empty(),
+        "{:?}",
+        check.report.files_changed
+    );
+    assert!(check
+        .report
+        .not_expressed
+        .iter()
+        .all(|(_, w)| w.starts_with("exit_group")));
+    assert!(check.layouts_identical(), "{:#?}", check.processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}

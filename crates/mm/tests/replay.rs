@@ -1111,3 +1111,62 @@ fn page_advice_is_refused_where_the_kernel_refuses_it() {
     assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
     assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
 }
+
+/// `execve("/proc/self/exe")` (busybox running an applet, a program re-executing
+/// itself) runs the caller's executable, and `/proc/PID/exe` that pid's: never the
+/// replaying program's. A fork's child has its parent's executable; a pid the
+/// model has no exec of cannot be expressed.
+#[test]
+fn proc_self_exe_is_the_callers_executable() {
+    let t = "\
+7 execve(\"/bin/sh\", [\"sh\"], 0x7f /* 3 vars */) = 0
+7 clone(child_stack=NULL, flags=SIGCHLD) = 8
+8 execve(\"/proc/self/exe\", [\"sh\", \"-c\", \"x\"], 0x7f /* 3 vars */) = 0
+8 exit_group(0) = ?
+8 +++ exited with 0 +++
+7 clone(child_stack=NULL, flags=SIGCHLD) = 9
+9 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */) = 0
+7 clone(child_stack=NULL, flags=SIGCHLD) = 10
+10 execve(\"/proc/9/exe\", [\"true\"], 0x7f /* 3 vars */) = 0
+10 exit_group(0) = ?
+10 +++ exited with 0 +++
+9 exit_group(0) = ?
+9 +++ exited with 0 +++
+7 execve(\"/proc/12/exe\", [\"x\"], 0x7f /* 3 vars */) = 0
+7 exit_group(0) = ?
+7 +++ exited with 0 +++
+";
+    let events = strace::parse(t).unwrap();
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&events);
+    let names = |pid: u32| -> Vec<String> {
+        r.exited[&pid]
+            .maps()
+            .iter()
+            .map(|l| l.name.clone())
+            .collect()
+    };
+    let sh = std::fs::canonicalize("/bin/sh").unwrap();
+    let sh = sh.to_str().unwrap();
+    assert!(names(8).iter().any(|n| n == sh), "{:#?}", names(8));
+    assert_eq!(names(8), names(7), "the child ran its parent's program");
+    assert!(
+        names(10).iter().any(|n| n.ends_with("/true")),
+        "{:#?}",
+        names(10)
+    );
+    assert!(!names(10).iter().any(|n| n == sh));
+    let exe = std::env::current_exe().unwrap();
+    let me = exe.file_name().unwrap().to_str().unwrap();
+    assert!(
+        !names(8).iter().any(|n| n.ends_with(me)),
+        "not the test binary"
+    );
+    // Pid 12 never ran here: not expressed, and the image stays.
+    let [(_, why)] = &r.report.not_expressed[..] else {
+        panic!("{:?}", r.report.not_expressed)
+    };
+    assert!(why.contains("/proc/12/exe"), "{why}");
+    assert!(r.report.result_differs.is_empty());
+}
