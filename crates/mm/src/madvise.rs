@@ -107,13 +107,22 @@ pub enum Advice {
     /// wants `VM_MAYWRITE`, which follows the descriptor's open mode, not in a
     /// trace: not checked.) Changes nothing.
     Remove,
+    /// `MADV_GUARD_INSTALL` (Linux >= 6.13): makes the range's pages fault, in the
+    /// page tables, without a VMA of its own (the maps show no split); refused
+    /// (`EINVAL`) on a locked or special area ([`Vma::is_special`]; in the kernel
+    /// also `VM_PFNMAP`, `VM_IO`, `VM_MIXEDMAP` and hugetlb). Changes no VMA.
+    GuardInstall,
+    /// `MADV_GUARD_REMOVE`: undoes [`Advice::GuardInstall`]; refused on a special
+    /// area, allowed on a locked one. Changes no VMA.
+    GuardRemove,
     /// Advice about pages, not VMAs: checked for a mapped range, changes nothing.
     PagesOnly,
 }
 
 impl Advice {
     /// The advice for Linux's `MADV_*` number, `None` if the model cannot express it
-    /// (numbers Linux 6.12 does not have, and `MADV_HWPOISON`/`MADV_SOFT_OFFLINE`).
+    /// (numbers Linux 6.12 does not have, but for the guard advice of 6.13, and
+    /// `MADV_HWPOISON`/`MADV_SOFT_OFFLINE`).
     pub fn from_linux(n: u64) -> Option<Advice> {
         Some(match n {
             0 => Advice::Normal,
@@ -133,6 +142,8 @@ impl Advice {
             19 => Advice::KeepOnFork,
             10 => Advice::DontFork,
             11 => Advice::DoFork,
+            102 => Advice::GuardInstall,
+            103 => Advice::GuardRemove,
             _ => return None,
         })
     }
@@ -188,7 +199,23 @@ impl Advice {
                     what: "MADV_REMOVE of memory other than a shared file's",
                 })
             }
-            Advice::Discard | Advice::Free | Advice::Remove | Advice::PagesOnly => {}
+            // `is_valid_guard_vma`: the answers Linux 6.18 gave a recorded C program.
+            Advice::GuardInstall if f.locked || v.is_special() => {
+                return Err(Error::Invalid {
+                    what: "MADV_GUARD_INSTALL on a locked or special area",
+                })
+            }
+            Advice::GuardRemove if v.is_special() => {
+                return Err(Error::Invalid {
+                    what: "MADV_GUARD_REMOVE on a special area",
+                })
+            }
+            Advice::Discard
+            | Advice::Free
+            | Advice::Remove
+            | Advice::GuardInstall
+            | Advice::GuardRemove
+            | Advice::PagesOnly => {}
         }
         Ok(f)
     }

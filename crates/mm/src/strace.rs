@@ -1161,6 +1161,9 @@ const MADV_NAMES: &[(&str, u64)] = &[
     ("MADV_POPULATE_WRITE", 23),
     ("MADV_DONTNEED_LOCKED", 24),
     ("MADV_COLLAPSE", 25),
+    // Linux >= 6.13 (strace 6.1 prints them as `0x66 /* MADV_??? */`).
+    ("MADV_GUARD_INSTALL", 102),
+    ("MADV_GUARD_REMOVE", 103),
 ];
 
 #[cfg(test)]

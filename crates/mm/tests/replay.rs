@@ -1170,3 +1170,62 @@ fn proc_self_exe_is_the_callers_executable() {
     assert!(why.contains("/proc/12/exe"), "{why}");
     assert!(r.report.result_differs.is_empty());
 }
+
+/// `MADV_GUARD_INSTALL` and `MADV_GUARD_REMOVE` (Linux >= 6.13), as strace 6.1
+/// prints them (`0x66 /* MADV_??? */`) and as a newer one names them: no VMA
+/// changes (the kernel's maps show no split), installing is refused on a locked
+/// area and on `[vdso]`, removing only on `[vdso]`, and a range over a hole is
+/// `ENOMEM`, each as Linux 6.18 answered a C program.
+#[test]
+fn guard_advice_changes_no_area_and_is_refused_where_the_kernel_refuses_it() {
+    let exec = "7 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */) = 0\n";
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let vdso_of = |r: &Replay| {
+        let vmas = r.mm(7).unwrap().vmas();
+        let vdso = vmas
+            .iter()
+            .find(|v| matches!(v.backing, mm::Backing::Anon(mm::AnonKind::Vdso)));
+        vdso.map(|v| v.start).unwrap()
+    };
+    let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+    r.run(&strace::parse(exec).unwrap());
+    let vdso = vdso_of(&r);
+    let t = exec.to_string()
+        + "\
+7 mmap(0x7fff70000000, 32768, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7fff70000000
+7 mlock(0x7fff70006000, 4096) = 0
+7 madvise(0x7fff70001000, 4096, 0x66 /* MADV_??? */) = 0
+7 madvise(0x7fff70001000, 4096, MADV_GUARD_REMOVE) = 0
+7 madvise(0x7fff70002000, 8192, MADV_GUARD_INSTALL) = 0
+7 madvise(0x7fff70006000, 4096, MADV_GUARD_INSTALL) = -1 EINVAL (Invalid argument)
+7 madvise(0x7fff70006000, 4096, 0x67 /* MADV_??? */) = 0
+7 madvise(0x7fff70005000, 8192, MADV_GUARD_INSTALL) = -1 EINVAL (Invalid argument)
+7 madvise(0x7fff70007000, 8192, MADV_GUARD_INSTALL) = -1 ENOMEM (Cannot allocate memory)
+7 madvise(VDSO, 4096, MADV_GUARD_INSTALL) = -1 EINVAL (Invalid argument)
+7 madvise(VDSO, 4096, MADV_GUARD_REMOVE) = -1 EINVAL (Invalid argument)
+";
+    let events = strace::parse(&t.replace("VDSO", &format!("{vdso:#x}"))).unwrap();
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&events);
+    let rep = &r.report;
+    assert!(rep.not_expressed.is_empty(), "{:?}", rep.not_expressed);
+    assert!(rep.result_differs.is_empty(), "{:?}", rep.result_differs);
+    assert_eq!(rep.calls, 11);
+    assert_eq!(vdso_of(&r), vdso, "[vdso] stays");
+    let mm = r.mm(7).unwrap();
+    let base = 0x7fff_7000_0000u64;
+    let ours: Vec<(u64, u64, bool)> = mm
+        .vmas()
+        .iter()
+        .filter(|v| v.start >= base && v.end <= base + 0x8000)
+        .map(|v| (v.start - base, v.end - base, v.flags.locked))
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            (0, 0x6000, false),
+            (0x6000, 0x7000, true),
+            (0x7000, 0x8000, false)
+        ]
+    );
+}
