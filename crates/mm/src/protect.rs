@@ -10,7 +10,7 @@
 //! the page that holds `__libc_stack_end`, and the whole `[stack]` becomes `rwxp`.
 //!
 //! The only area that grows down here is the stack an exec sets up
-//! ([`AnonKind::Stack`](crate::AnonKind::Stack), `VM_GROWSDOWN`); every piece an
+//! ([`AnonKind::Stack`], `VM_GROWSDOWN`); every piece an
 //! `mprotect` splits from it keeps the flag, as on Linux. x86-64 has no area that
 //! grows up (`VM_GROWSUP` is 0 there), so `PROT_GROWSUP` is always refused.
 //!

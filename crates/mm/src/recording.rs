@@ -1,8 +1,12 @@
 //! A recording on disk, as `scripts/record.sh` writes it, replayed and checked process
 //! by process.
 //!
-//! - `OUT.strace`: the trace (`strace -f -y -e trace=memory,process`, ASLR off),
-//!   ending with a `# aspace-file` line per file the run mapped or executed
+//! - `OUT.strace`: the trace (`strace -f -y -v -s 131072 -e
+//!   trace=memory,process,setrlimit,prlimit64,shmget,unlink,unlinkat,rename,renameat,renameat2`,
+//!   ASLR off: the memory calls, the processes, the stack limit that places the mmap
+//!   area, System V segments' sizes, and the unlinks that make a mapped file
+//!   `(deleted)`), starting with a `# aspace-stack-limit` line and ending with a
+//!   `# aspace-file` line per file the run mapped or executed
 //!   ([`crate::identity`]);
 //! - `OUT.maps/PID.maps`: `/proc/PID/maps` of each process as it called
 //!   `exit_group`. A single maps file (the README's gdb recipe) stands for the first
