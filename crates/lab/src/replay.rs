@@ -2,7 +2,7 @@
 //! through the model with each design, with the report of `mm::replay`.
 
 use crate::input;
-use mm::maps::compare_maps;
+use mm::maps::{compare_maps, vdso_layout};
 use mm::placement::Placement;
 use mm::replay::{parse_maps, Replay};
 use mm::{strace, CallPattern, Files};
@@ -44,6 +44,10 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         .flat_map(|&d| cfg.patterns.iter().map(move |&p| (d, p)));
     for (design, pattern) in runs {
         let files = Files::new(design, Topology::detect(), pattern);
+        // The recording kernel's vDSO layout, where its maps show it.
+        if let Some(layout) = real.as_deref().and_then(vdso_layout) {
+            files.set_vdso_layout(layout);
+        }
         let mut r = Replay::new(files, cfg.placement);
         // A first run resolves the programs and files (reads ELF headers); the timed
         // runs replay into the warm registry.

@@ -83,9 +83,10 @@ impl Files {
 
     /// [`Files::program`] for a process whose mmap area ends at `mmap_base`
     /// ([`crate::layout::mmap_base`] of its stack limit): the interpreter and the
-    /// vdso go top-down from there. Cached per path and base.
+    /// vdso go top-down from there. Cached per path, base and vDSO layout
+    /// ([`Files::set_vdso_layout`]).
     pub fn program_with_base(&self, path: &Path, mmap_base: u64) -> Result<Arc<Program>, Error> {
-        let key = (path.to_path_buf(), mmap_base);
+        let key = (path.to_path_buf(), mmap_base, self.vdso_layout());
         if let Some(p) = self.programs.lock().get(&key) {
             return Ok(p.clone());
         }
@@ -120,6 +121,7 @@ impl Program {
         };
         let mut p = Planner {
             base: mmap_base,
+            vdso: files.vdso_layout(),
             ..Planner::default()
         };
         p.plan(&plan, &objects, cache.as_ref())?;
@@ -178,6 +180,8 @@ fn script_interpreter(path: &Path) -> Result<PathBuf, Error> {
 struct Planner {
     /// Where top-down placement starts (the mmap base).
     base: u64,
+    /// The vDSO's areas.
+    vdso: VdsoLayout,
     used: Vec<(u64, u64)>,
     steps: Vec<ExecStep>,
     brk_start: u64,
@@ -188,6 +192,7 @@ impl Default for Planner {
     fn default() -> Planner {
         Planner {
             base: MMAP_BASE,
+            vdso: VdsoLayout::default(),
             used: Vec::new(),
             steps: Vec::new(),
             brk_start: 0,
@@ -409,10 +414,10 @@ impl Planner {
             self.kernel_load(img, file, bias)?;
             interp_bias = Some((img, bias));
         }
-        let vdso = (VVAR_PAGES + VCLOCK_PAGES + VDSO_PAGES) * PAGE_SIZE;
+        let vdso = self.vdso.pages() * PAGE_SIZE;
         let at = self.top_down(&exe.path, vdso, PAGE_SIZE)?;
-        let clock = at + VVAR_PAGES * PAGE_SIZE;
-        let mid = clock + VCLOCK_PAGES * PAGE_SIZE;
+        let clock = at + self.vdso.vvar * PAGE_SIZE;
+        let mid = clock + self.vdso.vclock * PAGE_SIZE;
         self.map(
             at,
             clock,
@@ -421,14 +426,16 @@ impl Planner {
             false,
             Caller::Kernel,
         );
-        self.map(
-            clock,
-            mid,
-            Prot::R,
-            Backing::Anon(AnonKind::VvarVclock),
-            false,
-            Caller::Kernel,
-        );
+        if mid > clock {
+            self.map(
+                clock,
+                mid,
+                Prot::R,
+                Backing::Anon(AnonKind::VvarVclock),
+                false,
+                Caller::Kernel,
+            );
+        }
         self.map(
             mid,
             at + vdso,

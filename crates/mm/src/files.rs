@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use crate::file::{File, FileId};
+use crate::layout::VdsoLayout;
 use crate::ldso::SearchPath;
 use crate::program::Program;
 use crate::PAGE_SIZE;
@@ -135,7 +136,9 @@ pub struct Files {
     files: Mutex<HashMap<PathBuf, Arc<File>>>,
     /// Programs planned so far, by the path exec was given and the mmap base they
     /// were planned under ([`Files::program_with_base`]).
-    pub(crate) programs: Mutex<HashMap<(PathBuf, u64), Arc<Program>>>,
+    pub(crate) programs: Mutex<HashMap<(PathBuf, u64, VdsoLayout), Arc<Program>>>,
+    /// [`Files::set_vdso_layout`].
+    vdso: Mutex<VdsoLayout>,
     /// [`Files::set_kernel_split_holds`].
     kernel_split_holds: std::sync::atomic::AtomicBool,
 }
@@ -151,8 +154,21 @@ impl Files {
             search: SearchPath::default(),
             files: Mutex::new(HashMap::new()),
             programs: Mutex::new(HashMap::new()),
+            vdso: Mutex::new(VdsoLayout::default()),
             kernel_split_holds: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Makes every exec planned from now on lay the vDSO out as `layout` (the
+    /// kernel a recording was made on: [`crate::maps::vdso_layout`]); until then,
+    /// [`VdsoLayout::default`].
+    pub fn set_vdso_layout(&self, layout: VdsoLayout) {
+        *self.vdso.lock() = layout;
+    }
+
+    /// The vDSO layout execs are planned with ([`Files::set_vdso_layout`]).
+    pub fn vdso_layout(&self) -> VdsoLayout {
+        *self.vdso.lock()
     }
 
     /// Makes every split of a file VMA by a map or unmap of an [`crate::Mm`]

@@ -168,14 +168,58 @@ pub mod layout {
     pub const ELF_ET_DYN_BASE_RAW: u64 = 0x5555_5555_4aaa;
     /// The `[heap]` a process has after its first malloc (132 KiB).
     pub const HEAP_INITIAL: u64 = 0x21000;
-    /// Pages of vvar data (`[vvar]`), then the vclock pages (`[vvar_vclock]`, a
-    /// separate area since Linux 6.13), then the vdso's code: the layout of this
-    /// machine's kernel (6.18), 4 + 2 + 2 pages.
-    pub const VVAR_PAGES: u64 = 4;
-    /// Pages of `[vvar_vclock]`.
-    pub const VCLOCK_PAGES: u64 = 2;
-    /// Pages of the vdso.
-    pub const VDSO_PAGES: u64 = 2;
+
+    /// The vDSO's areas as an exec maps them, bottom to top, in pages: `[vvar]`
+    /// (the kernel's time data), `[vvar_vclock]` (the paravirt clock pages, an area
+    /// of its own since Linux 6.13; 0 before, when they are in `[vvar]`), then
+    /// `[vdso]`'s code. The exec places them together, top-down below the
+    /// interpreter, so their total size moves every later top-down placement: a
+    /// replay takes the layout from the recorded maps
+    /// ([`crate::maps::vdso_layout`]), the kernel that ran the program, and
+    /// [`VdsoLayout::LINUX_6_13`] (this machine's) where there are none.
+    ///
+    /// ```
+    /// use mm::layout::VdsoLayout;
+    /// assert_eq!(VdsoLayout::default(), VdsoLayout::LINUX_6_13);
+    /// assert_eq!(VdsoLayout::LINUX_6_13.pages(), 8);
+    /// assert_eq!(VdsoLayout::LINUX_5_6.pages(), 6);
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct VdsoLayout {
+        /// Pages of `[vvar]`.
+        pub vvar: u64,
+        /// Pages of `[vvar_vclock]` (0: no such area).
+        pub vclock: u64,
+        /// Pages of `[vdso]`.
+        pub code: u64,
+    }
+
+    impl VdsoLayout {
+        /// x86-64 from Linux 6.13 (this machine's 6.18): 4 + 2 + 2 pages.
+        pub const LINUX_6_13: VdsoLayout = VdsoLayout {
+            vvar: 4,
+            vclock: 2,
+            code: 2,
+        };
+        /// x86-64 from Linux 5.6 (the time-namespace page) to 6.12: a `[vvar]` of 4
+        /// pages with the clock pages in it, and a `[vdso]` of 2.
+        pub const LINUX_5_6: VdsoLayout = VdsoLayout {
+            vvar: 4,
+            vclock: 0,
+            code: 2,
+        };
+
+        /// The pages of all three areas.
+        pub fn pages(self) -> u64 {
+            self.vvar + self.vclock + self.code
+        }
+    }
+
+    impl Default for VdsoLayout {
+        fn default() -> VdsoLayout {
+            VdsoLayout::LINUX_6_13
+        }
+    }
 }
 use layout::*;
 

@@ -23,6 +23,7 @@
 //! against the running kernel.
 
 use crate::file::FileId;
+use crate::layout::VdsoLayout;
 use crate::vma::{AnonKind, Backing, Prot, Vma};
 use crate::{Mm, PAGE_SIZE};
 use std::fmt;
@@ -159,6 +160,38 @@ fn parse_line(l: &str) -> Option<MapsLine> {
         offset,
         file_id: Some(file_id),
         name,
+    })
+}
+
+/// The vDSO layout a recorded `/proc/PID/maps` shows: the sizes of its `[vvar]`,
+/// `[vvar_vclock]` (if any) and `[vdso]`, where they lie together as an exec maps
+/// them; `None` without them (a program that unmapped or moved one).
+///
+/// ```
+/// use mm::layout::VdsoLayout;
+/// use mm::maps::{parse_maps, vdso_layout};
+/// let linux_6_8 = parse_maps(
+///     "7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0 [vvar]\n\
+///      7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0 [vdso]\n",
+/// )
+/// .unwrap();
+/// assert_eq!(vdso_layout(&linux_6_8), Some(VdsoLayout::LINUX_5_6));
+/// ```
+pub fn vdso_layout(lines: &[MapsLine]) -> Option<VdsoLayout> {
+    let find = |name: &str| lines.iter().find(|l| l.name == name);
+    let pages = |l: &MapsLine| (l.end - l.start) / PAGE_SIZE;
+    let vvar = find("[vvar]")?;
+    let code = find("[vdso]")?;
+    let clock = find("[vvar_vclock]");
+    let clock_end = match clock {
+        Some(c) if c.start == vvar.end => c.end,
+        Some(_) => return None,
+        None => vvar.end,
+    };
+    (code.start == clock_end).then(|| VdsoLayout {
+        vvar: pages(vvar),
+        vclock: clock.map_or(0, pages),
+        code: pages(code),
     })
 }
 

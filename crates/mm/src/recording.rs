@@ -19,7 +19,7 @@
 //! waiting on it), a trace of at most [`MAX_TRACE_BYTES`], a maps file of at most
 //! [`MAX_MAPS_BYTES`].
 
-use crate::maps::{compare_maps, parse_maps, MapsLine};
+use crate::maps::{compare_maps, parse_maps, vdso_layout, MapsLine};
 use crate::placement::Placement;
 use crate::replay::{Replay, Report};
 use crate::strace::{self, Call, Event};
@@ -152,8 +152,14 @@ impl Recording {
     }
 
     /// Replays the trace into `files` with `placement` and compares each recorded
-    /// process's final layout with the model's.
+    /// process's final layout with the model's. The execs lay the vDSO out as the
+    /// recorded maps show it (the recording kernel's: [`vdso_layout`], set on
+    /// `files`).
     pub fn check(&self, files: Arc<Files>, placement: Placement) -> Check {
+        // The kernel that ran the program laid its vDSO out as its maps show.
+        if let Some(layout) = self.maps.values().find_map(|m| vdso_layout(m)) {
+            files.set_vdso_layout(layout);
+        }
         let mut r = Replay::new(files, placement);
         r.run(&self.events);
         let processes = self

@@ -1178,7 +1178,7 @@ mod tests {
     fn unknown_flag_names_leave_the_rest_of_the_trace() {
         let trace = "\
 7 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FUTURE, -1, 0) = 0x7ffff7fc0000
-7 madvise(0x7ffff7fc0000, 4096, MADV_GUARD_INSTALL) = 0
+7 madvise(0x7ffff7fc0000, 4096, MADV_FUTURE) = 0
 7 mmap(NULL, 2097152, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|21<<MAP_HUGE_SHIFT, -1, 0) = 0x7ffff7c00000
 7 mprotect(0x7ffff7c00000, 4096, PROT_READ|0x10 /* PROT_??? */) = 0
 7 munmap(0x7ffff7fc0000, 4096) = 0
@@ -1191,7 +1191,7 @@ mod tests {
             events[0].call
         );
         assert!(
-            matches!(&events[1].call, Call::Other { name } if name.contains("MADV_GUARD_INSTALL")),
+            matches!(&events[1].call, Call::Other { name } if name.contains("MADV_FUTURE")),
             "{:?}",
             events[1].call
         );

@@ -1229,3 +1229,88 @@ fn guard_advice_changes_no_area_and_is_refused_where_the_kernel_refuses_it() {
         ]
     );
 }
+
+/// Every `0x...` number of `text` in `[low, vvar)` moved up by `by`: a trace's
+/// addresses below the vDSO, as a kernel whose vDSO areas are `by` bytes smaller
+/// would have placed them (everything below goes top-down from there).
+fn shift_hex_below(text: &str, low: u64, vvar: u64, by: u64) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&rest[..i + 2]);
+        rest = &rest[i + 2..];
+        let n = rest
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(rest.len());
+        match u64::from_str_radix(&rest[..n], 16) {
+            Ok(v) if (low..vvar).contains(&v) => out.push_str(&format!("{:x}", v + by)),
+            _ => out.push_str(&rest[..n]),
+        }
+        rest = &rest[n..];
+    }
+    out + rest
+}
+
+/// A recording from a kernel before 6.13, whose vDSO has no `[vvar_vclock]` (its
+/// `[vvar]` of 4 pages holds the clock pages, `[vdso]` 2): made from the shipped
+/// `sh-two-commands` recording (Linux 6.18) by moving every area below the vDSO up
+/// the 2 pages the smaller vDSO leaves free (none of them is huge-page aligned),
+/// as such a kernel places them. The replay takes the layout from the recorded maps
+/// and gives every process's layout and every placement as recorded; with this
+/// machine's layout, every placement below the vDSO would be 2 pages low.
+#[test]
+fn a_recording_from_a_kernel_before_6_13_replays_with_its_vdso_layout() {
+    let name = "sh-two-commands";
+    let dir = std::env::temp_dir().join(format!("aspace-vdso-6-8-{}", std::process::id()));
+    let maps_dir = dir.join(format!("{name}.maps"));
+    std::fs::create_dir_all(&maps_dir).unwrap();
+    let (low, by) = (0x7f00_0000_0000u64, 2 * mm::PAGE_SIZE);
+    let mut vvar = None;
+    for entry in std::fs::read_dir(path(&format!("{name}.maps"))).unwrap() {
+        let p = entry.unwrap().path();
+        let lines = parse_maps(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let start = lines.iter().find(|l| l.name == "[vvar]").unwrap().start;
+        assert_eq!(
+            *vvar.get_or_insert(start),
+            start,
+            "one vDSO place (ASLR off)"
+        );
+        let mut text = String::new();
+        for l in &lines {
+            let shift = |a: u64| {
+                if (low..=start).contains(&a) {
+                    a + by
+                } else {
+                    a
+                }
+            };
+            let (s, e) = match l.name.as_str() {
+                "[vvar_vclock]" => continue,
+                "[vvar]" => (l.start + by, l.end + by),
+                _ => (shift(l.start), shift(l.end)),
+            };
+            let id = l.file_id.map_or("00:00 0".to_string(), |f| f.to_string());
+            text += &format!(
+                "{s:x}-{e:x} {} {:08x} {id} {}\n",
+                l.perms(),
+                l.offset,
+                l.name
+            );
+        }
+        std::fs::write(maps_dir.join(p.file_name().unwrap()), text).unwrap();
+    }
+    let trace = shift_hex_below(&data(&format!("{name}.strace")), low, vvar.unwrap(), by);
+    let strace_path = dir.join(format!("{name}.strace"));
+    std::fs::write(&strace_path, trace).unwrap();
+    let rec = Recording::load(&strace_path, Some(&maps_dir)).unwrap();
+    let layout = rec.maps.values().find_map(|m| mm::maps::vdso_layout(m));
+    assert_eq!(layout, Some(mm::layout::VdsoLayout::LINUX_5_6));
+    let check = check_all(
+        "sh-two-commands, as Linux 6.8",
+        &rec,
+        Design::Linux,
+        CallPattern::PerVma,
+    );
+    assert!(check.report.placed >= 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
