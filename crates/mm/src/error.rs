@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// `EPERM`: operation not permitted (a change to sealed memory).
+pub const EPERM: i32 = 1;
 /// `ENOENT`: no such file or directory.
 pub const ENOENT: i32 = 2;
 /// `EIO`: input/output error.
@@ -138,6 +140,13 @@ pub enum Error {
         /// The faulting address.
         addr: u64,
     },
+    /// A change to memory sealed by `mseal` (`EPERM`): [`crate::seal`].
+    Sealed {
+        /// Start of the requested range.
+        start: u64,
+        /// Length of the requested range in bytes.
+        len: u64,
+    },
 }
 
 impl Error {
@@ -161,6 +170,7 @@ impl Error {
             Error::NotRegular { .. } => EACCES,
             Error::Fault { .. } => EFAULT,
             Error::Exists { .. } => EEXIST,
+            Error::Sealed { .. } => EPERM,
         }
     }
 
@@ -231,6 +241,9 @@ impl fmt::Display for Error {
             Error::Fault { addr } => write!(f, "segmentation fault at {addr:#x} (EFAULT)"),
             Error::Exists { start, len } => {
                 write!(f, "[{start:#x}, +{len:#x}) is already mapped (EEXIST)")
+            }
+            Error::Sealed { start, len } => {
+                write!(f, "[{start:#x}, +{len:#x}) holds sealed memory (EPERM)")
             }
         }
     }

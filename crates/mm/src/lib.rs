@@ -45,6 +45,7 @@ pub mod identity;
 pub mod ldso;
 pub mod madvise;
 pub mod maps;
+pub mod mempolicy;
 pub mod mlock;
 pub mod placement;
 pub mod process;
@@ -53,6 +54,7 @@ pub mod protect;
 pub mod recording;
 pub mod remap;
 pub mod replay;
+pub mod seal;
 pub mod split_stores;
 pub mod strace;
 pub mod vma;
@@ -67,7 +69,7 @@ pub use process::Process;
 pub use program::{Caller, ExecStep, Program};
 pub use protect::Grows;
 pub use remap::MremapFlags;
-pub use vma::{AnonKind, Backing, Prot, VmFlags, Vma};
+pub use vma::{AnonKind, Backing, MemPolicy, Prot, VmFlags, Vma};
 
 use aspace_maple::{Inline, MapleTree};
 use files::DEV_ZERO;
@@ -1038,6 +1040,7 @@ impl Mm {
         }
         if opts.fixed {
             self.refuse_special_split(&st, addr, addr + len, |_| true)?;
+            self.refuse_sealed_unmap(&mut st, addr, addr + len)?;
         }
         let start = if at_addr {
             addr
@@ -1089,11 +1092,14 @@ impl Mm {
     /// `munmap(start, len)`: removes every mapping in the range, splitting VMAs that
     /// stick out. A range with nothing mapped is `Ok` and changes nothing, as Linux
     /// returns 0. Errors (nothing changed): `Invalid` for a bad range or one that
-    /// cuts a special mapping ([`Vma::is_special`]).
+    /// cuts a special mapping ([`Vma::is_special`]), `Sealed` for one that holds
+    /// sealed memory ([`seal`]; the first area may be left split at `start`, as the
+    /// kernel leaves it).
     pub fn munmap(&self, start: u64, len: u64) -> Result<(), Error> {
         let end = Self::check_range(start, len)?;
         let mut st = self.state.lock();
         self.refuse_special_split(&st, start, end, |_| true)?;
+        self.refuse_sealed_unmap(&mut st, start, end)?;
         // Nothing mapped in the range: replace changes nothing.
         self.replace(&mut st, start, end, Vec::new(), Why::Unmap, (start, end));
         Ok(())
@@ -1114,6 +1120,9 @@ impl Mm {
             return st.brk;
         };
         if new_end < old_end {
+            if self.refuse_sealed(new_end, old_end).is_err() {
+                return st.brk;
+            }
             self.replace(
                 &mut st,
                 new_end,

@@ -152,6 +152,17 @@ impl Advice {
     /// (`EINVAL`) if the advice does not apply to it.
     fn apply(self, v: &Vma) -> Result<VmFlags, Error> {
         let mut f = v.flags;
+        // `can_modify_vma_madv`: sealed read-only anonymous memory keeps its pages.
+        let discards = matches!(
+            self,
+            Advice::Discard | Advice::Free | Advice::Remove | Advice::DontFork | Advice::WipeOnFork
+        );
+        if discards && f.sealed && v.file().is_none() && !v.prot.write {
+            return Err(Error::Sealed {
+                start: v.start,
+                len: v.len(),
+            });
+        }
         match self {
             Advice::Normal => (f.rand_read, f.seq_read) = (false, false),
             Advice::Random => (f.rand_read, f.seq_read) = (true, false),

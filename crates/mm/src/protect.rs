@@ -52,15 +52,11 @@ impl Mm {
     /// their protection, and merges the result with compatible neighbours. Errors
     /// (nothing changed): `Invalid` for a bad range or a change that would cut a
     /// special mapping ([`crate::Vma::is_special`]), `NotMapped` if any page of the
-    /// range is unmapped. A length of 0 at an aligned address changes nothing and is
-    /// `Ok`, as `do_mprotect_pkey` returns 0 for it.
+    /// range is unmapped, `Sealed` if an area of it is sealed ([`crate::seal`]). A
+    /// length of 0 at an aligned address changes nothing and is `Ok`, as
+    /// `do_mprotect_pkey` returns 0 for it.
     pub fn mprotect(&self, start: u64, len: u64, prot: Prot) -> Result<(), Error> {
-        if Self::empty_range(start, len)? {
-            return Ok(());
-        }
-        let end = Self::check_range(start, len)?;
-        let mut st = self.state.lock();
-        self.protect(&mut st, start, end, prot)
+        self.pkey_mprotect(start, len, prot, None, -1)
     }
 
     /// `mprotect(start, len, prot | PROT_GROWSDOWN)` or `| PROT_GROWSUP`: as
@@ -79,35 +75,82 @@ impl Mm {
         prot: Prot,
         grows: Grows,
     ) -> Result<(), Error> {
+        self.pkey_mprotect(start, len, prot, Some(grows), -1)
+    }
+
+    /// `pkey_mprotect(start, len, prot [| PROT_GROWS*], pkey)`: as
+    /// [`Mm::mprotect_grows`] (`grows`) or [`Mm::mprotect`] (`None`), and with a
+    /// `pkey` of 0 to 15 the areas take that protection key ([`VmFlags::pkey`],
+    /// which keeps them apart from areas with another); with -1 each keeps its own,
+    /// as `mprotect` does. Which keys `pkey_alloc` handed out is not modelled (a
+    /// replay follows the recorded result), nor x86's execute-only key for
+    /// `PROT_EXEC` alone on a machine with protection keys. Errors: `Invalid` for a
+    /// key outside -1..=15 (x86-64 has 16), then as [`Mm::mprotect_grows`].
+    ///
+    /// [`VmFlags::pkey`]: crate::VmFlags::pkey
+    pub fn pkey_mprotect(
+        &self,
+        start: u64,
+        len: u64,
+        prot: Prot,
+        grows: Option<Grows>,
+        pkey: i32,
+    ) -> Result<(), Error> {
         if Self::empty_range(start, len)? {
             return Ok(());
         }
         let end = Self::check_range(start, len)?;
+        let pkey = match pkey {
+            -1 => None,
+            0..=15 => Some(pkey as u8),
+            _ => {
+                return Err(Error::Invalid {
+                    what: "protection key outside -1..=15",
+                })
+            }
+        };
         let mut st = self.state.lock();
         let not_mapped = Error::NotMapped {
             start,
             len: end - start,
         };
-        let Some(first) = self.overlapping(start, end).into_iter().next() else {
-            return Err(not_mapped);
-        };
-        match grows {
-            Grows::Down if matches!(first.backing, Backing::Anon(AnonKind::Stack)) => {
-                self.protect(&mut st, first.start, end, prot)
+        let start = match grows {
+            None => start,
+            Some(grows) => {
+                let Some(first) = self.overlapping(start, end).into_iter().next() else {
+                    return Err(not_mapped);
+                };
+                match grows {
+                    Grows::Down if matches!(first.backing, Backing::Anon(AnonKind::Stack)) => {
+                        first.start
+                    }
+                    Grows::Down => {
+                        return Err(Error::Invalid {
+                            what: "PROT_GROWSDOWN on an area that does not grow down",
+                        })
+                    }
+                    Grows::Up if first.start > start => return Err(not_mapped),
+                    Grows::Up => {
+                        return Err(Error::Invalid {
+                            what: "PROT_GROWSUP (no area grows up on x86-64)",
+                        })
+                    }
+                }
             }
-            Grows::Down => Err(Error::Invalid {
-                what: "PROT_GROWSDOWN on an area that does not grow down",
-            }),
-            Grows::Up if first.start > start => Err(not_mapped),
-            Grows::Up => Err(Error::Invalid {
-                what: "PROT_GROWSUP (no area grows up on x86-64)",
-            }),
-        }
+        };
+        self.protect(&mut st, start, end, prot, pkey)
     }
 
-    /// The change of [`Mm::mprotect`] over `[start, end)`, checked and made under
-    /// the writer's lock `st`.
-    fn protect(&self, st: &mut State, start: u64, end: u64, prot: Prot) -> Result<(), Error> {
+    /// The change of [`Mm::pkey_mprotect`] over `[start, end)`, checked and made
+    /// under the writer's lock `st`.
+    fn protect(
+        &self,
+        st: &mut State,
+        start: u64,
+        end: u64,
+        prot: Prot,
+        pkey: Option<u8>,
+    ) -> Result<(), Error> {
         let mut pieces = Vec::new();
         let mut at = start;
         for v in self.overlapping(start, end) {
@@ -117,6 +160,9 @@ impl Mm {
             let mut p = v.slice(v.start.max(start), v.end.min(end));
             p.prot = prot;
             p.flags.account |= !p.flags.shared && prot.write && !p.flags.noreserve;
+            if let Some(key) = pkey {
+                p.flags.pkey = key;
+            }
             at = p.end;
             pieces.push((p.clone(), v.prot == prot && v.flags == p.flags));
         }
@@ -126,6 +172,7 @@ impl Mm {
                 len: end - start,
             });
         }
+        self.refuse_sealed(start, end)?;
         if pieces.iter().all(|(_, same)| *same) {
             return Ok(());
         }

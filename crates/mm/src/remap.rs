@@ -50,7 +50,8 @@ impl Mm {
     /// `Fault` when no VMA contains `old_addr`, the old range runs past its VMA, or
     /// a special mapping would grow (`EFAULT`);
     /// `NoSpace` when the mapping cannot grow in place and may not move, or no gap
-    /// fits (`ENOMEM`).
+    /// fits (`ENOMEM`); `Sealed` (`EPERM`) for a sealed mapping or a fixed target
+    /// over one ([`crate::seal`]).
     ///
     /// ```
     /// use mm::{CallPattern, Files, MapFlags, MremapFlags, Mm, Placement, Prot, PAGE_SIZE};
@@ -120,6 +121,12 @@ impl Mm {
         let Some(vma) = self.tree.load(old_addr).map(|e| e.value().clone()) else {
             return Err(Error::Fault { addr: old_addr });
         };
+        if vma.flags.sealed {
+            return Err(Error::Sealed {
+                start: old_addr,
+                len: old_len,
+            });
+        }
         if old_len == 0 && !vma.flags.shared {
             // `vma_to_resize`: a copy of private memory would share nothing with it.
             return inval("old_len 0 duplicates only a shared mapping");
@@ -138,6 +145,7 @@ impl Mm {
         }
         if flags.fixed {
             self.refuse_special_split(&st, new_addr, new_addr + new_len, |_| true)?;
+            self.refuse_sealed_unmap(&mut st, new_addr, new_addr + new_len)?;
         }
         if !flags.fixed && !flags.dont_unmap && new_len <= old_len {
             if new_len < old_len {

@@ -487,25 +487,62 @@ impl Replay {
                 addr,
                 len,
                 prot,
+                pkey,
                 ret,
             } => {
-                let grows = prot & (Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP);
-                let got = match grows {
-                    0 => mm.mprotect(*addr, *len, prot_of(*prot)),
-                    Grows::PROT_GROWSDOWN => {
-                        mm.mprotect_grows(*addr, *len, prot_of(*prot), Grows::Down)
-                    }
-                    Grows::PROT_GROWSUP => {
-                        mm.mprotect_grows(*addr, *len, prot_of(*prot), Grows::Up)
-                    }
+                if *pkey != -1 && ret.is_err() {
+                    // Which keys pkey_alloc handed out is not modelled: a refusal
+                    // (an unallocated key; a machine without protection keys)
+                    // changed nothing.
+                    return;
+                }
+                let grows = match prot & (Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP) {
+                    0 => Ok(None),
+                    Grows::PROT_GROWSDOWN => Ok(Some(Grows::Down)),
+                    Grows::PROT_GROWSUP => Ok(Some(Grows::Up)),
                     // Both at once: EINVAL before anything else is looked at.
                     _ => Err(crate::Error::Invalid {
                         what: "PROT_GROWSDOWN with PROT_GROWSUP",
                     }),
                 };
+                let key = i32::try_from(*pkey).unwrap_or(i32::MIN);
+                let got = grows.and_then(|g| mm.pkey_mprotect(*addr, *len, prot_of(*prot), g, key));
                 if got.is_ok() != ret.is_ok() {
                     self.differs(line, ret, || {
                         format!("mprotect: model {got:?}, kernel {ret:?}")
+                    });
+                }
+            }
+            Call::Mbind {
+                addr,
+                len,
+                mode,
+                nodes,
+                ret,
+            } => {
+                if ret.is_err() {
+                    // Node masks and modes the machine refused (its nodes are not
+                    // modelled): nothing changed.
+                    return;
+                }
+                let policy = crate::MemPolicy::new(*mode as u16, *nodes);
+                let got = mm.mbind(*addr, *len, policy);
+                if got.is_err() {
+                    self.differs(line, ret, || {
+                        format!("mbind: model {got:?}, kernel {ret:?}")
+                    });
+                }
+            }
+            Call::Mseal {
+                addr,
+                len,
+                flags,
+                ret,
+            } => {
+                let got = mm.mseal(*addr, *len, *flags);
+                if got.is_ok() != ret.is_ok() {
+                    self.differs(line, ret, || {
+                        format!("mseal: model {got:?}, kernel {ret:?}")
                     });
                 }
             }

@@ -131,6 +131,7 @@ pub enum Call {
         ret: Ret,
     },
     /// `mprotect(addr, len, prot)`.
+    /// `mprotect(addr, len, prot)`, or `pkey_mprotect(addr, len, prot, pkey)`.
     Mprotect {
         /// Start.
         addr: u64,
@@ -138,6 +139,34 @@ pub enum Call {
         len: u64,
         /// `PROT_*` bits.
         prot: u64,
+        /// The protection key of `pkey_mprotect`; -1 for `mprotect` (each area
+        /// keeps its own).
+        pkey: i64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `mbind(addr, len, mode, nodemask, maxnode, flags)`.
+    Mbind {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// `MPOL_*` mode with its `MPOL_F_*` flags.
+        mode: u64,
+        /// The node mask's first word (`NULL` or `[]`: 0).
+        nodes: u64,
+        /// Result.
+        ret: Ret,
+    },
+    /// `mseal(addr, len, flags)` (Linux >= 6.10; strace 6.1 prints it as
+    /// `syscall_0x1ce`).
+    Mseal {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// Flags (0 is the only valid value).
+        flags: u64,
         /// Result.
         ret: Ret,
     },
@@ -333,6 +362,8 @@ impl Call {
                 | Call::Munlockall { .. }
                 | Call::ShmAt { .. }
                 | Call::ShmDt { .. }
+                | Call::Mbind { .. }
+                | Call::Mseal { .. }
         )
     }
 }
@@ -565,7 +596,8 @@ fn parse_call(text: &str) -> Result<Call, String> {
     // the call is one the model cannot express, and the rest of the trace goes on.
     let symbolic: &[(usize, &[(&str, u64)])] = match name {
         "mmap" => &[(2, PROT_NAMES), (3, MAP_NAMES)],
-        "mprotect" => &[(2, PROT_NAMES)],
+        "mprotect" | "pkey_mprotect" => &[(2, PROT_NAMES)],
+        "mbind" => &[(2, MPOL_NAMES)],
         "mremap" => &[(3, MREMAP_NAMES)],
         "madvise" => &[(2, MADV_NAMES)],
         "shmat" => &[(2, SHM_NAMES)],
@@ -626,11 +658,32 @@ fn parse_call(text: &str) -> Result<Call, String> {
             len: num(1)?,
             ret,
         },
-        "mprotect" => Call::Mprotect {
+        "mprotect" | "pkey_mprotect" => Call::Mprotect {
             addr: num(0)?,
             len: num(1)?,
             prot: parse_bits(arg(2)?, PROT_NAMES)
-                .ok_or_else(|| format!("mprotect: bad prot {:?}", args[2]))?,
+                .ok_or_else(|| format!("{name}: bad prot {:?}", args[2]))?,
+            pkey: if name == "pkey_mprotect" {
+                num(3)? as i64
+            } else {
+                -1
+            },
+            ret,
+        },
+        "mbind" => Call::Mbind {
+            addr: num(0)?,
+            len: num(1)?,
+            mode: parse_bits(arg(2)?, MPOL_NAMES)
+                .ok_or_else(|| format!("mbind: bad mode {:?}", args[2]))?,
+            nodes: first_mask_word(arg(3)?)
+                .ok_or_else(|| format!("mbind: bad node mask {:?}", args[3]))?,
+            ret,
+        },
+        // strace 6.1 has no name for it: `syscall_0x1ce(addr, len, flags, ...)`.
+        "mseal" | "syscall_0x1ce" => Call::Mseal {
+            addr: num(0)?,
+            len: num(1)?,
+            flags: num(2)?,
             ret,
         },
         "brk" => Call::Brk { addr: num(0)?, ret },
@@ -1030,6 +1083,20 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
+/// The first word of a node mask as strace prints it (`[0x00000000000001]`,
+/// `[0x1, 0]`), 0 for `NULL` or `[]`; `None` for anything else.
+fn first_mask_word(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if s == "NULL" {
+        return Some(0);
+    }
+    let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+    match inner.split(',').next().map(str::trim) {
+        None | Some("") => Some(0),
+        Some(w) => parse_num(w),
+    }
+}
+
 /// `MAP_HUGE_SHIFT`: strace prints a huge page size as `21<<MAP_HUGE_SHIFT`.
 const MAP_HUGE_SHIFT: &str = "MAP_HUGE_SHIFT";
 
@@ -1165,6 +1232,20 @@ const MADV_NAMES: &[(&str, u64)] = &[
     // Linux >= 6.13 (strace 6.1 prints them as `0x66 /* MADV_??? */`).
     ("MADV_GUARD_INSTALL", 102),
     ("MADV_GUARD_REMOVE", 103),
+];
+
+/// `mbind`'s modes and mode flags.
+const MPOL_NAMES: &[(&str, u64)] = &[
+    ("MPOL_DEFAULT", 0),
+    ("MPOL_PREFERRED", 1),
+    ("MPOL_BIND", 2),
+    ("MPOL_INTERLEAVE", 3),
+    ("MPOL_LOCAL", 4),
+    ("MPOL_PREFERRED_MANY", 5),
+    ("MPOL_WEIGHTED_INTERLEAVE", 6),
+    ("MPOL_F_NUMA_BALANCING", 1 << 13),
+    ("MPOL_F_RELATIVE_NODES", 1 << 14),
+    ("MPOL_F_STATIC_NODES", 1 << 15),
 ];
 
 #[cfg(test)]

@@ -104,6 +104,53 @@ pub struct VmFlags {
     /// under memory pressure; glibc >= 2.41 and Go >= 1.24 keep their vDSO
     /// `getrandom` states in such an area).
     pub droppable: bool,
+    /// `VM_SEALED` (`mseal`, Linux >= 6.10): the area cannot be unmapped, moved,
+    /// mapped over, reprotected, or (read-only anonymous memory) discarded
+    /// ([`crate::seal`]).
+    pub sealed: bool,
+    /// The protection key (`pkey_mprotect`; 0: the default key), which `mprotect`
+    /// keeps.
+    pub pkey: u8,
+    /// The area's NUMA memory policy (`mbind`; the default: none).
+    pub policy: MemPolicy,
+}
+
+/// A VMA's NUMA memory policy (`struct mempolicy`, set by `mbind`): areas merge only
+/// with an equal one (`mpol_equal`). The nodes are compared as the caller gave them
+/// (the first 64), not as the machine's online nodes narrow them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MemPolicy {
+    /// The mode with its flags (`MPOL_BIND`, `MPOL_INTERLEAVE | MPOL_F_STATIC_NODES`,
+    /// ...); 0 (`MPOL_DEFAULT`): no policy of the area's own.
+    pub mode: u16,
+    /// The node mask's first word (0 for a mode without nodes).
+    pub nodes: u64,
+}
+
+impl MemPolicy {
+    /// `MPOL_DEFAULT`: the area has no policy.
+    pub const DEFAULT: u16 = 0;
+    /// `MPOL_PREFERRED`.
+    pub const PREFERRED: u16 = 1;
+    /// `MPOL_LOCAL`.
+    pub const LOCAL: u16 = 4;
+    /// The mode bits of a mode with flags (`MPOL_MODE_FLAGS` cleared).
+    const MODE_MASK: u16 = 0x1fff;
+
+    /// The policy `mbind(mode, nodes)` gives an area, as `mpol_new` makes it: none
+    /// for `MPOL_DEFAULT`, `MPOL_LOCAL` for `MPOL_PREFERRED` without nodes, and no
+    /// nodes kept for `MPOL_LOCAL`.
+    pub fn new(mode: u16, nodes: u64) -> MemPolicy {
+        match mode & Self::MODE_MASK {
+            Self::DEFAULT => MemPolicy::default(),
+            Self::PREFERRED if nodes == 0 => MemPolicy {
+                mode: Self::LOCAL | (mode & !Self::MODE_MASK),
+                nodes: 0,
+            },
+            Self::LOCAL => MemPolicy { mode, nodes: 0 },
+            _ => MemPolicy { mode, nodes },
+        }
+    }
 }
 
 impl VmFlags {

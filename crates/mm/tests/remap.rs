@@ -856,3 +856,32 @@ fn old_len_zero_maps_a_shared_object_again() {
     assert_eq!(mm.vmas().len(), before);
     mm.check_invariants().unwrap();
 }
+
+/// A protection key set by `pkey_mprotect` splits the area and keeps the piece
+/// apart from neighbours with the default key, though their protection matches;
+/// a plain `mprotect` keeps each area's key, and key -1 is a plain `mprotect`.
+/// A key outside x86-64's 16 is refused, with nothing changed.
+#[test]
+fn a_protection_key_keeps_areas_apart_and_mprotect_keeps_it() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 4 * p, Prot::RW, fixed(), None).unwrap();
+    mm.pkey_mprotect(AT + p, p, Prot::RW, None, 3).unwrap();
+    let keys = |mm: &Mm| -> Vec<(u64, u64, u8)> {
+        mm.vmas()
+            .iter()
+            .map(|v| (v.start - AT, v.end - AT, v.flags.pkey))
+            .collect()
+    };
+    assert_eq!(keys(&mm), [(0, p, 0), (p, 2 * p, 3), (2 * p, 4 * p, 0)]);
+    mm.mprotect(AT, 4 * p, Prot::R).unwrap();
+    assert_eq!(keys(&mm), [(0, p, 0), (p, 2 * p, 3), (2 * p, 4 * p, 0)]);
+    mm.pkey_mprotect(AT + p, p, Prot::R, None, 0).unwrap();
+    assert_eq!(keys(&mm), [(0, 4 * p, 0)]);
+    mm.pkey_mprotect(AT, p, Prot::RW, None, -1).unwrap();
+    assert_eq!(mm.vmas().len(), 2);
+    let refused = mm.pkey_mprotect(AT, p, Prot::R, None, 16);
+    assert_eq!(refused.unwrap_err().errno(), 22);
+    assert_eq!(mm.find(AT).unwrap().prot, Prot::RW);
+    mm.check_invariants().unwrap();
+}

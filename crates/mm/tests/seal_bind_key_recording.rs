@@ -1,0 +1,77 @@
+//! A real run of `tests/data/seal_bind_key.c`: `pkey_mprotect` (key -1, and an
+//! unallocated key refused), `mbind` (bind, interleave, preferred without nodes,
+//! a hole, a node the machine lacks, and `MPOL_DEFAULT` merging areas back),
+//! `mseal` (done, with bad flags, over a hole, empty) and every change a sealed
+//! area refuses (`munmap`, `mprotect`, `mremap` of it and onto it, `MAP_FIXED`
+//! over it, discarding advice on sealed read-only memory, a `brk` shrink), then a
+//! fork whose child finds the seal too. Every process's layout must come out of the
+//! replay identical, with every call expressed and with the kernel's result: from
+//! the stored recording (`tests/data/seal-bind-key.{strace,maps}`) and from a fresh
+//! one ([`common`] says how each is made and checked).
+
+mod common;
+
+use common::CProgram;
+use mm::recording::Recording;
+use mm::strace::Call;
+
+const PROGRAM: CProgram = CProgram {
+    name: "seal-bind-key",
+    source: "seal_bind_key.c",
+    processes: 2,
+};
+
+/// Each kind of call the program makes is in the trace, done and refused.
+fn assert_every_case(rec: &Recording) {
+    let calls: Vec<&Call> = rec.events.iter().map(|e| &e.call).collect();
+    let has = |f: &dyn Fn(&Call) -> bool| calls.iter().any(|c| f(c));
+    for ok in [true, false] {
+        assert!(has(
+            &|c| matches!(c, Call::Mseal { ret, .. } if ret.is_ok() == ok)
+        ));
+        assert!(has(
+            &|c| matches!(c, Call::Mbind { ret, .. } if ret.is_ok() == ok)
+        ));
+    }
+    assert!(has(&|c| matches!(
+        c,
+        Call::Mprotect {
+            pkey: -1,
+            ret: Ok(_),
+            ..
+        }
+    )));
+    assert!(has(&|c| matches!(
+        c,
+        Call::Mprotect {
+            pkey: 1,
+            ret: Err(_),
+            ..
+        }
+    )));
+    let eperm = |c: &Call| match c {
+        Call::Munmap { ret, .. }
+        | Call::Mprotect { ret, .. }
+        | Call::Mremap { ret, .. }
+        | Call::Mmap { ret, .. }
+        | Call::Madvise { ret, .. } => ret.as_ref().is_err_and(|e| e.as_str() == "EPERM"),
+        _ => false,
+    };
+    let refusals = calls.iter().filter(|c| eperm(c)).count();
+    assert!(refusals >= 9, "{refusals} calls refused with EPERM");
+}
+
+#[test]
+fn the_stored_recording_replays_identically() {
+    let Some((rec, _)) = PROGRAM.replay_stored(false) else {
+        return;
+    };
+    assert_every_case(&rec);
+}
+
+#[test]
+fn a_fresh_recording_replays_identically() {
+    if let Some((rec, _)) = PROGRAM.record_fresh() {
+        assert_every_case(&rec);
+    }
+}
