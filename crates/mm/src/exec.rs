@@ -16,7 +16,9 @@
 //! # What is replayed (kernel 6.18, glibc 2.36, x86-64, ASLR off)
 //! 1. The kernel: the `[stack]`; the executable: an `ET_EXEC` at its link addresses,
 //!    a PIE (with `PT_INTERP`) at [`crate::layout::ELF_ET_DYN_BASE_RAW`] rounded down to its
-//!    largest `p_align`, a static-pie or ld.so run directly top-down in the mmap area.
+//!    largest `p_align`, a static-pie or ld.so run directly top-down in the mmap area
+//!    (with a `p_align` above the page size, where the whole span would go, aligned
+//!    down to it: Linux 6.12's `load_elf_binary`).
 //!    An `ET_DYN` object's first segment is mapped over the whole span and the rest
 //!    unmapped (`elf_map` with `total_size`), then each further segment mapped at its
 //!    address; holes between segments stay unmapped. Each segment's bss past its last
@@ -382,19 +384,24 @@ impl Planner {
                 let base = ELF_ET_DYN_BASE_RAW & !(exe.max_align - 1);
                 (i128::from(base) - i128::from(exe.first_vaddr)) & !i128::from(PAGE_SIZE - 1)
             }
-            // No interpreter but an alignment above the page size: the same base.
-            (ElfKind::Dyn, _) if exe.max_align > PAGE_SIZE => {
-                let base = ELF_ET_DYN_BASE_RAW & !(exe.max_align - 1);
-                (i128::from(base) - i128::from(exe.first_vaddr)) & !i128::from(PAGE_SIZE - 1)
+            // No interpreter (a static-pie, ld.so run as the program): top-down in
+            // the mmap area. With an alignment above the page size,
+            // `load_elf_binary` maps the whole span at 0 to learn where it goes,
+            // unmaps it, and loads it there aligned down to that alignment.
+            (ElfKind::Dyn, _) => {
+                let bias = self.kernel_top_down(exe)?;
+                if exe.max_align > PAGE_SIZE {
+                    let found = bias + i128::from(exe.first_vaddr);
+                    let at = found & !i128::from(exe.max_align - 1);
+                    (at - i128::from(exe.first_vaddr)) & !i128::from(PAGE_SIZE - 1)
+                } else {
+                    bias
+                }
             }
-            (ElfKind::Dyn, _) => self.kernel_top_down(exe)?,
         };
         self.kernel_load(exe, exe_file, exe_bias)?;
         let last = exe.segments.last().expect("parse checked: a PT_LOAD");
-        let brk = if exe.kind == ElfKind::Dyn
-            && linkage != Linkage::Dynamic
-            && exe.max_align <= PAGE_SIZE
-        {
+        let brk = if exe.kind == ElfKind::Dyn && linkage != Linkage::Dynamic {
             page_up(ELF_ET_DYN_BASE_RAW)
         } else {
             (exe_bias + i128::from(last.end())) as u64

@@ -584,3 +584,82 @@ fn an_exec_run_in_parts_leaves_what_one_exec_leaves() {
     let after: Vec<u64> = files.all().iter().map(|f| f.rmap().len() as u64).collect();
     assert_eq!(before, after, "every reverse map holds what it held");
 }
+
+/// A static-pie whose segments ask for an alignment above the page size (2 MiB,
+/// 64 KiB) goes where Linux 6.12's `load_elf_binary` puts it: top-down in the mmap
+/// area, where its whole span would go, aligned down to that alignment (not at
+/// `ELF_ET_DYN_BASE`), its brk at `ELF_ET_DYN_BASE`. Checked against the kernel: the
+/// program, run with ASLR off (`setarch -R`), prints where its own file is mapped,
+/// and the model's exec must map its segments at the same addresses. Needs `cc`
+/// with a static libc and `setarch` (without them it says so and checks nothing).
+#[test]
+fn a_static_pie_with_a_large_alignment_loads_where_the_kernel_loads_it() {
+    for align in [0x20_0000u64, 0x1_0000] {
+        if !static_pie_matches_the_kernel(align) {
+            return;
+        }
+    }
+}
+
+/// One case of the test above; `false` (said) where it cannot run here.
+fn static_pie_matches_the_kernel(align: u64) -> bool {
+    let dir = tmpdir(&format!("spie{align:x}"));
+    let src = dir.join("spie.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <string.h>\n\
+         int main(void){ char l[512]; FILE *m = fopen(\"/proc/self/maps\", \"r\");\n\
+         while (fgets(l, sizeof l, m)) if (strstr(l, \"/spie-aligned\")) fputs(l, stdout);\n\
+         return 0; }\n",
+    )
+    .unwrap();
+    let bin = dir.join("spie-aligned");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-static-pie"])
+        .arg(format!("-Wl,-z,max-page-size={align:#x}"))
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    let run = built
+        .then(|| {
+            std::process::Command::new("setarch")
+                .args(["-R"])
+                .arg(&bin)
+                .output()
+                .ok()
+        })
+        .flatten()
+        .filter(|o| o.status.success());
+    let Some(out) = run else {
+        eprintln!("no cc with a static libc, or no setarch: case skipped");
+        let _ = std::fs::remove_dir_all(&dir);
+        return false;
+    };
+    let kernel: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+        .collect();
+    assert!(!kernel.is_empty());
+    let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+    let mm = Mm::new(files);
+    mm.exec(&bin).unwrap();
+    let canon = std::fs::canonicalize(&bin).unwrap();
+    let model: Vec<u64> = mm
+        .vmas()
+        .iter()
+        .filter(|v| v.file().is_some_and(|(f, _)| f.path() == canon))
+        .map(|v| v.start)
+        .collect();
+    // The kernel's has one piece more: glibc's static startup applied RELRO (an
+    // mprotect splitting the data segment), after exec.
+    let why = format!("align {align:#x}: the model's {model:x?}, the kernel's {kernel:x?}");
+    assert_eq!(model[0], kernel[0], "{why}");
+    assert!(model.iter().all(|a| kernel.contains(a)), "{why}");
+    assert_eq!(kernel.len(), model.len() + 1, "{why}");
+    assert_eq!(kernel[0] % align, 0);
+    assert_eq!(mm.brk_range().0, ELF_ET_DYN_BASE + 0x1000);
+    let _ = std::fs::remove_dir_all(&dir);
+    true
+}
