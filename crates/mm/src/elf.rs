@@ -107,6 +107,10 @@ pub struct ElfImage {
     pub relro: Option<(u64, u64)>,
     /// `PT_INTERP`, the program interpreter (ld.so), if any.
     pub interp: Option<String>,
+    /// Whether its `PT_GNU_STACK` (the last one) asks for an executable stack
+    /// (`PF_X`): the kernel then gives the executable's `[stack]` `rwx`
+    /// (`EXSTACK_ENABLE_X`). Without one, x86-64 gives `rw-`.
+    pub exec_stack: bool,
     /// Whether the file has a `PT_DYNAMIC` segment (a static-pie has one, a static
     /// non-PIE binary does not).
     pub has_dynamic: bool,
@@ -302,6 +306,7 @@ impl ElfImage {
 
         let mut segments = Vec::new();
         let mut relro = None;
+        let mut exec_stack = false;
         let mut interp = None;
         let mut dynamic: Option<(u64, u64)> = None;
         let mut max_align = PAGE_SIZE;
@@ -331,6 +336,7 @@ impl ElfImage {
                     let (s, e) = (align_down(start), align_down(end));
                     relro = (e > s).then_some((s, e));
                 }
+                elf::PT_GNU_STACK => exec_stack = ph.p_flags(endian) & elf::PF_X != 0,
                 elf::PT_INTERP if interp.is_none() => {
                     let len = ph.p_filesz(endian);
                     if !(2..=PATH_MAX).contains(&len) {
@@ -447,6 +453,7 @@ impl ElfImage {
             first_vaddr: first_vaddr.unwrap_or(0),
             max_align,
             relro,
+            exec_stack,
             interp,
             has_dynamic: dynamic.is_some(),
             needed,

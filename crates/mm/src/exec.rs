@@ -366,16 +366,18 @@ impl Planner {
         objects: &[(Arc<ElfImage>, Arc<File>)],
         cache: Option<&Arc<File>>,
     ) -> Result<(), Error> {
+        let (exe, exe_file) = &objects[0];
+        // `setup_arg_pages`: executable when the program's PT_GNU_STACK says so.
+        let stack_prot = Prot::new(true, true, exe.exec_stack);
         let stack = (STACK_TOP - STACK_SIZE, STACK_TOP);
         self.map(
             stack.0,
             stack.1,
-            Prot::RW,
+            stack_prot,
             Backing::Anon(AnonKind::Stack),
             true,
             Caller::Kernel,
         );
-        let (exe, exe_file) = &objects[0];
         let linkage = plan.linkage();
         // The executable.
         let exe_bias: i128 = match (exe.kind, linkage) {

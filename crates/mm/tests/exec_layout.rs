@@ -663,3 +663,51 @@ fn static_pie_matches_the_kernel(align: u64) -> bool {
     let _ = std::fs::remove_dir_all(&dir);
     true
 }
+
+/// A program linked `-z execstack` (its `PT_GNU_STACK` has `PF_X`) gets an
+/// executable `[stack]` from exec, as the kernel's `setup_arg_pages` gives it; one
+/// linked `-z noexecstack` does not. Checked against the kernel: each program
+/// prints its own `[stack]` line. Needs `cc` (without it says so and checks
+/// nothing).
+#[test]
+fn the_stack_is_executable_when_the_program_asks_for_it() {
+    let dir = tmpdir("execstack");
+    let src = dir.join("stack.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <string.h>\n\
+         int main(void){ char l[512]; FILE *m = fopen(\"/proc/self/maps\", \"r\");\n\
+         while (fgets(l, sizeof l, m)) if (strstr(l, \"[stack]\")) fputs(l, stdout);\n\
+         return 0; }\n",
+    )
+    .unwrap();
+    for (flag, exec) in [("execstack", true), ("noexecstack", false)] {
+        let bin = dir.join(flag);
+        let built = std::process::Command::new("cc")
+            .args(["-O1", "-z", flag, "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        let Some(out) = built
+            .then(|| std::process::Command::new(&bin).output().ok())
+            .flatten()
+        else {
+            eprintln!("no C compiler: case skipped");
+            break;
+        };
+        let line = String::from_utf8_lossy(&out.stdout).into_owned();
+        let kernel_perms = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        assert_eq!(kernel_perms, if exec { "rwxp" } else { "rw-p" }, "{line}");
+        let files = Files::new(Design::Linux, Topology::Os, CallPattern::PerVma);
+        let mm = Mm::new(files);
+        mm.exec(&bin).unwrap();
+        let stack = mm
+            .vmas()
+            .into_iter()
+            .find(|v| matches!(v.backing, Backing::Anon(mm::AnonKind::Stack)))
+            .unwrap();
+        assert_eq!(stack.prot, Prot::new(true, true, exec), "{flag}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
