@@ -80,9 +80,16 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
         for (line, what) in &rep.files_changed {
             println!("  line {line}: {what}");
         }
+        for (line, what) in &rep.randomized {
+            println!("  line {line}: {what}");
+        }
         let mut diffs = Vec::new();
         let mut apart = Vec::new();
-        if let Some(real) = &real {
+        if real.is_some() && r.randomized(first_pid) {
+            println!(
+                "  final layout of pid {first_pid}: laid out at random by the kernel, not compared"
+            );
+        } else if let Some(real) = &real {
             match r.exited.get(&first_pid) {
                 None => diffs.push(format!("pid {first_pid} did not exit in the trace")),
                 Some(v) => (diffs, apart) = compare_maps(&v.maps(), real),
@@ -118,6 +125,7 @@ pub fn run(cfg: &ReplayConfig) -> Result<bool, String> {
             "result_differs": rep.result_differs,
             "misplaced": rep.misplaced,
             "files_changed": rep.files_changed,
+            "randomized": rep.randomized,
             "layout_differences": diffs,
             "kept_apart": apart,
             "calls_per_s": speed.all_per_s,

@@ -64,10 +64,11 @@ fn main() {
             .map(|e| e.pid)
             .filter(|&p| p != 0)
             .collect();
+        let compared = check.processes.iter().filter(|p| !p.randomized).count();
         let same = check
             .processes
             .iter()
-            .filter(|p| p.differences.is_empty())
+            .filter(|p| !p.randomized && p.differences.is_empty())
             .count();
         let vmas: usize = check.processes.iter().map(|p| p.compared).sum();
         let mut text = String::new();
@@ -81,14 +82,17 @@ fn main() {
         );
         let _ = writeln!(
             text,
-            "processes {same}/{} identical, {vmas} VMAs compared; placed {}/{} at the kernel's address; \
-             {} not expressed, {} results differ, {} files changed",
-            check.processes.len(),
+            "processes {same}/{compared} identical, {vmas} VMAs compared; placed {}/{} at the kernel's address; \
+             {} not expressed, {} results differ, {} files changed{}",
             rep.placed_same,
             rep.placed,
             rep.not_expressed.len(),
             rep.result_differs.len(),
-            rep.files_changed.len()
+            rep.files_changed.len(),
+            match check.processes.len() - compared {
+                0 => String::new(),
+                n => format!("; {n} laid out at random by the kernel (set-id), not compared"),
+            }
         );
         for p in &check.processes {
             for d in &p.differences {
@@ -111,6 +115,9 @@ fn main() {
             );
         }
         for (line, what) in &rep.files_changed {
+            let _ = writeln!(text, "  line {line}: {what}");
+        }
+        for (line, what) in &rep.randomized {
             let _ = writeln!(text, "  line {line}: {what}");
         }
         all_same &= check.layouts_identical();

@@ -57,6 +57,10 @@ pub struct ProcessCheck {
     /// ([`crate::maps::kept_apart`]), and a stack grown by page faults
     /// ([`crate::maps::grown_stack`]).
     pub kept_apart: Vec<String>,
+    /// Whether the kernel laid this process out at random (a set-id program, or a
+    /// process after one: [`Report::randomized`]): its layout is not compared, and
+    /// `compared` is 0.
+    pub randomized: bool,
 }
 
 /// What [`Recording::check`] found.
@@ -69,7 +73,8 @@ pub struct Check {
 }
 
 impl Check {
-    /// Whether every recorded process's layout is the model's, line for line.
+    /// Whether every recorded process's layout is the model's, line for line (a
+    /// randomized one, not compared, counts as no difference).
     pub fn layouts_identical(&self) -> bool {
         self.processes.iter().all(|p| p.differences.is_empty())
     }
@@ -166,6 +171,15 @@ impl Recording {
             .maps
             .iter()
             .map(|(&pid, real)| {
+                if r.randomized(pid) {
+                    return ProcessCheck {
+                        pid,
+                        compared: 0,
+                        differences: vec![],
+                        kept_apart: vec![],
+                        randomized: true,
+                    };
+                }
                 let compared = real.iter().filter(|l| l.name != "[vsyscall]").count();
                 let (differences, kept_apart) = match r.exited.get(&pid) {
                     Some(layout) => compare_maps(&layout.maps(), real),
@@ -179,6 +193,7 @@ impl Recording {
                     compared,
                     differences,
                     kept_apart,
+                    randomized: false,
                 }
             })
             .collect();

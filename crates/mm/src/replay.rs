@@ -58,6 +58,13 @@ pub struct Report {
     /// Files the recording was made against that are not the same now: (line of
     /// the `# aspace-file` record, "file X changed since it was recorded: what").
     pub files_changed: Vec<(usize, String)>,
+    /// Processes the kernel laid out at random: (line of the exec, what). An exec
+    /// of a set-id program clears `ADDR_NO_RANDOMIZE` from the personality
+    /// (`PER_CLEAR_ON_SETID`) even under `setarch -R`, so that program, and every
+    /// one it and its children run after, gets random places the model cannot know:
+    /// their placements and results are not compared (calls the model cannot
+    /// express still count), nor their layouts ([`Replay::randomized`]).
+    pub randomized: Vec<(usize, String)>,
 }
 
 impl Report {
@@ -92,6 +99,12 @@ pub struct Replay {
     shm_segments: HashMap<u64, (u64, Arc<crate::File>)>,
     /// The limit the run started with (`# aspace-stack-limit`, else the default).
     first_stack_limit: Option<u64>,
+    /// The pids the kernel lays out at random ([`Report::randomized`]), each with
+    /// the line of the set-id exec that made it so (its own, or an ancestor's).
+    randomized: HashMap<u32, usize>,
+    /// Whether the call being replayed is a randomized pid's: its placement and
+    /// result are not compared.
+    quiet: bool,
     /// The report so far.
     pub report: Report,
 }
@@ -111,8 +124,15 @@ impl Replay {
             stack_limits: HashMap::new(),
             shm_segments: HashMap::new(),
             first_stack_limit: Some(crate::layout::DEFAULT_STACK_LIMIT),
+            randomized: HashMap::new(),
+            quiet: false,
             report: Report::default(),
         }
+    }
+
+    /// Whether the kernel lays pid `pid` out at random ([`Report::randomized`]).
+    pub fn randomized(&self, pid: u32) -> bool {
+        self.randomized.contains_key(&pid)
     }
 
     /// The executable `path` names when it is `/proc/self/exe`,
@@ -148,6 +168,7 @@ impl Replay {
         self.all.clear();
         self.stack_limits.clear();
         self.shm_segments.clear();
+        self.randomized.clear();
         self.first_stack_limit = Some(crate::layout::DEFAULT_STACK_LIMIT);
         self.report = Report::default();
     }
@@ -303,7 +324,7 @@ impl Replay {
     /// `ret`, unless the kernel's is unknown (`= ?`: the thread died in the call;
     /// the model does the call, as the kernel may have).
     fn differs(&mut self, line: usize, ret: &strace::Ret, what: impl FnOnce() -> String) {
-        if !strace::result_unknown(ret) {
+        if !strace::result_unknown(ret) && !self.quiet {
             self.report.result_differs.push((line, what()));
         }
     }
@@ -329,6 +350,9 @@ impl Replay {
                 if let Some(l) = self.stack_limits.remove(thread) {
                     self.stack_limits.insert(e.pid, l);
                 }
+                if let Some(r) = self.randomized.remove(thread) {
+                    self.randomized.insert(e.pid, r);
+                }
             }
             Call::StackLimit { target, limit, ret } => {
                 self.report.events += 1;
@@ -350,6 +374,10 @@ impl Replay {
                 };
                 let limit = self.stack_limit(e.pid);
                 self.stack_limits.insert(child, limit);
+                // The personality, ASLR included, is inherited.
+                if let Some(&r) = self.randomized.get(&e.pid) {
+                    self.randomized.insert(child, r);
+                }
                 let parent = self.process(e.pid);
                 let p = if *vm {
                     parent.clone_vm()
@@ -386,6 +414,19 @@ impl Replay {
                 // A script's strings change as binfmt_script swaps argv[0] for
                 // the interpreter's line: not counted.
                 let strings = strings.filter(|_| !starts_with_shebang(Path::new(&path)));
+                if is_set_id(Path::new(&path)) && !self.randomized.contains_key(&e.pid) {
+                    self.randomized.insert(e.pid, line);
+                    self.report.randomized.push((
+                        line,
+                        format!(
+                            "pid {} runs {path}, a set-id program: the kernel lays it out at \
+                             random even with ASLR off (PER_CLEAR_ON_SETID), and so every \
+                             program it and its children run after; their placements, results \
+                             and layouts are not compared",
+                            e.pid
+                        ),
+                    ));
+                }
                 let p = self.process(e.pid);
                 p.exec_with(|mm| mm.exec_kernel_part_with_strings(&prog, strings));
                 let new = p.mm().clone();
@@ -417,7 +458,9 @@ impl Replay {
             call => {
                 self.report.calls += 1;
                 let mm = self.process(e.pid).mm().clone();
+                self.quiet = self.randomized.contains_key(&e.pid);
                 self.memory_call(&mm, line, call);
+                self.quiet = false;
             }
         }
     }
@@ -664,6 +707,9 @@ impl Replay {
     /// Counts a placement the kernel made at `real` (`len` bytes asked for): the
     /// model's choice for `req` is the same, or a miss.
     fn count_placement(&mut self, mm: &Mm, line: usize, req: Request, real: u64, len: u64) {
+        if self.quiet {
+            return;
+        }
         self.report.placed += 1;
         let guess = placement::unmapped_area(&mm.tree, req, self.placement).unwrap_or(0);
         if guess == real {
@@ -885,6 +931,12 @@ const NO_MEMORY_EFFECT: &[&str] = &[
 
 fn prot_of(bits: u64) -> Prot {
     Prot::new(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0)
+}
+
+/// Whether the file at `path` is set-user-ID or set-group-ID (unreadable: no).
+fn is_set_id(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
 }
 
 /// Whether the file at `path` starts with `#!` (unreadable: no).

@@ -1314,3 +1314,58 @@ fn a_recording_from_a_kernel_before_6_13_replays_with_its_vdso_layout() {
     assert!(check.report.placed >= 20);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A set-id program runs with ASLR on even in a recording made with it off
+/// (`PER_CLEAR_ON_SETID`), and so does everything it and its children run after:
+/// their placements, results and layouts are not compared but named, and the
+/// same program without the set-id bit is compared as usual.
+#[test]
+fn a_set_id_program_is_laid_out_at_random_and_not_compared() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("aspace-setid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("setid-true");
+    std::fs::copy("/bin/true", &prog).unwrap();
+    // Random places, as the kernel chose them for the set-id run.
+    let trace = |path: &Path| {
+        format!(
+            "\
+7 execve(\"{p}\", [\"t\"], 0x7f /* 3 vars */) = 0
+7 brk(NULL) = 0x56545ca33000
+7 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f472e682000
+7 munmap(0x7f472e682000, 8192) = 0
+7 clone(child_stack=NULL, flags=SIGCHLD) = 8
+8 execve(\"/bin/true\", [\"true\"], 0x7f /* 3 vars */) = 0
+8 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f1a2b3c4000
+8 exit_group(0) = ?
+8 +++ exited with 0 +++
+7 exit_group(0) = ?
+7 +++ exited with 0 +++
+",
+            p = path.display()
+        )
+    };
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let replay = |mode: u32| {
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        r.run(&strace::parse(&trace(&prog)).unwrap());
+        r
+    };
+    let r = replay(0o4755);
+    assert!(r.randomized(7) && r.randomized(8), "the child too");
+    let rep = &r.report;
+    assert_eq!(rep.randomized.len(), 1, "{:?}", rep.randomized);
+    assert!(rep.randomized[0].1.contains("set-id"));
+    assert_eq!((rep.placed, rep.result_differs.len()), (0, 0));
+    assert_eq!(rep.calls, 4);
+    let r = replay(0o755);
+    assert!(!r.randomized(7) && !r.randomized(8));
+    assert!(r.report.randomized.is_empty());
+    assert_eq!(r.report.placed, 2);
+    assert_eq!(
+        r.report.placed_same, 0,
+        "the random places are not the model's"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
