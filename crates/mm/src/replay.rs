@@ -533,7 +533,7 @@ impl Replay {
                 pkey,
                 ret,
             } => {
-                if *pkey != -1 && ret.is_err() {
+                if *pkey != -1 && strace::result_refused(ret) {
                     // Which keys pkey_alloc handed out is not modelled: a refusal
                     // (an unallocated key; a machine without protection keys)
                     // changed nothing.
@@ -563,7 +563,7 @@ impl Replay {
                 nodes,
                 ret,
             } => {
-                if ret.is_err() {
+                if strace::result_refused(ret) {
                     // Node masks and modes the machine refused (its nodes are not
                     // modelled): nothing changed.
                     return;
@@ -671,7 +671,9 @@ impl Replay {
                         format!("madvise advice {advice} is not one the model has"),
                     ));
                 };
-                if matches!(a, Advice::Mergeable | Advice::Unmergeable) && ret.is_err() {
+                if matches!(a, Advice::Mergeable | Advice::Unmergeable)
+                    && strace::result_refused(ret)
+                {
                     // A kernel without CONFIG_KSM, or KSM's own failure: not done.
                     return;
                 }

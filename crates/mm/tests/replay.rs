@@ -1369,3 +1369,31 @@ fn a_set_id_program_is_laid_out_at_random_and_not_compared() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A call whose thread died in it (`= ?`) is done, as the kernel may have done it,
+/// for the flag calls that skip a refused call too: `MADV_MERGEABLE`, `mbind`,
+/// `pkey_mprotect`. Refused (an errno), they are not done.
+#[test]
+fn flag_calls_a_thread_died_in_are_done_and_refused_ones_not() {
+    let run = |ret: &str| {
+        let t = format!(
+            "\
+7 mmap(0x7fff70000000, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7fff70000000
+7 madvise(0x7fff70000000, 4096, MADV_MERGEABLE) = {ret}
+7 mbind(0x7fff70001000, 4096, MPOL_BIND, [0x00000000000001], 64, 0) = {ret}
+7 pkey_mprotect(0x7fff70002000, 4096, PROT_READ|PROT_WRITE, 2) = {ret}
+"
+        );
+        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+        let mut r = Replay::new(files, Placement::LINUX_THP);
+        r.run(&strace::parse(&t).unwrap());
+        assert!(
+            r.report.result_differs.is_empty(),
+            "{:?}",
+            r.report.result_differs
+        );
+        r.mm(7).unwrap().vmas().len()
+    };
+    assert_eq!(run("?"), 4, "each flag call split off its page");
+    assert_eq!(run("-1 EINVAL (Invalid argument)"), 1);
+}
