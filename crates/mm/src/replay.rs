@@ -99,9 +99,9 @@ pub struct Replay {
     shm_segments: HashMap<u64, (u64, Arc<crate::File>)>,
     /// The limit the run started with (`# aspace-stack-limit`, else the default).
     first_stack_limit: Option<u64>,
-    /// The pids the kernel lays out at random ([`Report::randomized`]), each with
-    /// the line of the set-id exec that made it so (its own, or an ancestor's).
-    randomized: HashMap<u32, usize>,
+    /// The pids the kernel lays out at random ([`Report::randomized`]): a set-id
+    /// program's, and those after it.
+    randomized: std::collections::HashSet<u32>,
     /// Whether the call being replayed is a randomized pid's: its placement and
     /// result are not compared.
     quiet: bool,
@@ -124,7 +124,7 @@ impl Replay {
             stack_limits: HashMap::new(),
             shm_segments: HashMap::new(),
             first_stack_limit: Some(crate::layout::DEFAULT_STACK_LIMIT),
-            randomized: HashMap::new(),
+            randomized: Default::default(),
             quiet: false,
             report: Report::default(),
         }
@@ -132,7 +132,7 @@ impl Replay {
 
     /// Whether the kernel lays pid `pid` out at random ([`Report::randomized`]).
     pub fn randomized(&self, pid: u32) -> bool {
-        self.randomized.contains_key(&pid)
+        self.randomized.contains(&pid)
     }
 
     /// The executable `path` names when it is `/proc/self/exe`,
@@ -350,8 +350,8 @@ impl Replay {
                 if let Some(l) = self.stack_limits.remove(thread) {
                     self.stack_limits.insert(e.pid, l);
                 }
-                if let Some(r) = self.randomized.remove(thread) {
-                    self.randomized.insert(e.pid, r);
+                if self.randomized.remove(thread) {
+                    self.randomized.insert(e.pid);
                 }
             }
             Call::StackLimit { target, limit, ret } => {
@@ -375,8 +375,8 @@ impl Replay {
                 let limit = self.stack_limit(e.pid);
                 self.stack_limits.insert(child, limit);
                 // The personality, ASLR included, is inherited.
-                if let Some(&r) = self.randomized.get(&e.pid) {
-                    self.randomized.insert(child, r);
+                if self.randomized.contains(&e.pid) {
+                    self.randomized.insert(child);
                 }
                 let parent = self.process(e.pid);
                 let p = if *vm {
@@ -414,8 +414,10 @@ impl Replay {
                 // A script's strings change as binfmt_script swaps argv[0] for
                 // the interpreter's line: not counted.
                 let strings = strings.filter(|_| !starts_with_shebang(Path::new(&path)));
-                if is_set_id(Path::new(&path)) && !self.randomized.contains_key(&e.pid) {
-                    self.randomized.insert(e.pid, line);
+                // The file exec loaded (a `#!` script's interpreter: the kernel
+                // ignores a script's own set-id bits).
+                let loaded = prog.objects[0].1.path();
+                if is_set_id(loaded) && self.randomized.insert(e.pid) {
                     self.report.randomized.push((
                         line,
                         format!(
@@ -458,7 +460,7 @@ impl Replay {
             call => {
                 self.report.calls += 1;
                 let mm = self.process(e.pid).mm().clone();
-                self.quiet = self.randomized.contains_key(&e.pid);
+                self.quiet = self.randomized.contains(&e.pid);
                 self.memory_call(&mm, line, call);
                 self.quiet = false;
             }
