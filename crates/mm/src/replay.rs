@@ -607,6 +607,17 @@ impl Replay {
                 new_addr,
                 ret,
             } => {
+                if flags & !7 != 0 {
+                    // A flag besides MREMAP_MAYMOVE, MREMAP_FIXED and
+                    // MREMAP_DONTUNMAP: EINVAL before anything is looked at.
+                    if ret.is_ok() {
+                        self.report.not_expressed.push((
+                            line,
+                            format!("mremap flags {flags:#x}: a flag the model does not know"),
+                        ));
+                    }
+                    return;
+                }
                 let fl = MremapFlags {
                     may_move: flags & 1 != 0,
                     fixed: flags & 2 != 0,
@@ -668,6 +679,11 @@ impl Replay {
                 ret,
             } => {
                 let Some(a) = Advice::from_linux(*advice) else {
+                    if strace::result_refused(ret) {
+                        // An advice this kernel does not have either (EINVAL):
+                        // refused before anything changed.
+                        return;
+                    }
                     return self.report.not_expressed.push((
                         line,
                         format!("madvise advice {advice} is not one the model has"),

@@ -1397,3 +1397,32 @@ fn flag_calls_a_thread_died_in_are_done_and_refused_ones_not() {
     assert_eq!(run("?"), 7, "each flag call split off its page");
     assert_eq!(run("-1 EINVAL (Invalid argument)"), 1);
 }
+
+/// Calls the kernel refused for an argument it does not know either (an advice
+/// number or an `mremap` flag of no kernel: EINVAL) changed nothing and are
+/// expressed as such; the same calls done by a newer kernel are calls the model
+/// cannot express.
+#[test]
+fn refused_unknown_advice_and_mremap_flags_change_nothing() {
+    let run = |ret: &str| {
+        let t = format!(
+            "\
+7 mmap(0x7fff70000000, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7fff70000000
+7 madvise(0x7fff70000000, 4096, 0x7f /* MADV_??? */) = {ret}
+7 mremap(0x7fff70000000, 4096, 8192, MREMAP_MAYMOVE|0x10) = {ret}
+"
+        );
+        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+        let mut r = Replay::new(files, Placement::LINUX_THP);
+        r.run(&strace::parse(&t).unwrap());
+        assert!(
+            r.report.result_differs.is_empty(),
+            "{:?}",
+            r.report.result_differs
+        );
+        let vmas = r.mm(7).unwrap().vmas().len();
+        (r.report.not_expressed.len(), vmas)
+    };
+    assert_eq!(run("-1 EINVAL (Invalid argument)"), (0, 1));
+    assert_eq!(run("0x7fff70000000").0, 2);
+}
