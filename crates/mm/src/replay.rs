@@ -541,7 +541,13 @@ impl Replay {
                     // changed nothing.
                     return;
                 }
+                // `arch_validate_prot`: read, write, exec, PROT_SEM and the
+                // direction bits; anything else is EINVAL (mmap does not check).
+                const KNOWN: u64 = 0xf | Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP;
                 let grows = match prot & (Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP) {
+                    _ if prot & !KNOWN != 0 => Err(crate::Error::Invalid {
+                        what: "a protection bit mprotect does not know",
+                    }),
                     0 => Ok(None),
                     Grows::PROT_GROWSDOWN => Ok(Some(Grows::Down)),
                     Grows::PROT_GROWSUP => Ok(Some(Grows::Up)),
