@@ -1370,6 +1370,16 @@ fn a_set_id_program_is_laid_out_at_random_and_not_compared() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The trace `t` replayed (Linux's design), every result the kernel's.
+fn replay_with_the_kernels_results(t: &str) -> Replay {
+    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+    let mut r = Replay::new(files, Placement::LINUX_THP);
+    r.run(&strace::parse(t).unwrap());
+    let differs = &r.report.result_differs;
+    assert!(differs.is_empty(), "{differs:?}");
+    r
+}
+
 /// A call whose thread died in it (`= ?`) is done, as the kernel may have done it,
 /// for the flag calls that skip a refused call too: `MADV_MERGEABLE`, `mbind`,
 /// `pkey_mprotect`. Refused (an errno), they are not done.
@@ -1384,14 +1394,7 @@ fn flag_calls_a_thread_died_in_are_done_and_refused_ones_not() {
 7 pkey_mprotect(0x7fff70005000, 4096, PROT_READ|PROT_WRITE, 2) = {ret}
 "
         );
-        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
-        let mut r = Replay::new(files, Placement::LINUX_THP);
-        r.run(&strace::parse(&t).unwrap());
-        assert!(
-            r.report.result_differs.is_empty(),
-            "{:?}",
-            r.report.result_differs
-        );
+        let r = replay_with_the_kernels_results(&t);
         r.mm(7).unwrap().vmas().len()
     };
     assert_eq!(run("?"), 7, "each flag call split off its page");
@@ -1415,14 +1418,7 @@ fn refused_unknown_advice_and_mremap_flags_change_nothing() {
 7 mprotect(0x7fff70001000, 4096, PROT_READ|0x8 /* PROT_SEM */) = 0
 "
         );
-        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
-        let mut r = Replay::new(files, Placement::LINUX_THP);
-        r.run(&strace::parse(&t).unwrap());
-        assert!(
-            r.report.result_differs.is_empty(),
-            "{:?}",
-            r.report.result_differs
-        );
+        let r = replay_with_the_kernels_results(&t);
         let vmas = r.mm(7).unwrap().vmas().len();
         (r.report.not_expressed.len(), vmas)
     };
