@@ -46,9 +46,7 @@ int main(int argc, char **argv)
 	/* MREMAP_DONTUNMAP: pages 0..3 to where the search puts them; 4..5 to a
 	 * hint strace does not print; 6..7 to a fixed place in the reserve, the
 	 * old ranges left mapped. Of a locked area (8..11), the whole area
-	 * loses its lock. A length change or no MREMAP_MAYMOVE is EINVAL, and so
-	 * is the vdso's data (not modelled as a target here: the call below is
-	 * on the reserve, which is private and may move). */
+	 * loses its lock. A length change or no MREMAP_MAYMOVE is EINVAL. */
 	for (long i = 0; i < 16 * P; i += P)
 		a[i] = 1;
 	remap(a, 4 * P, 4 * P, keep, NULL);
