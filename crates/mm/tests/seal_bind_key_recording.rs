@@ -1,7 +1,8 @@
 //! A real run of `tests/data/seal_bind_key.c`: `pkey_mprotect` (key -1, and an
 //! unallocated key refused), `mbind` (bind, interleave, preferred without nodes,
-//! a hole, a node the machine lacks, and `MPOL_DEFAULT` merging areas back),
-//! `mseal` (done, with bad flags, over a hole, empty) and every change a sealed
+//! a range over two areas, a node the machine lacks, and `MPOL_DEFAULT` merging
+//! areas back), `mseal` (done, over two areas, empty, with bad flags) and every
+//! change a sealed
 //! area refuses (`munmap`, `mprotect`, `mremap` of it and onto it, `MAP_FIXED`
 //! over it, discarding advice on sealed read-only memory, a `brk` shrink), then a
 //! fork whose child finds the seal too. Every process's layout must come out of the

@@ -49,8 +49,9 @@ int main(void)
 	syscall(SYS_pkey_mprotect, k + 2 * P, P, PROT_READ, 1);
 
 	/* Memory policies: node 0 bound on page 1, interleaved on 3-4, preferred
-	 * with no nodes (local) on 6; a hole is EFAULT, node 63 EINVAL; then
-	 * MPOL_DEFAULT on 3-5 merges those pages back with page 2 and 5. */
+	 * with no nodes (local) on 6, bound on 7 and the first page of the area
+	 * above (the areas lie next to each other); node 63 is EINVAL; then
+	 * MPOL_DEFAULT on 2-5 merges those pages back into one area. */
 	bind(b + P, P, MPOL_BIND, 1);
 	bind(b + 3 * P, 2 * P, MPOL_INTERLEAVE, 1);
 	bind(b + 6 * P, P, MPOL_PREFERRED, 0);
@@ -58,7 +59,8 @@ int main(void)
 	bind(b, P, MPOL_BIND, 1UL << 63);
 	bind(b + 2 * P, 4 * P, MPOL_DEFAULT, 0);
 
-	/* Sealing: pages 2-3 of s; flags, a hole and an empty range; then
+	/* Sealing: pages 2-3 of s, page 7 with the first page of the area above,
+	 * an empty range, and bad flags (EINVAL); then
 	 * munmap, mprotect, mremap, MAP_FIXED over it and a fixed mremap onto it
 	 * are EPERM, and so is throwing away pages of sealed read-only memory
 	 * (not of writable memory); other advice is allowed. */
