@@ -891,6 +891,22 @@ impl Mm {
         occupied(&self.tree, start, end)
     }
 
+    /// Puts `pieces` (sorted, covering `[old.start, old.end)` exactly) in place of
+    /// the VMA `old`, merging nothing: the kernel changed that VMA where it stood (a
+    /// split, flags cleared), so each boundary at which two areas could now merge,
+    /// the edges with its neighbours included, is kept as a seam. (The seams are
+    /// added after [`Mm::replace`], which forgets those inside the range.)
+    fn replace_in_place(&self, st: &mut State, old: &Vma, pieces: Vec<Vma>) {
+        let (start, end) = (old.start, old.end);
+        self.replace(st, start, end, pieces, Why::Protect, (start, end));
+        let around = self.overlapping(start.saturating_sub(1), end.saturating_add(1));
+        for w in around.windows(2) {
+            if w[0].can_merge(&w[1]) && !st.seams.contains(&w[1].start) {
+                st.seams.push(w[1].start);
+            }
+        }
+    }
+
     /// Places `list` (sorted, contiguous or not), merging its ends with compatible
     /// neighbours, as `vma_merge` does; `why` says what for (see [`Mm::replace`]).
     fn place(&self, st: &mut State, mut list: Vec<Vma>, why: Why) {

@@ -228,17 +228,7 @@ impl Mm {
                 let mut stays = vma.slice(vma.start, vma.end);
                 stays.flags.locked = false;
                 stays.flags.lockonfault = false;
-                let r = self.tree.reader();
-                let left = vma.start.checked_sub(1).and_then(|i| r.load(i));
-                if left.is_some_and(|(_, l)| l.can_merge(&stays)) {
-                    st.seams.push(vma.start);
-                }
-                if r.load(vma.end).is_some_and(|(_, n)| stays.can_merge(&n)) {
-                    st.seams.push(vma.end);
-                }
-                drop(r);
-                let span = (vma.start, vma.end);
-                self.replace(&mut st, span.0, span.1, vec![stays], Why::Protect, span);
+                self.replace_in_place(&mut st, &vma, vec![stays]);
             }
         } else if old_len > 0 {
             self.replace(

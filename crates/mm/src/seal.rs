@@ -27,7 +27,7 @@
 //! # Ok::<(), mm::Error>(())
 //! ```
 
-use crate::{Error, Mm, State, VmFlags, Why};
+use crate::{Error, Mm, State, VmFlags};
 
 impl Mm {
     /// `mseal(start, len, flags)`: seals every area of the range, splitting those
@@ -68,8 +68,7 @@ impl Mm {
             let first = self.overlapping(start, end).into_iter().next();
             if let Some(v) = first.filter(|v| !v.flags.sealed && v.start < start) {
                 let pieces = vec![v.slice(v.start, start), v.slice(start, v.end)];
-                st.seams.push(start);
-                self.replace(st, v.start, v.end, pieces, Why::Protect, (v.start, v.end));
+                self.replace_in_place(st, &v, pieces);
             }
         }
         refused

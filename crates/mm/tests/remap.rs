@@ -885,3 +885,24 @@ fn a_protection_key_keeps_areas_apart_and_mprotect_keeps_it() {
     assert_eq!(mm.find(AT).unwrap().prot, Prot::RW);
     mm.check_invariants().unwrap();
 }
+
+/// An unmap refused by a seal (`EPERM`) leaves what the kernel's leaves: the
+/// unsealed area it starts in split at its start, the two pieces kept apart
+/// though they could merge (a seam the invariants accept), nothing unmapped. A
+/// later change over that boundary merges them again.
+#[test]
+fn an_unmap_refused_by_a_seal_leaves_the_first_area_split() {
+    let (_files, mm) = setup();
+    let p = PAGE_SIZE;
+    mm.mmap_with(AT, 4 * p, Prot::RW, fixed(), None).unwrap();
+    mm.mseal(AT + 2 * p, p, 0).unwrap();
+    let refused = mm.munmap(AT + p, 2 * p);
+    assert_eq!(refused.unwrap_err().errno(), 1);
+    let starts: Vec<u64> = mm.vmas().iter().map(|v| v.start - AT).collect();
+    assert_eq!(starts, [0, p, 2 * p, 3 * p]);
+    mm.check_invariants().unwrap();
+    mm.mprotect(AT, 2 * p, Prot::R).unwrap();
+    let starts: Vec<u64> = mm.vmas().iter().map(|v| v.start - AT).collect();
+    assert_eq!(starts, [0, 2 * p, 3 * p]);
+    mm.check_invariants().unwrap();
+}
