@@ -522,11 +522,7 @@ impl Replay {
             }
             Call::Munmap { addr, len, ret } => {
                 let got = mm.munmap(*addr, *len);
-                if got.is_ok() != ret.is_ok() {
-                    self.differs(line, ret, || {
-                        format!("munmap: model {got:?}, kernel {ret:?}")
-                    });
-                }
+                self.compare_result(line, ret, "munmap", &got);
             }
             Call::Mprotect {
                 addr,
@@ -535,12 +531,6 @@ impl Replay {
                 pkey,
                 ret,
             } => {
-                if *pkey != -1 && strace::result_refused(ret) {
-                    // Which keys pkey_alloc handed out is not modelled: a refusal
-                    // (an unallocated key; a machine without protection keys)
-                    // changed nothing.
-                    return;
-                }
                 // `arch_validate_prot`: read, write, exec, PROT_SEM and the
                 // direction bits; anything else is EINVAL (mmap does not check).
                 const KNOWN: u64 = 0xf | Grows::PROT_GROWSDOWN | Grows::PROT_GROWSUP;
@@ -557,11 +547,14 @@ impl Replay {
                     }),
                 };
                 let key = i32::try_from(*pkey).unwrap_or(i32::MIN);
-                let got = grows.and_then(|g| mm.pkey_mprotect(*addr, *len, prot_of(*prot), g, key));
-                if got.is_ok() != ret.is_ok() {
-                    self.differs(line, ret, || {
-                        format!("mprotect: model {got:?}, kernel {ret:?}")
-                    });
+                let call =
+                    || grows.and_then(|g| mm.pkey_mprotect(*addr, *len, prot_of(*prot), g, key));
+                if *pkey == -1 {
+                    self.compare_result(line, ret, "mprotect", &call());
+                } else {
+                    // Which keys pkey_alloc handed out is not modelled (nor whether
+                    // the machine has protection keys).
+                    self.unless_refused(line, ret, "pkey_mprotect", call);
                 }
             }
             Call::Mbind {
@@ -571,18 +564,10 @@ impl Replay {
                 nodes,
                 ret,
             } => {
-                if strace::result_refused(ret) {
-                    // Node masks and modes the machine refused (its nodes are not
-                    // modelled): nothing changed.
-                    return;
-                }
+                // The machine's nodes, which decide whether a mask is refused, are
+                // not modelled.
                 let policy = crate::MemPolicy::new(*mode as u16, *nodes);
-                let got = mm.mbind(*addr, *len, policy);
-                if got.is_err() {
-                    self.differs(line, ret, || {
-                        format!("mbind: model {got:?}, kernel {ret:?}")
-                    });
-                }
+                self.unless_refused(line, ret, "mbind", || mm.mbind(*addr, *len, policy));
             }
             Call::Mseal {
                 addr,
@@ -591,11 +576,7 @@ impl Replay {
                 ret,
             } => {
                 let got = mm.mseal(*addr, *len, *flags);
-                if got.is_ok() != ret.is_ok() {
-                    self.differs(line, ret, || {
-                        format!("mseal: model {got:?}, kernel {ret:?}")
-                    });
-                }
+                self.compare_result(line, ret, "mseal", &got);
             }
             Call::Brk { addr, ret } => {
                 let got = mm.brk(*addr);
@@ -672,11 +653,7 @@ impl Replay {
                         .push((line, "shmdt of a segment the model never attached".into()));
                 }
                 let got = shm_dt(mm, *addr);
-                if got.is_ok() != ret.is_ok() {
-                    self.differs(line, ret, || {
-                        format!("shmdt: model {got:?}, kernel {ret:?}")
-                    });
-                }
+                self.compare_result(line, ret, "shmdt", &got);
             }
             Call::Madvise {
                 addr,
@@ -695,32 +672,26 @@ impl Replay {
                         format!("madvise advice {advice} is not one the model has"),
                     ));
                 };
-                if matches!(a, Advice::Mergeable | Advice::Unmergeable)
-                    && strace::result_refused(ret)
-                {
+                if matches!(a, Advice::Mergeable | Advice::Unmergeable) {
                     // A kernel without CONFIG_KSM, or KSM's own failure: not done.
-                    return;
+                    return self
+                        .unless_refused(line, ret, "madvise", || mm.madvise(*addr, *len, a));
                 }
-                let got = mm.madvise(*addr, *len, a);
-                if got.is_ok() != ret.is_ok() {
-                    self.differs(line, ret, || {
-                        format!("madvise: model {got:?}, kernel {ret:?}")
-                    });
-                }
+                self.compare_result(line, ret, "madvise", &mm.madvise(*addr, *len, a));
             }
             Call::Mlock {
                 addr,
                 len,
                 flags,
                 ret,
-            } => self.lock_call(line, ret, "mlock", || mm.mlock2(*addr, *len, *flags)),
+            } => self.unless_refused(line, ret, "mlock", || mm.mlock2(*addr, *len, *flags)),
             Call::Munlock { addr, len, ret } => {
-                self.lock_call(line, ret, "munlock", || mm.munlock(*addr, *len))
+                self.unless_refused(line, ret, "munlock", || mm.munlock(*addr, *len))
             }
             Call::Mlockall { flags, ret } => {
-                self.lock_call(line, ret, "mlockall", || mm.mlockall(*flags))
+                self.unless_refused(line, ret, "mlockall", || mm.mlockall(*flags))
             }
-            Call::Munlockall { ret } => self.lock_call(line, ret, "munlockall", || {
+            Call::Munlockall { ret } => self.unless_refused(line, ret, "munlockall", || {
                 mm.munlockall();
                 Ok(())
             }),
@@ -745,23 +716,38 @@ impl Replay {
         }
     }
 
-    /// A lock call (`name`) with the recorded result `ret`: done by `call` if it
-    /// succeeded in the trace (a model that refuses it differs), not done if it
-    /// failed there (`RLIMIT_MEMLOCK` and `CAP_IPC_LOCK` are not modelled; an
-    /// `ENOMEM` for a hole also comes after the kernel locked the areas before it,
-    /// which the model does not follow).
-    fn lock_call(
+    /// Notes that the model's result `got` of the call `name` at `line` is not the
+    /// kernel's `ret` when one succeeded and the other failed ([`Replay::differs`]).
+    fn compare_result<T: std::fmt::Debug>(
+        &mut self,
+        line: usize,
+        ret: &strace::Ret,
+        name: &str,
+        got: &Result<T, crate::Error>,
+    ) {
+        if got.is_ok() != ret.is_ok() {
+            self.differs(line, ret, || {
+                format!("{name}: model {got:?}, kernel {ret:?}")
+            });
+        }
+    }
+
+    /// A call (`name`) whose refusals depend on what the model does not follow,
+    /// with the recorded result `ret`: done by `call` if it succeeded in the trace
+    /// (or its thread died in it; a model that refuses it differs), not done if it
+    /// failed there. The lock calls (`RLIMIT_MEMLOCK` and `CAP_IPC_LOCK` are not
+    /// modelled; an `ENOMEM` for a hole also comes after the kernel locked the
+    /// areas before it), KSM advice, `mbind` and `pkey_mprotect` with a key.
+    fn unless_refused(
         &mut self,
         line: usize,
         ret: &strace::Ret,
         name: &str,
         call: impl FnOnce() -> Result<(), crate::Error>,
     ) {
-        if strace::result_refused(ret) {
-            return;
-        }
-        if let Err(e) = call() {
-            self.differs(line, ret, || format!("{name}: model {e:?}, kernel {ret:?}"));
+        if !strace::result_refused(ret) {
+            let got = call();
+            self.compare_result(line, ret, name, &got);
         }
     }
 }
