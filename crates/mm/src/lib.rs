@@ -894,13 +894,20 @@ impl Mm {
     /// Puts `pieces` (sorted, covering `[old.start, old.end)` exactly) in place of
     /// the VMA `old`, merging nothing: the kernel changed that VMA where it stood (a
     /// split, flags cleared), so each boundary at which two areas could now merge,
-    /// the edges with its neighbours included, is kept as a seam. (The seams are
-    /// added after [`Mm::replace`], which forgets those inside the range.)
+    /// the edges with its neighbours included, is kept as a seam ([`Mm::keep_apart`],
+    /// after [`Mm::replace`], which forgets the seams inside the range).
     fn replace_in_place(&self, st: &mut State, old: &Vma, pieces: Vec<Vma>) {
         let (start, end) = (old.start, old.end);
         self.replace(st, start, end, pieces, Why::Protect, (start, end));
-        let around = self.overlapping(start.saturating_sub(1), end.saturating_add(1));
-        for w in around.windows(2) {
+        self.keep_apart(st, start.saturating_sub(1), end.saturating_add(1));
+    }
+
+    /// Records a seam between every two adjacent areas meeting `[start, end)` that
+    /// could merge: areas the kernel made or changed where they stood without
+    /// merging them (a change in place, a fork's copies).
+    fn keep_apart(&self, st: &mut State, start: u64, end: u64) {
+        let areas = self.overlapping(start, end);
+        for w in areas.windows(2) {
             if w[0].can_merge(&w[1]) && !st.seams.contains(&w[1].start) {
                 st.seams.push(w[1].start);
             }
@@ -1293,14 +1300,7 @@ impl Mm {
         // Neighbours that only their lock bits (now gone) kept apart, and those
         // the parent kept apart so: the child keeps them apart too.
         if !locked.is_empty() || !st.seams.is_empty() || file_vmas.iter().any(|v| lock(v)) {
-            let r = child.tree.reader();
-            let mut prev: Option<Arc<Vma>> = None;
-            for (_, v) in r.iter() {
-                if prev.as_ref().is_some_and(|p| p.can_merge(&v)) {
-                    cst.seams.push(v.start);
-                }
-                prev = Some((*v).clone());
-            }
+            child.keep_apart(&mut cst, 0, TASK_SIZE);
         }
         drop(cst);
         drop(st);
