@@ -1,6 +1,7 @@
 //! Parsing what `strace -f -y [-v -s N] -e trace=memory,process[,...] -o FILE
 //! PROGRAM` writes (`scripts/record.sh` adds the stack-limit, `shmget`, unlink and
-//! rename calls: [`crate::recording`]) (with `-v` and a large `-s`, each `execve`'s strings in full): one
+//! rename calls: [`crate::recording`]; with `-v` and a large `-s`, each `execve`'s
+//! strings in full): one
 //! [`Event`] per finished system call or process event, `<unfinished ...>` /
 //! `<... resumed>` pairs joined per pid, in the order the kernel ran them. Bad lines
 //! are a [`ParseError`] with the line number, never a panic.
