@@ -111,6 +111,10 @@ pub struct ElfImage {
     /// (`PF_X`): the kernel then gives the executable's `[stack]` `rwx`
     /// (`EXSTACK_ENABLE_X`). Without one, x86-64 gives `rw-`.
     pub exec_stack: bool,
+    /// Whether the file is set-user-ID or set-group-ID, for an image read from a
+    /// file ([`ElfImage::load`]): its exec clears `ADDR_NO_RANDOMIZE`
+    /// (`PER_CLEAR_ON_SETID`).
+    pub set_id: bool,
     /// Whether the file has a `PT_DYNAMIC` segment (a static-pie has one, a static
     /// non-PIE binary does not).
     pub has_dynamic: bool,
@@ -217,6 +221,10 @@ impl ElfImage {
         let (file, meta) = open_regular(&canon)?;
         let mut img = ElfImage::parse_from(&canon, &Source::File(&file, meta.len()))?;
         img.file_id = Some(FileId::of(&meta));
+        img.set_id = {
+            use std::os::unix::fs::PermissionsExt as _;
+            meta.permissions().mode() & 0o6000 != 0
+        };
         Ok(img)
     }
 
@@ -454,6 +462,7 @@ impl ElfImage {
             max_align,
             relro,
             exec_stack,
+            set_id: false,
             interp,
             has_dynamic: dynamic.is_some(),
             needed,

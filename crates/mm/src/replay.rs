@@ -415,9 +415,8 @@ impl Replay {
                 // the interpreter's line: not counted.
                 let strings = strings.filter(|_| !starts_with_shebang(Path::new(&path)));
                 // The file exec loaded (a `#!` script's interpreter: the kernel
-                // ignores a script's own set-id bits).
-                let loaded = prog.objects[0].1.path();
-                if is_set_id(loaded) && self.randomized.insert(e.pid) {
+                // ignores a script's own set-id bits), as it was when planned.
+                if prog.objects[0].0.set_id && self.randomized.insert(e.pid) {
                     self.report.randomized.push((
                         line,
                         format!(
@@ -943,12 +942,6 @@ const NO_MEMORY_EFFECT: &[&str] = &[
 
 fn prot_of(bits: u64) -> Prot {
     Prot::new(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0)
-}
-
-/// Whether the file at `path` is set-user-ID or set-group-ID (unreadable: no).
-fn is_set_id(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
 }
 
 /// Whether the file at `path` starts with `#!` (unreadable: no).

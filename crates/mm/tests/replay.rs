@@ -1345,10 +1345,11 @@ fn a_set_id_program_is_laid_out_at_random_and_not_compared() {
             p = path.display()
         )
     };
-    let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
     let replay = |mode: u32| {
         std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(mode)).unwrap();
-        let mut r = Replay::new(files.clone(), Placement::LINUX_THP);
+        // A registry of its own: one keeps a program as it was when first planned.
+        let files = Files::new(Design::Linux, Topology::detect(), CallPattern::PerVma);
+        let mut r = Replay::new(files, Placement::LINUX_THP);
         r.run(&strace::parse(&trace(&prog)).unwrap());
         r
     };
