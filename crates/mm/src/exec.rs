@@ -92,8 +92,12 @@ impl Files {
         if let Some(p) = self.programs.lock().get(&key) {
             return Ok(p.clone());
         }
-        let plan = LoadPlan::resolve(&script_interpreter(path)?, &self.search)?;
-        let prog = Arc::new(Program::new_with_base(self, plan, mmap_base)?);
+        let exe = script_interpreter(path)?;
+        let plan = LoadPlan::resolve(&exe, &self.search)?;
+        let prog = Arc::new(Program {
+            via_script: exe != path,
+            ..Program::new_with_base(self, plan, mmap_base)?
+        });
         self.programs.lock().insert(key, prog.clone());
         Ok(prog)
     }
@@ -134,6 +138,7 @@ impl Program {
             brk_start: p.brk_start,
             heap_end: p.heap_end,
             mmap_base,
+            via_script: false,
         })
     }
 }

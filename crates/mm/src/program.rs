@@ -96,6 +96,8 @@ pub struct Program {
     pub(crate) heap_end: Option<u64>,
     /// The top of the mmap area it was planned under.
     pub(crate) mmap_base: u64,
+    /// Whether exec was given a `#!` script, whose interpreter this is.
+    pub(crate) via_script: bool,
 }
 
 impl Program {

@@ -413,7 +413,7 @@ impl Replay {
                 };
                 // A script's strings change as binfmt_script swaps argv[0] for
                 // the interpreter's line: not counted.
-                let strings = strings.filter(|_| !starts_with_shebang(Path::new(&path)));
+                let strings = strings.filter(|_| !prog.via_script);
                 // The file exec loaded (a `#!` script's interpreter: the kernel
                 // ignores a script's own set-id bits), as it was when planned.
                 if prog.objects[0].0.set_id && self.randomized.insert(e.pid) {
@@ -942,16 +942,6 @@ const NO_MEMORY_EFFECT: &[&str] = &[
 
 fn prot_of(bits: u64) -> Prot {
     Prot::new(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0)
-}
-
-/// Whether the file at `path` starts with `#!` (unreadable: no).
-fn starts_with_shebang(path: &Path) -> bool {
-    use std::io::Read as _;
-    let mut head = [0u8; 2];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && head == *b"#!"
 }
 
 impl Mm {
